@@ -1,0 +1,83 @@
+// The cluster description: nodes of identical devices joined by an ordered list of interconnect
+// levels, innermost first (NVLink inside a node or an NVL72 rack, then InfiniBand/RoCE across).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.h"
+#include "core/enum_names.h"
+
+namespace shardplan {
+
+struct Device {
+  std::string name;               // "H100-SXM5-80GB"
+  double memory_GiB = 0;          // capacity
+  double reserved_GiB = 0;        // taken by the runtime (CUDA context, NCCL buffers) before us
+  double memory_GBps = 0;         // HBM (or DRAM) bandwidth
+  // Dense peak FLOP/s by compute dtype, in 10^12 FLOP/s; 0 = not supported.
+  double peak_tflops_fp32 = 0;
+  double peak_tflops_tf32 = 0;
+  double peak_tflops_bf16 = 0;
+  double peak_tflops_fp16 = 0;
+
+  double peak_tflops(Dtype d) const;
+  int64_t memory_bytes() const;    // memory_GiB in bytes
+  int64_t reserved_bytes() const;  // reserved_GiB in bytes
+};
+
+enum class LinkKind { nvlink, pcie, infiniband, roce, shared_memory };
+inline constexpr EnumNames<LinkKind, 5> kLinkKindNames{{{LinkKind::nvlink, "nvlink"},
+                                                         {LinkKind::pcie, "pcie"},
+                                                         {LinkKind::infiniband, "infiniband"},
+                                                         {LinkKind::roce, "roce"},
+                                                         {LinkKind::shared_memory, "shared_memory"}}};
+
+// One level of the interconnect. A level's domain is `span_devices` consecutive devices (8 for an
+// NVLink node, 72 for an NVL72 rack); the outermost level spans the whole cluster (span 0).
+// Scale-up levels (nvlink, pcie, shared_memory) give bandwidth per device; scale-out levels
+// (infiniband, roce) give NICs per node and bandwidth per NIC, which the node's devices share.
+struct InterconnectLevel {
+  std::string name;            // "nvlink", "nvl72", "infiniband"
+  LinkKind kind = LinkKind::nvlink;
+  int64_t span_devices = 0;    // devices in one domain of this level; 0 = the whole cluster
+  double bandwidth_GBps = 0;   // per device, one direction (scale-up levels)
+  int nics_per_node = 0;       // scale-out levels
+  double nic_GBps = 0;         // per NIC, one direction (scale-out levels)
+  double latency_us = 0;       // one hop, as alpha in the alpha-beta model
+  double oversubscription = 1; // fabric oversubscription (1 = non-blocking fat tree)
+
+  bool is_scale_out() const { return kind == LinkKind::infiniband || kind == LinkKind::roce; }
+};
+
+struct Cluster {
+  std::string name;
+  int nodes = 1;
+  int devices_per_node = 1;
+  Device device;
+  std::vector<InterconnectLevel> levels;  // innermost first
+
+  int64_t world() const { return int64_t{nodes} * devices_per_node; }
+  // Span of level i in devices, with 0 resolved to world().
+  int64_t level_span(size_t i) const;
+};
+
+// Reads our cluster JSON (unknown keys rejected, "source" fields kept as documentation only).
+// Validates before returning.
+Cluster cluster_from_json(const nlohmann::json& j, const std::string& file);
+nlohmann::json cluster_to_json(const Cluster& c);
+
+// The same node description with `nodes` nodes (--nodes N); re-validated.
+Cluster with_nodes(Cluster c, int nodes, const std::string& file);
+
+// Positive sizes, levels ordered innermost first with growing spans that divide each other and
+// the world, at least one level, the outermost spanning the whole cluster.
+void validate_cluster(const Cluster& c, const std::string& file);
+
+// Index of the innermost level whose domain holds both devices (global device indices).
+size_t level_joining(const Cluster& c, int64_t device_a, int64_t device_b);
+
+}  // namespace shardplan

@@ -1,0 +1,105 @@
+// The layout: how one training step is split over the devices — data, tensor, pipeline, context
+// and expert parallelism, ZeRO stage, micro-batching, recomputation and the pipeline schedule.
+// Written by users as the compact string, as Megatron-LM flags or as a DeepSpeed config
+// (shared/CONVENTIONS.md spells all three).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/cluster.h"
+#include "core/dtype.h"
+#include "core/enum_names.h"
+#include "core/model.h"
+#include "core/training.h"
+
+namespace shardplan {
+
+enum class Recompute { none, selective, full };
+enum class Schedule { gpipe, one_f_one_b, interleaved };
+
+inline constexpr EnumNames<Recompute, 3> kRecomputeNames{
+    {{Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}}};
+inline constexpr EnumNames<Schedule, 3> kScheduleNames{{{Schedule::gpipe, "gpipe"},
+                                                        {Schedule::one_f_one_b, "1f1b"},
+                                                        {Schedule::interleaved, "interleaved"}}};
+
+// Megatron-LM's default rank order, fastest-varying first.
+inline constexpr std::string_view kDefaultRankOrder = "tp-cp-ep-dp-pp";
+
+// A complete, resolved layout. dp counts every data-parallel replica (expert parallelism is carved
+// out of it: ep divides dp, as in Megatron-Core's MoE layers).
+struct Layout {
+  int dp = 1;
+  int tp = 1;
+  int pp = 1;
+  int cp = 1;
+  int ep = 1;
+  int zero = 0;              // ZeRO stage 0..3 (3 = FSDP full shard)
+  int micro_batch = 1;       // sequences per micro-batch per data-parallel rank
+  int num_microbatches = 1;  // per pipeline per step = global_batch / (micro_batch * dp)
+  Recompute recompute = Recompute::none;
+  bool sequence_parallel = false;
+  int vpp = 1;               // model chunks per pipeline rank (virtual pipeline stages)
+  Schedule schedule = Schedule::one_f_one_b;
+  std::string rank_order = std::string(kDefaultRankOrder);
+
+  int64_t world() const { return int64_t{dp} * tp * pp * cp; }
+  int64_t global_batch() const { return int64_t{micro_batch} * num_microbatches * dp; }
+};
+
+bool operator==(const Layout&, const Layout&);
+
+// What a user wrote: any field may be missing and is then defaulted or derived by resolve_layout.
+struct LayoutSpec {
+  std::optional<int> dp, tp, pp, cp, ep, zero, micro_batch, num_microbatches, vpp;
+  std::optional<int64_t> global_batch;  // overrides Training::global_batch when given
+  std::optional<Recompute> recompute;
+  std::optional<bool> sequence_parallel;
+  std::optional<Schedule> schedule;
+  std::optional<std::string> rank_order;
+  std::optional<Dtype> dtype;  // from a DeepSpeed config's bf16/fp16 sections
+};
+
+// "tp=8,pp=4,dp=32,zero=1,mbs=1,gbs=1536,sp=1,vpp=2,recompute=selective,schedule=1f1b".
+// Also accepts "layers_per_vpp"-free forms only; `source` names the origin in errors ("--layout").
+LayoutSpec parse_layout_string(std::string_view s, const std::string& source = "--layout");
+
+// Megatron-LM flags: --tensor-model-parallel-size/--tp, --pipeline-model-parallel-size/--pp,
+// --context-parallel-size/--cp, --expert-model-parallel-size/--ep, --sequence-parallel,
+// --micro-batch-size, --global-batch-size, --num-layers-per-virtual-pipeline-stage (needs the
+// model's layer count), --recompute-granularity, and DeepSpeed's --zero-stage.
+LayoutSpec parse_megatron_flags(const std::vector<std::string>& args, const Model& model);
+
+// A DeepSpeed config: zero_optimization.stage, train_micro_batch_size_per_gpu,
+// gradient_accumulation_steps, train_batch_size, bf16.enabled / fp16.enabled. Keys outside these
+// that shape the layout are rejected; DeepSpeed's runtime-only keys are skipped by name.
+LayoutSpec layout_from_deepspeed(const nlohmann::json& ds, const std::string& file);
+
+// Fields set in `over` replace those in `base` (for --fix and for flags on top of a file).
+LayoutSpec merge(LayoutSpec base, const LayoutSpec& over);
+
+// Fills what was left out (dp = world / (tp·pp·cp), global batch from `training`, number of
+// micro-batches, schedule = interleaved when vpp > 1) and validates. Updates
+// training.global_batch when the spec gives one.
+Layout resolve_layout(const LayoutSpec& spec, const Model& model, const Cluster& cluster,
+                      Training& training, const std::string& source);
+
+// Every rule a layout must satisfy on a model and cluster, with precise errors naming `source`
+// and the field: tp divides num_attention_heads and num_key_value_heads, dp·tp·pp·cp equals the
+// device count, global batch divisible by micro_batch·dp, pp·vpp divides the layers, ep divides
+// the experts and dp, cp·2 divides the sequence, zero in 0..3, vpp > 1 only with interleaved.
+void validate_layout(const Layout& l, const Model& model, const Cluster& cluster,
+                     const Training& training, const std::string& source);
+
+// The compact string (every field, dp included), which parse_layout_string reads back.
+std::string to_string(const Layout& l);
+nlohmann::json layout_to_json(const Layout& l);
+Layout layout_from_json(const nlohmann::json& j, const std::string& file);
+
+}  // namespace shardplan

@@ -1,0 +1,61 @@
+// Rank placement: the world viewed as one grid (tp × cp × ep × dp/ep × pp in the layout's rank
+// order, fastest-varying first), every parallel group a slice of it, and rank r on device r
+// (node r / devices_per_node). For each group, which interconnect level it spans.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/enum_names.h"
+#include "core/layout.h"
+
+namespace shardplan {
+
+// Parallel groups of a rank.
+//   dp        : every replica of the dense weights (the ep and dp/ep axes together)
+//   expert_dp : replicas of the expert weights (the dp/ep axis only)
+//   dp_cp     : dp × cp, over which dense gradients are reduced when cp > 1 (Megatron-Core)
+enum class Group { tp, cp, ep, dp, expert_dp, dp_cp, pp };
+inline constexpr EnumNames<Group, 7> kGroupNames{{{Group::tp, "tp"},
+                                                  {Group::cp, "cp"},
+                                                  {Group::ep, "ep"},
+                                                  {Group::dp, "dp"},
+                                                  {Group::expert_dp, "expert_dp"},
+                                                  {Group::dp_cp, "dp_cp"},
+                                                  {Group::pp, "pp"}}};
+
+// A rank's index along each axis; dp is the full data-parallel index (ep + ep_size · edp).
+struct RankCoord {
+  int tp = 0, cp = 0, ep = 0, dp = 0, pp = 0;
+};
+
+RankCoord rank_coord(const Layout& l, int64_t rank);
+int64_t rank_of(const Layout& l, const RankCoord& c);
+
+// Ranks of `rank`'s group of kind g, in increasing coordinate order (the group's own rank order).
+std::vector<int64_t> group_ranks(const Layout& l, int64_t rank, Group g);
+
+struct DeviceLocation {
+  int node = 0;
+  int device = 0;  // within the node
+};
+DeviceLocation device_of(const Cluster& c, int64_t rank);
+
+// Where one group sits on the topology.
+struct GroupSpan {
+  Group group = Group::tp;
+  int size = 1;               // ranks in the group
+  size_t level = 0;           // innermost interconnect level whose domain holds the whole group
+  int nodes = 1;              // nodes the group touches
+  int max_ranks_per_node = 1; // most group members on one node (they share that node's NICs)
+};
+
+GroupSpan group_span(const Cluster& c, const Layout& l, int64_t rank, Group g);
+
+// Throws InputError (source, "layout.rank_order") unless the order is a permutation of
+// tp, cp, ep, dp, pp joined by '-'.
+void validate_rank_order(std::string_view order, const std::string& source);
+
+}  // namespace shardplan

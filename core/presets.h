@@ -1,0 +1,26 @@
+// Finding descriptions by preset name or path: models/ and topologies/ in the data folder
+// (SHARDPLAN_DATA_DIR in the environment, else the source tree shardplan was built from).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/model.h"
+
+namespace shardplan {
+
+std::string data_dir();
+
+// Preset names in a data subfolder ("models", "topologies"), sorted.
+std::vector<std::string> preset_names(const std::string& folder);
+
+// A preset name, a path to our JSON, a Hugging Face config.json, or a folder holding one.
+// Unknown names get an error listing the closest presets ("did you mean").
+Model load_model(const std::string& name_or_path);
+
+// A preset name or path; `nodes` scales the node description (--nodes N).
+Cluster load_cluster(const std::string& name_or_path, std::optional<int> nodes = std::nullopt);
+
+}  // namespace shardplan

@@ -1,0 +1,38 @@
+// The training description: what one step is (batch, sequence, precision, optimizer) and what the
+// whole run is (tokens to train, price), for time and cost.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.h"
+#include "core/enum_names.h"
+
+namespace shardplan {
+
+enum class Optimizer { adam, sgd };
+inline constexpr EnumNames<Optimizer, 2> kOptimizerNames{{{Optimizer::adam, "adam"}, {Optimizer::sgd, "sgd"}}};
+
+struct Training {
+  int64_t global_batch = 0;     // sequences per optimizer step
+  int64_t seq_len = 0;          // tokens per sequence
+  Dtype dtype = Dtype::bf16;    // weights and activations in compute
+  Dtype grad_dtype = Dtype::bf16;
+  bool master_weights = true;   // fp32 master copy kept by the optimizer (mixed precision)
+  Optimizer optimizer = Optimizer::adam;
+  double tokens_to_train = 0;   // whole run, for time and cost (0: not asked)
+  double price_per_device_hour = 0;  // in the user's currency (0: not asked)
+
+  int64_t tokens_per_step() const { return global_batch * seq_len; }
+};
+
+// Keys: global_batch, seq_len, dtype, grad_dtype, master_weights, optimizer, tokens_to_train,
+// price_per_device_hour. Unknown keys rejected; validated (seq_len <= model max is checked with
+// the model by validate_training).
+Training training_from_json(const nlohmann::json& j, const std::string& file);
+nlohmann::json training_to_json(const Training& t);
+void validate_training(const Training& t, const std::string& file);
+
+}  // namespace shardplan
