@@ -2,6 +2,7 @@
 // table, and an error lists them.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 

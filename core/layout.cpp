@@ -29,7 +29,9 @@ int fit_int(const ObjectReader& r, std::string_view key, int64_t v) {
 }
 }  // namespace
 
-bool operator==(const Layout& a, const Layout& b) { return fields(a) == fields(b); }
+bool operator==(const Layout& a, const Layout& b) {
+  return fields(a) == fields(b);
+}
 
 LayoutSpec merge(LayoutSpec base, const LayoutSpec& over) {
   take(base.dp, over.dp);
@@ -50,7 +52,9 @@ LayoutSpec merge(LayoutSpec base, const LayoutSpec& over) {
   return base;
 }
 
-Schedule default_schedule(int vpp) { return vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b; }
+Schedule default_schedule(int vpp) {
+  return vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
+}
 
 std::string to_string(const Layout& l) {
   return fmt::format(

@@ -59,9 +59,10 @@ std::optional<int> read_zero(ObjectReader& ds) {
   // thresholds, checkpoint formats. They change when and in what pieces the same bytes move,
   // not the layout or the bytes each rank holds.
   zero.ignore({"allgather_partitions", "allgather_bucket_size", "overlap_comm", "reduce_scatter",
-               "reduce_bucket_size", "contiguous_gradients", "round_robin_gradients", "sub_group_size",
-               "stage3_max_live_parameters", "stage3_max_reuse_distance", "stage3_prefetch_bucket_size",
-               "stage3_param_persistence_threshold", "stage3_gather_16bit_weights_on_model_save",
+               "reduce_bucket_size", "contiguous_gradients", "round_robin_gradients",
+               "sub_group_size", "stage3_max_live_parameters", "stage3_max_reuse_distance",
+               "stage3_prefetch_bucket_size", "stage3_param_persistence_threshold",
+               "stage3_gather_16bit_weights_on_model_save",
                "stage3_gather_fp16_weights_on_model_save", "elastic_checkpoint",
                "load_from_fp32_weights", "ignore_unused_parameters"});
   zero.reject_unknown();
@@ -101,10 +102,11 @@ LayoutSpec layout_from_deepspeed(const nlohmann::json& j, const std::string& fil
   spec.dtype = read_dtype(ds);
   // Runtime-only: the optimizer's hyper-parameters and learning-rate schedule, clipping, logging,
   // profiling and monitoring, checkpointing, and gradient pre-scaling (the same bytes reduced).
-  ds.ignore({"optimizer", "scheduler", "gradient_clipping", "steps_per_print", "wall_clock_breakdown",
-             "memory_breakdown", "dump_state", "flops_profiler", "tensorboard", "wandb", "csv_monitor",
-             "comms_logger", "checkpoint", "zero_allow_untested_optimizer",
-             "zero_force_ds_cpu_optimizer", "prescale_gradients", "gradient_predivide_factor"});
+  ds.ignore({"optimizer", "scheduler", "gradient_clipping", "steps_per_print",
+             "wall_clock_breakdown", "memory_breakdown", "dump_state", "flops_profiler",
+             "tensorboard", "wandb", "csv_monitor", "comms_logger", "checkpoint",
+             "zero_allow_untested_optimizer", "zero_force_ds_cpu_optimizer", "prescale_gradients",
+             "gradient_predivide_factor"});
   ds.reject_unknown();
   return spec;
 }

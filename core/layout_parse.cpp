@@ -74,8 +74,8 @@ void set_rank_order(LayoutSpec& s, std::string_view v, const Origin& at) {
 }
 
 struct Setting {
-  std::string_view key;        // the compact key, also the name in errors ("layout.tp")
-  std::string_view long_key;   // the layout JSON's name, accepted too; "" when the same
+  std::string_view key;       // the compact key, also the name in errors ("layout.tp")
+  std::string_view long_key;  // the layout JSON's name, accepted too; "" when the same
   void (*set)(LayoutSpec&, std::string_view, const Origin&);
 };
 
@@ -181,13 +181,15 @@ constexpr Flag kFlags[] = {
 // Megatron-LM: virtual_pipeline_model_parallel_size = (num_layers / pp) / this.
 constexpr std::string_view kLayersPerVirtualStage = "--num-layers-per-virtual-pipeline-stage";
 
-std::vector<std::string_view> flag_names() {
+// Every name and alias in a table, for "accepted: ..." hints.
+template <class T, size_t N>
+std::vector<std::string_view> names_of(const T (&table)[N], std::string_view T::*name,
+                                       std::string_view T::*alias) {
   std::vector<std::string_view> names;
-  for (const Flag& f : kFlags) {
-    names.push_back(f.name);
-    if (!f.alias.empty()) names.push_back(f.alias);
+  for (const T& row : table) {
+    names.push_back(row.*name);
+    if (!(row.*alias).empty()) names.push_back(row.*alias);
   }
-  names.push_back(kLayersPerVirtualStage);
   return names;
 }
 
@@ -202,11 +204,6 @@ const Flag* find_flag(std::string_view name) {
 LayoutSpec parse_layout_string(std::string_view s, const std::string& source) {
   LayoutSpec spec;
   if (trim(s).empty()) return spec;
-  std::vector<std::string_view> keys;
-  for (const Setting& st : kSettings) {
-    keys.push_back(st.key);
-    if (!st.long_key.empty()) keys.push_back(st.long_key);
-  }
   while (true) {
     const size_t comma = s.find(',');
     const std::string_view item = trim(s.substr(0, comma));
@@ -217,7 +214,9 @@ LayoutSpec parse_layout_string(std::string_view s, const std::string& source) {
     const std::string_view key = trim(item.substr(0, eq));
     const Origin at{source, "layout." + std::string(key)};
     const Setting* setting = find_setting(key);
-    if (!setting) at.fail("unknown key", unknown_hint(key, keys));
+    if (!setting)
+      at.fail("unknown key",
+              unknown_hint(key, names_of(kSettings, &Setting::key, &Setting::long_key)));
     setting->set(spec, trim(item.substr(eq + 1)), at);
     if (comma == std::string_view::npos) break;
     s.remove_prefix(comma + 1);
@@ -235,9 +234,15 @@ LayoutSpec parse_megatron_flags(const std::vector<std::string>& args, const Mode
     const size_t eq = arg.find('=');
     const std::string name = arg.substr(0, eq);
     const Flag* flag = find_flag(name);
-    if (!flag && name != kLayersPerVirtualStage)
-      throw InputError(name, "", "unknown Megatron-LM flag", unknown_hint(name, flag_names()));
-    const Origin at{name, "layout." + std::string(flag ? flag->setting : "vpp")};
+    if (!flag && name != kLayersPerVirtualStage) {
+      std::vector<std::string_view> names = names_of(kFlags, &Flag::name, &Flag::alias);
+      names.push_back(kLayersPerVirtualStage);
+      throw InputError(name, "", "unknown Megatron-LM flag", unknown_hint(name, names));
+    }
+    // Fields by the layout JSON's names ("layout.micro_batch"), as validate_layout names them.
+    const Setting* setting = find_setting(flag ? flag->setting : "vpp");
+    const Origin at{name, "layout." + std::string(setting->long_key.empty() ? setting->key
+                                                                            : setting->long_key)};
     std::string value;
     if (flag && !flag->fixed.empty()) {
       if (eq != std::string::npos) at.fail("takes no value");
@@ -249,7 +254,7 @@ LayoutSpec parse_megatron_flags(const std::vector<std::string>& args, const Mode
       value = args[++i];
     }
     if (flag)
-      find_setting(flag->setting)->set(spec, value, at);
+      setting->set(spec, value, at);
     else
       assign(layers_per_virtual_stage, static_cast<int>(parse_count(value, 1, kIntMax, at)), at);
   }
@@ -257,9 +262,9 @@ LayoutSpec parse_megatron_flags(const std::vector<std::string>& args, const Mode
     const Origin at{std::string(kLayersPerVirtualStage), "layout.vpp"};
     const int64_t per_pipeline_rank = int64_t{spec.pp.value_or(1)} * *layers_per_virtual_stage;
     if (model.num_layers % per_pipeline_rank != 0)
-      at.fail(fmt::format("pp={} × {} layers per virtual stage = {} does not divide num_hidden_layers={}",
-                          spec.pp.value_or(1), *layers_per_virtual_stage, per_pipeline_rank,
-                          model.num_layers));
+      at.fail(fmt::format(
+          "pp={} × {} layers per virtual stage = {} does not divide num_hidden_layers={}",
+          spec.pp.value_or(1), *layers_per_virtual_stage, per_pipeline_rank, model.num_layers));
     assign(spec.vpp, static_cast<int>(model.num_layers / per_pipeline_rank), at);
   }
   return spec;

@@ -20,10 +20,14 @@ namespace {
 }
 
 void check_positive(const Layout& l, const std::string& source) {
-  const std::pair<const char*, int> counts[] = {
-      {"layout.dp", l.dp}, {"layout.tp", l.tp}, {"layout.pp", l.pp}, {"layout.cp", l.cp},
-      {"layout.ep", l.ep}, {"layout.vpp", l.vpp}, {"layout.micro_batch", l.micro_batch},
-      {"layout.num_microbatches", l.num_microbatches}};
+  const std::pair<const char*, int> counts[] = {{"layout.dp", l.dp},
+                                                {"layout.tp", l.tp},
+                                                {"layout.pp", l.pp},
+                                                {"layout.cp", l.cp},
+                                                {"layout.ep", l.ep},
+                                                {"layout.vpp", l.vpp},
+                                                {"layout.micro_batch", l.micro_batch},
+                                                {"layout.num_microbatches", l.num_microbatches}};
   for (const auto& [field, v] : counts)
     if (v <= 0) fail(source, field, fmt::format("must be positive, found {}", v));
   if (l.zero < 0 || l.zero > 3)
@@ -43,19 +47,21 @@ void check_batch_divides(int64_t global_batch, const Layout& l, const std::strin
 void check_world(const Layout& l, const Cluster& c, const std::string& source) {
   if (l.world() != c.world())
     fail(source, "layout.dp",
-         fmt::format("dp × tp × pp × cp = {} × {} × {} × {} = {} does not equal the {} devices of the "
-                     "cluster ({} nodes × {})",
-                     l.dp, l.tp, l.pp, l.cp, l.world(), c.world(), c.nodes, c.devices_per_node),
+         fmt::format(
+             "dp × tp × pp × cp = {} × {} × {} × {} = {} does not equal the {} devices of the "
+             "cluster ({} nodes × {})",
+             l.dp, l.tp, l.pp, l.cp, l.world(), c.world(), c.nodes, c.devices_per_node),
          "leave dp out to derive it: dp = devices / (tp × pp × cp)");
 }
 
 // Megatron-Core splits attention heads, key/value heads (query groups) and the MLP's
 // intermediate size over tp with divide(), which asserts exact division.
 void check_tensor_parallel(const Layout& l, const Model& m, const std::string& source) {
-  const std::pair<const char*, int64_t> split[] = {{"num_attention_heads", m.num_heads},
-                                                   {"num_key_value_heads", m.num_kv_heads},
-                                                   {"intermediate_size", m.ffn_hidden},
-                                                   {"moe_intermediate_size", m.moe.expert_ffn_hidden}};
+  const std::pair<const char*, int64_t> split[] = {
+      {"num_attention_heads", m.num_heads},
+      {"num_key_value_heads", m.num_kv_heads},
+      {"intermediate_size", m.ffn_hidden},
+      {"moe_intermediate_size", m.moe.expert_ffn_hidden}};
   for (const auto& [name, size] : split)
     if (size % l.tp != 0)
       fail(source, "layout.tp", fmt::format("{} does not divide {}={}", l.tp, name, size));
@@ -128,16 +134,18 @@ void check_sequence(const Layout& l, const Model& m, const Training& t, const st
   // (Megatron-Core's _split_along_first_dim asserts exact division).
   if (l.sequence_parallel && (t.seq_len / l.cp) % l.tp != 0)
     fail(source, "layout.sequence_parallel",
-         fmt::format("tp={} does not divide the {} tokens per context-parallel rank (seq_len={} / cp={})",
-                     l.tp, t.seq_len / l.cp, t.seq_len, l.cp));
+         fmt::format(
+             "tp={} does not divide the {} tokens per context-parallel rank (seq_len={} / cp={})",
+             l.tp, t.seq_len / l.cp, t.seq_len, l.cp));
 }
 
 int derive_dp(const Layout& l, const Cluster& c, const std::string& source) {
   const int64_t model_parallel = int64_t{l.tp} * l.pp * l.cp;
   if (c.world() % model_parallel != 0)
     fail(source, "layout.dp",
-         fmt::format("cannot derive dp: tp × pp × cp = {} × {} × {} = {} does not divide the {} devices",
-                     l.tp, l.pp, l.cp, model_parallel, c.world()),
+         fmt::format(
+             "cannot derive dp: tp × pp × cp = {} × {} × {} = {} does not divide the {} devices",
+             l.tp, l.pp, l.cp, model_parallel, c.world()),
          "choose tp, pp and cp whose product divides the device count");
   return static_cast<int>(c.world() / model_parallel);
 }

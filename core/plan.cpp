@@ -6,7 +6,8 @@ namespace shardplan {
 
 namespace {
 // Reads one section of the plan with its description's own reader, whose errors name fields
-// relative to the section; they are re-thrown with the section's name in front ("training.seq_len").
+// relative to the section; they are re-thrown with the section's name in front
+// ("training.seq_len").
 template <class Read>
 auto read_section(ObjectReader& plan, std::string_view key, Read read) {
   const nlohmann::json& section = plan.raw(key);
@@ -47,6 +48,8 @@ nlohmann::json plan_to_json(const Plan& p) {
           {"prediction", p.prediction}};
 }
 
-Plan load_plan(const std::string& path) { return plan_from_json(read_json_file(path), path); }
+Plan load_plan(const std::string& path) {
+  return plan_from_json(read_json_file(path), path);
+}
 
 }  // namespace shardplan

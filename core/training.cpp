@@ -43,15 +43,17 @@ nlohmann::json training_to_json(const Training& t) {
 // the weights, and bf16/fp16 without one is pure low-precision training; both are allowed.
 void validate_training(const Training& t, const std::string& file) {
   if (t.global_batch <= 0)
-    throw InputError(file, "global_batch", fmt::format("must be positive, found {}", t.global_batch));
+    throw InputError(file, "global_batch",
+                     fmt::format("must be positive, found {}", t.global_batch));
   if (t.seq_len <= 0)
     throw InputError(file, "seq_len", fmt::format("must be positive, found {}", t.seq_len));
   if (!(std::isfinite(t.tokens_to_train) && t.tokens_to_train >= 0))
     throw InputError(file, "tokens_to_train",
                      fmt::format("must be a finite number >= 0, found {}", t.tokens_to_train));
   if (!(std::isfinite(t.price_per_device_hour) && t.price_per_device_hour >= 0))
-    throw InputError(file, "price_per_device_hour",
-                     fmt::format("must be a finite number >= 0, found {}", t.price_per_device_hour));
+    throw InputError(
+        file, "price_per_device_hour",
+        fmt::format("must be a finite number >= 0, found {}", t.price_per_device_hour));
 }
 
 }  // namespace shardplan

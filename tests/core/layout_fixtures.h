@@ -58,13 +58,24 @@ inline Cluster dgx_h100(int nodes) {
   c.name = "dgx-h100";
   c.nodes = nodes;
   c.devices_per_node = 8;
-  c.device = Device{.name = "H100-SXM5-80GB", .memory_GiB = 80, .memory_GBps = 3350,
-                    .peak_tflops_fp32 = 67, .peak_tflops_tf32 = 494.5, .peak_tflops_bf16 = 989.5,
+  c.device = Device{.name = "H100-SXM5-80GB",
+                    .memory_GiB = 80,
+                    .memory_GBps = 3350,
+                    .peak_tflops_fp32 = 67,
+                    .peak_tflops_tf32 = 494.5,
+                    .peak_tflops_bf16 = 989.5,
                     .peak_tflops_fp16 = 989.5};
-  c.levels = {InterconnectLevel{.name = "nvlink", .kind = LinkKind::nvlink, .span_devices = 8,
-                                .bandwidth_GBps = 450, .latency_us = 3},
-              InterconnectLevel{.name = "infiniband", .kind = LinkKind::infiniband, .span_devices = 0,
-                                .nics_per_node = 8, .nic_GBps = 50, .latency_us = 5}};
+  c.levels = {InterconnectLevel{.name = "nvlink",
+                                .kind = LinkKind::nvlink,
+                                .span_devices = 8,
+                                .bandwidth_GBps = 450,
+                                .latency_us = 3},
+              InterconnectLevel{.name = "infiniband",
+                                .kind = LinkKind::infiniband,
+                                .span_devices = 0,
+                                .nics_per_node = 8,
+                                .nic_GBps = 50,
+                                .latency_us = 5}};
   return c;
 }
 

@@ -13,7 +13,8 @@ using test::error_of;
 
 TEST_CASE("compact string: every key of the CONVENTIONS example", "[layout]") {
   const LayoutSpec s = parse_layout_string(
-      "tp=8,pp=4,dp=32,cp=1,ep=1,zero=1,mbs=1,gbs=1536,sp=1,vpp=2,recompute=selective,schedule=1f1b");
+      "tp=8,pp=4,dp=32,cp=1,ep=1,zero=1,mbs=1,gbs=1536,sp=1,vpp=2,recompute=selective,schedule="
+      "1f1b");
   CHECK(s.tp == 8);
   CHECK(s.pp == 4);
   CHECK(s.dp == 32);
@@ -38,7 +39,8 @@ TEST_CASE("compact string: long names, spaces, booleans and an empty string", "[
   CHECK(a.rank_order == "tp-dp-cp-ep-pp");
   CHECK(a.sequence_parallel == false);
   const LayoutSpec b = parse_layout_string(
-      "micro_batch=4,global_batch=512,num_microbatches=2,rank_order=pp-dp-ep-cp-tp,sequence_parallel=true");
+      "micro_batch=4,global_batch=512,num_microbatches=2,rank_order=pp-dp-ep-cp-tp,sequence_"
+      "parallel=true");
   CHECK(b.micro_batch == 4);
   CHECK(b.global_batch == 512);
   CHECK(b.num_microbatches == 2);
@@ -59,7 +61,8 @@ TEST_CASE("compact string: errors name the source, the field and the value", "[l
   CHECK_THAT(zero_tp.reason, Contains("\"0\""));
   CHECK_THAT(error_of([] { parse_layout_string("zero=-1"); }).reason, Contains("non-negative"));
   CHECK_THAT(error_of([] { parse_layout_string("gbs=1.5"); }).reason, Contains("\"1.5\""));
-  CHECK_THAT(error_of([] { parse_layout_string("tp=99999999999"); }).reason, Contains("out of range"));
+  CHECK_THAT(error_of([] { parse_layout_string("tp=99999999999"); }).reason,
+             Contains("out of range"));
 
   const InputError sp = error_of([] { parse_layout_string("sp=2"); });
   CHECK(sp.field == "layout.sp");
@@ -69,7 +72,8 @@ TEST_CASE("compact string: errors name the source, the field and the value", "[l
   CHECK(recompute.field == "layout.recompute");
   CHECK_THAT(recompute.reason, Contains("\"partial\""));
   CHECK(recompute.hint == "expected none | selective | full");
-  CHECK(error_of([] { parse_layout_string("schedule=zb"); }).hint == "expected gpipe | 1f1b | interleaved");
+  CHECK(error_of([] { parse_layout_string("schedule=zb"); }).hint ==
+        "expected gpipe | 1f1b | interleaved");
 
   const InputError no_value = error_of([] { parse_layout_string("tp=8,pp4"); });
   CHECK(no_value.file == "--layout");
@@ -77,7 +81,8 @@ TEST_CASE("compact string: errors name the source, the field and the value", "[l
   CHECK_THAT(error_of([] { parse_layout_string("tp=8,"); }).reason, Contains("key=value"));
 }
 
-TEST_CASE("compact string: unknown keys suggest the near miss, duplicates are refused", "[layout]") {
+TEST_CASE("compact string: unknown keys suggest the near miss, duplicates are refused",
+          "[layout]") {
   const InputError pp_size = error_of([] { parse_layout_string("tp=8,pp_size=4"); });
   CHECK(pp_size.file == "--layout");
   CHECK(pp_size.field == "layout.pp_size");
@@ -85,7 +90,8 @@ TEST_CASE("compact string: unknown keys suggest the near miss, duplicates are re
   CHECK_THAT(pp_size.hint, Contains("did you mean \"pp\"?") && Contains("recompute"));
   CHECK_THAT(error_of([] { parse_layout_string("ordr=tp-cp-ep-dp-pp"); }).hint,
              Contains("did you mean \"order\"?"));
-  CHECK_THAT(error_of([] { parse_layout_string("zero_stage=1"); }).hint, Contains("did you mean \"zero\"?"));
+  CHECK_THAT(error_of([] { parse_layout_string("zero_stage=1"); }).hint,
+             Contains("did you mean \"zero\"?"));
   CHECK_THAT(error_of([] { parse_layout_string("sequence=1"); }).hint,
              Contains("did you mean \"sequence_parallel\"?"));
   CHECK_THAT(error_of([] { parse_layout_string("nodes=4"); }).hint, !Contains("did you mean"));
@@ -96,7 +102,8 @@ TEST_CASE("compact string: unknown keys suggest the near miss, duplicates are re
   CHECK(error_of([] { parse_layout_string("mbs=1,micro_batch=2"); }).field == "layout.micro_batch");
 }
 
-TEST_CASE("Megatron-LM flags: both spellings, both value forms, virtual stages from layers", "[layout]") {
+TEST_CASE("Megatron-LM flags: both spellings, both value forms, virtual stages from layers",
+          "[layout]") {
   const Model m = test::llama2_70b();  // 80 layers
   const LayoutSpec s = parse_megatron_flags(
       {"--tensor-model-parallel-size", "8", "--pp=4", "--context-parallel-size=2", "--ep", "1",
@@ -116,8 +123,8 @@ TEST_CASE("Megatron-LM flags: both spellings, both value forms, virtual stages f
   CHECK(s.zero == 1);
 
   const LayoutSpec short_names = parse_megatron_flags(
-      {"--tp=2", "--cp", "4", "--expert-model-parallel-size=8", "--pipeline-model-parallel-size", "2",
-       "--num-virtual-stages-per-pipeline-rank", "5", "--recompute-activations",
+      {"--tp=2", "--cp", "4", "--expert-model-parallel-size=8", "--pipeline-model-parallel-size",
+       "2", "--num-virtual-stages-per-pipeline-rank", "5", "--recompute-activations",
        "--use-distributed-optimizer"},
       m);
   CHECK(short_names.tp == 2);
@@ -133,33 +140,46 @@ TEST_CASE("Megatron-LM flags: both spellings, both value forms, virtual stages f
 
 TEST_CASE("Megatron-LM flags: errors name the flag and the field", "[layout]") {
   const Model m = test::llama2_70b();
-  const InputError unknown = error_of([&] { parse_megatron_flags({"--tensor-parallel-size", "8"}, m); });
+  const InputError unknown = error_of([&] {
+    parse_megatron_flags({"--tensor-parallel-size", "8"}, m);
+  });
   CHECK(unknown.file == "--tensor-parallel-size");
   CHECK(unknown.reason == "unknown Megatron-LM flag");
   CHECK_THAT(unknown.hint, Contains("did you mean \"--tensor-model-parallel-size\"?"));
   CHECK_THAT(error_of([&] { parse_megatron_flags({"--micro-bach-size=1"}, m); }).hint,
              Contains("did you mean \"--micro-batch-size\"?"));
 
-  CHECK(std::string(error_of([&] { parse_megatron_flags({"--tp", "eight"}, m); }).what()) ==
-        "--tp: layout.tp: expected a positive integer, found \"eight\"");
-  CHECK(error_of([&] { parse_megatron_flags({"--pp=2", "--micro-batch-size"}, m); }).reason ==
-        "missing value");
-  CHECK(error_of([&] { parse_megatron_flags({"--sequence-parallel=1"}, m); }).reason == "takes no value");
-  CHECK_THAT(error_of([&] { parse_megatron_flags({"8"}, m); }).reason, Contains("expected a Megatron-LM flag"));
+  CHECK(std::string(error_of([&] {
+                      parse_megatron_flags({"--tp", "eight"}, m);
+                    }).what()) == "--tp: layout.tp: expected a positive integer, found \"eight\"");
+  const InputError missing = error_of([&] {
+    parse_megatron_flags({"--pp=2", "--micro-batch-size"}, m);
+  });
+  CHECK(missing.file == "--micro-batch-size");
+  CHECK(missing.field == "layout.micro_batch");
+  CHECK(missing.reason == "missing value");
+  CHECK(error_of([&] { parse_megatron_flags({"--sequence-parallel=1"}, m); }).reason ==
+        "takes no value");
+  CHECK_THAT(error_of([&] { parse_megatron_flags({"8"}, m); }).reason,
+             Contains("expected a Megatron-LM flag"));
 
-  const InputError twice = error_of([&] { parse_megatron_flags({"--tp", "8", "--tensor-model-parallel-size=4"}, m); });
+  const InputError twice = error_of([&] {
+    parse_megatron_flags({"--tp", "8", "--tensor-model-parallel-size=4"}, m);
+  });
   CHECK(twice.file == "--tensor-model-parallel-size");
   CHECK(twice.field == "layout.tp");
   CHECK(twice.reason == "given more than once");
-  CHECK(error_of([&] { parse_megatron_flags({"--use-distributed-optimizer", "--zero-stage=2"}, m); }).field ==
-        "layout.zero");
+  CHECK(error_of([&] {
+          parse_megatron_flags({"--use-distributed-optimizer", "--zero-stage=2"}, m);
+        }).field == "layout.zero");
 
   const InputError vpp = error_of([&] {
     parse_megatron_flags({"--pp", "4", "--num-layers-per-virtual-pipeline-stage", "6"}, m);
   });
   CHECK(vpp.file == "--num-layers-per-virtual-pipeline-stage");
   CHECK(vpp.field == "layout.vpp");
-  CHECK_THAT(vpp.reason, Contains("pp=4 × 6") && Contains("= 24") && Contains("num_hidden_layers=80"));
+  CHECK_THAT(vpp.reason,
+             Contains("pp=4 × 6") && Contains("= 24") && Contains("num_hidden_layers=80"));
 }
 
 TEST_CASE("DeepSpeed config: layout keys read, runtime keys skipped", "[layout]") {
@@ -175,8 +195,11 @@ TEST_CASE("DeepSpeed config: layout keys read, runtime keys skipped", "[layout]"
       {"bf16", {{"enabled", true}}},
       {"fp16", {{"enabled", false}, {"loss_scale", 0}, {"initial_scale_power", 16}}},
       {"zero_optimization",
-       {{"stage", 3}, {"overlap_comm", true}, {"contiguous_gradients", true},
-        {"reduce_bucket_size", 5e8}, {"stage3_prefetch_bucket_size", 5e8},
+       {{"stage", 3},
+        {"overlap_comm", true},
+        {"contiguous_gradients", true},
+        {"reduce_bucket_size", 5e8},
+        {"stage3_prefetch_bucket_size", 5e8},
         {"offload_optimizer", {{"device", "none"}}}}}};
   const LayoutSpec s = layout_from_deepspeed(ds, "ds.json");
   CHECK(s.global_batch == 1024);
@@ -187,45 +210,59 @@ TEST_CASE("DeepSpeed config: layout keys read, runtime keys skipped", "[layout]"
   CHECK_FALSE(s.tp);
 
   // Hugging Face's "auto" leaves the value to be derived.
-  const LayoutSpec hf = layout_from_deepspeed(
-      {{"train_batch_size", "auto"}, {"train_micro_batch_size_per_gpu", "auto"},
-       {"gradient_accumulation_steps", "auto"}, {"fp16", {{"enabled", "auto"}}},
-       {"zero_optimization", {{"stage", 2}}}},
-      "ds.json");
+  const LayoutSpec hf = layout_from_deepspeed({{"train_batch_size", "auto"},
+                                               {"train_micro_batch_size_per_gpu", "auto"},
+                                               {"gradient_accumulation_steps", "auto"},
+                                               {"fp16", {{"enabled", "auto"}}},
+                                               {"zero_optimization", {{"stage", 2}}}},
+                                              "ds.json");
   CHECK_FALSE(hf.global_batch);
   CHECK_FALSE(hf.micro_batch);
   CHECK_FALSE(hf.num_microbatches);
   CHECK_FALSE(hf.dtype);
   CHECK(hf.zero == 2);
-  CHECK(layout_from_deepspeed({{"fp16", {{"enabled", true}, {"hysteresis", 2}}}}, "ds.json").dtype ==
-        Dtype::fp16);
+  CHECK(
+      layout_from_deepspeed({{"fp16", {{"enabled", true}, {"hysteresis", 2}}}}, "ds.json").dtype ==
+      Dtype::fp16);
 }
 
-TEST_CASE("DeepSpeed config: unknown keys, bad stages, offload and two dtypes are errors", "[layout]") {
-  const InputError unknown = error_of([] { layout_from_deepspeed({{"elasticity", {{"enabled", true}}}}, "ds.json"); });
+TEST_CASE("DeepSpeed config: unknown keys, bad stages, offload and two dtypes are errors",
+          "[layout]") {
+  const InputError unknown = error_of([] {
+    layout_from_deepspeed({{"elasticity", {{"enabled", true}}}}, "ds.json");
+  });
   CHECK(unknown.file == "ds.json");
   CHECK(unknown.field == "elasticity");
   CHECK(unknown.reason == "unknown field");
   CHECK_THAT(unknown.hint, Contains("train_batch_size") && Contains("gradient_clipping"));
-  CHECK(error_of([] { layout_from_deepspeed({{"zero_optimization", {{"stage", 1}, {"mics_shard_size", 8}}}}, "ds.json"); })
-            .field == "zero_optimization.mics_shard_size");
+  CHECK(error_of([] {
+          layout_from_deepspeed({{"zero_optimization", {{"stage", 1}, {"mics_shard_size", 8}}}},
+                                "ds.json");
+        }).field == "zero_optimization.mics_shard_size");
 
-  const InputError stage = error_of([] { layout_from_deepspeed({{"zero_optimization", {{"stage", 4}}}}, "ds.json"); });
+  const InputError stage = error_of([] {
+    layout_from_deepspeed({{"zero_optimization", {{"stage", 4}}}}, "ds.json");
+  });
   CHECK(stage.field == "zero_optimization.stage");
   CHECK_THAT(stage.reason, Contains("found 4"));
 
   const InputError offload = error_of([] {
-    layout_from_deepspeed({{"zero_optimization", {{"stage", 3}, {"offload_param", {{"device", "cpu"}}}}}}, "ds.json");
+    layout_from_deepspeed(
+        {{"zero_optimization", {{"stage", 3}, {"offload_param", {{"device", "cpu"}}}}}}, "ds.json");
   });
   CHECK(offload.field == "zero_optimization.offload_param.device");
   CHECK_THAT(offload.reason, Contains("\"cpu\""));
 
   const InputError both = error_of([] {
-    layout_from_deepspeed({{"bf16", {{"enabled", true}}}, {"fp16", {{"enabled", true}}}}, "ds.json");
+    layout_from_deepspeed({{"bf16", {{"enabled", true}}}, {"fp16", {{"enabled", true}}}},
+                          "ds.json");
   });
   CHECK_THAT(both.reason, Contains("both enabled"));
-  CHECK(error_of([] { layout_from_deepspeed({{"train_batch_size", 0}}, "ds.json"); }).field == "train_batch_size");
-  CHECK(error_of([] { layout_from_deepspeed(nlohmann::json::array(), "ds.json"); }).file == "ds.json");
+  CHECK(error_of([] {
+          layout_from_deepspeed({{"train_batch_size", 0}}, "ds.json");
+        }).field == "train_batch_size");
+  CHECK(error_of([] { layout_from_deepspeed(nlohmann::json::array(), "ds.json"); }).file ==
+        "ds.json");
 }
 
 TEST_CASE("merge: fields set on top replace those below", "[layout]") {
@@ -274,7 +311,8 @@ TEST_CASE("layout JSON: round trip, defaults, unknown and missing keys", "[layou
   CHECK(layout_from_json(j, "plan.json") == l);
 
   const Layout minimal = layout_from_json(
-      {{"dp", 4}, {"tp", 2}, {"pp", 2}, {"micro_batch", 1}, {"num_microbatches", 8}, {"vpp", 2}}, "plan.json");
+      {{"dp", 4}, {"tp", 2}, {"pp", 2}, {"micro_batch", 1}, {"num_microbatches", 8}, {"vpp", 2}},
+      "plan.json");
   CHECK(minimal.cp == 1);
   CHECK(minimal.ep == 1);
   CHECK(minimal.zero == 0);
@@ -289,10 +327,12 @@ TEST_CASE("layout JSON: round trip, defaults, unknown and missing keys", "[layou
   CHECK(unknown.field == "layout.layers");
   nlohmann::json missing = j;
   missing.erase("num_microbatches");
-  CHECK(error_of([&] { layout_from_json(missing, "plan.json"); }).field == "layout.num_microbatches");
+  CHECK(error_of([&] { layout_from_json(missing, "plan.json"); }).field ==
+        "layout.num_microbatches");
   nlohmann::json bad = j;
   bad["schedule"] = "zero-bubble";
-  CHECK(error_of([&] { layout_from_json(bad, "plan.json"); }).hint == "expected gpipe | 1f1b | interleaved");
+  CHECK(error_of([&] { layout_from_json(bad, "plan.json"); }).hint ==
+        "expected gpipe | 1f1b | interleaved");
 }
 
 }  // namespace

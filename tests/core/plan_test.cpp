@@ -1,6 +1,5 @@
 // Plan files: the four descriptions and the prediction, read back equal, validated as a whole with
 // errors that name the plan file and the section.
-#include <cstdio>
 #include <filesystem>
 
 #include <unistd.h>
@@ -22,8 +21,8 @@ Plan llama_plan() {
   p.model = test::llama2_70b();
   p.cluster = test::dgx_h100(128);
   p.training = test::training(1536, 4096);
-  p.layout = resolve_layout(parse_layout_string("tp=8,pp=4,zero=1,sp=1,vpp=2,recompute=selective"), p.model,
-                            p.cluster, p.training, "--layout");
+  p.layout = resolve_layout(parse_layout_string("tp=8,pp=4,zero=1,sp=1,vpp=2,recompute=selective"),
+                            p.model, p.cluster, p.training, "--layout");
   p.prediction = {{"step_time_s", 12.5}, {"fits", true}};
   return p;
 }
@@ -99,9 +98,9 @@ TEST_CASE("plan JSON: section errors carry the section's name", "[plan]") {
 }
 
 TEST_CASE("load_plan: reads a file, names it in errors", "[plan]") {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("shardplan_plan_test_" + std::to_string(::getpid()) + ".json"))
-          .string();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("shardplan_plan_test_" + std::to_string(::getpid()) + ".json"))
+                               .string();
   nlohmann::json j = plan_to_json(llama_plan());
   write_json_file(path, j);
   CHECK(load_plan(path).layout == llama_plan().layout);

@@ -24,9 +24,14 @@ TEST_CASE("training JSON: defaults are bf16 mixed precision with Adam", "[traini
 }
 
 TEST_CASE("training JSON: every key, and back", "[training]") {
-  const nlohmann::json j = {{"global_batch", 512},   {"seq_len", 2048},         {"dtype", "fp16"},
-                            {"grad_dtype", "fp32"},  {"master_weights", false}, {"optimizer", "sgd"},
-                            {"tokens_to_train", 3e11}, {"price_per_device_hour", 2.5},
+  const nlohmann::json j = {{"global_batch", 512},
+                            {"seq_len", 2048},
+                            {"dtype", "fp16"},
+                            {"grad_dtype", "fp32"},
+                            {"master_weights", false},
+                            {"optimizer", "sgd"},
+                            {"tokens_to_train", 3e11},
+                            {"price_per_device_hour", 2.5},
                             {"source", "GPT-3 2.7B recipe, Brown et al. 2020 Table 2.1"}};
   const Training t = training_from_json(j, "train.json");
   CHECK(t.dtype == Dtype::fp16);
@@ -40,12 +45,17 @@ TEST_CASE("training JSON: every key, and back", "[training]") {
   CHECK(training_to_json(t) == without_source);
 }
 
-TEST_CASE("training JSON: fp32 with master weights and bf16 without are both allowed", "[training]") {
-  CHECK(training_from_json({{"global_batch", 8}, {"seq_len", 1024}, {"dtype", "fp32"}, {"grad_dtype", "fp32"},
+TEST_CASE("training JSON: fp32 with master weights and bf16 without are both allowed",
+          "[training]") {
+  CHECK(training_from_json({{"global_batch", 8},
+                            {"seq_len", 1024},
+                            {"dtype", "fp32"},
+                            {"grad_dtype", "fp32"},
                             {"master_weights", true}},
                            "train.json")
             .master_weights);
-  CHECK_FALSE(training_from_json({{"global_batch", 8}, {"seq_len", 1024}, {"master_weights", false}}, "train.json")
+  CHECK_FALSE(training_from_json(
+                  {{"global_batch", 8}, {"seq_len", 1024}, {"master_weights", false}}, "train.json")
                   .master_weights);
 }
 
@@ -63,17 +73,21 @@ TEST_CASE("training JSON: errors name the file and the field", "[training]") {
   CHECK(dtype.hint == "expected fp32 | tf32 | bf16 | fp16");
   CHECK(with("optimizer", "lion").hint == "expected adam | sgd");
   CHECK(with("batch", 8).field == "batch");
-  CHECK(std::string(with("global_batch", 0).what()) == "train.json: global_batch: must be positive, found 0");
+  CHECK(std::string(with("global_batch", 0).what()) ==
+        "train.json: global_batch: must be positive, found 0");
   CHECK(with("seq_len", -4).field == "seq_len");
   CHECK(with("seq_len", "4k").field == "seq_len");
   CHECK(with("tokens_to_train", -1).field == "tokens_to_train");
   CHECK(with("price_per_device_hour", -0.5).field == "price_per_device_hour");
-  CHECK(error_of([] { training_from_json({{"seq_len", 1024}}, "train.json"); }).field == "global_batch");
+  CHECK(error_of([] {
+          training_from_json({{"seq_len", 1024}}, "train.json");
+        }).field == "global_batch");
 }
 
 TEST_CASE("validate_training: a struct built in code", "[training]") {
   Training t = test::training(64, 0);
-  CHECK_THAT(error_of([&] { validate_training(t, "--seq-len"); }).what(), Contains("seq_len: must be positive"));
+  CHECK_THAT(error_of([&] { validate_training(t, "--seq-len"); }).what(),
+             Contains("seq_len: must be positive"));
   t.seq_len = 2048;
   validate_training(t, "--seq-len");
 }
