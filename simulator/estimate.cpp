@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <optional>
 
 #include "simulator/pipeline_model.h"
 
@@ -19,6 +20,39 @@ struct Context {
   DeviceRates rates;
 };
 
+// Where each group of one rank sits, computed on first use (group_span walks the group's ranks).
+class SpanCache {
+ public:
+  SpanCache(const Context& ctx, int64_t rank) : ctx_(ctx), rank_(rank) {}
+  const GroupSpan& operator()(Group g) {
+    std::optional<GroupSpan>& s = spans_[static_cast<size_t>(g)];
+    if (!s) s = group_span(ctx_.c, ctx_.l, rank_, g);
+    return *s;
+  }
+
+ private:
+  const Context& ctx_;
+  int64_t rank_;
+  std::array<std::optional<GroupSpan>, kGroupNames.size()> spans_{};
+};
+
+// The groups of every stage sit alike on the topology when moving from one stage's ranks to the
+// next shifts ranks by a multiple of every level's domain (and of the node): rank_of is linear in
+// the coordinates, so each group of stage s is that of stage 0 shifted by s·stride.
+bool stages_placed_alike(const Cluster& c, const Layout& l) {
+  if (l.pp == 1) return true;
+  const int64_t stride = rank_of(l, RankCoord{0, 0, 0, 0, 1}) - rank_of(l, RankCoord{});
+  if (stride % c.devices_per_node != 0) return false;
+  for (size_t i = 0; i + 1 < c.levels.size(); ++i)
+    if (stride % c.level_span(i) != 0) return false;
+  return true;
+}
+
+bool same_layers(const StageLayers& a, const StageLayers& b) {
+  return a.dense_layers == b.dense_layers && a.moe_layers == b.moe_layers && a.first == b.first &&
+         a.last == b.last;
+}
+
 // One stage's time per micro-batch and per step.
 struct StageTiming {
   MicrobatchCompute compute;
@@ -32,8 +66,8 @@ struct StageTiming {
 };
 
 // A call's group, narrowed to the members taking part when it is a subset of a placement group.
-GroupSpan call_span(const Context& ctx, int64_t rank, const CollectiveCall& call) {
-  GroupSpan span = group_span(ctx.c, ctx.l, rank, call.group);
+GroupSpan call_span(SpanCache& spans, const CollectiveCall& call) {
+  GroupSpan span = spans(call.group);
   if (call.group_size > 0 && call.group_size < span.size) {
     span.size = call.group_size;
     span.nodes = std::min(span.nodes, call.group_size);
@@ -75,8 +109,9 @@ double exposed_s(CommWindow w, const WindowLoad& load, const MicrobatchCompute& 
 
 constexpr size_t kWindows = kCommWindowNames.size();
 
-StageTiming time_stage(const Context& ctx, const StageLayers& s, std::vector<CollectiveCall>& calls,
-                       std::vector<CollectiveEstimate>* records) {
+// `spans` holds the groups of one rank of stage s (or of any stage when all are placed alike).
+StageTiming time_stage(const Context& ctx, const StageLayers& s, SpanCache& spans,
+                       std::vector<CollectiveCall>& calls, std::vector<CollectiveEstimate>* records) {
   const Model& m = ctx.m;
   const Layout& l = ctx.l;
   StageTiming st;
@@ -90,13 +125,12 @@ StageTiming time_stage(const Context& ctx, const StageLayers& s, std::vector<Col
   st.optimizer_s = memory_time_s(ctx.rates, st.optimizer_bytes);
 
   stage_collectives(m, ctx.t, l, s, calls);
-  const int64_t rank = rank_of(l, RankCoord{0, 0, 0, 0, s.stage});
   const bool interleaved = l.schedule == Schedule::interleaved;
   std::array<WindowLoad, kWindows> per_mb{}, per_step{};
   double fill_drain_s = 0;  // interleaved pipeline: p2p of the fill and drain
   if (records) records->clear();
   for (const CollectiveCall& call : calls) {
-    const GroupSpan span = call_span(ctx, rank, call);
+    const GroupSpan span = call_span(spans, call);
     const CollectiveCost cost = collective_cost(ctx.c, call.collective, call.bytes, span);
     const bool mb = call.frequency == CommFrequency::per_microbatch;
     WindowLoad& load = (mb ? per_mb : per_step)[static_cast<size_t>(call.window)];
@@ -152,21 +186,37 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
   double extra_s = -1;
   std::vector<StageTiming> timings;
   timings.reserve(static_cast<size_t>(l.pp));
+  std::vector<StageLayers> layers;
+  layers.reserve(static_cast<size_t>(l.pp));
+  const bool alike = stages_placed_alike(c, l);
+  SpanCache shared_spans(ctx, 0);
+  const auto stage_rank = [&](int stage) { return rank_of(l, RankCoord{0, 0, 0, 0, stage}); };
+  const auto time = [&](const StageLayers& s, std::vector<CollectiveEstimate>* records) {
+    if (alike) return time_stage(ctx, s, shared_spans, calls, records);
+    SpanCache spans(ctx, stage_rank(s.stage));
+    return time_stage(ctx, s, spans, calls, records);
+  };
   for (int stage = 0; stage < l.pp; ++stage) {
     const StageLayers s = stage_layers(m, l, stage);
     e.stages.push_back(rank_memory(m, t, l, s, c.device, x));
-    timings.push_back(time_stage(ctx, s, calls, nullptr));
+    // Stages with the same layers, placed alike, take the same time: time the first of them.
+    const auto same = alike ? std::find_if(layers.begin(), layers.end(),
+                                           [&](const StageLayers& o) { return same_layers(o, s); })
+                            : layers.end();
+    timings.push_back(same != layers.end() ? timings[static_cast<size_t>(same - layers.begin())]
+                                           : time(s, nullptr));
+    layers.push_back(s);
     e.stage_microbatch_s.push_back(timings.back().microbatch_s());
     if (timings.back().step_extra_s() > extra_s) extra_s = timings.back().step_extra_s(), extra_stage = stage;
     if (e.stages.back().peak_bytes() > e.memory().peak_bytes()) e.worst_stage = stage;
   }
-  e.worst_rank = rank_of(l, RankCoord{0, 0, 0, 0, e.worst_stage});
+  e.worst_rank = stage_rank(e.worst_stage);
   e.fits = std::all_of(e.stages.begin(), e.stages.end(), [](const RankMemory& r) { return r.fits(); });
   if (!e.memory().fits()) e.overflow = first_overflow(e.memory());
 
   const auto slowest = std::max_element(e.stage_microbatch_s.begin(), e.stage_microbatch_s.end());
   e.slowest_stage = static_cast<int>(slowest - e.stage_microbatch_s.begin());
-  const StageTiming slow = time_stage(ctx, stage_layers(m, l, e.slowest_stage), calls, &e.collectives);
+  const StageTiming slow = time(stage_layers(m, l, e.slowest_stage), &e.collectives);
   e.compute = slow.compute;
   e.optimizer_bytes = slow.optimizer_bytes;
 

@@ -37,7 +37,7 @@ ModelStateBytes operator+(const ModelStateBytes& a, const ModelStateBytes& b) {
 // unit's full gradients until they are reduce-scattered (Zhao et al. 2023, PyTorch FSDP §3.3–3.4:
 // the rate limiter allows two all-gathers in flight). The embedding and the head are units too.
 int64_t zero3_gathered_bytes(const Model& m, const Training& t, const Layout& l, const StageLayers& s) {
-  const int64_t attention = attention_params_shard(m, l.tp) + 2 * norm_params(m);
+  const int64_t attention = attention_params_shard(m, l.tp) + norm_params_per_layer(m);
   int64_t unit = 0;
   if (s.dense_layers > 0) unit = attention + mlp_params_shard(m, m.ffn_hidden, l.tp);
   if (s.moe_layers > 0)

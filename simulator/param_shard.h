@@ -51,7 +51,6 @@ ParamShard param_shard(const Model& m, const Layout& l, const StageLayers& s);
 // RowParallelLinear adds its bias after the all-reduce).
 int64_t attention_params_shard(const Model& m, int tp);
 int64_t mlp_params_shard(const Model& m, int64_t ffn_hidden, int tp);  // one MLP of that width
-int64_t norm_params(const Model& m);                                   // one norm, replicated
 
 // ceil(n / parts): the size of the first (largest) shard of n elements cut into `parts`.
 constexpr int64_t shard_size(int64_t n, int64_t parts) { return (n + parts - 1) / parts; }
