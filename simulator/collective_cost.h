@@ -1,6 +1,6 @@
 // Time of one collective (or a point-to-point transfer) on the interconnect level its group spans:
-// the alpha-beta model with the algorithm NCCL would pick (ring, tree, hierarchical), NICs shared
-// by the group members of a node, and fabric oversubscription. Bus bandwidth as nccl-tests
+// the alpha-beta model with the algorithm NCCL would pick (ring or tree; hierarchical when asked),
+// NICs shared by the devices of a node, and fabric oversubscription. Bus bandwidth as nccl-tests
 // defines it (doc/PERFORMANCE.md of nccl-tests).
 #pragma once
 
