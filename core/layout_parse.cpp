@@ -1,13 +1,14 @@
 // The layout as users type it: the compact string and Megatron-LM's flags. Both go through one
 // table of settings, so a value means the same thing and fails the same way in either form.
-#include <algorithm>
 #include <charconv>
 #include <limits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "core/layout.h"
+#include "core/presets.h"
 
 namespace shardplan {
 
@@ -102,48 +103,22 @@ const Setting* find_setting(std::string_view key) {
   return nullptr;
 }
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 // Whether `longer` is `shorter` followed by a word separator ("pp_size" and "pp").
 bool extends(std::string_view longer, std::string_view shorter) {
   return longer.size() > shorter.size() && longer.starts_with(shorter) &&
          (longer[shorter.size()] == '_' || longer[shorter.size()] == '-');
 }
 
-// A near miss of one of `names`: one word longer or shorter ("pp_size", "zero_stage",
-// "sequence"), or at most a third of the word mistyped ("ordr", "--micro-bach-size").
-std::string_view closest(std::string_view word, const std::vector<std::string_view>& names) {
-  std::string_view best;
-  for (std::string_view n : names)
-    if ((extends(word, n) || extends(n, word)) && n.size() > best.size()) best = n;
-  if (!best.empty()) return best;
-  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
-  for (std::string_view n : names) {
-    const size_t d = edit_distance(word, n);
-    if (d < best_distance && d < word.size()) best = n, best_distance = d;
-  }
-  return best;
-}
-
-std::string unknown_hint(std::string_view word, const std::vector<std::string_view>& names) {
-  std::string accepted;
-  for (std::string_view n : names) accepted += (accepted.empty() ? "" : ", ") + std::string(n);
-  const std::string_view near = closest(word, names);
-  if (near.empty()) return "accepted: " + accepted;
-  return fmt::format("did you mean \"{}\"? accepted: {}", near, accepted);
+// "did you mean": a known name with a suffix added ("pp_size", "zero_stage"), else the near
+// misses closest_names finds ("ordr", "sequence", "--micro-bach-size").
+std::string unknown_hint(std::string_view word, const std::vector<std::string>& names) {
+  std::vector<std::string> near;
+  for (const std::string& n : names)
+    if (extends(word, n)) near.push_back(n);
+  if (near.empty()) near = closest_names(std::string(word), names);
+  const std::string accepted = fmt::format("accepted: {}", fmt::join(names, ", "));
+  if (near.empty()) return accepted;
+  return fmt::format("did you mean {}? {}", fmt::join(near, " or "), accepted);
 }
 
 std::string_view trim(std::string_view s) {
@@ -154,19 +129,25 @@ std::string_view trim(std::string_view s) {
 
 // Every name and alias in a table, for "accepted: ..." hints.
 template <class T, size_t N>
-std::vector<std::string_view> names_of(const T (&table)[N], std::string_view T::*name,
-                                       std::string_view T::*alias) {
-  std::vector<std::string_view> names;
+std::vector<std::string> names_of(const T (&table)[N], std::string_view T::*name,
+                                  std::string_view T::*alias) {
+  std::vector<std::string> names;
   for (const T& row : table) {
-    names.push_back(row.*name);
-    if (!(row.*alias).empty()) names.push_back(row.*alias);
+    names.emplace_back(row.*name);
+    if (!(row.*alias).empty()) names.emplace_back(row.*alias);
   }
   return names;
 }
 
 // What a Megatron-LM flag does: set one of the compact string's settings, or one of the few
 // things only Megatron-LM spells (virtual stages by layers, the recompute method, the dtype).
-enum class FlagAction { setting, layers_per_virtual_stage, recompute_method, recompute_num_layers, dtype };
+enum class FlagAction {
+  setting,
+  layers_per_virtual_stage,
+  recompute_method,
+  recompute_num_layers,
+  dtype
+};
 
 // Megatron-LM's flag names (megatron/training/arguments.py); a switch stands for `fixed`.
 struct Flag {
@@ -187,7 +168,8 @@ constexpr Flag kFlags[] = {
     {"--global-batch-size", "", FlagAction::setting, "gbs", ""},
     {"--num-virtual-stages-per-pipeline-rank", "", FlagAction::setting, "vpp", ""},
     // Megatron-LM: virtual_pipeline_model_parallel_size = (num_layers / pp) / this.
-    {"--num-layers-per-virtual-pipeline-stage", "", FlagAction::layers_per_virtual_stage, "vpp", ""},
+    {"--num-layers-per-virtual-pipeline-stage", "", FlagAction::layers_per_virtual_stage, "vpp",
+     ""},
     {"--recompute-granularity", "", FlagAction::setting, "recompute", ""},
     // Megatron-LM: "--recompute-activations" sets recompute_granularity = 'selective'.
     {"--recompute-activations", "", FlagAction::setting, "recompute", "selective"},
@@ -231,7 +213,8 @@ void apply_flag(const Flag& f, std::string_view value, const Origin& at, LayoutS
       find_setting(f.setting)->set(spec, value, at);
       return;
     case FlagAction::layers_per_virtual_stage:
-      assign(extras.layers_per_virtual_stage, static_cast<int>(parse_count(value, 1, kIntMax, at)), at);
+      assign(extras.layers_per_virtual_stage, static_cast<int>(parse_count(value, 1, kIntMax, at)),
+             at);
       return;
     // Full recompute as priced here checkpoints every layer's input (Narayanan et al. 2021, §3.5):
     // Megatron-LM's "uniform" method with one layer per group. "block" recomputes only some
@@ -256,7 +239,8 @@ void apply_flag(const Flag& f, std::string_view value, const Origin& at, LayoutS
 
 void check_extras(const MegatronExtras& extras, const Model& model, LayoutSpec& spec) {
   if (extras.recompute_method || extras.recompute_num_layers) {
-    const std::string flag = extras.recompute_method ? "--recompute-method" : "--recompute-num-layers";
+    const std::string flag =
+        extras.recompute_method ? "--recompute-method" : "--recompute-num-layers";
     // Megatron-LM: a recompute method applies to full granularity only.
     if (spec.recompute != Recompute::full)
       Origin{flag, "layout.recompute"}.fail(
@@ -268,8 +252,9 @@ void check_extras(const MegatronExtras& extras, const Model& model, LayoutSpec& 
   const int pp = spec.pp.value_or(1);
   const int64_t per_pipeline_rank = int64_t{pp} * *extras.layers_per_virtual_stage;
   if (model.num_layers % per_pipeline_rank != 0)
-    at.fail(fmt::format("pp={} × {} layers per virtual stage = {} does not divide num_hidden_layers={}",
-                        pp, *extras.layers_per_virtual_stage, per_pipeline_rank, model.num_layers));
+    at.fail(
+        fmt::format("pp={} × {} layers per virtual stage = {} does not divide num_hidden_layers={}",
+                    pp, *extras.layers_per_virtual_stage, per_pipeline_rank, model.num_layers));
   assign(spec.vpp, static_cast<int>(model.num_layers / per_pipeline_rank), at);
 }
 
