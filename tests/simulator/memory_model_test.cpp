@@ -128,14 +128,14 @@ TEST_CASE("expert parallelism shares the experts, ZeRO divides them over dp/ep",
   // One expert per rank per layer: 3 × 4096 × 14336 each, 32 layers.
   CHECK(p.experts == 32 * 3 * int64_t{4096} * 14336);
   // dp/ep = 1: the experts' optimizer state is not divided; the dense part is divided by 8.
-  const RankMemory r = rank_memory(m, t, l, s, test::dgx_h100(1).device, {});
+  const RankMemory r = rank_memory(m, t, l, s, test::preset_cluster("dgx-h100", 1).device, {});
   CHECK(r.state.optimizer_moments == 8 * p.experts + 8 * shard_size(p.dense(), 8));
 }
 
 TEST_CASE("doubling dp halves the optimizer state under ZeRO-1", "[memory][zero]") {
   const Model m = test::preset_model("llama3-8b");
   const Training t = mixed_precision_adam();
-  const Device d = test::dgx_h100(1).device;
+  const Device d = test::preset_cluster("dgx-h100", 1).device;
   Layout l = test::layout(16, 64, 2, 1, 1, 1);  // dp = 8
   const StageLayers s = stage_layers(m, l, 0);
   const RankMemory dp8 = rank_memory(m, t, l, s, d, {});
@@ -154,16 +154,16 @@ TEST_CASE("doubling dp halves the optimizer state under ZeRO-1", "[memory][zero]
 TEST_CASE("a layout that does not fit names the item that overflows", "[memory][fit]") {
   const Model m = test::preset_model("gpt3-175b");
   const Training t = mixed_precision_adam();
-  const Device d = test::dgx_a100(1).device;  // 80 GiB, 1 GiB reserved
+  const Device d = test::preset_cluster("dgx-a100", 1).device;  // 80 GiB, 1.5 GiB reserved
   Layout l;
   const RankMemory r = rank_memory(m, t, l, stage_layers(m, l, 0), d, {});
   CHECK_FALSE(r.fits());
   const auto overflow = first_overflow(r);
   REQUIRE(overflow);
-  // 175B bf16 parameters need 2 × 174,591,719,424 bytes; 79 GiB are left after the reserve.
+  // 175B bf16 parameters need 2 bytes each; 78.5 GiB are left after the reserve.
   CHECK(overflow->item == "parameters");
   CHECK(overflow->needed_bytes == 2 * count_parameters(m).total());
-  CHECK(overflow->free_bytes == int64_t{79} * 1024 * 1024 * 1024);
+  CHECK(overflow->free_bytes == int64_t{157} * 512 * 1024 * 1024);
 
   // Llama 3 8B on 8 ranks with ZeRO-3 fits its state (16 bytes × 8,030,261,248 / 8 = 16.06e9),
   // but 16 sequences of 8192 tokens of activations do not.

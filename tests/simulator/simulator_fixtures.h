@@ -1,5 +1,5 @@
-// Test helpers for the cost model: model presets by name, small clusters and trainings built as
-// structs, and a layout from its fields.
+// Test helpers for the cost model: model and topology presets by name, trainings, and a layout
+// from its fields.
 #pragma once
 
 #include <string>
@@ -8,6 +8,7 @@
 #include "core/json_reader.h"
 #include "core/layout.h"
 #include "core/model.h"
+#include "core/presets.h"
 #include "core/training.h"
 
 namespace shardplan::test {
@@ -17,32 +18,8 @@ inline Model preset_model(const std::string& name) {
   return model_from_json(read_json_file(path), path);
 }
 
-// nodes × 8 GPUs joined by NVLink inside a node and InfiniBand across, one NIC per GPU.
-// A100-SXM4-80GB: 312 TFLOP/s bf16 dense, 2039 GB/s HBM2e (NVIDIA A100 datasheet); NVLink 3:
-// 600 GB/s per GPU both directions together; HDR InfiniBand 200 Gb/s = 25 GB/s per NIC.
-inline Cluster dgx_a100(int nodes) {
-  Cluster c;
-  c.name = "test-dgx-a100";
-  c.nodes = nodes;
-  c.devices_per_node = 8;
-  c.device = Device{"A100-SXM4-80GB", 80, 1, 2039, 19.5, 156, 312, 312};
-  c.levels = {InterconnectLevel{"nvlink", LinkKind::nvlink, 8, 300, 0, 0, 2, 1},
-              InterconnectLevel{"infiniband", LinkKind::infiniband, 0, 0, 8, 25, 5, 1}};
-  return c;
-}
-
-// H100-SXM5-80GB: 989 TFLOP/s bf16 dense, 3350 GB/s HBM3 (NVIDIA H100 datasheet); NVLink 4:
-// 900 GB/s per GPU both directions together; 400 Gb/s = 50 GB/s per NIC.
-inline Cluster dgx_h100(int nodes) {
-  Cluster c;
-  c.name = "test-dgx-h100";
-  c.nodes = nodes;
-  c.devices_per_node = 8;
-  c.device = Device{"H100-SXM5-80GB", 80, 1, 3350, 67, 494.5, 989, 989};
-  c.levels = {InterconnectLevel{"nvlink", LinkKind::nvlink, 8, 450, 0, 0, 2, 1},
-              InterconnectLevel{"infiniband", LinkKind::infiniband, 0, 0, 8, 50, 5, 1}};
-  return c;
-}
+// A topology preset scaled to `nodes` nodes.
+inline Cluster preset_cluster(const std::string& name, int nodes) { return load_cluster(name, nodes); }
 
 inline Training training(int64_t global_batch, int64_t seq_len) {
   Training t;
