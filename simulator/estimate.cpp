@@ -83,13 +83,15 @@ struct WindowLoad {
   double longest_call_s = 0;
 };
 
-double exposed_s(CommWindow w, const WindowLoad& load, const MicrobatchCompute& mc, bool interleaved) {
+double exposed_s(CommWindow w, const WindowLoad& load, const MicrobatchCompute& mc,
+                 bool interleaved) {
   if (load.total_s == 0) return 0;
   switch (w) {
     case CommWindow::none:
       return load.total_s;
     case CommWindow::attention: {
-      const double attention = mc.forward[OpKind::attention].time_s + mc.backward[OpKind::attention].time_s +
+      const double attention = mc.forward[OpKind::attention].time_s +
+                               mc.backward[OpKind::attention].time_s +
                                mc.recompute[OpKind::attention].time_s;
       return std::max(0.0, load.total_s - attention);
     }
@@ -97,7 +99,8 @@ double exposed_s(CommWindow w, const WindowLoad& load, const MicrobatchCompute& 
     case CommWindow::forward:
       return std::max(load.longest_call_s, load.total_s - mc.forward.time_s());
     case CommWindow::backward:
-      return std::max(load.longest_call_s, load.total_s - mc.backward.time_s() - mc.recompute.time_s());
+      return std::max(load.longest_call_s,
+                      load.total_s - mc.backward.time_s() - mc.recompute.time_s());
     case CommWindow::pipeline:
       // Megatron-LM's 1F1B and GPipe schedules wait for each send/recv; the interleaved schedule
       // overlaps them with the next chunk's compute (--overlap-p2p-communication) and only the
@@ -111,7 +114,8 @@ constexpr size_t kWindows = kCommWindowNames.size();
 
 // `spans` holds the groups of one rank of stage s (or of any stage when all are placed alike).
 StageTiming time_stage(const Context& ctx, const StageLayers& s, SpanCache& spans,
-                       std::vector<CollectiveCall>& calls, std::vector<CollectiveEstimate>* records) {
+                       std::vector<CollectiveCall>& calls,
+                       std::vector<CollectiveEstimate>* records) {
   const Model& m = ctx.m;
   const Layout& l = ctx.l;
   StageTiming st;
@@ -136,10 +140,12 @@ StageTiming time_stage(const Context& ctx, const StageLayers& s, SpanCache& span
     WindowLoad& load = (mb ? per_mb : per_step)[static_cast<size_t>(call.window)];
     load.total_s += static_cast<double>(call.calls) * cost.time_s;
     load.longest_call_s = std::max(load.longest_call_s, cost.time_s);
-    if (call.window == CommWindow::pipeline && interleaved) fill_drain_s += 2.0 * (l.pp - 1) * cost.time_s;
+    if (call.window == CommWindow::pipeline && interleaved)
+      fill_drain_s += 2.0 * (l.pp - 1) * cost.time_s;
     if (records) {
       const int64_t per_step_calls = mb ? call.calls * l.num_microbatches : call.calls;
-      records->push_back({call, span, ctx.c.levels[span.level].name, cost, per_step_calls, volume_bytes(call, span.size, per_step_calls),
+      records->push_back({call, span, ctx.c.levels[span.level].name, cost, per_step_calls,
+                          volume_bytes(call, span.size, per_step_calls),
                           static_cast<double>(per_step_calls) * cost.time_s, 0});
     }
   }
@@ -159,8 +165,10 @@ StageTiming time_stage(const Context& ctx, const StageLayers& s, SpanCache& span
       const WindowLoad& load = (mb ? per_mb : per_step)[w];
       const double per_call_total = static_cast<double>(r.call.calls) * r.cost.time_s;
       if (load.total_s > 0)
-        r.exposed_s = (mb ? exposed_mb[w] * l.num_microbatches : exposed_step[w]) * per_call_total / load.total_s;
-      if (r.call.window == CommWindow::pipeline && interleaved) r.exposed_s += 2.0 * (l.pp - 1) * r.cost.time_s;
+        r.exposed_s = (mb ? exposed_mb[w] * l.num_microbatches : exposed_step[w]) * per_call_total /
+                      load.total_s;
+      if (r.call.window == CommWindow::pipeline && interleaved)
+        r.exposed_s += 2.0 * (l.pp - 1) * r.cost.time_s;
     }
   }
   return st;
@@ -207,11 +215,13 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
                                            : time(s, nullptr));
     layers.push_back(s);
     e.stage_microbatch_s.push_back(timings.back().microbatch_s());
-    if (timings.back().step_extra_s() > extra_s) extra_s = timings.back().step_extra_s(), extra_stage = stage;
+    if (timings.back().step_extra_s() > extra_s)
+      extra_s = timings.back().step_extra_s(), extra_stage = stage;
     if (e.stages.back().peak_bytes() > e.memory().peak_bytes()) e.worst_stage = stage;
   }
   e.worst_rank = stage_rank(e.worst_stage);
-  e.fits = std::all_of(e.stages.begin(), e.stages.end(), [](const RankMemory& r) { return r.fits(); });
+  e.fits =
+      std::all_of(e.stages.begin(), e.stages.end(), [](const RankMemory& r) { return r.fits(); });
   if (!e.memory().fits()) e.overflow = first_overflow(e.memory());
 
   const auto slowest = std::max_element(e.stage_microbatch_s.begin(), e.stage_microbatch_s.end());
@@ -235,7 +245,8 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
 
   const int64_t global_batch = l.global_batch();
   e.model_flops_per_step = model_flops_per_step(m, global_batch, t.seq_len);
-  e.hardware_flops_per_step = e.model_flops_per_step + recompute_flops_per_step(m, global_batch, t.seq_len, l.recompute);
+  e.hardware_flops_per_step =
+      e.model_flops_per_step + recompute_flops_per_step(m, global_batch, t.seq_len, l.recompute);
   const double world = static_cast<double>(e.world);
   e.tokens_per_s = static_cast<double>(e.tokens_per_step) / e.step_time_s;
   e.tflops_per_device = e.model_flops_per_step / e.step_time_s / world / 1e12;

@@ -1,6 +1,7 @@
+#include "simulator/activation_memory.h"
+
 #include <catch2/catch.hpp>
 
-#include "simulator/activation_memory.h"
 #include "simulator/pipeline_model.h"
 #include "simulator_fixtures.h"
 
@@ -36,7 +37,8 @@ TEST_CASE("Korthikanti et al. 2022 Table 2: activation memory per layer", "[memo
   CHECK(korthikanti(8, true, Recompute::full) == 2 * kSbh / 8);
 }
 
-TEST_CASE("flash attention removes the s² term and keeps the log-sum-exp", "[memory][activations]") {
+TEST_CASE("flash attention removes the s² term and keeps the log-sum-exp",
+          "[memory][activations]") {
   const Model m = test::preset_model("gpt3-175b");
   const RankShape shape{2048, 2048, 1, 8, true};
   const int64_t flash = layer_activation_bytes(m, Dtype::bf16, shape, false, Recompute::none,
@@ -45,7 +47,8 @@ TEST_CASE("flash attention removes the s² term and keeps the log-sum-exp", "[me
   CHECK(flash == 34 * kSbh / 8 + 4 * 12 * 2048);
 }
 
-TEST_CASE("activation memory of a Llama layer: GQA, SwiGLU, no dropout, flash", "[memory][activations]") {
+TEST_CASE("activation memory of a Llama layer: GQA, SwiGLU, no dropout, flash",
+          "[memory][activations]") {
   const Model m = test::preset_model("llama3-8b");
   const RankShape shape{8192, 8192, 1, 8, true};
   // tp = 8: 4 query heads (512 wide), 1 kv head (128 wide), 1792 MLP units; 1024 tokens per

@@ -1,13 +1,15 @@
+#include "simulator/comm_volume.h"
+
 #include <catch2/catch.hpp>
 
-#include "simulator/comm_volume.h"
 #include "simulator_fixtures.h"
 
 using namespace shardplan;
 
 namespace {
 
-std::vector<CollectiveCall> collectives(const Model& m, const Training& t, const Layout& l, int stage = 0) {
+std::vector<CollectiveCall> collectives(const Model& m, const Training& t, const Layout& l,
+                                        int stage = 0) {
   std::vector<CollectiveCall> out;
   stage_collectives(m, t, l, stage_layers(m, l, stage), out);
   return out;
@@ -24,7 +26,8 @@ double data_parallel_volume(const std::vector<CollectiveCall>& calls, int n, int
   double sum = 0;
   for (const CollectiveCall& c : calls)
     if (c.group == Group::dp)
-      sum += volume_bytes(c, n, c.frequency == CommFrequency::per_microbatch ? c.calls * m : c.calls);
+      sum +=
+          volume_bytes(c, n, c.frequency == CommFrequency::per_microbatch ? c.calls * m : c.calls);
   return sum;
 }
 
@@ -35,7 +38,7 @@ TEST_CASE("ZeRO-3 moves 1.5x the bytes of plain data parallelism", "[comm][zero]
   const Training t = test::training(8, 4096);  // bf16 parameters and gradients
   const int n = 8;
   const double psi = static_cast<double>(count_parameters(m).total());  // 8,030,261,248
-  Layout l = test::layout(8, 8, 1, 1);  // one micro-batch per step
+  Layout l = test::layout(8, 8, 1, 1);                                  // one micro-batch per step
   // DP: one all-reduce of the gradients, 2(n−1)/n·2Ψ bytes (ZeRO paper §7.1). The 201 buckets
   // pad the buffer by fewer than 201 elements: a relative 5e-8 at most.
   const double dp = data_parallel_volume(collectives(m, t, l), n, 1);
@@ -53,7 +56,8 @@ TEST_CASE("ZeRO-3 moves 1.5x the bytes of plain data parallelism", "[comm][zero]
   CHECK(zero3 / dp == Approx(1.5).epsilon(5e-8));
 }
 
-TEST_CASE("gradient accumulation: ZeRO-0/1 reduce once per step, ZeRO-2/3 per micro-batch", "[comm][zero]") {
+TEST_CASE("gradient accumulation: ZeRO-0/1 reduce once per step, ZeRO-2/3 per micro-batch",
+          "[comm][zero]") {
   const Model m = test::preset_model("llama3-8b");
   const Training t = test::training(32, 4096);
   Layout l = test::layout(8, 32, 1, 1);  // 4 micro-batches
@@ -82,7 +86,8 @@ TEST_CASE("data-parallel buckets follow Megatron-Core's bucket size", "[comm][ze
   CHECK(ar->window == CommWindow::backward);
 }
 
-TEST_CASE("tensor-parallel collectives per layer, with and without sequence parallelism", "[comm][tp]") {
+TEST_CASE("tensor-parallel collectives per layer, with and without sequence parallelism",
+          "[comm][tp]") {
   const Model m = test::preset_model("llama3-8b");
   const Training t = test::training(16, 4096);
   Layout l = test::layout(8, 16, 8, 1);
@@ -162,5 +167,6 @@ TEST_CASE("tied embeddings across the pipeline all-reduce their gradients", "[co
   REQUIRE(emb);
   CHECK(emb->group_size == 2);
   CHECK(emb->bytes == 2 * 6283 * 12288);
-  CHECK(find(collectives(m, test::training(64, 2048), l, 3), "embedding_grad_all_reduce") == nullptr);
+  CHECK(find(collectives(m, test::training(64, 2048), l, 3), "embedding_grad_all_reduce") ==
+        nullptr);
 }

@@ -1,6 +1,7 @@
+#include "simulator/compute_model.h"
+
 #include <catch2/catch.hpp>
 
-#include "simulator/compute_model.h"
 #include "simulator_fixtures.h"
 
 using namespace shardplan;
@@ -32,7 +33,8 @@ TEST_CASE("model FLOPs are Narayanan et al. 2021 eq. 3 for GPT", "[compute][flop
   CHECK(model_flops_per_step(m, 1536, 2048) == Approx(model).epsilon(1e-12));
   // With full recompute: eq. 3 as printed, 96·B·s·l·h²·(1 + s/6h + V/16lh).
   const double full = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
-  CHECK(model + recompute_flops_per_step(m, 1536, 2048, Recompute::full) == Approx(full).epsilon(1e-12));
+  CHECK(model + recompute_flops_per_step(m, 1536, 2048, Recompute::full) ==
+        Approx(full).epsilon(1e-12));
   // Selective recompute adds QKᵀ and the product with V again: 4·B·s²·h per layer.
   CHECK(recompute_flops_per_step(m, 1536, 2048, Recompute::selective) ==
         Approx(4 * B * s * s * h * l).epsilon(1e-12));
@@ -42,7 +44,8 @@ TEST_CASE("model FLOPs are Narayanan et al. 2021 eq. 3 for GPT", "[compute][flop
 TEST_CASE("GEMM time is a roofline", "[compute][gemm]") {
   const DeviceRates r{100e12, 50e12, 40e12, 1e12};
   // 8192³: 2·8192³ = 1.0995e12 FLOPs in 10.995 ms; 3·8192²·2 B in 0.403 ms → compute-bound.
-  CHECK(gemm_time_s(r, 8192, 8192, 8192, 2) == Approx(2.0 * 8192 * 8192 * 8192 / 100e12).epsilon(1e-12));
+  CHECK(gemm_time_s(r, 8192, 8192, 8192, 2) ==
+        Approx(2.0 * 8192 * 8192 * 8192 / 100e12).epsilon(1e-12));
   // 1×8192×8192: 1.34e8 FLOPs in 1.3 µs; (8192 + 8192² + 8192)·2 B in 134 µs → memory-bound.
   CHECK(gemm_time_s(r, 1, 8192, 8192, 2) ==
         Approx((8192.0 + 8192.0 * 8192 + 8192) * 2 / 1e12).epsilon(1e-12));

@@ -1,9 +1,9 @@
+#include "simulator/estimate.h"
+
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <string>
 
-#include <catch2/catch.hpp>
-
-#include "simulator/estimate.h"
 #include "simulator/estimate_report.h"
 #include "simulator_fixtures.h"
 
@@ -101,8 +101,8 @@ TEST_CASE("estimate JSON carries the CONVENTIONS keys and every item", "[estimat
   for (const char* key : {"step_time_s", "tokens_per_s", "tflops_per_device", "mfu", "hfu",
                           "bubble_fraction", "exposed_comm_s", "fits"})
     CHECK(j.contains(key));
-  for (const char* key : {"parameters_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes",
-                          "other_bytes", "peak_bytes"})
+  for (const char* key : {"parameters_bytes", "gradients_bytes", "optimizer_bytes",
+                          "activations_bytes", "other_bytes", "peak_bytes"})
     CHECK(j["memory"][key].is_number_integer());
   const RankMemory& r = e.memory();
   CHECK(j["memory"]["peak_bytes"] == r.peak_bytes());
@@ -115,14 +115,15 @@ TEST_CASE("estimate JSON carries the CONVENTIONS keys and every item", "[estimat
   CHECK(exposed == Approx(j["exposed_comm_s"].get<double>()));
 
   const std::string table = format_estimate_table(e);
-  for (const char* text : {"step time", "MFU", "optimizer_moments", "layer_activations", "tp_all_reduce",
-                           "pp_send_recv", "zero_grad_reduce_scatter", "fits:"})
+  for (const char* text : {"step time", "MFU", "optimizer_moments", "layer_activations",
+                           "tp_all_reduce", "pp_send_recv", "zero_grad_reduce_scatter", "fits:"})
     CHECK(table.find(text) != std::string::npos);
 }
 
 TEST_CASE("overlap: DP reduction hides under backward, TP does not", "[estimate][comm]") {
   const Model m = test::preset_model("llama3-8b");
-  const Estimate e = estimate(m, test::preset_cluster("dgx-h100", 2), test::training(64, 4096), test::layout(16, 64, 8, 1));
+  const Estimate e = estimate(m, test::preset_cluster("dgx-h100", 2), test::training(64, 4096),
+                              test::layout(16, 64, 8, 1));
   const CollectiveEstimate* tp = find(e, "tp_all_reduce");
   const CollectiveEstimate* dp = find(e, "dp_grad_all_reduce");
   REQUIRE(tp);
@@ -138,8 +139,9 @@ TEST_CASE("time to estimate one layout", "[.benchmark][estimate]") {
     int nodes, tp, pp, vpp;
     int64_t global_batch, seq_len;
   };
-  for (const Case& k : {Case{"llama3-8b", 1, 1, 1, 1, 64, 8192}, Case{"llama3-70b", 128, 8, 8, 5, 1024, 8192},
-                        Case{"llama3-405b", 2304, 8, 18, 7, 2048, 8192}}) {
+  for (const Case& k :
+       {Case{"llama3-8b", 1, 1, 1, 1, 64, 8192}, Case{"llama3-70b", 128, 8, 8, 5, 1024, 8192},
+        Case{"llama3-405b", 2304, 8, 18, 7, 2048, 8192}}) {
     const Model m = test::preset_model(k.model);
     const Cluster c = test::preset_cluster("dgx-h100", k.nodes);
     Layout l = test::layout(c.world(), k.global_batch, k.tp, k.pp, 1, 1);

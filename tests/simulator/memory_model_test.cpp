@@ -1,6 +1,7 @@
+#include "simulator/memory_model.h"
+
 #include <catch2/catch.hpp>
 
-#include "simulator/memory_model.h"
 #include "simulator/param_shard.h"
 #include "simulator_fixtures.h"
 
@@ -73,7 +74,8 @@ TEST_CASE("stage shards of one tensor-parallel rank add up to the model", "[memo
   }
 }
 
-TEST_CASE("tensor parallelism splits weights and keeps row-parallel biases and norms whole", "[memory][shard]") {
+TEST_CASE("tensor parallelism splits weights and keeps row-parallel biases and norms whole",
+          "[memory][shard]") {
   const Model m = test::preset_model("gpt3-175b");  // biases everywhere, LayerNorm, tied
   // Attention on 8 ranks: q,k,v weights 12288 × 36864/8 = 12288 × 4608 and their biases 4608;
   // output projection 1536 × 12288, its bias 12288 whole.
@@ -116,7 +118,8 @@ TEST_CASE("interleaved stages take every pp-th chunk", "[memory][shard]") {
   CHECK_FALSE(s.last);
 }
 
-TEST_CASE("expert parallelism shares the experts, ZeRO divides them over dp/ep", "[memory][shard]") {
+TEST_CASE("expert parallelism shares the experts, ZeRO divides them over dp/ep",
+          "[memory][shard]") {
   const Model m = test::preset_model("mixtral-8x7b");
   const Training t = mixed_precision_adam();
   Layout l;

@@ -1,8 +1,7 @@
-#include <vector>
+#include "simulator/pipeline_model.h"
 
 #include <catch2/catch.hpp>
-
-#include "simulator/pipeline_model.h"
+#include <vector>
 
 using namespace shardplan;
 

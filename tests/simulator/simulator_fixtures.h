@@ -19,7 +19,9 @@ inline Model preset_model(const std::string& name) {
 }
 
 // A topology preset scaled to `nodes` nodes.
-inline Cluster preset_cluster(const std::string& name, int nodes) { return load_cluster(name, nodes); }
+inline Cluster preset_cluster(const std::string& name, int nodes) {
+  return load_cluster(name, nodes);
+}
 
 inline Training training(int64_t global_batch, int64_t seq_len) {
   Training t;
