@@ -5,6 +5,7 @@
 #include <cassert>
 #include <optional>
 
+#include "core/error.h"
 #include "simulator/pipeline_model.h"
 
 namespace shardplan {
@@ -179,6 +180,12 @@ StageTiming time_stage(const Context& ctx, const StageLayers& s, SpanCache& span
 Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Layout& l,
                   const ExecutionOptions& x) {
   assert(l.world() == c.world());
+  if (c.device.peak_tflops(t.dtype) <= 0) {
+    const std::string dtype(enum_name(t.dtype, kDtypeNames));
+    throw InputError(c.name, "device.peak_tflops." + dtype,
+                     "is 0: " + c.device.name + " does not compute in " + dtype,
+                     "train in a dtype the device has a peak for");
+  }
   const Context ctx{m, c, t, l, x, device_rates(c.device, t.dtype)};
   Estimate e;
   e.world = l.world();

@@ -79,7 +79,8 @@ struct Estimate {
   std::vector<CollectiveEstimate> collectives;
 };
 
-// Assumes a layout that validate_layout accepted for this model, cluster and training.
+// Assumes a layout that validate_layout accepted for this model, cluster and training. Throws
+// InputError when the device has no peak for the training dtype.
 Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Layout& l,
                   const ExecutionOptions& x = {});
 

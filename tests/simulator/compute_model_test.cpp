@@ -6,24 +6,6 @@
 
 using namespace shardplan;
 
-namespace {
-
-// A model small enough to count by hand: h = 64, 4 heads of 16, MLP 256, vocab 100, 2 layers, GeLU.
-Model tiny() {
-  Model m;
-  m.name = "tiny";
-  m.num_layers = 2;
-  m.hidden = 64;
-  m.num_heads = 4;
-  m.num_kv_heads = 4;
-  m.head_dim = 16;
-  m.ffn_hidden = 256;
-  m.vocab = 100;
-  m.max_seq = 32;
-  return m;
-}
-
-}  // namespace
 
 TEST_CASE("model FLOPs are Narayanan et al. 2021 eq. 3 for GPT", "[compute][flops]") {
   const Model m = test::preset_model("gpt3-175b");
@@ -71,7 +53,7 @@ TEST_CASE("device efficiency table", "[compute][gemm]") {
 }
 
 TEST_CASE("FLOPs of one micro-batch on a stage, counted by hand", "[compute][flops]") {
-  const Model m = tiny();
+  const Model m = test::preset_model("gpt-tiny");
   Training t = test::training(4, 32);
   Layout l;
   l.tp = 2;
@@ -79,41 +61,42 @@ TEST_CASE("FLOPs of one micro-batch on a stage, counted by hand", "[compute][flo
   const DeviceRates r{1e12, 1e12, 1e12, 1e11};
   const ExecutionOptions unfused{false, false};
   const MicrobatchCompute c = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, unfused);
+  // gpt-tiny: h = 64, 4 heads of 16, MLP 256, vocabulary 256, 4 layers, GeLU.
   // T = 2·32 = 64 tokens, tp = 2, per layer:
   //   QKV 2·64·64·96 = 786,432; output 2·64·32·64 = 262,144; MLP 2 × 2·64·64·128 = 2,097,152;
   //   scores and P·V: 2 heads × 2 sequences × 2·32·16·32 each = 131,072 + 131,072.
-  // Two layers: 2 × 3,407,872; the head 2·64·64·50 = 409,600.
-  CHECK(c.forward[OpKind::matmul].flops == 2 * 3'407'872.0 + 409'600);
+  // Four layers: 4 × 3,407,872; the (tied) head 2·64·64·128 = 1,048,576.
+  CHECK(c.forward[OpKind::matmul].flops == 4 * 3'407'872.0 + 1'048'576);
   CHECK(c.backward[OpKind::matmul].flops == 2 * c.forward[OpKind::matmul].flops);
   CHECK(c.recompute.flops() == 0);
 
   // Full recompute runs the layers' forward again, not the head.
   l.recompute = Recompute::full;
   const MicrobatchCompute full = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, unfused);
-  CHECK(full.recompute[OpKind::matmul].flops == 2 * 3'407'872.0);
+  CHECK(full.recompute[OpKind::matmul].flops == 4 * 3'407'872.0);
   // Selective recompute runs the attention core again: scores and P·V.
   l.recompute = Recompute::selective;
   const MicrobatchCompute sel = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, unfused);
-  CHECK(sel.recompute[OpKind::matmul].flops == 2 * 262'144.0);
+  CHECK(sel.recompute[OpKind::matmul].flops == 4 * 262'144.0);
 
   // Flash attention: half of the 4·b·a·s²·d products under the causal mask, backward 2.5×.
   l.recompute = Recompute::none;
   const MicrobatchCompute flash = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, {});
-  CHECK(flash.forward[OpKind::attention].flops == 2 * 0.5 * 262'144.0);
+  CHECK(flash.forward[OpKind::attention].flops == 4 * 0.5 * 262'144.0);
   CHECK(flash.backward[OpKind::attention].flops == 2.5 * flash.forward[OpKind::attention].flops);
 }
 
 TEST_CASE("memory-bound kernels are timed by bytes", "[compute][memory_bound]") {
-  const Model m = tiny();
+  const Model m = test::preset_model("gpt-tiny");
   Training t = test::training(4, 32);
   Layout l;
-  l.pp = 2;  // stage 0: one layer and the embedding, no head
+  l.pp = 2;  // stage 0: two layers and the embedding, no head
   const DeviceRates r{1e12, 1e12, 1e12, 1e11};
   const MicrobatchCompute c = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, {});
-  // T = 32 tokens, h = 64, 2-byte elements, no dropout, learned positions:
+  // T = 32 tokens, h = 64, 2-byte elements, no dropout, learned positions, per layer:
   //   two norms 2·2·2·32·64 = 16,384; two residual adds 2·3·2·32·64 = 24,576;
-  //   GeLU 2·2·32·256 = 32,768; embedding 2·2·32·64 = 8,192.
-  const double forward = 16'384 + 24'576 + 32'768 + 8'192;
+  //   GeLU 2·2·32·256 = 32,768; and once the embedding 2·2·32·64 = 8,192.
+  const double forward = 2 * (16'384 + 24'576 + 32'768) + 8'192;
   CHECK(c.forward[OpKind::memory_bound].bytes == forward);
   CHECK(c.forward[OpKind::memory_bound].time_s == Approx(forward / 1e11));
 }

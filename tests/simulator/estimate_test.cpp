@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <string>
 
 #include "simulator/estimate_report.h"
@@ -131,6 +132,21 @@ TEST_CASE("overlap: DP reduction hides under backward, TP does not", "[estimate]
   CHECK(tp->exposed_s == Approx(tp->total_s));
   CHECK(dp->exposed_s < dp->total_s);
   CHECK(dp->exposed_s >= dp->cost.time_s);  // the last bucket at least
+}
+
+TEST_CASE("the CPU topology: finite figures, and an error for a dtype it lacks", "[estimate]") {
+  const Model m = test::preset_model("gpt-tiny");
+  const Cluster c = test::preset_cluster("local-cpu", 1);
+  Training t = test::training(8, 64);
+  const Layout l = test::layout(2, 8, 1, 2);
+  const Estimate e = estimate(m, c, t, l);
+  CHECK(std::isfinite(e.step_time_s));
+  CHECK(e.step_time_s > 0);
+  CHECK(e.fits);
+  CHECK(e.mfu > 0);
+  CHECK(e.mfu < 1);
+  t.dtype = Dtype::fp16;  // local-cpu gives fp16 no peak
+  CHECK_THROWS_WITH(estimate(m, c, t, l), Catch::Contains("device.peak_tflops.fp16"));
 }
 
 TEST_CASE("time to estimate one layout", "[.benchmark][estimate]") {
