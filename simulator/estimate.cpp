@@ -227,9 +227,9 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
     if (e.stages.back().peak_bytes() > e.memory().peak_bytes()) e.worst_stage = stage;
   }
   e.worst_rank = stage_rank(e.worst_stage);
-  e.fits =
-      std::all_of(e.stages.begin(), e.stages.end(), [](const RankMemory& r) { return r.fits(); });
-  if (!e.memory().fits()) e.overflow = first_overflow(e.memory());
+  // Every stage has the same capacity and reserve: the one with the largest peak decides.
+  e.fits = e.memory().fits();
+  if (!e.fits) e.overflow = first_overflow(e.memory());
 
   const auto slowest = std::max_element(e.stage_microbatch_s.begin(), e.stage_microbatch_s.end());
   e.slowest_stage = static_cast<int>(slowest - e.stage_microbatch_s.begin());

@@ -158,8 +158,6 @@ void append_memory(std::string& out, const Estimate& e) {
     out += fmt::format("  does not fit: {} needs {}, {} free\n", e.overflow->item,
                        format_gib(as_double(e.overflow->needed_bytes)),
                        format_gib(as_double(e.overflow->free_bytes)));
-  else if (!e.fits)
-    out += "  does not fit on another stage (see the JSON's stages)\n";
   else
     out += fmt::format(
         "  fits: {} free\n",
