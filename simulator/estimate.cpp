@@ -175,70 +175,82 @@ StageTiming time_stage(const Context& ctx, const StageLayers& s, SpanCache& span
   return st;
 }
 
-}  // namespace
-
-Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Layout& l,
-                  const ExecutionOptions& x) {
-  assert(l.world() == c.world());
-  if (c.device.peak_tflops(t.dtype) <= 0) {
-    const std::string dtype(enum_name(t.dtype, kDtypeNames));
-    throw InputError(c.name, "device.peak_tflops." + dtype,
-                     "is 0: " + c.device.name + " does not compute in " + dtype,
-                     "train in a dtype the device has a peak for");
+// Times every stage and sizes its memory. Stages with the same layers, placed alike, take the same
+// time: only the first of them is timed. Returns each stage's timing.
+class StageTimer {
+ public:
+  explicit StageTimer(const Context& ctx)
+      : ctx_(ctx), alike_(stages_placed_alike(ctx.c, ctx.l)), shared_spans_(ctx, 0) {
+    calls_.reserve(16);
   }
-  const Context ctx{m, c, t, l, x, device_rates(c.device, t.dtype)};
-  Estimate e;
-  e.world = l.world();
-  e.tokens_per_step = l.global_batch() * t.seq_len;
-  e.peak_flops_per_device = c.device.peak_tflops(t.dtype) * 1e12;
-  e.options = x;
 
-  std::vector<CollectiveCall> calls;
-  calls.reserve(16);
-  e.stages.reserve(static_cast<size_t>(l.pp));
-  e.stage_microbatch_s.reserve(static_cast<size_t>(l.pp));
-  int extra_stage = 0;
-  double extra_s = -1;
-  std::vector<StageTiming> timings;
-  timings.reserve(static_cast<size_t>(l.pp));
-  std::vector<StageLayers> layers;
-  layers.reserve(static_cast<size_t>(l.pp));
-  const bool alike = stages_placed_alike(c, l);
-  SpanCache shared_spans(ctx, 0);
-  const auto stage_rank = [&](int stage) { return rank_of(l, RankCoord{0, 0, 0, 0, stage}); };
-  const auto time = [&](const StageLayers& s, std::vector<CollectiveEstimate>* records) {
-    if (alike) return time_stage(ctx, s, shared_spans, calls, records);
-    SpanCache spans(ctx, stage_rank(s.stage));
-    return time_stage(ctx, s, spans, calls, records);
-  };
-  for (int stage = 0; stage < l.pp; ++stage) {
-    const StageLayers s = stage_layers(m, l, stage);
-    e.stages.push_back(rank_memory(m, t, l, s, c.device, x));
-    // Stages with the same layers, placed alike, take the same time: time the first of them.
-    const auto same = alike ? std::find_if(layers.begin(), layers.end(),
+  StageTiming operator()(const StageLayers& s, std::vector<CollectiveEstimate>* records) {
+    if (alike_) return time_stage(ctx_, s, shared_spans_, calls_, records);
+    SpanCache spans(ctx_, stage_rank(ctx_.l, s.stage));
+    return time_stage(ctx_, s, spans, calls_, records);
+  }
+
+  std::vector<StageTiming> all_stages(Estimate& e) {
+    const Layout& l = ctx_.l;
+    std::vector<StageTiming> timings;
+    std::vector<StageLayers> layers;
+    timings.reserve(static_cast<size_t>(l.pp));
+    layers.reserve(static_cast<size_t>(l.pp));
+    e.stages.reserve(static_cast<size_t>(l.pp));
+    e.stage_microbatch_s.reserve(static_cast<size_t>(l.pp));
+    for (int stage = 0; stage < l.pp; ++stage) {
+      const StageLayers s = stage_layers(ctx_.m, l, stage);
+      e.stages.push_back(rank_memory(ctx_.m, ctx_.t, l, s, ctx_.c.device, ctx_.x));
+      const auto same = alike_
+                            ? std::find_if(layers.begin(), layers.end(),
                                            [&](const StageLayers& o) { return same_layers(o, s); })
                             : layers.end();
-    timings.push_back(same != layers.end() ? timings[static_cast<size_t>(same - layers.begin())]
-                                           : time(s, nullptr));
-    layers.push_back(s);
-    e.stage_microbatch_s.push_back(timings.back().microbatch_s());
-    if (timings.back().step_extra_s() > extra_s)
-      extra_s = timings.back().step_extra_s(), extra_stage = stage;
-    if (e.stages.back().peak_bytes() > e.memory().peak_bytes()) e.worst_stage = stage;
+      timings.push_back(same != layers.end() ? timings[static_cast<size_t>(same - layers.begin())]
+                                             : (*this)(s, nullptr));
+      layers.push_back(s);
+      e.stage_microbatch_s.push_back(timings.back().microbatch_s());
+    }
+    return timings;
   }
-  e.worst_rank = stage_rank(e.worst_stage);
-  // Every stage has the same capacity and reserve: the one with the largest peak decides.
+
+  static int64_t stage_rank(const Layout& l, int stage) {
+    return rank_of(l, RankCoord{0, 0, 0, 0, stage});
+  }
+
+ private:
+  const Context& ctx_;
+  bool alike_;
+  SpanCache shared_spans_;
+  std::vector<CollectiveCall> calls_;
+};
+
+void check_dtype(const Cluster& c, Dtype dtype) {
+  if (c.device.peak_tflops(dtype) > 0) return;
+  const std::string name(enum_name(dtype, kDtypeNames));
+  throw InputError(c.name, "device.peak_tflops." + name,
+                   "is 0: " + c.device.name + " does not compute in " + name,
+                   "train in a dtype the device has a peak for");
+}
+
+// The worst rank's memory: every stage has the same capacity and reserve, so the one with the
+// largest peak decides whether the layout fits.
+void pick_worst_memory(Estimate& e, const Layout& l) {
+  for (size_t i = 0; i < e.stages.size(); ++i)
+    if (e.stages[i].peak_bytes() > e.memory().peak_bytes()) e.worst_stage = static_cast<int>(i);
+  e.worst_rank = StageTimer::stage_rank(l, e.worst_stage);
   e.fits = e.memory().fits();
   if (!e.fits) e.overflow = first_overflow(e.memory());
+}
 
-  const auto slowest = std::max_element(e.stage_microbatch_s.begin(), e.stage_microbatch_s.end());
-  e.slowest_stage = static_cast<int>(slowest - e.stage_microbatch_s.begin());
-  const StageTiming slow = time(stage_layers(m, l, e.slowest_stage), &e.collectives);
-  e.compute = slow.compute;
-  e.optimizer_bytes = slow.optimizer_bytes;
-
+// Step time on the critical path: the pipeline over the slowest stage, then the per-step work of
+// the stage that has the most of it (every stage waits for it at the optimizer step).
+void fill_step_time(Estimate& e, const Layout& l, const StageTiming& slow,
+                    const std::vector<StageTiming>& timings) {
+  const StageTiming& extra = *std::max_element(timings.begin(), timings.end(),
+                                               [](const StageTiming& a, const StageTiming& b) {
+                                                 return a.step_extra_s() < b.step_extra_s();
+                                               });
   const double pipeline_s = pipeline_time_s(l, e.stage_microbatch_s);
-  const StageTiming& extra = timings[static_cast<size_t>(extra_stage)];
   const double mb = l.num_microbatches;
   e.time.compute_s = mb * (slow.compute.forward.time_s() + slow.compute.backward.time_s());
   e.time.recompute_s = mb * slow.compute.recompute.time_s();
@@ -249,7 +261,9 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
   e.step_time_s = pipeline_s + extra.step_extra_s();
   e.bubble_fraction = bubble_fraction(l, e.stage_microbatch_s);
   for (const CollectiveEstimate& r : e.collectives) e.exposed_comm_s += r.exposed_s;
+}
 
+void fill_rates(Estimate& e, const Model& m, const Training& t, const Layout& l) {
   const int64_t global_batch = l.global_batch();
   e.model_flops_per_step = model_flops_per_step(m, global_batch, t.seq_len);
   e.hardware_flops_per_step =
@@ -263,6 +277,31 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
     e.train_time_s = t.tokens_to_train / e.tokens_per_s;
     e.train_cost = e.train_time_s / 3600 * world * t.price_per_device_hour;
   }
+}
+
+}  // namespace
+
+Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Layout& l,
+                  const ExecutionOptions& x) {
+  assert(l.world() == c.world());
+  check_dtype(c, t.dtype);
+  const Context ctx{m, c, t, l, x, device_rates(c.device, t.dtype)};
+  Estimate e;
+  e.world = l.world();
+  e.tokens_per_step = l.global_batch() * t.seq_len;
+  e.peak_flops_per_device = c.device.peak_tflops(t.dtype) * 1e12;
+  e.options = x;
+
+  StageTimer timer(ctx);
+  const std::vector<StageTiming> timings = timer.all_stages(e);
+  pick_worst_memory(e, l);
+  const auto slowest = std::max_element(e.stage_microbatch_s.begin(), e.stage_microbatch_s.end());
+  e.slowest_stage = static_cast<int>(slowest - e.stage_microbatch_s.begin());
+  const StageTiming slow = timer(stage_layers(m, l, e.slowest_stage), &e.collectives);
+  e.compute = slow.compute;
+  e.optimizer_bytes = slow.optimizer_bytes;
+  fill_step_time(e, l, slow, timings);
+  fill_rates(e, m, t, l);
   return e;
 }
 
