@@ -197,8 +197,12 @@ TEST_CASE("validate: pipeline stages, virtual stages and the schedule", "[layout
              Contains("4 × 3 = 12 does not divide num_hidden_layers=80"));
   CHECK_THAT(error_for("tp=8,vpp=2", m, c, t, "layout.vpp"),
              Contains("vpp=2 needs pp > 1, found pp=1"));
-  CHECK_THAT(error_for("tp=8,pp=4,vpp=2,schedule=1f1b", m, c, t, "layout.schedule"),
-             Contains("vpp=2 needs schedule=interleaved, found 1f1b"));
+  CHECK_THAT(error_for("tp=8,pp=4,vpp=2,schedule=gpipe", m, c, t, "layout.schedule"),
+             Contains("vpp=2 needs schedule=interleaved, found gpipe"));
+  // Megatron-LM's 1F1B with virtual stages is the interleaved 1F1B (CONVENTIONS.md's example).
+  Training t2 = t;
+  CHECK(resolve_layout(parse_layout_string("tp=8,pp=4,vpp=2,schedule=1f1b"), m, c, t2, "--layout")
+            .schedule == Schedule::interleaved);
   CHECK_THAT(error_for("tp=8,pp=4,schedule=interleaved", m, c, t, "layout.schedule"),
              Contains("interleaved needs vpp > 1, found vpp=1"));
   // 1600 / 32 = 50 micro-batches, not a multiple of pp=4.
