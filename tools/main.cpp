@@ -1,2 +1,65 @@
-// Placeholder entry point so the skeleton builds; replaced by the CLI.
-int main() { return 0; }
+// shardplan: plan, price, run and check LLM training layouts. Only this file exits; everything
+// below throws InputError for user mistakes, which become exit code 1 with the file and field.
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "core/error.h"
+#include "tools/subcommand.h"
+
+namespace {
+
+int print_user_error(const shardplan::InputError& e) {
+  fmt::print(stderr, "shardplan: error: {}\n", e.what());
+  if (!e.hint.empty()) fmt::print(stderr, "  hint: {}\n", e.hint);
+  return static_cast<int>(shardplan::ExitCode::user_error);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace shardplan;
+  CLI::App app{"shardplan: plan, price, run and check data/tensor/pipeline/ZeRO layouts for "
+               "training large language models"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Help for every subcommand");
+
+  std::vector<cli::Subcommand> subcommands{
+      cli::add_pending(app, "plan", "Search every layout and rank what fits", "the planner issue"),
+      cli::add_pending(app, "estimate", "Price one layout: memory, compute, communication",
+                       "the cost-model issue"),
+      cli::add_pending(app, "simulate", "Simulate a plan's step event by event, with a timeline",
+                       "the simulator issue"),
+      cli::add_pending(app, "execute", "Run a plan for real on this machine (CPU or CUDA)",
+                       "the executor issues"),
+      cli::add_pending(app, "compare", "Compare predicted with measured times and memory",
+                       "the calibration issue"),
+      cli::add_pending(app, "calibrate", "Measure this machine and fit the cost model",
+                       "the calibration issue"),
+      cli::add_describe(app),
+  };
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints CLI11's message and usage hint
+    return static_cast<int>(ExitCode::user_error);
+  }
+
+  try {
+    for (const auto& sub : subcommands)
+      if (sub.app->parsed()) return sub.run();
+  } catch (const InputError& e) {
+    return print_user_error(e);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "shardplan: internal error: {}\n", e.what());
+    return static_cast<int>(ExitCode::internal_error);
+  }
+  return static_cast<int>(ExitCode::internal_error);
+}

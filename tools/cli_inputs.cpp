@@ -1,0 +1,92 @@
+#include "tools/cli_inputs.h"
+
+#include <sstream>
+#include <vector>
+
+#include "core/error.h"
+#include "core/json_reader.h"
+#include "core/layout.h"
+#include "core/presets.h"
+
+namespace shardplan::cli {
+
+void add_input_options(CLI::App* app, InputOptions& o, LayoutInput layout) {
+  app->add_option("--model,-m", o.model,
+                  "Model: preset name, our JSON, or a Hugging Face config.json (or its folder)");
+  app->add_option("--cluster,-c", o.cluster, "Cluster: preset name from topologies/ or a JSON path");
+  app->add_option("--nodes,-n", o.nodes, "Number of nodes of the cluster's node description")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--training", o.training_file, "Training JSON (batch, sequence, dtype, optimizer)");
+  app->add_option("--gbs", o.gbs, "Global batch size in sequences")->check(CLI::PositiveNumber);
+  app->add_option("--seq", o.seq, "Sequence length in tokens")->check(CLI::PositiveNumber);
+  app->add_option("--dtype", o.dtype, "Compute dtype: bf16 (default), fp16, fp32")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32", "tf32"}));
+  if (layout == LayoutInput::none) return;
+  auto* opt = app->add_option(
+      "--layout,-l", o.layout,
+      "Compact layout: \"tp=8,pp=4,dp=32,zero=1,mbs=1,sp=1,vpp=2,recompute=selective,schedule=1f1b\"");
+  app->add_option("--megatron", o.megatron,
+                  "The layout as Megatron-LM flags in one string: \"--tp 8 --pp 4 --sequence-parallel\"");
+  app->add_option("--deepspeed-config", o.deepspeed_config, "A DeepSpeed config JSON (ZeRO stage, batch sizes)");
+  if (layout == LayoutInput::required) opt->needs(app->get_option("--model"));
+}
+
+namespace {
+
+std::vector<std::string> split_words(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+Training resolve_training(const InputOptions& o, const Model& model) {
+  Training t;
+  if (!o.training_file.empty()) t = training_from_json(read_json_file(o.training_file), o.training_file);
+  if (o.gbs) t.global_batch = *o.gbs;
+  if (o.seq) t.seq_len = *o.seq;
+  if (!o.dtype.empty()) t.dtype = *enum_from_name(o.dtype, kDtypeNames);
+  if (t.seq_len == 0)
+    throw InputError("--seq", "training.seq_len", "not given",
+                     "pass --seq 4096, or seq_len in --training FILE");
+  if (t.seq_len > model.max_seq)
+    throw InputError("--seq", "training.seq_len",
+                     "is " + std::to_string(t.seq_len) + ", longer than the model's max_position_embeddings=" +
+                         std::to_string(model.max_seq));
+  return t;
+}
+
+}  // namespace
+
+Inputs resolve_inputs(const InputOptions& o) {
+  if (o.model.empty()) throw InputError("--model", "", "not given", "a preset name such as llama3-8b, or a path");
+  if (o.cluster.empty()) throw InputError("--cluster", "", "not given", "a preset name such as dgx-h100, or a path");
+  Inputs in{load_model(o.model), load_cluster(o.cluster, o.nodes), {}};
+  in.training = resolve_training(o, in.model);
+  return in;
+}
+
+Plan resolve_plan(const InputOptions& o) {
+  if (!o.plan_file.empty()) return load_plan(o.plan_file);
+  Inputs in = resolve_inputs(o);
+  LayoutSpec spec;
+  std::string source = "--layout";
+  if (!o.deepspeed_config.empty()) {
+    spec = merge(spec, layout_from_deepspeed(read_json_file(o.deepspeed_config), o.deepspeed_config));
+    source = o.deepspeed_config;
+  }
+  if (!o.megatron.empty()) {
+    spec = merge(spec, parse_megatron_flags(split_words(o.megatron), in.model));
+    source = "--megatron";
+  }
+  if (!o.layout.empty()) {
+    spec = merge(spec, parse_layout_string(o.layout, "--layout"));
+    source = "--layout";
+  }
+  if (spec.dtype) in.training.dtype = *spec.dtype;
+  Plan p{in.model, in.cluster, in.training, {}, nlohmann::json::object()};
+  p.layout = resolve_layout(spec, p.model, p.cluster, p.training, source);
+  return p;
+}
+
+}  // namespace shardplan::cli

@@ -1,0 +1,46 @@
+// The options every pricing subcommand shares — model, cluster, training and layout, given as
+// presets, files or flags — and how they resolve into one validated Plan.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/plan.h"
+
+namespace shardplan::cli {
+
+struct InputOptions {
+  std::string plan_file;  // a plan JSON instead of the options below
+  std::string model;
+  std::string cluster;
+  std::optional<int> nodes;
+  std::string training_file;
+  std::optional<int64_t> gbs;
+  std::optional<int64_t> seq;
+  std::string dtype;
+  std::string layout;            // the compact string
+  std::string megatron;          // Megatron-LM flags in one string
+  std::string deepspeed_config;  // a DeepSpeed JSON
+};
+
+enum class LayoutInput { required, optional, none };
+
+// Adds --model, --cluster, --nodes, --training, --gbs, --seq, --dtype and, unless `layout` is
+// none, --layout, --megatron and --deepspeed-config.
+void add_input_options(CLI::App* app, InputOptions& o, LayoutInput layout);
+
+// Model, cluster and training resolved from the options (no layout).
+struct Inputs {
+  Model model;
+  Cluster cluster;
+  Training training;
+};
+Inputs resolve_inputs(const InputOptions& o);
+
+// A full plan: from --plan's file, or from the options with the layout resolved and validated.
+Plan resolve_plan(const InputOptions& o);
+
+}  // namespace shardplan::cli

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs shardplan's build dependencies (Debian packages) when missing, then configures and
+# builds a Release tree in build/. Idempotent: a second run only rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake nlohmann-json3-dev libeigen3-dev libfmt-dev catch2 libcli11-dev
+          libopenmpi-dev openmpi-bin)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "shardplan setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+cmake --preset release >/dev/null
+cmake --build build -j "$(nproc)"

@@ -1,0 +1,19 @@
+// How the shardplan CLI is assembled: each cmd_*.cpp adds one subcommand to the app and returns
+// what to run once its options are parsed. main() holds the table and maps errors to exit codes.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace shardplan::cli {
+
+struct Subcommand {
+  CLI::App* app = nullptr;
+  std::function<int()> run;  // returns the exit code (shared/CONVENTIONS.md)
+};
+
+Subcommand add_describe(CLI::App& root);
+Subcommand add_pending(CLI::App& root, const char* name, const char* summary, const char* issue);
+
+}  // namespace shardplan::cli
