@@ -24,6 +24,7 @@ struct PassEmitter {
   sd::DataParallel& dp;
   const std::vector<sd::Chunk>& chunks;
   int64_t p2p_bytes = 0;
+  std::vector<uint32_t> deps;  // scratch
 
   uint32_t p2p(ActionKind kind, Pass pass, const PipelineStep& s, int peer_stage, int64_t tag,
                uint32_t dep) {
@@ -62,7 +63,7 @@ struct PassEmitter {
         Action a = step;
         a.micro_batch = s.micro_batch;
         a.chunk = c.chunk;
-        std::vector<uint32_t> deps;
+        deps.clear();
         if (prev != sd::kNone && p.actions[prev].stream != a.stream) deps.push_back(prev);
         if (a.kind == ActionKind::compute) {
           if (unit_compute == sd::kNone) deps.insert(deps.end(), gathers.begin(), gathers.end());
@@ -131,7 +132,12 @@ Program build_program(const Model& m, const Training& t, const Layout& l, int64_
     chunks.push_back(sd::build_chunk(m, t, l, c, virtual_stage(l, p.coord.pp, c)));
   sd::DataParallel dp = sd::plan_data_parallel(t, l, p, chunks);
   sd::emit_step_start_gathers(p, dp, chunks);
-  PassEmitter emitter{p, l, dp, chunks, sd::p2p_bytes(m, t, l)};
+  size_t per_microbatch = 0;  // actions of one micro-batch's passes, to size the program once
+  for (const sd::Chunk& c : chunks)
+    for (const sd::Unit& u : c.units) per_microbatch += 2 + u.forward.size() + u.backward.size();
+  p.actions.reserve(per_microbatch * static_cast<size_t>(l.num_microbatches) + 4 * (l.vpp + 1));
+  p.deps.reserve(p.actions.capacity());
+  PassEmitter emitter{p, l, dp, chunks, sd::p2p_bytes(m, t, l), {}};
   for (const PipelineStep& s : pipeline_order(l, p.coord.pp)) emitter.pass(s);
   sd::emit_step_end(p, dp, m, l, chunks);
   return p;

@@ -188,7 +188,7 @@ Unit head_unit(const Model& m, const Layout& l, const LayerComm& comm) {
   Unit u;
   u.layer_begin = u.layer_end = m.num_layers;
   u.parts = part_bit(Part::head);
-  const int64_t final_norm = pc.norms - int64_t{m.num_layers} * norm_params_per_layer(m);
+  const int64_t final_norm = norm_params(m);
   // Tied embeddings with pp > 1: the last stage keeps its own copy of the word embedding
   // (Megatron-LM), kept equal by a gradient all-reduce with the first stage.
   const int64_t head = m.tied_embeddings ? (l.pp > 1 ? shard(pc.embedding, l.tp) : 0)

@@ -164,7 +164,8 @@ void Engine::match_collectives() {
       const int64_t g = offset[i] + static_cast<int64_t>(j);
       if (!inst.members.empty()) {
         const Action& first = action(inst.members.front());
-        if (first.kind != a.kind || first.op != a.op || first.bytes != a.bytes)
+        if (first.kind != a.kind || first.op != a.op || first.bytes != a.bytes ||
+            first.params != a.params)
           errors.push_back("collective mismatch: " + describe(inst.members.front()) + " meets " +
                            describe(g));
       }
