@@ -95,7 +95,9 @@ inline constexpr uint8_t kFreesActivations = 2;
 //                   group tp: the replicated norm weights' gradients under sequence parallelism;
 //                   group pp: the tied word embedding between the first and last stage.
 //   param_gather  : op all_gather, group, chunk, layer range, parts, params, bytes; micro_batch
-//                   and pass of the use it precedes (ZeRO-3), or -1 / none (ZeRO-1/2 at step start)
+//                   and pass of the use it precedes (ZeRO-3), or -1 / none (ZeRO-1/2 at step start).
+//                   A ZeRO-3 head gather with the embedding bit also gathers the tied word
+//                   embedding the head uses (tied embeddings, pp = 1).
 //   optimizer_step: params (this rank's share after ZeRO)
 // `bytes` is nccl-tests' size: one rank's full buffer (reduce-scatter input, all-gather output).
 struct Action {

@@ -123,6 +123,12 @@ std::vector<uint32_t> before_unit(Program& p, DataParallel& dp, const Chunk& c, 
       if (b.first_unit != unit) continue;
       Action a = bucket_action(c, b, ActionKind::param_gather, Stream::zero_comm,
                                Collective::all_gather, dtype_bytes(dp.dtype));
+      const int64_t borrowed = b.group == Group::expert_dp ? 0 : c.units[unit].borrowed_params;
+      if (borrowed > 0) {
+        a.parts |= part_bit(Part::embedding);
+        a.params += borrowed;
+        a.bytes = a.params * dtype_bytes(dp.dtype);
+      }
       a.micro_batch = micro_batch;
       a.pass = pass;
       gathers.push_back(emit(p, a, {dp.use_end[0]}));

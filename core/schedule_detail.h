@@ -23,6 +23,8 @@ struct Unit {
   int64_t dense_params = 0;       // on this rank, after tensor parallelism
   int64_t expert_params = 0;      // on this rank, after expert and tensor parallelism
   int64_t replicated_params = 0;  // norms (and routers) whose gradients SP all-reduces over tp
+  int64_t borrowed_params = 0;    // another unit's weights it uses: the tied word embedding in a
+                                  // head on the embedding's rank (ZeRO-3 gathers them for it too)
   std::vector<Action> forward;
   std::vector<Action> backward;  // under full recompute: the layer's forward (pass recompute) first
 };

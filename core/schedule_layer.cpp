@@ -195,6 +195,7 @@ Unit head_unit(const Model& m, const Layout& l, const LayerComm& comm) {
                                          : shard(pc.head, l.tp);
   u.replicated_params = final_norm;
   u.dense_params = final_norm + head;
+  if (m.tied_embeddings && l.pp == 1) u.borrowed_params = shard(pc.embedding, l.tp);
   PassSteps fwd{u.forward, Pass::forward, u, comm};
   fwd.tp_enter(Part::head);
   fwd.compute(Part::head);

@@ -247,6 +247,13 @@ TEST_CASE("data-parallel reduction: once after the last backward, or every one u
   const auto [p3, r3] = reductions(3);
   CHECK(r3.size() == size_t(4 * (m.num_layers + 2)));
   CHECK(count(p3, [](const Action& a) { return a.kind == ActionKind::param_gather; }) == 2 * 4 * (m.num_layers + 2));
+  // The head uses the tied word embedding: its gather brings it along with the final norm.
+  const auto head = std::find_if(p3.actions.begin(), p3.actions.end(), [](const Action& a) {
+    return a.kind == ActionKind::param_gather && has_part(a.parts, Part::head);
+  });
+  REQUIRE(head != p3.actions.end());
+  CHECK(head->params == 2 * m.hidden + m.vocab * m.hidden);
+  CHECK(parts_name(head->parts) == "embedding+head");
 }
 
 TEST_CASE("gradient buckets close at Megatron-LM's size, in backward order", "[schedule]") {
