@@ -28,15 +28,10 @@ struct PassEmitter {
 
   uint32_t p2p(ActionKind kind, Pass pass, const PipelineStep& s, int peer_stage, int64_t tag,
                uint32_t dep) {
-    Action a;
-    a.kind = kind;
-    a.stream = Stream::pp_comm;
-    a.pass = pass;
-    a.micro_batch = s.micro_batch;
-    a.chunk = s.chunk;
-    a.peer = p.groups[static_cast<size_t>(Group::pp)][peer_stage % l.pp];
-    a.tag = tag;
-    a.bytes = p2p_bytes;
+    const Action a{.kind = kind, .stream = Stream::pp_comm, .pass = pass,
+                   .micro_batch = s.micro_batch, .chunk = s.chunk,
+                   .peer = p.groups[static_cast<size_t>(Group::pp)][peer_stage % l.pp],
+                   .tag = tag, .bytes = p2p_bytes};
     return sd::emit(p, a, {dep});
   }
 

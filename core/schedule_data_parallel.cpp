@@ -34,17 +34,11 @@ void add_buckets(std::vector<Bucket>& out, const Chunk& c, Group g, int64_t thre
 
 Action bucket_action(const Chunk& c, const Bucket& b, ActionKind kind, Stream s, Collective op,
                      int64_t element_bytes) {
-  Action a;
-  a.kind = kind;
-  a.stream = s;
-  a.op = op;
-  a.group = b.group;
-  a.chunk = c.chunk;
-  a.layer_begin = c.units[b.first_unit].layer_begin;
-  a.layer_end = c.units[b.last_unit].layer_end;
+  Action a{.kind = kind, .stream = s, .op = op, .group = b.group, .chunk = c.chunk,
+           .layer_begin = c.units[b.first_unit].layer_begin,
+           .layer_end = c.units[b.last_unit].layer_end,
+           .bytes = b.params * element_bytes, .params = b.params};
   for (int u = b.first_unit; u <= b.last_unit; ++u) a.parts |= c.units[u].parts;
-  a.params = b.params;
-  a.bytes = b.params * element_bytes;
   return a;
 }
 
@@ -173,13 +167,8 @@ void emit_step_end(Program& p, DataParallel& dp, const Model& m, const Layout& l
   const uint32_t compute_end = last_compute(p);
   std::vector<uint32_t> finals = {dp.last_reduction};
   auto reduce = [&](Group g, Stream s, int64_t params) {
-    Action a;
-    a.kind = ActionKind::grad_reduce;
-    a.stream = s;
-    a.op = Collective::all_reduce;
-    a.group = g;
-    a.params = params;
-    a.bytes = params * dtype_bytes(dp.grad_dtype);
+    const Action a{.kind = ActionKind::grad_reduce, .stream = s, .op = Collective::all_reduce,
+                   .group = g, .bytes = params * dtype_bytes(dp.grad_dtype), .params = params};
     finals.push_back(emit(p, a, {compute_end, dp.last_reduction}));
   };
   if (l.sequence_parallel && l.tp > 1) reduce(Group::tp, Stream::tp_comm, replicated);
@@ -189,10 +178,9 @@ void emit_step_end(Program& p, DataParallel& dp, const Model& m, const Layout& l
   }
   // ZeRO-1 and above: each rank updates 1/dp of the dense and 1/expert_dp of the expert weights.
   const bool sharded = dp.zero >= 1;
-  Action step;
-  step.kind = ActionKind::optimizer_step;
-  step.params = ceil_div(dense, sharded ? size_of(p, dense_group(l)) : 1) +
-                ceil_div(expert, sharded ? size_of(p, Group::expert_dp) : 1);
+  const Action step{.kind = ActionKind::optimizer_step,
+                    .params = ceil_div(dense, sharded ? size_of(p, dense_group(l)) : 1) +
+                              ceil_div(expert, sharded ? size_of(p, Group::expert_dp) : 1)};
   emit(p, step, finals);
 }
 

@@ -81,14 +81,8 @@ struct PassSteps {
 
  private:
   Action step(ActionKind kind, Stream s, Part part) const {
-    Action a;
-    a.kind = kind;
-    a.stream = s;
-    a.pass = pass;
-    a.layer_begin = unit.layer_begin;
-    a.layer_end = unit.layer_end;
-    a.parts = part_bit(part);
-    return a;
+    return Action{.kind = kind, .stream = s, .pass = pass, .parts = part_bit(part),
+                  .layer_begin = unit.layer_begin, .layer_end = unit.layer_end};
   }
 };
 
@@ -164,19 +158,32 @@ Unit layer_unit(const Model& m, const Layout& l, const LayerComm& comm, int laye
   return u;
 }
 
-// Vocab-parallel embedding (Megatron-LM): each tp rank looks up its vocabulary shard and the
-// partial embeddings are all-reduced (reduce-scattered under SP).
+// The two ends of the model. The vocab-parallel embedding (Megatron-LM) leaves the tensor-
+// parallel region: each tp rank looks up its vocabulary shard and the partial embeddings are
+// all-reduced (reduce-scattered under SP). The head enters it: the vocab-parallel LM head needs
+// the whole sequence (gathered under SP). Their backwards run the adjoints in reverse.
+void end_passes(Unit& u, Part part, const LayerComm& comm) {
+  PassSteps fwd{u.forward, Pass::forward, u, comm};
+  PassSteps bwd{u.backward, Pass::backward, u, comm};
+  if (part == Part::embedding) {
+    fwd.compute(part);
+    fwd.tp_leave(part);
+    bwd.tp_enter(part);
+    bwd.compute(part);
+  } else {
+    fwd.tp_enter(part);
+    fwd.compute(part);
+    bwd.compute(part);
+    bwd.tp_leave(part);
+  }
+}
+
 Unit embedding_unit(const Model& m, const Layout& l, const LayerComm& comm) {
   const ParamCounts pc = count_parameters(m);
   Unit u;
   u.parts = part_bit(Part::embedding);
   u.dense_params = shard(pc.embedding, l.tp) + pc.position_embedding;
-  PassSteps fwd{u.forward, Pass::forward, u, comm};
-  fwd.compute(Part::embedding);
-  fwd.tp_leave(Part::embedding);
-  PassSteps bwd{u.backward, Pass::backward, u, comm};
-  bwd.tp_enter(Part::embedding);
-  bwd.compute(Part::embedding);
+  end_passes(u, Part::embedding, comm);
   return u;
 }
 
@@ -196,12 +203,7 @@ Unit head_unit(const Model& m, const Layout& l, const LayerComm& comm) {
   u.replicated_params = final_norm;
   u.dense_params = final_norm + head;
   if (m.tied_embeddings && l.pp == 1) u.borrowed_params = shard(pc.embedding, l.tp);
-  PassSteps fwd{u.forward, Pass::forward, u, comm};
-  fwd.tp_enter(Part::head);
-  fwd.compute(Part::head);
-  PassSteps bwd{u.backward, Pass::backward, u, comm};
-  bwd.compute(Part::head);
-  bwd.tp_leave(Part::head);
+  end_passes(u, Part::head, comm);
   return u;
 }
 

@@ -13,22 +13,11 @@ namespace shardplan::test {
 // A GPT-2-shaped model (Radford et al. 2019: learned positions, LayerNorm, biases, tied
 // embeddings) with 16 layers, so pp ∈ {1,2,4,8} with vpp 2 divide it, and 8 heads for tp ≤ 8.
 inline Model small_gpt() {
-  Model m;
-  m.name = "small-gpt";
-  m.num_layers = 16;
-  m.hidden = 64;
-  m.num_heads = 8;
-  m.num_kv_heads = 8;
-  m.head_dim = 8;
-  m.ffn_hidden = 256;
-  m.vocab = 256;
-  m.max_seq = 64;
-  m.activation = Activation::gelu;
-  m.norm = Norm::layernorm;
-  m.position_embedding = PositionEmbedding::learned;
-  m.tied_embeddings = true;
-  m.qkv_bias = m.out_bias = m.mlp_bias = true;
-  return m;
+  return Model{.name = "small-gpt", .num_layers = 16, .hidden = 64, .num_heads = 8,
+               .num_kv_heads = 8, .head_dim = 8, .ffn_hidden = 256, .vocab = 256, .max_seq = 64,
+               .activation = Activation::gelu, .norm = Norm::layernorm,
+               .position_embedding = PositionEmbedding::learned, .tied_embeddings = true,
+               .qkv_bias = true, .out_bias = true, .mlp_bias = true, .moe = {}};
 }
 
 // The same with experts in every other layer (Mixtral-style routing, top-2 of 8).
@@ -40,23 +29,13 @@ inline Model small_moe() {
   return m;
 }
 
-inline Training small_training() {
-  Training t;
-  t.seq_len = 64;
-  t.global_batch = 1;  // the tests set the layout's num_microbatches directly
-  return t;
-}
+// The tests set each layout's num_microbatches directly; the global batch is not read.
+inline Training small_training() { return Training{.global_batch = 1, .seq_len = 64}; }
 
-inline Layout layout(int dp, int tp, int pp, int num_microbatches, Schedule schedule = Schedule::one_f_one_b,
-                     int vpp = 1) {
-  Layout l;
-  l.dp = dp;
-  l.tp = tp;
-  l.pp = pp;
-  l.num_microbatches = num_microbatches;
-  l.schedule = schedule;
-  l.vpp = vpp;
-  return l;
+inline Layout layout(int dp, int tp, int pp, int num_microbatches,
+                     Schedule schedule = Schedule::one_f_one_b, int vpp = 1) {
+  return Layout{.dp = dp, .tp = tp, .pp = pp, .num_microbatches = num_microbatches, .vpp = vpp,
+                .schedule = schedule};
 }
 
 // Every combination of pp ∈ {1,2,4,8}, tp ∈ {1,2,4}, cp ∈ {1,2}, dp ∈ {1,2,4} up to 64 ranks,
