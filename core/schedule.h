@@ -63,6 +63,18 @@ inline constexpr EnumNames<Pass, 4> kPassNames{{{Pass::none, "none"},
 // (input norm, q/k/v projections), attention_core (attention, output projection) and mlp (norm,
 // MLP); an MoE layer has router (norm, gate) and experts instead of mlp. A compute action runs a
 // set of parts of one layer: in ascending order going forward, descending going backward.
+//
+// A layer's passes, with [..] present only when that parallelism is on (tp > 1, SP, cp > 1,
+// ep > 1); AG all_gather, RS reduce_scatter, AR all_reduce, A2A all_to_all:
+//   forward : [tp AG] qkv [cp AG K,V] core [tp AR|RS] [tp AG] mlp [tp AR|RS]
+//             MoE: ... [tp AG] router [ep A2A dispatch] experts [ep A2A combine] [tp AR|RS]
+//   backward: [tp AG] mlp [tp AR|RS] [tp AG] [cp AG K,V] core [cp RS dK,dV] qkv [tp AR|RS]
+//             MoE: [tp AG] [ep A2A] experts [ep A2A] router [tp AR|RS] ...
+// An all-gather precedes the part named in its action (it gathers that part's input: the
+// sequence under SP, K and V under cp); an all-reduce or reduce-scatter follows it (partial sums
+// of its output going forward, of its input gradient going backward). The embedding is
+// "embedding [tp AR|RS]" forward, "[tp AG] embedding" backward; the head "[tp AG] head" forward,
+// "head [tp AR|RS]" backward.
 enum class Part : uint8_t { embedding, attention_qkv, attention_core, mlp, router, experts, head };
 inline constexpr EnumNames<Part, 7> kPartNames{{{Part::embedding, "embedding"},
                                                 {Part::attention_qkv, "attention_qkv"},
