@@ -8,8 +8,10 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "core/presets.h"
 #include "core/schedule.h"
 #include "tests/core/layout_fixtures.h"
+#include "tests/core/thrown_input_error.h"
 #include "tests/core/schedule_fixtures.h"
 
 namespace shardplan {
@@ -72,7 +74,7 @@ TEST_CASE("interleaved 1F1B follows Megatron-LM's chunk order and warm-up", "[sc
 }
 
 TEST_CASE("interleaving needs a multiple of pp micro-batches", "[schedule]") {
-  const InputError e = test::error_of([] { pipeline_order(layout(1, 1, 4, 6, Schedule::interleaved, 2), 0); });
+  const InputError e = testing::thrown_input_error([] { pipeline_order(layout(1, 1, 4, 6, Schedule::interleaved, 2), 0); });
   CHECK(e.field == "layout.num_microbatches");
   CHECK(e.reason == "6 is not a multiple of pp=4, which the interleaved schedule needs");
 }
@@ -259,7 +261,7 @@ TEST_CASE("data-parallel reduction: once after the last backward, or every one u
 TEST_CASE("gradient buckets close at Megatron-LM's size, in backward order", "[schedule]") {
   // Llama 3 8B layers hold 218M parameters, more than max(40M, 10⁶·dp): one bucket per unit,
   // each reduced right after that unit's backward.
-  const Model m = test::llama3_8b();
+  const Model m = load_model("llama3-8b");
   Layout l = layout(8, 1, 1, 1);
   CHECK(grad_bucket_params(l) == 40'000'000);
   CHECK(grad_bucket_params(layout(64, 1, 1, 1)) == 64'000'000);

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "core/layout.h"
+#include "core/presets.h"
 #include "simulator/event_simulator.h"
 #include "simulator/uniform_pricer.h"
 #include "tests/core/layout_fixtures.h"
@@ -183,7 +184,7 @@ TEST_CASE("gradient reductions overlap the backward; only the last ones are expo
   // embedding's, which run after the backward ends.
   UniformPricer pricer;
   pricer.comm_s = 1;
-  const SimResult r = simulate(build_step(test::llama3_8b(), test::training(2, 4096), layout(2, 1, 1, 1), true), pricer);
+  const SimResult r = simulate(build_step(load_model("llama3-8b"), test::training(2, 4096), layout(2, 1, 1, 1), true), pricer);
   REQUIRE(r.ok());
   CHECK(r.symmetry.find("each stands for 2 ranks") != std::string::npos);
   CHECK(r.step_time_s == 98);
@@ -294,15 +295,8 @@ TEST_CASE("no deadlock up to 64 ranks: interleaved 1F1B with 4 chunks", "[event]
 }
 
 TEST_CASE("benchmark: one step of 1,024 ranks with 64 micro-batches", "[.][benchmark]") {
-  // GPT-3 175B (Brown et al. 2020 Table 2.1) at tp=8, pp=8, dp=16 with SP and ZeRO-1.
-  Model m = small_gpt();
-  m.num_layers = 96;
-  m.hidden = 12288;
-  m.num_heads = m.num_kv_heads = 96;
-  m.head_dim = 128;
-  m.ffn_hidden = 4 * m.hidden;
-  m.vocab = 50257;
-  m.max_seq = 2048;
+  // GPT-3 175B at tp=8, pp=8, dp=16 with SP and ZeRO-1.
+  const Model m = load_model("gpt3-175b");
   UniformPricer pricer;
   pricer.comm_s = 1e-4;
   for (int vpp : {1, 2}) {
