@@ -14,8 +14,6 @@
 namespace shardplan::ew {
 
 // The C math functions by scalar type, callable from host and device code.
-SHARDPLAN_HD inline float tanh_of(float x) { return ::tanhf(x); }
-SHARDPLAN_HD inline double tanh_of(double x) { return ::tanh(x); }
 SHARDPLAN_HD inline float exp_of(float x) { return ::expf(x); }
 SHARDPLAN_HD inline double exp_of(double x) { return ::exp(x); }
 SHARDPLAN_HD inline float log_of(float x) { return ::logf(x); }
@@ -23,25 +21,30 @@ SHARDPLAN_HD inline double log_of(double x) { return ::log(x); }
 SHARDPLAN_HD inline float sqrt_of(float x) { return ::sqrtf(x); }
 SHARDPLAN_HD inline double sqrt_of(double x) { return ::sqrt(x); }
 
-// GELU, tanh approximation (Hendrycks & Gimpel 2016, §2; the form GPT-2 uses):
-//   gelu(x) = x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³)))
-template <class T>
-SHARDPLAN_HD inline T gelu(T x) {
-  const T k = T(0.7978845608028654);  // √(2/π)
-  return T(0.5) * x * (T(1) + tanh_of(k * (x + T(0.044715) * x * x * x)));
-}
-
-// d gelu / dx of the tanh form: ½(1 + t) + ½x(1 − t²)·√(2/π)(1 + 3·0.044715 x²), t = tanh(u).
-template <class T>
-SHARDPLAN_HD inline T gelu_grad(T x) {
-  const T k = T(0.7978845608028654);
-  const T t = tanh_of(k * (x + T(0.044715) * x * x * x));
-  return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3 * 0.044715) * x * x);
-}
-
 template <class T>
 SHARDPLAN_HD inline T sigmoid(T x) {
   return T(1) / (T(1) + exp_of(-x));
+}
+
+// GELU, tanh approximation (Hendrycks & Gimpel 2016, §2; the form GPT-2 uses):
+//   gelu(x) = x/2 · (1 + tanh(u)),  u = √(2/π) · (x + 0.044715 x³),
+// computed as x · σ(2u), since (1 + tanh u)/2 = σ(2u): one exp instead of a tanh.
+template <class T>
+SHARDPLAN_HD inline T gelu_inner(T x) {
+  return T(0.7978845608028654) * (x + T(0.044715) * x * x * x);  // √(2/π)(x + 0.044715x³)
+}
+template <class T>
+SHARDPLAN_HD inline T gelu(T x) {
+  return x * sigmoid(T(2) * gelu_inner(x));
+}
+
+// d gelu / dx = ½(1 + t) + ½x(1 − t²)·u′ with t = tanh u, u′ = √(2/π)(1 + 3·0.044715 x²); with
+// s = σ(2u): ½(1 + t) = s and ½(1 − t²) = 2s(1 − s).
+template <class T>
+SHARDPLAN_HD inline T gelu_grad(T x) {
+  const T s = sigmoid(T(2) * gelu_inner(x));
+  const T du = T(0.7978845608028654) * (T(1) + T(3 * 0.044715) * x * x);
+  return s + T(2) * x * s * (T(1) - s) * du;
 }
 
 // SiLU (Elfwing et al. 2018, "swish"): x·σ(x); derivative σ(x)·(1 + x(1 − σ(x))).

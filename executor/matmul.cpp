@@ -2,8 +2,15 @@
 
 #include <cassert>
 #include <chrono>
+#include <ctime>
 
 namespace shardplan {
+
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 namespace {
 template <class T, class A, class B>
@@ -24,6 +31,7 @@ void gemm(MatrixView<T> c, ConstMatrixView<T> a, Op op_a, ConstMatrixView<T> b, 
   assert(c.rows() == m && c.cols() == n);
   assert((op_b == Op::none ? b.rows() : b.cols()) == k);
   const auto start = std::chrono::steady_clock::now();
+  const double cpu_start = stats != nullptr ? thread_cpu_seconds() : 0;
   if (op_a == Op::none && op_b == Op::none)
     assign(c, a, b, acc);
   else if (op_a == Op::none)
@@ -34,6 +42,7 @@ void gemm(MatrixView<T> c, ConstMatrixView<T> a, Op op_a, ConstMatrixView<T> b, 
     assign(c, a.transpose(), b.transpose(), acc);
   if (stats != nullptr) {
     stats->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    stats->cpu_seconds += thread_cpu_seconds() - cpu_start;
     stats->flops += 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   }
 }

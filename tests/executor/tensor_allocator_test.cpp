@@ -46,6 +46,25 @@ TEST_CASE("allocator: buffers are zeroed, aligned, and move their charge", "[exe
   CHECK(alloc.current().total() == 0);
 }
 
+TEST_CASE("allocator: freed blocks are reused for the same size, zeroed again", "[executor]") {
+  TensorAllocator alloc;
+  float* first = nullptr;
+  {
+    Buffer<float> a = alloc.allocate<float>(MemoryCategory::activations, 100, "a");
+    first = a.data();
+    a[7] = 3.0f;
+  }
+  CHECK(alloc.cached_bytes() == 448);  // 400 bytes rounded up to 64-byte lines
+  CHECK(alloc.current().total() == 0);
+  Buffer<float> b = alloc.allocate<float>(MemoryCategory::buffers, 100, "b");
+  CHECK(b.data() == first);
+  CHECK(b[7] == 0.0f);
+  CHECK(alloc.cached_bytes() == 0);
+  Buffer<float> c = alloc.allocate<float>(MemoryCategory::buffers, 0, "empty");
+  c = {};
+  CHECK(alloc.cached_bytes() == 0);
+}
+
 TEST_CASE("allocator: exceeding the capacity names rank, category, size and use", "[executor]") {
   TensorAllocator alloc("rank 3", 1000);
   Buffer<float> a = alloc.allocate<float>(MemoryCategory::parameters, 200, "wte");
