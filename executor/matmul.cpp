@@ -23,8 +23,8 @@ void assign(MatrixView<T>& c, const A& a, const B& b, Accumulate acc) {
 }  // namespace
 
 template <class T>
-void gemm(MatrixView<T> c, ConstMatrixView<T> a, Op op_a, ConstMatrixView<T> b, Op op_b, Accumulate acc,
-          MatmulStats* stats) {
+void gemm(MatrixView<T> c, ConstMatrixView<T> a, Op op_a, ConstMatrixView<T> b, Op op_b,
+          Accumulate acc, MatmulStats* stats) {
   const int64_t m = op_a == Op::none ? a.rows() : a.cols();
   const int64_t k = op_a == Op::none ? a.cols() : a.rows();
   const int64_t n = op_b == Op::none ? b.cols() : b.rows();
@@ -41,15 +41,16 @@ void gemm(MatrixView<T> c, ConstMatrixView<T> a, Op op_a, ConstMatrixView<T> b, 
   else
     assign(c, a.transpose(), b.transpose(), acc);
   if (stats != nullptr) {
-    stats->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    stats->seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     stats->cpu_seconds += thread_cpu_seconds() - cpu_start;
     stats->flops += 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   }
 }
 
-template void gemm<float>(MatrixView<float>, ConstMatrixView<float>, Op, ConstMatrixView<float>, Op, Accumulate,
-                          MatmulStats*);
-template void gemm<double>(MatrixView<double>, ConstMatrixView<double>, Op, ConstMatrixView<double>, Op,
-                           Accumulate, MatmulStats*);
+template void gemm<float>(MatrixView<float>, ConstMatrixView<float>, Op, ConstMatrixView<float>, Op,
+                          Accumulate, MatmulStats*);
+template void gemm<double>(MatrixView<double>, ConstMatrixView<double>, Op, ConstMatrixView<double>,
+                           Op, Accumulate, MatmulStats*);
 
 }  // namespace shardplan

@@ -3,9 +3,8 @@
 // counts its FLOPs and time so a step can report the rate its matmuls reach.
 #pragma once
 
-#include <cstdint>
-
 #include <Eigen/Core>
+#include <cstdint>
 
 namespace shardplan {
 
@@ -23,7 +22,8 @@ MatrixView<T> view(T* p, int64_t rows, int64_t cols, int64_t row_stride = -1) {
 }
 template <class T>
 ConstMatrixView<T> view(const T* p, int64_t rows, int64_t cols, int64_t row_stride = -1) {
-  return ConstMatrixView<T>(p, rows, cols, Eigen::OuterStride<>(row_stride < 0 ? cols : row_stride));
+  return ConstMatrixView<T>(p, rows, cols,
+                            Eigen::OuterStride<>(row_stride < 0 ? cols : row_stride));
 }
 
 // FLOPs and time spent in gemm(), summed by whoever passes it. Wall time is what a step's timeline
@@ -45,7 +45,7 @@ enum class Accumulate { overwrite, add };
 
 // c = op(a)·op(b)  or  c += op(a)·op(b). `stats` may be null.
 template <class T>
-void gemm(MatrixView<T> c, ConstMatrixView<T> a, Op op_a, ConstMatrixView<T> b, Op op_b, Accumulate acc,
-          MatmulStats* stats);
+void gemm(MatrixView<T> c, ConstMatrixView<T> a, Op op_a, ConstMatrixView<T> b, Op op_b,
+          Accumulate acc, MatmulStats* stats);
 
 }  // namespace shardplan

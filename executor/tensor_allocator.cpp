@@ -1,16 +1,18 @@
 #include "executor/tensor_allocator.h"
 
+#include <fmt/format.h>
+
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace shardplan {
 
 namespace {
 constexpr int64_t kAlignmentBytes = 64;  // a cache line; also the widest SIMD load (AVX-512)
-int64_t rounded_up(int64_t bytes) { return (bytes + kAlignmentBytes - 1) / kAlignmentBytes * kAlignmentBytes; }
+int64_t rounded_up(int64_t bytes) {
+  return (bytes + kAlignmentBytes - 1) / kAlignmentBytes * kAlignmentBytes;
+}
 }  // namespace
 
 int64_t MemoryBytes::total() const {
@@ -33,14 +35,15 @@ void TensorAllocator::free_cache() {
   cached_bytes_ = 0;
 }
 
-void* TensorAllocator::allocate_bytes(MemoryCategory category, int64_t bytes, std::string_view what) {
+void* TensorAllocator::allocate_bytes(MemoryCategory category, int64_t bytes,
+                                      std::string_view what) {
   assert(bytes >= 0);
   if (bytes == 0) return nullptr;
   const auto fail = [&](std::string_view cause) {
     return AllocationError(fmt::format(
-        "{}{}out of memory allocating {} bytes of {} for {}: {} ({} bytes in use, {} of them {})", owner_,
-        owner_.empty() ? "" : ": ", bytes, enum_name(category, kMemoryCategoryNames), what, cause,
-        current_.total(), current_[category], enum_name(category, kMemoryCategoryNames)));
+        "{}{}out of memory allocating {} bytes of {} for {}: {} ({} bytes in use, {} of them {})",
+        owner_, owner_.empty() ? "" : ": ", bytes, enum_name(category, kMemoryCategoryNames), what,
+        cause, current_.total(), current_[category], enum_name(category, kMemoryCategoryNames)));
   };
   if (capacity_bytes_ > 0 && current_.total() + bytes > capacity_bytes_)
     throw fail(fmt::format("over the capacity of {} bytes", capacity_bytes_));
@@ -61,7 +64,8 @@ void* TensorAllocator::allocate_bytes(MemoryCategory category, int64_t bytes, st
   std::memset(p, 0, static_cast<size_t>(rounded));
 
   current_[category] += bytes;
-  if (current_[category] > peak_by_category_[category]) peak_by_category_[category] = current_[category];
+  if (current_[category] > peak_by_category_[category])
+    peak_by_category_[category] = current_[category];
   if (current_.total() > peak_total_) {
     peak_total_ = current_.total();
     at_peak_ = current_;

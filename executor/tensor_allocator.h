@@ -1,8 +1,8 @@
 // The executor's one accounting allocator: every buffer a rank owns is charged to a memory category
 // named as the cost model itemises memory, and the allocator keeps current and peak bytes per
-// category and in total. Buffers are RAII (move-only); running out of memory throws AllocationError.
-// Freed blocks are cached for reuse by the next request of the same size (as PyTorch's caching
-// allocator does), since every micro-batch asks for the same sizes again.
+// category and in total. Buffers are RAII (move-only); running out of memory throws
+// AllocationError. Freed blocks are cached for reuse by the next request of the same size (as
+// PyTorch's caching allocator does), since every micro-batch asks for the same sizes again.
 #pragma once
 
 #include <array>
@@ -89,7 +89,8 @@ class Buffer {
 
 class TensorAllocator {
  public:
-  // `owner` names the rank in errors ("rank 3"); capacity_bytes = 0 means no limit beyond the system's.
+  // `owner` names the rank in errors ("rank 3"); capacity_bytes = 0 means no limit beyond the
+  // system's.
   explicit TensorAllocator(std::string owner = "", int64_t capacity_bytes = 0);
   TensorAllocator(const TensorAllocator&) = delete;
   TensorAllocator& operator=(const TensorAllocator&) = delete;
@@ -99,7 +100,8 @@ class TensorAllocator {
   template <class T>
   Buffer<T> allocate(MemoryCategory category, int64_t count, std::string_view what) {
     Buffer<T> b;
-    b.data_ = static_cast<T*>(allocate_bytes(category, count * static_cast<int64_t>(sizeof(T)), what));
+    b.data_ =
+        static_cast<T*>(allocate_bytes(category, count * static_cast<int64_t>(sizeof(T)), what));
     b.count_ = count;
     b.category_ = category;
     b.owner_ = this;

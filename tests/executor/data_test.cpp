@@ -1,26 +1,29 @@
 // Byte-level training data: the shipped text loads, sequences are windows of it with targets one
 // byte ahead, sampling depends only on (seed, step, global sequence index), so a global batch split
 // over any dp × micro-batch grid is the same batch; unreadable or short files are input errors.
+#include "executor/data.h"
+
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <vector>
 
-#include <catch2/catch.hpp>
-
 #include "core/error.h"
-#include "executor/data.h"
 
 using namespace shardplan;
 
 namespace {
-std::string shipped_text() { return std::string(SHARDPLAN_SOURCE_DIR) + "/" + kDefaultTextFile; }
+std::string shipped_text() {
+  return std::string(SHARDPLAN_SOURCE_DIR) + "/" + kDefaultTextFile;
+}
 }  // namespace
 
 TEST_CASE("data: the shipped text loads as bytes", "[executor]") {
   const TextTokens text = load_text_tokens(shipped_text(), 65);
   CHECK(text.bytes.size() == 168823);  // data/README.md
-  CHECK(std::string(text.bytes.begin(), text.bytes.begin() + 43) == "                    GNU GENERAL PUBLIC LICE");
+  CHECK(std::string(text.bytes.begin(), text.bytes.begin() + 43) ==
+        "                    GNU GENERAL PUBLIC LICE");
 }
 
 TEST_CASE("data: a sequence is a window of the text with targets one byte ahead", "[executor]") {
@@ -30,7 +33,8 @@ TEST_CASE("data: a sequence is a window of the text with targets one byte ahead"
   for (size_t i = 0; i + 1 < in.size(); ++i) CHECK(tg[i] == in[i + 1]);
   std::vector<uint8_t> window(in.begin(), in.end());
   window.push_back(static_cast<uint8_t>(tg.back()));
-  CHECK(std::search(text.bytes.begin(), text.bytes.end(), window.begin(), window.end()) != text.bytes.end());
+  CHECK(std::search(text.bytes.begin(), text.bytes.end(), window.begin(), window.end()) !=
+        text.bytes.end());
   // Deterministic in (seed, step, sequence), and different when any of them changes.
   std::vector<int32_t> again(64), t2(64), other_step(64), other_seed(64);
   sample_sequence(text, 1234, 7, 3, 64, again, t2);
@@ -50,7 +54,8 @@ TEST_CASE("data: every dp × micro-batch split of a step sees the same global ba
     for (int r = 0; r < dp; ++r)
       for (int mb = 0; mb < nmb; ++mb) {
         std::vector<int32_t> in(static_cast<size_t>(micro_batch * seq)), tg(in.size());
-        sample_micro_batch(text, 5, 2, first_sequence(r, mb, micro_batch, nmb), micro_batch, seq, in, tg);
+        sample_micro_batch(text, 5, 2, first_sequence(r, mb, micro_batch, nmb), micro_batch, seq,
+                           in, tg);
         all.insert(all.end(), in.begin(), in.end());
       }
     return all;
@@ -64,7 +69,8 @@ TEST_CASE("data: every dp × micro-batch split of a step sees the same global ba
 }
 
 TEST_CASE("data: unreadable and too-short files are input errors", "[executor]") {
-  CHECK_THROWS_WITH(load_text_tokens("/nonexistent/text.txt", 2), "/nonexistent/text.txt: cannot read the training text");
+  CHECK_THROWS_WITH(load_text_tokens("/nonexistent/text.txt", 2),
+                    "/nonexistent/text.txt: cannot read the training text");
   const auto path = std::filesystem::temp_directory_path() / "shardplan_short_text.txt";
   std::ofstream(path) << "abc";
   CHECK_THROWS_WITH(load_text_tokens(path.string(), 65),

@@ -1,11 +1,10 @@
 // The per-element math against values worked out from the papers' formulas, and each derivative
 // against a central finite difference in double precision.
-#include <cmath>
-#include <functional>
+#include "executor/elementwise.h"
 
 #include <catch2/catch.hpp>
-
-#include "executor/elementwise.h"
+#include <cmath>
+#include <functional>
 
 using namespace shardplan;
 using Catch::Matchers::WithinAbs;
@@ -28,18 +27,22 @@ TEST_CASE("gelu: tanh form values and derivative", "[executor]") {
   CHECK_THAT(ew::gelu(2.0), WithinRel(1.954597694087775, 1e-14));
   CHECK_THAT(ew::gelu(1.0f), WithinRel(0.8411919906082768, 1e-6));
   for (double x = -5; x <= 5; x += 0.25)
-    CHECK_THAT(ew::gelu_grad(x), WithinAbs(central_difference([](double v) { return ew::gelu(v); }, x), 1e-8));
+    CHECK_THAT(ew::gelu_grad(x),
+               WithinAbs(central_difference([](double v) { return ew::gelu(v); }, x), 1e-8));
 }
 
 TEST_CASE("silu and swiglu derivatives", "[executor]") {
   CHECK_THAT(ew::silu(1.0), WithinRel(1.0 / (1.0 + std::exp(-1.0)), 1e-14));
   for (double x = -5; x <= 5; x += 0.25) {
-    CHECK_THAT(ew::silu_grad(x), WithinAbs(central_difference([](double v) { return ew::silu(v); }, x), 1e-8));
+    CHECK_THAT(ew::silu_grad(x),
+               WithinAbs(central_difference([](double v) { return ew::silu(v); }, x), 1e-8));
     const double up = 0.7, dy = 1.3;
-    CHECK_THAT(ew::swiglu_grad_gate(x, up, dy),
-               WithinAbs(dy * central_difference([&](double g) { return ew::swiglu(g, up); }, x), 1e-8));
-    CHECK_THAT(ew::swiglu_grad_up(x, dy),
-               WithinAbs(dy * central_difference([&](double u) { return ew::swiglu(x, u); }, up), 1e-8));
+    CHECK_THAT(
+        ew::swiglu_grad_gate(x, up, dy),
+        WithinAbs(dy * central_difference([&](double g) { return ew::swiglu(g, up); }, x), 1e-8));
+    CHECK_THAT(
+        ew::swiglu_grad_up(x, dy),
+        WithinAbs(dy * central_difference([&](double u) { return ew::swiglu(x, u); }, up), 1e-8));
   }
 }
 
@@ -66,8 +69,9 @@ TEST_CASE("softmax and cross-entropy pieces", "[executor]") {
   };
   for (int j = 0; j < 3; ++j) {
     const double p = ew::softmax_numerator(logits[j], 3.0) / sum;
-    CHECK_THAT(ew::cross_entropy_logit_grad(p, j == 0, 1.0),
-               WithinAbs(central_difference([&](double v) { return loss_of(j, v); }, logits[j]), 1e-8));
+    CHECK_THAT(
+        ew::cross_entropy_logit_grad(p, j == 0, 1.0),
+        WithinAbs(central_difference([&](double v) { return loss_of(j, v); }, logits[j]), 1e-8));
   }
   // Softmax backward: dx_i = p_i(dp_i − Σ p_j dp_j); with dp = one-hot at 2, dx_2 = p_2(1 − p_2).
   const double p2 = ew::softmax_numerator(3.0, 3.0) / sum;

@@ -17,7 +17,8 @@ namespace shardplan::test {
 // n values N(0, scale²) from `stream`, deterministic.
 inline std::vector<double> random_values(int64_t n, uint64_t stream, double scale = 1.0) {
   std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = scale * counter_normal(7, stream, static_cast<uint64_t>(i));
+  for (int64_t i = 0; i < n; ++i)
+    v[static_cast<size_t>(i)] = scale * counter_normal(7, stream, static_cast<uint64_t>(i));
   return v;
 }
 

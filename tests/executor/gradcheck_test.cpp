@@ -1,6 +1,8 @@
 // Every layer's backward pass against central finite differences of its forward pass, in double
 // precision at small sizes. Tolerance: |analytic − numeric| ≤ 1e-7 for gradients of size up to ~10
 // (the difference's own error is ~1e-10; see gradcheck.h), tight enough that any wrong term fails.
+#include "gradcheck.h"
+
 #include <catch2/catch.hpp>
 
 #include "executor/activation.h"
@@ -9,7 +11,6 @@
 #include "executor/embedding.h"
 #include "executor/linear.h"
 #include "executor/norm.h"
-#include "gradcheck.h"
 #include "test_models.h"
 
 using namespace shardplan;
@@ -48,7 +49,8 @@ TEST_CASE("gradient check: linear layer", "[executor]") {
     return dot(y, r);
   };
   std::vector<double> dx(x.size()), dw(w.size()), db(b.size());
-  linear_backward(x.data(), w.data(), r.data(), n, in, out, dx.data(), dw.data(), db.data(), nullptr);
+  linear_backward(x.data(), w.data(), r.data(), n, in, out, dx.data(), dw.data(), db.data(),
+                  nullptr);
   require_close(check_gradient(x, dx, loss), "dx");
   require_close(check_gradient(w, dw, loss), "dw");
   require_close(check_gradient(b, db, loss), "db");
@@ -69,8 +71,8 @@ TEST_CASE("gradient check: layernorm and rmsnorm", "[executor]") {
     };
     loss();
     std::vector<double> dx(x.size()), dw(w.size()), db(b.size());
-    norm_backward(kind, x.data(), w.data(), mean.data(), rstd.data(), r.data(), rows, h, dx.data(), dw.data(),
-                  kind == Norm::layernorm ? db.data() : nullptr);
+    norm_backward(kind, x.data(), w.data(), mean.data(), rstd.data(), r.data(), rows, h, dx.data(),
+                  dw.data(), kind == Norm::layernorm ? db.data() : nullptr);
     require_close(check_gradient(x, dx, loss), "dx");
     require_close(check_gradient(w, dw, loss), "dweight");
     if (kind == Norm::layernorm) require_close(check_gradient(b, db, loss), "dbias");
@@ -128,15 +130,18 @@ TEST_CASE("gradient check: token and position embedding", "[executor]") {
   const auto r = random_values(d.tokens() * m.hidden, 15);
   const ElementRange vocab{0, m.vocab};
   const auto loss = [&] {
-    Buffer<double> out = embedding_forward(d, tokens.data(), wte.data(), vocab, wpe.data(), rank.ctx);
+    Buffer<double> out =
+        embedding_forward(d, tokens.data(), wte.data(), vocab, wpe.data(), rank.ctx);
     return dot(out.span(), r);
   };
   std::vector<double> dwte(wte.size()), dwpe(wpe.size());
   embedding_backward(d, tokens.data(), r.data(), vocab, dwte.data(), dwpe.data(), rank.ctx);
   // The rows of token 5 and of token 7 (each used twice) and position 0..3.
-  require_close(check_gradient(std::span(wte).subspan(5 * 32, 96), std::span<const double>(dwte).subspan(5 * 32, 96), loss),
+  require_close(check_gradient(std::span(wte).subspan(5 * 32, 96),
+                               std::span<const double>(dwte).subspan(5 * 32, 96), loss),
                 "dwte");
-  require_close(check_gradient(std::span(wpe).subspan(0, 128), std::span<const double>(dwpe).subspan(0, 128), loss),
+  require_close(check_gradient(std::span(wpe).subspan(0, 128),
+                               std::span<const double>(dwpe).subspan(0, 128), loss),
                 "dwpe");
 }
 
@@ -153,23 +158,27 @@ TEST_CASE("gradient check: transformer layer under each recompute mode", "[execu
       const auto r = random_values(d.tokens() * m.hidden, 18);
       const auto w = block_tensors<const double>(layout, 0, params.data());
       const auto loss = [&] {
-        Buffer<double> in = rank.alloc.allocate<double>(MemoryCategory::activations, d.tokens() * m.hidden, "x");
+        Buffer<double> in =
+            rank.alloc.allocate<double>(MemoryCategory::activations, d.tokens() * m.hidden, "x");
         std::copy(x.begin(), x.end(), in.data());
         BlockSaved<double> saved;
         Buffer<double> y = block_forward(d, w, std::move(in), mode, saved, rank.ctx);
         return dot(y.span(), r);
       };
-      Buffer<double> in = rank.alloc.allocate<double>(MemoryCategory::activations, d.tokens() * m.hidden, "x");
+      Buffer<double> in =
+          rank.alloc.allocate<double>(MemoryCategory::activations, d.tokens() * m.hidden, "x");
       std::copy(x.begin(), x.end(), in.data());
       BlockSaved<double> saved;
       Buffer<double> y = block_forward(d, w, std::move(in), mode, saved, rank.ctx);
       std::vector<double> grads(params.size());
-      Buffer<double> dx = block_backward(d, w, block_tensors(layout, 0, grads.data()), std::move(saved), r.data(), rank.ctx);
+      Buffer<double> dx = block_backward(d, w, block_tensors(layout, 0, grads.data()),
+                                         std::move(saved), r.data(), rank.ctx);
       require_close(check_gradient(x, dx.span(), loss), "dx");
       const ElementRange lr = layout.layer_range(0);
-      require_close(check_gradient(std::span(params).subspan(lr.begin, lr.count()),
-                                   std::span<const double>(grads).subspan(lr.begin, lr.count()), loss, 200),
-                    "layer parameters");
+      require_close(
+          check_gradient(std::span(params).subspan(lr.begin, lr.count()),
+                         std::span<const double>(grads).subspan(lr.begin, lr.count()), loss, 200),
+          "layer parameters");
     }
   }
 }
@@ -192,12 +201,15 @@ TEST_CASE("gradient check: whole model with head and cross-entropy", "[executor]
     const double scale = 1.0 / 12;
     const auto loss = [&] {
       ChunkSaved<double> saved;
-      return scale * chunk_forward(chunk, layout, params.data(), d, tokens, {}, Recompute::none, saved, rank.ctx).loss_sum;
+      return scale * chunk_forward(chunk, layout, params.data(), d, tokens, {}, Recompute::none,
+                                   saved, rank.ctx)
+                         .loss_sum;
     };
     ChunkSaved<double> saved;
     chunk_forward(chunk, layout, params.data(), d, tokens, {}, Recompute::none, saved, rank.ctx);
     std::vector<double> grads(params.size());
-    chunk_backward<double>(chunk, layout, params.data(), grads.data(), d, tokens, std::move(saved), nullptr, scale, rank.ctx);
+    chunk_backward<double>(chunk, layout, params.data(), grads.data(), d, tokens, std::move(saved),
+                           nullptr, scale, rank.ctx);
     for (const ParamTensor& t : layout.tensors) {
       INFO(t.name);
       const auto g = std::span<const double>(grads).subspan(t.offset, t.count());
@@ -206,7 +218,8 @@ TEST_CASE("gradient check: whole model with head and cross-entropy", "[executor]
         CHECK(std::all_of(g.begin(), g.end(), [](double v) { return std::abs(v) < 1e-14; }));
         continue;
       }
-      require_close(check_gradient(std::span(params).subspan(t.offset, t.count()), g, loss, 10), "model parameters");
+      require_close(check_gradient(std::span(params).subspan(t.offset, t.count()), g, loss, 10),
+                    "model parameters");
     }
   }
 }

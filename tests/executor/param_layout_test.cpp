@@ -1,16 +1,18 @@
 // The flat parameter layout: element counts by component worked out by hand for the test models,
 // whole and tensor-parallel; adjacency of the tensors fused into one GEMM; shard-to-full indexing;
 // the tied LM-head copy on a last pipeline stage; the models the executor refuses.
+#include "executor/param_layout.h"
+
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
-#include "executor/param_layout.h"
 #include "test_models.h"
 
 using namespace shardplan;
 
 TEST_CASE("param layout: gpt2-like counts by hand, tp = 1 and tp = 2", "[executor]") {
-  const Model m = test::gpt2_like();  // 2 layers, hidden 32, 4 heads, ffn 64, vocab 256, 16 positions
+  const Model m =
+      test::gpt2_like();  // 2 layers, hidden 32, 4 heads, ffn 64, vocab 256, 16 positions
   const ParamLayout whole = param_layout(m, whole_model(m));
   // wte 256·32, wpe 16·32; per layer attention 4·32·32 + 3·32 + 32, mlp 2·64·32 + 64 + 32,
   // norms 4·32; final norm 2·32.
@@ -43,8 +45,10 @@ TEST_CASE("param layout: gpt2-like counts by hand, tp = 1 and tp = 2", "[executo
   CHECK(full_index(wte, 5) == 128 * 32 + 5);
 }
 
-TEST_CASE("param layout: llama-like counts, fused tensors adjacent, layers contiguous", "[executor]") {
-  const Model m = test::llama_like();  // hidden 32, 4 heads of 8, 2 kv heads, ffn 48, swiglu, no biases
+TEST_CASE("param layout: llama-like counts, fused tensors adjacent, layers contiguous",
+          "[executor]") {
+  const Model m =
+      test::llama_like();  // hidden 32, 4 heads of 8, 2 kv heads, ffn 48, swiglu, no biases
   const ParamLayout l = param_layout(m, whole_model(m));
   CHECK(l.count(ParamComponent::attention) == 2 * (1024 + 512 + 512 + 1024));
   CHECK(l.count(ParamComponent::mlp) == 2 * 3 * 1536);
@@ -97,5 +101,6 @@ TEST_CASE("param layout: models the executor does not run are input errors", "[e
   RankShard tp3 = whole_model(m);
   tp3.tp = 3;
   CHECK_THROWS_WITH(param_layout(m, tp3),
-                    "model: num_attention_heads: tp=3 does not divide num_attention_heads=4 and num_key_value_heads=4");
+                    "model: num_attention_heads: tp=3 does not divide num_attention_heads=4 and "
+                    "num_key_value_heads=4");
 }

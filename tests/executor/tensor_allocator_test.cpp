@@ -1,8 +1,8 @@
 // The accounting allocator: current and peak bytes by category and in total, the categories at the
 // total's peak, RAII release and moves, and the error a full memory raises.
-#include <catch2/catch.hpp>
-
 #include "executor/tensor_allocator.h"
+
+#include <catch2/catch.hpp>
 
 using namespace shardplan;
 
@@ -73,7 +73,8 @@ TEST_CASE("allocator: exceeding the capacity names rank, category, size and use"
     FAIL("no error");
   } catch (const AllocationError& e) {
     CHECK(std::string(e.what()) ==
-          "rank 3: out of memory allocating 400 bytes of activations for layer 0 qkv: over the capacity of "
+          "rank 3: out of memory allocating 400 bytes of activations for layer 0 qkv: over the "
+          "capacity of "
           "1000 bytes (800 bytes in use, 0 of them activations)");
   }
   CHECK(alloc.current().total() == 800);

@@ -3,10 +3,9 @@
 // exactly as the caller's collectives would, and compare with the unsharded run, forward and
 // backward, with and without sequence parallelism. fp32; tolerance 1e-5 of the largest magnitude
 // (the shards only reorder fp32 sums: measured errors are ~1e-7).
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "executor/chunk.h"
 #include "executor/counter_rng.h"
@@ -19,8 +18,8 @@ namespace {
 
 constexpr double kTolerance = 1e-5;
 
-// Fills a rank's parameters with N(0, 0.3²) values that depend on the tensor and the element's index
-// in the full tensor only, so every shard holds exactly the unsharded model's values.
+// Fills a rank's parameters with N(0, 0.3²) values that depend on the tensor and the element's
+// index in the full tensor only, so every shard holds exactly the unsharded model's values.
 std::vector<float> shard_values(const ParamLayout& layout) {
   std::vector<float> v(static_cast<size_t>(layout.total));
   for (const ParamTensor& t : layout.tensors)
@@ -30,9 +29,10 @@ std::vector<float> shard_values(const ParamLayout& layout) {
   return v;
 }
 
-// Largest |shard − full| over the shard's elements, relative to the largest |full| of the same tensors.
-double gradient_error(const ParamLayout& full_layout, const std::vector<float>& full, const ParamLayout& layout,
-                      const std::vector<float>& shard) {
+// Largest |shard − full| over the shard's elements, relative to the largest |full| of the same
+// tensors.
+double gradient_error(const ParamLayout& full_layout, const std::vector<float>& full,
+                      const ParamLayout& layout, const std::vector<float>& shard) {
   double err = 0, scale = 0;
   for (const ParamTensor& t : layout.tensors) {
     const ParamTensor& f = full_layout.get(t.name);
@@ -47,7 +47,8 @@ double gradient_error(const ParamLayout& full_layout, const std::vector<float>& 
 
 std::vector<int32_t> tokens_of(int64_t n, int64_t mul, int64_t add) {
   std::vector<int32_t> t(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) t[static_cast<size_t>(i)] = static_cast<int32_t>((mul * i + add) % 256);
+  for (int64_t i = 0; i < n; ++i)
+    t[static_cast<size_t>(i)] = static_cast<int32_t>((mul * i + add) % 256);
   return t;
 }
 
@@ -71,15 +72,17 @@ RunResult run_model(const Model& m, const RankShard& shard, bool sp, TpComm<floa
   r.grads.assign(params.size(), 0.0f);
   ChunkSaved<float> saved;
   const ModelChunk chunk = whole_model_chunk(m);
-  r.loss = chunk_forward(chunk, layout, params.data(), d, tokens, {}, Recompute::none, saved, c).loss_sum;
-  chunk_backward<float>(chunk, layout, params.data(), r.grads.data(), d, tokens, std::move(saved), nullptr,
-                        1.0f / static_cast<float>(d.tokens()), c);
+  r.loss = chunk_forward(chunk, layout, params.data(), d, tokens, {}, Recompute::none, saved, c)
+               .loss_sum;
+  chunk_backward<float>(chunk, layout, params.data(), r.grads.data(), d, tokens, std::move(saved),
+                        nullptr, 1.0f / static_cast<float>(d.tokens()), c);
   if (d.sequence_parallel) all_reduce_sequence_parallel_grads(layout, r.grads.data(), tp);
   return r;
 }
 
 // Forward and backward of layer 0 alone, from a fixed input and output gradient.
-RunResult run_layer(const Model& m, const RankShard& shard, bool sp, Recompute mode, TpComm<float>& tp) {
+RunResult run_layer(const Model& m, const RankShard& shard, bool sp, Recompute mode,
+                    TpComm<float>& tp) {
   TensorAllocator alloc;
   LayerContext<float> c{alloc, tp, nullptr};
   RankShard one = shard;
@@ -91,10 +94,13 @@ RunResult run_layer(const Model& m, const RankShard& shard, bool sp, Recompute m
   const int64_t first = d.sequence_parallel ? tp.rank() * d.local_tokens() : 0;
   const auto input = [&](uint64_t stream, Buffer<float>& b) {
     for (int64_t i = 0; i < b.size(); ++i)
-      b[i] = static_cast<float>(counter_normal(5, stream, static_cast<uint64_t>(first * m.hidden + i)));
+      b[i] = static_cast<float>(
+          counter_normal(5, stream, static_cast<uint64_t>(first * m.hidden + i)));
   };
-  Buffer<float> x = alloc.allocate<float>(MemoryCategory::activations, d.local_tokens() * m.hidden, "x");
-  Buffer<float> dy = alloc.allocate<float>(MemoryCategory::buffers, d.local_tokens() * m.hidden, "dy");
+  Buffer<float> x =
+      alloc.allocate<float>(MemoryCategory::activations, d.local_tokens() * m.hidden, "x");
+  Buffer<float> dy =
+      alloc.allocate<float>(MemoryCategory::buffers, d.local_tokens() * m.hidden, "dy");
   input(1, x);
   input(2, dy);
   RunResult r;
@@ -102,14 +108,16 @@ RunResult run_layer(const Model& m, const RankShard& shard, bool sp, Recompute m
   BlockSaved<float> saved;
   const auto w = block_tensors(layout, 0, params.data());
   Buffer<float> y = block_forward(d, w, std::move(x), mode, saved, c);
-  Buffer<float> dx = block_backward(d, w, block_tensors(layout, 0, r.grads.data()), std::move(saved), dy.data(), c);
+  Buffer<float> dx = block_backward(d, w, block_tensors(layout, 0, r.grads.data()),
+                                    std::move(saved), dy.data(), c);
   if (d.sequence_parallel) all_reduce_sequence_parallel_grads(layout, r.grads.data(), tp);
   r.y.assign(y.data(), y.data() + y.size());
   r.dx.assign(dx.data(), dx.data() + dx.size());
   return r;
 }
 
-double max_relative_difference(const std::vector<float>& part, const std::vector<float>& full, size_t offset) {
+double max_relative_difference(const std::vector<float>& part, const std::vector<float>& full,
+                               size_t offset) {
   double err = 0, scale = 0;
   for (size_t i = 0; i < part.size(); ++i) {
     err = std::max(err, static_cast<double>(std::abs(part[i] - full[offset + i])));
@@ -119,16 +127,20 @@ double max_relative_difference(const std::vector<float>& part, const std::vector
 }
 
 // A 1-layer Llama-like model whose 8 heads and 4 kv heads split over tp = 2 and 4.
-Model llama_for_tp() { return test::llama_like(1, 32, 8, 4, 48); }
+Model llama_for_tp() {
+  return test::llama_like(1, 32, 8, 4, 48);
+}
 
 }  // namespace
 
-TEST_CASE("tensor parallel: one layer sharded 2 and 4 ways equals the unsharded layer", "[executor]") {
+TEST_CASE("tensor parallel: one layer sharded 2 and 4 ways equals the unsharded layer",
+          "[executor]") {
   for (const Model& m : {test::gpt2_like(1), llama_for_tp()})
     for (int tp : {2, 4})
       for (bool sp : {false, true})
         for (Recompute mode : {Recompute::none, Recompute::full}) {
-          INFO(m.name << " tp=" << tp << " sp=" << sp << " recompute=" << enum_name(mode, kRecomputeNames));
+          INFO(m.name << " tp=" << tp << " sp=" << sp
+                      << " recompute=" << enum_name(mode, kRecomputeNames));
           SingleRankTpComm<float> single;
           const RunResult full = run_layer(m, whole_model(m), false, Recompute::none, single);
           test::ThreadTpGroup<float> group(tp);
@@ -140,7 +152,8 @@ TEST_CASE("tensor parallel: one layer sharded 2 and 4 ways equals the unsharded 
           }
           group.run([&](int r) {
             test::ThreadTpComm<float> comm(group, r);
-            parts[static_cast<size_t>(r)] = run_layer(m, RankShard{tp, r, {0}, false, false}, sp, mode, comm);
+            parts[static_cast<size_t>(r)] =
+                run_layer(m, RankShard{tp, r, {0}, false, false}, sp, mode, comm);
           });
           RankShard whole_layer{1, 0, {0}, false, false};
           const ParamLayout full_layout = param_layout(m, whole_layer);
@@ -149,8 +162,10 @@ TEST_CASE("tensor parallel: one layer sharded 2 and 4 ways equals the unsharded 
             const size_t offset = sp ? static_cast<size_t>(r) * p.y.size() : 0;
             const double y_err = max_relative_difference(p.y, full.y, offset);
             const double dx_err = max_relative_difference(p.dx, full.dx, offset);
-            const double g_err = gradient_error(full_layout, full.grads, layouts[static_cast<size_t>(r)], p.grads);
-            INFO("rank " << r << ": output " << y_err << ", input gradient " << dx_err << ", weight gradients " << g_err);
+            const double g_err =
+                gradient_error(full_layout, full.grads, layouts[static_cast<size_t>(r)], p.grads);
+            INFO("rank " << r << ": output " << y_err << ", input gradient " << dx_err
+                         << ", weight gradients " << g_err);
             CHECK(y_err <= kTolerance);
             CHECK(dx_err <= kTolerance);
             CHECK(g_err <= kTolerance);
@@ -158,7 +173,8 @@ TEST_CASE("tensor parallel: one layer sharded 2 and 4 ways equals the unsharded 
         }
 }
 
-TEST_CASE("tensor parallel: vocabulary-parallel embedding and cross-entropy in a whole model", "[executor]") {
+TEST_CASE("tensor parallel: vocabulary-parallel embedding and cross-entropy in a whole model",
+          "[executor]") {
   for (const Model& m : {test::gpt2_like(2), llama_for_tp()})
     for (int tp : {2, 4})
       for (bool sp : {false, true}) {
@@ -180,8 +196,10 @@ TEST_CASE("tensor parallel: vocabulary-parallel embedding and cross-entropy in a
         });
         for (int r = 0; r < tp; ++r) {
           const RunResult& p = parts[static_cast<size_t>(r)];
-          const double g_err = gradient_error(full_layout, full.grads, param_layout(m, shard_of(r)), p.grads);
-          INFO("rank " << r << ": loss " << p.loss << " vs " << full.loss << ", gradients " << g_err);
+          const double g_err =
+              gradient_error(full_layout, full.grads, param_layout(m, shard_of(r)), p.grads);
+          INFO("rank " << r << ": loss " << p.loss << " vs " << full.loss << ", gradients "
+                       << g_err);
           CHECK(std::abs(p.loss - full.loss) <= kTolerance * std::abs(full.loss));
           CHECK(g_err <= kTolerance);
         }

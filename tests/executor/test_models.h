@@ -7,33 +7,35 @@
 
 namespace shardplan::test {
 
-inline Model gpt2_like(int layers = 2, int64_t hidden = 32, int heads = 4, int64_t ffn = 64, int64_t max_seq = 16) {
+enum class Family { gpt2, llama };
+
+inline Model test_model(Family family, int layers, int64_t hidden, int heads, int kv_heads,
+                        int64_t ffn, int64_t max_seq) {
+  const bool gpt2 = family == Family::gpt2;
   Model m;
-  m.name = "gpt2-like";
+  m.name = gpt2 ? "gpt2-like" : "llama-like";
   m.num_layers = layers;
   m.hidden = hidden;
-  m.num_heads = m.num_kv_heads = heads;
+  m.num_heads = heads;
+  m.num_kv_heads = kv_heads;
   m.head_dim = hidden / heads;
   m.ffn_hidden = ffn;
   m.vocab = 256;
   m.max_seq = max_seq;
-  m.activation = Activation::gelu;
-  m.norm = Norm::layernorm;
-  m.tied_embeddings = true;
-  m.qkv_bias = m.out_bias = m.mlp_bias = true;
+  m.activation = gpt2 ? Activation::gelu : Activation::swiglu;
+  m.norm = gpt2 ? Norm::layernorm : Norm::rmsnorm;
+  m.tied_embeddings = m.qkv_bias = m.out_bias = m.mlp_bias = gpt2;
   return m;
 }
 
-inline Model llama_like(int layers = 2, int64_t hidden = 32, int heads = 4, int kv_heads = 2, int64_t ffn = 48,
-                        int64_t max_seq = 16) {
-  Model m = gpt2_like(layers, hidden, heads, ffn, max_seq);
-  m.name = "llama-like";
-  m.num_kv_heads = kv_heads;
-  m.activation = Activation::swiglu;
-  m.norm = Norm::rmsnorm;
-  m.tied_embeddings = false;
-  m.qkv_bias = m.out_bias = m.mlp_bias = false;
-  return m;
+inline Model gpt2_like(int layers = 2, int64_t hidden = 32, int heads = 4, int64_t ffn = 64,
+                       int64_t max_seq = 16) {
+  return test_model(Family::gpt2, layers, hidden, heads, heads, ffn, max_seq);
+}
+
+inline Model llama_like(int layers = 2, int64_t hidden = 32, int heads = 4, int kv_heads = 2,
+                        int64_t ffn = 48, int64_t max_seq = 16) {
+  return test_model(Family::llama, layers, hidden, heads, kv_heads, ffn, max_seq);
 }
 
 }  // namespace shardplan::test

@@ -17,7 +17,8 @@ namespace shardplan::test {
 template <class T>
 class ThreadTpGroup {
  public:
-  explicit ThreadTpGroup(int size) : size_(size), barrier_(size), slots_(static_cast<size_t>(size)) {}
+  explicit ThreadTpGroup(int size)
+      : size_(size), barrier_(size), slots_(static_cast<size_t>(size)) {}
   int size() const { return size_; }
 
   // Runs body(rank) on one thread per rank and waits for all of them.
@@ -46,14 +47,16 @@ class ThreadTpComm final : public TpComm<T> {
     publish(x);
     for (size_t i = 0; i < x.size(); ++i) {
       T v = g_.slots_[0][i];
-      for (int r = 1; r < g_.size_; ++r) v = op == ReduceOp::sum ? v + g_.slots_[r][i] : std::max(v, g_.slots_[r][i]);
+      for (int r = 1; r < g_.size_; ++r)
+        v = op == ReduceOp::sum ? v + g_.slots_[r][i] : std::max(v, g_.slots_[r][i]);
       x[i] = v;
     }
     g_.barrier_.arrive_and_wait();
   }
   void all_gather(std::span<const T> part, std::span<T> full) override {
     publish(part);
-    for (int r = 0; r < g_.size_; ++r) std::copy(g_.slots_[r].begin(), g_.slots_[r].end(), full.begin() + r * part.size());
+    for (int r = 0; r < g_.size_; ++r)
+      std::copy(g_.slots_[r].begin(), g_.slots_[r].end(), full.begin() + r * part.size());
     g_.barrier_.arrive_and_wait();
   }
   void reduce_scatter(std::span<const T> full, std::span<T> part) override {
