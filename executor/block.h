@@ -62,15 +62,15 @@ BlockTensors<T*> block_tensors(const ParamLayout& layout, int layer, T* base,
 template <class T>
 struct BlockSaved {
   Recompute mode = Recompute::none;
-  Buffer<T> x;                       // the layer's input [local_tokens, hidden]
-  Buffer<T> ln1_mean, ln1_rstd, h1;  // ln1's statistics and output [local_tokens, hidden]
-  Buffer<T> qkv;                     // [tokens, qkv_width]
-  Buffer<T> probs;                   // [batch, heads, seq, seq]
-  Buffer<T> ctx;  // attention output before the projection [tokens, heads·head_dim]
-  Buffer<T> x1;   // the residual stream after attention [local_tokens, hidden]
-  Buffer<T> ln2_mean, ln2_rstd, h2;  // ln2's statistics and output
-  Buffer<T> u;                       // fc1 output [tokens, fc1_width]
-  Buffer<T> a;                       // activation output [tokens, ffn]
+  Buffer<T> x;      // the layer's input [local_tokens, hidden]
+  Buffer<T> h1;     // ln1's output [local_tokens, hidden]
+  Buffer<T> qkv;    // [tokens, qkv_width]
+  Buffer<T> probs;  // [batch, heads, seq, seq]
+  Buffer<T> ctx;    // attention output before the projection [tokens, heads·head_dim]
+  Buffer<T> x1;     // the residual stream after attention [local_tokens, hidden]
+  Buffer<T> h2;     // ln2's output
+  Buffer<T> u;      // fc1 output [tokens, fc1_width]
+  Buffer<T> a;      // activation output [tokens, ffn]
 
   int64_t bytes() const;
 };
@@ -83,12 +83,13 @@ int64_t block_saved_bytes(const LayerDims& d, Recompute mode, int64_t bytes_per_
 // sequence parallelism; AR|RS is an all-reduce, or a reduce-scatter under SP, of partial sums):
 //   forward : [SP: all-gather ln1's output] qkv, attention, out-projection [AR|RS]
 //             [SP: all-gather ln2's output] fc1, activation, fc2 [AR|RS]
-//   backward: [SP: all-gather dy] fc2, activation [SP: all-gather ln2's output again] fc1 [AR|RS of
-//             d ln2-output] ln2 [SP: all-gather d x1] out-projection, attention [SP: all-gather
-//             ln1's output again] qkv [AR|RS of d ln1-output] ln1
-// Under SP the backward all-gathers a column-parallel layer's saved input again rather than keep it
-// whole, as Megatron-LM does (Korthikanti et al. 2022, §4.2.2). Full recomputation first re-runs
-// the forward, its collectives included.
+//   backward: [SP: all-gather dy and ln2's output] fc2, activation, fc1 [AR|RS of d ln2-output]
+//             ln2 [SP: all-gather d x1 and ln1's output] out-projection, attention, qkv
+//             [AR|RS of d ln1-output] ln1
+// Under SP a layer keeps its norm outputs sequence-sharded and its backward gathers them again,
+// as Megatron-LM does (Korthikanti et al. 2022, §4.2.2), packed into the all-gather of the output
+// gradient: the backward all-gathers carry twice the forward's bytes. Full recomputation first
+// re-runs the forward, its collectives included.
 //
 // Takes the layer's input x[local_tokens, hidden] (kept in `saved`); returns its output
 // (activations: the next layer's saved input).

@@ -21,11 +21,8 @@ double head_forward(const LayerDims& d, const HeadTensors<const T*>& w, ElementR
   const auto act = [&](int64_t n, const char* what) {
     return c.allocate(MemoryCategory::activations, n, what);
   };
-  s.mean = act(d.local_tokens(), "final norm mean");
-  s.rstd = act(d.local_tokens(), "final norm rstd");
   s.h = act(d.local_tokens() * H, "final norm output");
-  norm_forward(d.norm, x.data(), w.norm_weight, w.norm_bias, d.local_tokens(), H, s.h.data(),
-               s.mean.data(), s.rstd.data());
+  norm_forward(d.norm, x.data(), w.norm_weight, w.norm_bias, d.local_tokens(), H, s.h.data());
   s.x = std::move(x);
   Buffer<T> gathered;
   const T* h = gather_tokens(d, c, s.h.data(), gathered);
@@ -69,8 +66,8 @@ Buffer<T> head_backward(const LayerDims& d, const HeadTensors<const T*>& w,
   reduce_partial_sums(d, c, dh_partial, dh.data());
   dh_partial = {};
   Buffer<T> dx = c.allocate(MemoryCategory::buffers, d.local_tokens() * H, "head input gradient");
-  norm_backward(d.norm, s.x.data(), w.norm_weight, s.mean.data(), s.rstd.data(), dh.data(),
-                d.local_tokens(), H, dx.data(), grad.norm_weight, grad.norm_bias);
+  norm_backward(d.norm, s.x.data(), w.norm_weight, dh.data(), d.local_tokens(), H, dx.data(),
+                grad.norm_weight, grad.norm_bias);
   return dx;
 }
 

@@ -33,9 +33,9 @@ ElementRange head_vocab(const ParamLayout& layout);
 // What the backward pass needs, charged as activations.
 template <class T>
 struct HeadSaved {
-  Buffer<T> x, mean, rstd, h;  // the norm's input, statistics and output (this rank's tokens)
-  Buffer<T> exp_logits;        // [tokens, local vocab]: exp(logit − row max)
-  Buffer<T> sum_exp;           // [tokens]: all-reduced Σ exp(logit − row max)
+  Buffer<T> x, h;        // the final norm's input and output (this rank's tokens)
+  Buffer<T> exp_logits;  // [tokens, local vocab]: exp(logit − row max)
+  Buffer<T> sum_exp;     // [tokens]: all-reduced Σ exp(logit − row max)
 };
 
 // Collectives on LayerContext::tp when tp > 1: forward [SP: all-gather the norm's output], then

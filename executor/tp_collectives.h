@@ -24,6 +24,43 @@ const T* gather_tokens(const LayerDims& d, LayerContext<T>& c, const T* local, B
   return scratch.data();
 }
 
+// Two [local_tokens, hidden] tensors for every token, as the backward pass of a layer needs its
+// output gradient and its saved (norm-output) input: under sequence parallelism one all-gather of
+// both, packed side by side, unpacked into first_buffer and second_buffer (the data volume of
+// Megatron-LM's two all-gathers, in one collective); otherwise the local tensors themselves.
+template <class T>
+struct GatheredPair {
+  Buffer<T> first_buffer, second_buffer;
+  const T* first = nullptr;
+  const T* second = nullptr;
+};
+
+template <class T>
+GatheredPair<T> gather_token_pair(const LayerDims& d, LayerContext<T>& c, const T* a, const T* b) {
+  GatheredPair<T> g;
+  g.first = a;
+  g.second = b;
+  if (!d.sequence_parallel) return g;
+  const int64_t n = d.local_tokens() * d.hidden;
+  Buffer<T> packed =
+      c.allocate(MemoryCategory::buffers, 2 * n, "sequence-parallel all-gather input");
+  std::copy(a, a + n, packed.data());
+  std::copy(b, b + n, packed.data() + n);
+  Buffer<T> gathered =
+      c.allocate(MemoryCategory::buffers, d.tp * 2 * n, "sequence-parallel all-gather");
+  c.tp.all_gather(packed.span(), gathered.span());
+  g.first_buffer = c.allocate(MemoryCategory::buffers, d.tokens() * d.hidden, "gathered gradient");
+  g.second_buffer = c.allocate(MemoryCategory::buffers, d.tokens() * d.hidden, "gathered input");
+  for (int r = 0; r < d.tp; ++r) {
+    const T* part = gathered.data() + r * 2 * n;
+    std::copy(part, part + n, g.first_buffer.data() + r * n);
+    std::copy(part + n, part + 2 * n, g.second_buffer.data() + r * n);
+  }
+  g.first = g.first_buffer.data();
+  g.second = g.second_buffer.data();
+  return g;
+}
+
 // A row-parallel layer's partial sums [tokens, hidden] → this rank's rows of their sum in `out`
 // [local_tokens, hidden]: all-reduce, or reduce-scatter under sequence parallelism. `partial` may
 // be overwritten.

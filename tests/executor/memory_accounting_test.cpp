@@ -1,13 +1,15 @@
 // The executor's memory as its allocator measures it: parameters, gradients and Adam state are
 // exactly the model's parameter count (core/model.h's count_parameters) times 4, 4 and 8 bytes; a
 // layer keeps exactly block_saved_bytes() of activations under each recompute mode, tp and sequence
-// parallelism, and frees every workspace buffer before it returns.
+// parallelism — the cost model's figure (simulator/activation_memory.h) for attention that keeps
+// its probabilities and no dropout — and frees every workspace buffer before it returns.
 #include <catch2/catch.hpp>
 #include <vector>
 
 #include "core/presets.h"
 #include "executor/adam.h"
 #include "executor/block.h"
+#include "simulator/activation_memory.h"
 #include "test_models.h"
 #include "thread_tp_comm.h"
 
@@ -87,9 +89,27 @@ TEST_CASE("memory: saved bytes by hand for gpt-tiny", "[executor]") {
   //       + 2·4·32·32 (probs) elements.
   const Model m = load_model("gpt-tiny");
   const LayerDims d = layer_dims(m, whole_model(m), 2, 32, false);
-  const int64_t stream = 4 * 64 * 64 + 4 * 64, parallel = 64 * (192 + 64 + 256 + 256),
+  const int64_t stream = 4 * 64 * 64, parallel = 64 * (192 + 64 + 256 + 256),
                 probs = 2 * 4 * 32 * 32;
   CHECK(block_saved_bytes(d, Recompute::none, 4) == 4 * (stream + parallel + probs));
   CHECK(block_saved_bytes(d, Recompute::selective, 4) == 4 * (stream + parallel));
   CHECK(block_saved_bytes(d, Recompute::full, 4) == 4 * 64 * 64);
+}
+
+TEST_CASE("memory: a layer's saved bytes are the cost model's activation bytes", "[executor]") {
+  // The executor materialises the attention probabilities and has no dropout.
+  const ExecutionOptions executor_options{.flash_attention = false, .dropout = false};
+  for (const Model& m : {load_model("gpt-tiny"), load_model("gpt-small"), test::llama_like()})
+    for (int tp : {1, 2, 4})
+      for (bool sp : {false, true})
+        for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
+          if (m.num_kv_heads % tp != 0) continue;
+          INFO(m.name << " tp=" << tp << " sp=" << sp << " " << enum_name(mode, kRecomputeNames));
+          RankShard shard = whole_model(m);
+          shard.tp = tp;
+          const LayerDims d = layer_dims(m, shard, 2, m.max_seq, sp);
+          const RankShape r{m.max_seq, m.max_seq, 2, tp, sp && tp > 1};
+          CHECK(block_saved_bytes(d, mode, 4) ==
+                layer_activation_bytes(m, Dtype::fp32, r, false, mode, executor_options));
+        }
 }
