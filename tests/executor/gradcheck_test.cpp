@@ -97,12 +97,7 @@ TEST_CASE("gradient check: gelu and swiglu activations", "[executor]") {
 }
 
 TEST_CASE("gradient check: causal attention with grouped kv heads", "[executor]") {
-  LayerDims d;
-  d.batch = 2;
-  d.seq = 5;
-  d.heads = 4;
-  d.kv_heads = 2;
-  d.head_dim = 3;
+  const LayerDims d{.batch = 2, .seq = 5, .heads = 4, .kv_heads = 2, .head_dim = 3};
   auto qkv = random_values(d.tokens() * d.qkv_width(), 11);
   const auto r = random_values(d.tokens() * d.heads * d.head_dim, 12);
   std::vector<double> probs(static_cast<size_t>(attention_probs_count(d)));
