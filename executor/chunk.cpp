@@ -1,6 +1,5 @@
 #include "executor/chunk.h"
 
-#include <numeric>
 #include <span>
 
 #include "executor/embedding.h"
@@ -14,11 +13,7 @@ ElementRange rows_of(const ParamTensor& t) {
 }  // namespace
 
 ModelChunk whole_model_chunk(const Model& m) {
-  ModelChunk c;
-  c.layers.resize(static_cast<size_t>(m.num_layers));
-  std::iota(c.layers.begin(), c.layers.end(), 0);
-  c.embedding = c.head = true;
-  return c;
+  return {whole_model(m).layers, true, true};
 }
 
 template <class T>

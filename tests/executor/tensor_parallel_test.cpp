@@ -53,6 +53,7 @@ std::vector<int32_t> tokens_of(int64_t n, int64_t mul, int64_t add) {
 }
 
 struct RunResult {
+  ParamLayout layout;  // of the rank's parameters and gradients
   double loss = 0;
   std::vector<float> grads;
   std::vector<float> dx;  // layer-level runs: the input gradient (this rank's tokens)
@@ -69,6 +70,7 @@ RunResult run_model(const Model& m, const RankShard& shard, bool sp, TpComm<floa
   const auto inputs = tokens_of(d.tokens(), 37, 11), targets = tokens_of(d.tokens(), 53, 3);
   const MicroBatchTokens tokens{inputs.data(), targets.data()};
   RunResult r;
+  r.layout = layout;
   r.grads.assign(params.size(), 0.0f);
   ChunkSaved<float> saved;
   const ModelChunk chunk = whole_model_chunk(m);
@@ -104,6 +106,7 @@ RunResult run_layer(const Model& m, const RankShard& shard, bool sp, Recompute m
   input(1, x);
   input(2, dy);
   RunResult r;
+  r.layout = layout;
   r.grads.assign(params.size(), 0.0f);
   BlockSaved<float> saved;
   const auto w = block_tensors(layout, 0, params.data());
@@ -145,25 +148,17 @@ TEST_CASE("tensor parallel: one layer sharded 2 and 4 ways equals the unsharded 
           const RunResult full = run_layer(m, whole_model(m), false, Recompute::none, single);
           test::ThreadTpGroup<float> group(tp);
           std::vector<RunResult> parts(static_cast<size_t>(tp));
-          std::vector<ParamLayout> layouts;
-          for (int r = 0; r < tp; ++r) {
-            RankShard s{tp, r, {0}, false, false};
-            layouts.push_back(param_layout(m, s));
-          }
           group.run([&](int r) {
             test::ThreadTpComm<float> comm(group, r);
             parts[static_cast<size_t>(r)] =
                 run_layer(m, RankShard{tp, r, {0}, false, false}, sp, mode, comm);
           });
-          RankShard whole_layer{1, 0, {0}, false, false};
-          const ParamLayout full_layout = param_layout(m, whole_layer);
           for (int r = 0; r < tp; ++r) {
             const RunResult& p = parts[static_cast<size_t>(r)];
             const size_t offset = sp ? static_cast<size_t>(r) * p.y.size() : 0;
             const double y_err = max_relative_difference(p.y, full.y, offset);
             const double dx_err = max_relative_difference(p.dx, full.dx, offset);
-            const double g_err =
-                gradient_error(full_layout, full.grads, layouts[static_cast<size_t>(r)], p.grads);
+            const double g_err = gradient_error(full.layout, full.grads, p.layout, p.grads);
             INFO("rank " << r << ": output " << y_err << ", input gradient " << dx_err
                          << ", weight gradients " << g_err);
             CHECK(y_err <= kTolerance);
@@ -181,7 +176,6 @@ TEST_CASE("tensor parallel: vocabulary-parallel embedding and cross-entropy in a
         INFO(m.name << " tp=" << tp << " sp=" << sp);
         SingleRankTpComm<float> single;
         const RunResult full = run_model(m, whole_model(m), false, single);
-        const ParamLayout full_layout = param_layout(m, whole_model(m));
         test::ThreadTpGroup<float> group(tp);
         std::vector<RunResult> parts(static_cast<size_t>(tp));
         const auto shard_of = [&](int r) {
@@ -196,8 +190,7 @@ TEST_CASE("tensor parallel: vocabulary-parallel embedding and cross-entropy in a
         });
         for (int r = 0; r < tp; ++r) {
           const RunResult& p = parts[static_cast<size_t>(r)];
-          const double g_err =
-              gradient_error(full_layout, full.grads, param_layout(m, shard_of(r)), p.grads);
+          const double g_err = gradient_error(full.layout, full.grads, p.layout, p.grads);
           INFO("rank " << r << ": loss " << p.loss << " vs " << full.loss << ", gradients "
                        << g_err);
           CHECK(std::abs(p.loss - full.loss) <= kTolerance * std::abs(full.loss));
