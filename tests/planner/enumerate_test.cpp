@@ -1,0 +1,120 @@
+#include <algorithm>
+#include <set>
+
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "core/presets.h"
+#include "planner/enumerate.h"
+
+using namespace shardplan;
+
+namespace {
+
+Training training_of(int64_t global_batch, int64_t seq_len) {
+  Training t;
+  t.global_batch = global_batch;
+  t.seq_len = seq_len;
+  return t;
+}
+
+bool any_rejection(const Candidates& c, const std::string& field) {
+  return std::any_of(c.rejections.begin(), c.rejections.end(),
+                     [&](const Rejection& r) { return r.field == field; });
+}
+
+}  // namespace
+
+TEST_CASE("divisors are every positive divisor, increasing", "[planner][enumerate]") {
+  CHECK(divisors(1) == std::vector<int>{1});
+  CHECK(divisors(12) == std::vector<int>{1, 2, 3, 4, 6, 12});
+  CHECK(divisors(16) == std::vector<int>{1, 2, 4, 8, 16});
+  CHECK(divisors(126) == std::vector<int>{1, 2, 3, 6, 7, 9, 14, 18, 21, 42, 63, 126});
+}
+
+TEST_CASE("every layout of gpt-tiny on one 8-GPU node, each once and each valid", "[planner][enumerate]") {
+  const Model m = load_model("gpt-tiny");  // 4 layers, 4 heads, 4 kv heads
+  const Cluster c = load_cluster("dgx-h100", 1);
+  const Training t = training_of(16, 64);
+  const Candidates cand = enumerate_layouts(m, c, t, {});
+
+  // tp·cp·pp divides 8: 10 shapes with tp=1, 6 with tp=2, 3 with tp=4, 1 with tp=8.
+  CHECK(cand.shapes == 20);
+  // Rejected whole: tp=8 (does not divide 4 heads) and pp=8 (does not divide 4 layers).
+  CHECK(cand.shapes_invalid == 2);
+  for (const Rejection& r : cand.rejections) {
+    CHECK(r.whole_shape);
+    CHECK((r.layout.tp == 8 || r.layout.pp == 8));
+  }
+  CHECK(any_rejection(cand, "layout.tp"));
+  CHECK(any_rejection(cand, "layout.pp"));
+
+  std::set<std::string> seen;
+  for (const Layout& l : cand.layouts) {
+    CHECK(l.world() == 8);
+    CHECK(l.global_batch() == 16);
+    CHECK_NOTHROW(validate_layout(l, m, c, t, "test"));
+    if (l.tp == 1) CHECK_FALSE(l.sequence_parallel);
+    if (l.pp == 1) CHECK((l.vpp == 1 && l.schedule == Schedule::one_f_one_b));
+    CHECK((l.schedule == Schedule::interleaved) == (l.vpp > 1));
+    CHECK(seen.insert(to_string(l)).second);
+  }
+  // Plain data parallelism is among them, with every ZeRO stage and micro-batch size.
+  const auto plain_dp = std::count_if(cand.layouts.begin(), cand.layouts.end(), [](const Layout& l) {
+    return l.dp == 8 && l.recompute == Recompute::none;
+  });
+  CHECK(plain_dp == 4 * 2);  // zero 0..3 × micro-batch 1, 2 (16 sequences over 8 ranks)
+}
+
+TEST_CASE("--fix pins fields and the rest still vary", "[planner][enumerate]") {
+  const Model m = load_model("gpt-tiny");
+  const Cluster c = load_cluster("dgx-h100", 1);
+  const Training t = training_of(16, 64);
+  const Candidates cand = enumerate_layouts(m, c, t, parse_layout_string("tp=2,recompute=full", "--fix"));
+  REQUIRE_FALSE(cand.layouts.empty());
+  std::set<int> pps;
+  for (const Layout& l : cand.layouts) {
+    CHECK(l.tp == 2);
+    CHECK(l.recompute == Recompute::full);
+    pps.insert(l.pp);
+  }
+  CHECK(pps == std::set<int>{1, 2, 4});
+}
+
+TEST_CASE("a fixed dp leaves pp to fill the world", "[planner][enumerate]") {
+  const Model m = load_model("gpt-tiny");
+  const Cluster c = load_cluster("dgx-h100", 1);
+  const Candidates cand = enumerate_layouts(m, c, training_of(16, 64), parse_layout_string("dp=2", "--fix"));
+  REQUIRE_FALSE(cand.layouts.empty());
+  for (const Layout& l : cand.layouts) CHECK(l.tp * l.cp * l.pp == 4);
+}
+
+TEST_CASE("an impossible --fix is rejected with the rule it breaks", "[planner][enumerate]") {
+  const Model m = load_model("gpt-tiny");
+  const Cluster c = load_cluster("dgx-h100", 1);
+  const Training t = training_of(16, 64);
+
+  const Candidates tp3 = enumerate_layouts(m, c, t, parse_layout_string("tp=3", "--fix"));
+  CHECK(tp3.layouts.empty());
+  REQUIRE(tp3.rejections.size() == 1);
+  CHECK(tp3.rejections[0].whole_shape);
+
+  // 16 sequences cannot be split over dp=8 in micro-batches of 4.
+  const Candidates mbs4 = enumerate_layouts(m, c, t, parse_layout_string("dp=8,mbs=4", "--fix"));
+  CHECK(mbs4.layouts.empty());
+  CHECK(mbs4.shapes_invalid == 1);
+}
+
+TEST_CASE("expert parallelism divides the experts and dp", "[planner][enumerate]") {
+  const Model m = load_model("mixtral-8x7b");  // 8 experts
+  const Cluster c = load_cluster("dgx-h100", 4);
+  const Training t = training_of(64, 4096);
+  const Candidates cand = enumerate_layouts(m, c, t, parse_layout_string("tp=2,pp=4,recompute=full,zero=1", "--fix"));
+  std::set<int> eps;
+  for (const Layout& l : cand.layouts) {
+    CHECK(m.moe.num_experts % l.ep == 0);
+    CHECK(l.dp % l.ep == 0);
+    eps.insert(l.ep);
+  }
+  CHECK(eps == std::set<int>{1, 2, 4});  // cp·dp = 4, so ep = 8 never divides dp
+}
