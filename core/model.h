@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -84,6 +86,19 @@ int64_t norm_params_per_layer(const Model& m);
 // skipped by name). `file` names the source in errors. Validates before returning.
 Model model_from_json(const nlohmann::json& j, const std::string& file);
 nlohmann::json model_to_json(const Model& m);  // our format; reads back to an equal Model
+
+// A Hugging Face config.json, recognised by "model_type" (model_from_json calls this when the key
+// is present). Supported families are listed by hf_model_types().
+Model model_from_hf_config(const nlohmann::json& j, const std::string& file);
+std::string hf_model_types();  // "llama, mistral, ...", for error hints
+
+// Our activation names plus Hugging Face's: "silu" and "swiglu" mean a gated SiLU MLP (swiglu);
+// "gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast" mean a plain GELU MLP (gelu).
+std::optional<Activation> activation_from_name(std::string_view name);
+std::string activation_choices();  // every accepted name, for error hints
+
+// Parameters of one norm (layernorm: weight and bias; rmsnorm: weight only).
+int64_t norm_params(const Model& m);
 
 // Shape checks that do not depend on a layout: positive sizes, heads divide hidden, kv heads
 // divide heads, top_k <= num_experts. Throws InputError naming `file` and the field.
