@@ -37,8 +37,8 @@ std::vector<int> divisors_of_rest(int64_t world, int64_t used) {
 class Enumerator {
  public:
   Enumerator(const Model& model, const Cluster& cluster, const Training& training,
-             const LayoutSpec& fixed)
-      : model_(model), cluster_(cluster), training_(training), fixed_(fixed) {}
+             const LayoutSpec& fixed, std::optional<ExportFormat> runs_on)
+      : model_(model), cluster_(cluster), training_(training), fixed_(fixed), runs_on_(runs_on) {}
 
   Candidates run() {
     const int64_t world = cluster_.world();
@@ -74,10 +74,13 @@ class Enumerator {
   std::optional<InputError> violation(const Layout& l) const {
     try {
       validate_layout(l, model_, cluster_, training_, "plan");
-      return std::nullopt;
     } catch (const InputError& e) {
       return e;
     }
+    if (!runs_on_) return std::nullopt;
+    if (auto reason = unsupported_by(*runs_on_, l))
+      return InputError("", "--export", *reason);
+    return std::nullopt;
   }
 
   void reject(const Layout& l, const InputError& e, bool whole_shape) {
@@ -173,15 +176,16 @@ class Enumerator {
   const Cluster& cluster_;
   const Training& training_;
   const LayoutSpec& fixed_;
+  std::optional<ExportFormat> runs_on_;
   Candidates out_;
 };
 
 }  // namespace
 
 Candidates enumerate_layouts(const Model& model, const Cluster& cluster, const Training& training,
-                             const LayoutSpec& fixed) {
+                             const LayoutSpec& fixed, std::optional<ExportFormat> runs_on) {
   assert(!fixed.global_batch || *fixed.global_batch == training.global_batch);
-  return Enumerator(model, cluster, training, fixed).run();
+  return Enumerator(model, cluster, training, fixed, runs_on).run();
 }
 
 }  // namespace shardplan

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "core/layout.h"
 #include "core/model.h"
 #include "core/training.h"
+#include "planner/export.h"
 
 namespace shardplan {
 
@@ -38,8 +40,9 @@ std::vector<int> divisors(int64_t n);
 // A field without a choice takes one value: ep = 1 on a dense model, sp off when tp = 1, ZeRO 0
 // when nothing is data-parallel, vpp = 1 and 1F1B when pp = 1, interleaved exactly when vpp > 1.
 // A fixed field is taken as given and left to validate_layout, so a bad --fix gets its reason.
-// A fixed global batch must already be training.global_batch (the caller applies it).
+// A fixed global batch must already be training.global_batch (the caller applies it). With
+// `runs_on`, a layout that framework cannot run is rejected too (field "--export").
 Candidates enumerate_layouts(const Model& model, const Cluster& cluster, const Training& training,
-                             const LayoutSpec& fixed);
+                             const LayoutSpec& fixed, std::optional<ExportFormat> runs_on = std::nullopt);
 
 }  // namespace shardplan
