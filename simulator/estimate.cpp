@@ -105,7 +105,7 @@ StageTiming time_stage(const Context& ctx, const StageLayers& s, std::vector<Col
     if (call.window == CommWindow::pipeline && interleaved) fill_drain_s += 2.0 * (l.pp - 1) * cost.time_s;
     if (records) {
       const int64_t per_step_calls = mb ? call.calls * l.num_microbatches : call.calls;
-      records->push_back({call, span, cost, per_step_calls, volume_bytes(call, span.size, per_step_calls),
+      records->push_back({call, span, ctx.c.levels[span.level].name, cost, per_step_calls, volume_bytes(call, span.size, per_step_calls),
                           static_cast<double>(per_step_calls) * cost.time_s, 0});
     }
   }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/cluster.h"
@@ -25,6 +26,7 @@ namespace shardplan {
 struct CollectiveEstimate {
   CollectiveCall call;
   GroupSpan span;
+  std::string level_name;      // of span.level ("nvlink", "infiniband")
   CollectiveCost cost;         // one call
   int64_t calls_per_step = 0;  // per-micro-batch calls × micro-batches, or the per-step calls
   double volume_bytes = 0;     // sent by one rank per step (comm_volume.h)
