@@ -10,6 +10,8 @@
 
 #include <fmt/core.h>
 
+#include "core/error.h"
+
 namespace shardplan {
 
 double objective_value(Objective o, const Estimate& e, const Cluster& cluster, const Training& training) {
@@ -58,9 +60,9 @@ constexpr Axis kAxes[] = {
     {"dp", [](const Layout& l) { return l.dp; }},
     {"ep", [](const Layout& l) { return l.ep; }},
     {"zero", [](const Layout& l) { return l.zero; }},
-    {"micro_batch", [](const Layout& l) { return l.micro_batch; }},
+    {"mbs", [](const Layout& l) { return l.micro_batch; }},
     {"recompute", [](const Layout& l) { return static_cast<int>(l.recompute); }},
-    {"sequence_parallel", [](const Layout& l) { return static_cast<int>(l.sequence_parallel); }},
+    {"sp", [](const Layout& l) { return static_cast<int>(l.sequence_parallel); }},
     {"vpp", [](const Layout& l) { return l.vpp; }},
     {"schedule", [](const Layout& l) { return static_cast<int>(l.schedule); }},
 };
@@ -226,9 +228,15 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
   for (const Key& k : all.top) r.top.push_back(ranked(k));
   if (!r.top.empty()) {
     const Layout& best = r.top.front().layout;
-    for (size_t a = 0; a < kAxisCount; ++a)
-      for (const auto& [value, k] : all.best_by_axis[a])
-        if (value != kAxes[a].value(best)) r.alternatives.push_back({kAxes[a].name, ranked(k)});
+    for (size_t a = 0; a < kAxisCount; ++a) {
+      const std::map<int, Key>& by_value = all.best_by_axis[a];
+      const auto own = by_value.find(kAxes[a].value(best));  // the winner fits, so it is there
+      for (auto it = by_value.begin(); it != by_value.end(); ++it) {
+        if (it == own) continue;
+        const bool adjacent = std::next(it) == own || (own != by_value.begin() && std::prev(own) == it);
+        r.alternatives.push_back({kAxes[a].name, it->first, adjacent, ranked(it->second)});
+      }
+    }
   }
   for (const MissKey& k : options.keep_pruned ? all.all_misses : all.closest) {
     const Layout& l = layouts[static_cast<size_t>(k.index)];
@@ -236,6 +244,33 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
   }
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
+}
+
+void require_valid(const SearchResult& r, const Model& m, const Cluster& cluster, const Training& t) {
+  const Candidates& c = r.candidates;
+  if (!c.layouts.empty()) return;
+  struct RuleCount {
+    int64_t n = 0;
+    size_t order = 0;
+    const Rejection* first = nullptr;
+  };
+  std::map<std::string, RuleCount> rules;
+  for (const Rejection& x : c.rejections) {
+    RuleCount& rc = rules[x.field];
+    if (rc.n++ == 0) rc.order = rules.size(), rc.first = &x;
+  }
+  std::vector<const RuleCount*> sorted;
+  for (const auto& [field, rc] : rules) sorted.push_back(&rc);
+  std::sort(sorted.begin(), sorted.end(), [](const RuleCount* a, const RuleCount* b) {
+    return a->n != b->n ? a->n > b->n : a->order < b->order;
+  });
+  std::string reason = fmt::format("none of the {} layouts of {} on {} devices (gbs {}, seq {}) is valid",
+                                   c.rejections.size(), m.name, cluster.world(), t.global_batch, t.seq_len);
+  for (size_t i = 0; i < std::min<size_t>(3, sorted.size()); ++i)
+    reason += fmt::format("; {} rejected by {}, e.g. {}", sorted[i]->n, sorted[i]->first->field, sorted[i]->first->reason);
+  throw InputError("", "layout", reason,
+                   "use fewer devices (--nodes), a global batch with more divisors (--gbs), or fewer --fix pins; "
+                   "--explain lists every rejected layout");
 }
 
 }  // namespace shardplan

@@ -41,7 +41,9 @@ struct Ranked {
 
 // The best fitting layout with another value of one field than the winner's.
 struct Alternative {
-  std::string_view field;  // "tp", "pp", "cp", "dp", "ep", "zero", "micro_batch", "recompute", ...
+  std::string_view field;  // "tp", "pp", "cp", "dp", "ep", "zero", "mbs", "recompute", "sp", "vpp", "schedule"
+  int value = 0;           // the field's value (an enum's index for recompute and schedule)
+  bool adjacent = false;   // the nearest value below or above the winner's among those that fit
   Ranked best;
 };
 
@@ -69,6 +71,9 @@ struct SearchResult {
 // Prices every candidate of `model` on `cluster` that `fixed` allows and ranks what fits.
 SearchResult plan_search(const Model& model, const Cluster& cluster, const Training& training,
                          const LayoutSpec& fixed, const SearchOptions& options);
+
+// Throws InputError when no layout was valid, naming the rules that rejected most of them.
+void require_valid(const SearchResult& r, const Model& m, const Cluster& cluster, const Training& t);
 
 // The objective's value for one estimate, lower is better.
 double objective_value(Objective o, const Estimate& e, const Cluster& cluster, const Training& training);

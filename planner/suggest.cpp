@@ -1,0 +1,87 @@
+#include "planner/suggest.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "planner/report.h"
+
+namespace shardplan {
+
+namespace {
+
+struct Change {
+  std::string text;
+  LayoutSpec fixed;
+};
+
+// A pin set to its least memory-hungry value, when it is not there already.
+template <class T>
+void lower_pin(std::vector<Change>& out, const LayoutSpec& fixed, std::optional<T> LayoutSpec::*field,
+               const char* key, T value, std::string_view text) {
+  if (!(fixed.*field) || *(fixed.*field) == value) return;
+  Change c{fmt::format("{}={} instead of the pinned {}", key, text, key), fixed};
+  c.fixed.*field = value;
+  out.push_back(std::move(c));
+}
+
+template <class T>
+void free_pin(std::vector<Change>& out, const LayoutSpec& fixed, std::optional<T> LayoutSpec::*field, const char* key) {
+  if (!(fixed.*field)) return;
+  Change c{fmt::format("{} left free instead of pinned", key), fixed};
+  c.fixed.*field = std::nullopt;
+  out.push_back(std::move(c));
+}
+
+std::vector<Change> pin_changes(const LayoutSpec& fixed) {
+  std::vector<Change> out;
+  lower_pin(out, fixed, &LayoutSpec::recompute, "recompute", Recompute::full, "full");
+  lower_pin(out, fixed, &LayoutSpec::zero, "zero", 3, "3");
+  lower_pin(out, fixed, &LayoutSpec::micro_batch, "mbs", 1, "1");
+  free_pin(out, fixed, &LayoutSpec::tp, "tp");
+  free_pin(out, fixed, &LayoutSpec::pp, "pp");
+  free_pin(out, fixed, &LayoutSpec::cp, "cp");
+  free_pin(out, fixed, &LayoutSpec::dp, "dp");
+  free_pin(out, fixed, &LayoutSpec::ep, "ep");
+  free_pin(out, fixed, &LayoutSpec::num_microbatches, "gas");
+  free_pin(out, fixed, &LayoutSpec::sequence_parallel, "sp");
+  free_pin(out, fixed, &LayoutSpec::vpp, "vpp");
+  free_pin(out, fixed, &LayoutSpec::schedule, "schedule");
+  return out;
+}
+
+// The search with a change; nothing when no layout is valid or none fits.
+std::optional<Suggestion> try_change(const std::string& text, const Model& model, const Cluster& cluster,
+                                     const Training& training, const LayoutSpec& fixed, SearchOptions options) {
+  options.top_k = 1;
+  options.keep_pruned = false;
+  options.progress = false;
+  try {
+    SearchResult r = plan_search(model, cluster, training, fixed, options);
+    if (r.top.empty()) return std::nullopt;
+    return Suggestion{text, r.fitting, std::move(r.top.front())};
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::vector<Suggestion> suggest_changes(const Model& model, const Cluster& cluster, const Training& training,
+                                        const LayoutSpec& fixed, const SearchOptions& options,
+                                        int max_node_factor) {
+  std::vector<Suggestion> out;
+  for (const Change& c : pin_changes(fixed))
+    if (auto s = try_change(c.text, model, cluster, training, c.fixed, options)) out.push_back(std::move(*s));
+  for (int factor = 2; factor <= max_node_factor; factor *= 2) {
+    const int nodes = cluster.nodes * factor;
+    const Cluster bigger = with_nodes(cluster, nodes, cluster.name);
+    if (auto s = try_change(fmt::format("--nodes {} ({}x the nodes)", nodes, factor), model, bigger, training,
+                            fixed, options)) {
+      out.push_back(std::move(*s));
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace shardplan
