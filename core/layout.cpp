@@ -1,12 +1,11 @@
 #include "core/layout.h"
 
-#include <limits>
 #include <tuple>
 
 #include <fmt/format.h>
 
-#include "core/json_enum.h"
 #include "core/json_reader.h"
+#include "core/model_fields.h"
 
 namespace shardplan {
 
@@ -21,12 +20,6 @@ void take(std::optional<T>& base, const std::optional<T>& over) {
   if (over) base = over;
 }
 
-// JSON integers are int64; the layout's counts are int.
-int fit_int(const ObjectReader& r, std::string_view key, int64_t v) {
-  if (v > std::numeric_limits<int>::max() || v < std::numeric_limits<int>::min())
-    r.fail(key, fmt::format("{} is out of range", v));
-  return static_cast<int>(v);
-}
 }  // namespace
 
 bool operator==(const Layout& a, const Layout& b) {
@@ -50,10 +43,6 @@ LayoutSpec merge(LayoutSpec base, const LayoutSpec& over) {
   take(base.rank_order, over.rank_order);
   take(base.dtype, over.dtype);
   return base;
-}
-
-Schedule default_schedule(int vpp) {
-  return vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
 }
 
 std::string to_string(const Layout& l) {
@@ -81,24 +70,24 @@ nlohmann::json layout_to_json(const Layout& l) {
           {"rank_order", l.rank_order}};
 }
 
-// The resolved layout: dp, tp, pp, micro_batch and num_microbatches are required, the rest take
-// the defaults resolve_layout gives. Semantic checks are validate_layout's (it needs the model).
+// The resolved layout, every key required (plan files are written by layout_to_json). Ranges and
+// the rules between fields are validate_layout's, which needs the model, cluster and training.
 Layout layout_from_json(const nlohmann::json& j, const std::string& file) {
   ObjectReader r(j, file, "layout");
   Layout l;
-  l.dp = fit_int(r, "dp", r.positive_integer("dp"));
-  l.tp = fit_int(r, "tp", r.positive_integer("tp"));
-  l.pp = fit_int(r, "pp", r.positive_integer("pp"));
-  l.cp = fit_int(r, "cp", r.positive_integer_or("cp", 1));
-  l.ep = fit_int(r, "ep", r.positive_integer_or("ep", 1));
-  l.zero = fit_int(r, "zero", r.integer_or("zero", 0));
-  l.micro_batch = fit_int(r, "micro_batch", r.positive_integer("micro_batch"));
-  l.num_microbatches = fit_int(r, "num_microbatches", r.positive_integer("num_microbatches"));
-  l.recompute = read_enum_or(r, "recompute", Recompute::none, kRecomputeNames);
-  l.sequence_parallel = r.boolean_or("sequence_parallel", false);
-  l.vpp = fit_int(r, "vpp", r.positive_integer_or("vpp", 1));
-  l.schedule = read_enum_or(r, "schedule", default_schedule(l.vpp), kScheduleNames);
-  l.rank_order = r.string_or("rank_order", std::string(kDefaultRankOrder));
+  l.dp = int_field(r, "dp");
+  l.tp = int_field(r, "tp");
+  l.pp = int_field(r, "pp");
+  l.cp = int_field(r, "cp");
+  l.ep = int_field(r, "ep");
+  l.zero = int_field(r, "zero");
+  l.micro_batch = int_field(r, "micro_batch");
+  l.num_microbatches = int_field(r, "num_microbatches");
+  l.recompute = enum_field(r, "recompute", kRecomputeNames);
+  l.sequence_parallel = r.boolean("sequence_parallel");
+  l.vpp = int_field(r, "vpp");
+  l.schedule = enum_field(r, "schedule", kScheduleNames);
+  l.rank_order = r.string("rank_order");
   r.reject_unknown();
   return l;
 }

@@ -76,8 +76,10 @@ LayoutSpec parse_layout_string(std::string_view s, const std::string& source = "
 // --context-parallel-size/--cp, --expert-model-parallel-size/--ep, --sequence-parallel,
 // --micro-batch-size, --global-batch-size, --num-layers-per-virtual-pipeline-stage (needs the
 // model's layer count) or --num-virtual-stages-per-pipeline-rank, --recompute-granularity,
-// --recompute-activations (= selective), --use-distributed-optimizer (= ZeRO-1), and DeepSpeed's
-// --zero-stage. "--flag value" and "--flag=value"; unknown flags are errors. Errors name the flag.
+// --recompute-activations (= selective), --recompute-method uniform and --recompute-num-layers 1
+// (what full recompute is priced as; other values are refused), --use-distributed-optimizer
+// (= ZeRO-1), --use-torch-fsdp2 (= ZeRO-3), --bf16/--fp16, and DeepSpeed's --zero-stage.
+// "--flag value" and "--flag=value"; unknown flags are errors. Errors name the flag.
 LayoutSpec parse_megatron_flags(const std::vector<std::string>& args, const Model& model);
 
 // A DeepSpeed config: zero_optimization.stage, train_micro_batch_size_per_gpu,
@@ -88,9 +90,6 @@ LayoutSpec layout_from_deepspeed(const nlohmann::json& ds, const std::string& fi
 
 // Fields set in `over` replace those in `base` (for --fix and for flags on top of a file).
 LayoutSpec merge(LayoutSpec base, const LayoutSpec& over);
-
-// The schedule a layout gets when none is named: interleaved with virtual stages, else 1F1B.
-Schedule default_schedule(int vpp);
 
 // Fills what was left out (dp = world / (tp·pp·cp), global batch from `training`, number of
 // micro-batches, schedule = interleaved when vpp > 1) and validates. Updates
@@ -111,6 +110,7 @@ void validate_layout(const Layout& l, const Model& model, const Cluster& cluster
 // The compact string (every field, dp included), which parse_layout_string reads back.
 std::string to_string(const Layout& l);
 nlohmann::json layout_to_json(const Layout& l);
+// Every key required; errors name fields "layout.*". Checked against a model by validate_layout.
 Layout layout_from_json(const nlohmann::json& j, const std::string& file);
 
 }  // namespace shardplan

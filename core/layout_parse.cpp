@@ -1,13 +1,14 @@
 // The layout as users type it: the compact string and Megatron-LM's flags. Both go through one
 // table of settings, so a value means the same thing and fails the same way in either form.
-#include <algorithm>
 #include <charconv>
 #include <limits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "core/layout.h"
+#include "core/presets.h"
 
 namespace shardplan {
 
@@ -64,7 +65,7 @@ void set_sequence_parallel(LayoutSpec& s, std::string_view v, const Origin& at) 
 template <class E, size_t N, const EnumNames<E, N>& Names, std::optional<E> LayoutSpec::*M>
 void set_enum(LayoutSpec& s, std::string_view v, const Origin& at) {
   const std::optional<E> value = enum_from_name(v, Names);
-  if (!value) at.fail(fmt::format("unknown value \"{}\"", v), "expected " + enum_choices(Names));
+  if (!value) at.fail(fmt::format("unknown value \"{}\"", v), "one of: " + enum_choices(Names));
   assign(s.*M, *value, at);
 }
 
@@ -102,48 +103,22 @@ const Setting* find_setting(std::string_view key) {
   return nullptr;
 }
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 // Whether `longer` is `shorter` followed by a word separator ("pp_size" and "pp").
 bool extends(std::string_view longer, std::string_view shorter) {
   return longer.size() > shorter.size() && longer.starts_with(shorter) &&
          (longer[shorter.size()] == '_' || longer[shorter.size()] == '-');
 }
 
-// A near miss of one of `names`: one word longer or shorter ("pp_size", "zero_stage",
-// "sequence"), or at most a third of the word mistyped ("ordr", "--micro-bach-size").
-std::string_view closest(std::string_view word, const std::vector<std::string_view>& names) {
-  std::string_view best;
-  for (std::string_view n : names)
-    if ((extends(word, n) || extends(n, word)) && n.size() > best.size()) best = n;
-  if (!best.empty()) return best;
-  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
-  for (std::string_view n : names) {
-    const size_t d = edit_distance(word, n);
-    if (d < best_distance && d < word.size()) best = n, best_distance = d;
-  }
-  return best;
-}
-
-std::string unknown_hint(std::string_view word, const std::vector<std::string_view>& names) {
-  std::string accepted;
-  for (std::string_view n : names) accepted += (accepted.empty() ? "" : ", ") + std::string(n);
-  const std::string_view near = closest(word, names);
-  if (near.empty()) return "accepted: " + accepted;
-  return fmt::format("did you mean \"{}\"? accepted: {}", near, accepted);
+// "did you mean": a known name with a suffix added ("pp_size", "zero_stage"), else the near
+// misses closest_names finds ("ordr", "sequence", "--micro-bach-size").
+std::string unknown_hint(std::string_view word, const std::vector<std::string>& names) {
+  std::vector<std::string> near;
+  for (const std::string& n : names)
+    if (extends(word, n)) near.push_back(n);
+  if (near.empty()) near = closest_names(std::string(word), names);
+  const std::string accepted = fmt::format("accepted: {}", fmt::join(names, ", "));
+  if (near.empty()) return accepted;
+  return fmt::format("did you mean {}? {}", fmt::join(near, " or "), accepted);
 }
 
 std::string_view trim(std::string_view s) {
@@ -152,51 +127,135 @@ std::string_view trim(std::string_view s) {
   return s.substr(first, s.find_last_not_of(" \t") - first + 1);
 }
 
-// Megatron-LM's flag names (megatron/training/arguments.py) for the settings above; a flag
-// without a value stands for `fixed`.
+// Every name and alias in a table, for "accepted: ..." hints.
+template <class T, size_t N>
+std::vector<std::string> names_of(const T (&table)[N], std::string_view T::*name,
+                                  std::string_view T::*alias) {
+  std::vector<std::string> names;
+  for (const T& row : table) {
+    names.emplace_back(row.*name);
+    if (!(row.*alias).empty()) names.emplace_back(row.*alias);
+  }
+  return names;
+}
+
+// What a Megatron-LM flag does: set one of the compact string's settings, or one of the few
+// things only Megatron-LM spells (virtual stages by layers, the recompute method, the dtype).
+enum class FlagAction {
+  setting,
+  layers_per_virtual_stage,
+  recompute_method,
+  recompute_num_layers,
+  dtype
+};
+
+// Megatron-LM's flag names (megatron/training/arguments.py); a switch stands for `fixed`.
 struct Flag {
   std::string_view name;
   std::string_view alias;
-  std::string_view setting;  // the compact key it sets
+  FlagAction action = FlagAction::setting;
+  std::string_view setting;  // the compact key it sets (action == setting)
   std::string_view fixed;    // the value a switch stands for; "" when the flag takes a value
 };
 
 constexpr Flag kFlags[] = {
-    {"--tensor-model-parallel-size", "--tp", "tp", ""},
-    {"--pipeline-model-parallel-size", "--pp", "pp", ""},
-    {"--context-parallel-size", "--cp", "cp", ""},
-    {"--expert-model-parallel-size", "--ep", "ep", ""},
-    {"--sequence-parallel", "", "sp", "1"},
-    {"--micro-batch-size", "", "mbs", ""},
-    {"--global-batch-size", "", "gbs", ""},
-    {"--num-virtual-stages-per-pipeline-rank", "", "vpp", ""},
-    {"--recompute-granularity", "", "recompute", ""},
+    {"--tensor-model-parallel-size", "--tp", FlagAction::setting, "tp", ""},
+    {"--pipeline-model-parallel-size", "--pp", FlagAction::setting, "pp", ""},
+    {"--context-parallel-size", "--cp", FlagAction::setting, "cp", ""},
+    {"--expert-model-parallel-size", "--ep", FlagAction::setting, "ep", ""},
+    {"--sequence-parallel", "", FlagAction::setting, "sp", "1"},
+    {"--micro-batch-size", "", FlagAction::setting, "mbs", ""},
+    {"--global-batch-size", "", FlagAction::setting, "gbs", ""},
+    {"--num-virtual-stages-per-pipeline-rank", "", FlagAction::setting, "vpp", ""},
+    // Megatron-LM: virtual_pipeline_model_parallel_size = (num_layers / pp) / this.
+    {"--num-layers-per-virtual-pipeline-stage", "", FlagAction::layers_per_virtual_stage, "vpp",
+     ""},
+    {"--recompute-granularity", "", FlagAction::setting, "recompute", ""},
     // Megatron-LM: "--recompute-activations" sets recompute_granularity = 'selective'.
-    {"--recompute-activations", "", "recompute", "selective"},
-    // DeepSpeed's name for the stage; Megatron's distributed optimizer shards the fp32 master
-    // weights and optimizer states over dp (docs/source/api-guide/dist_optimizer.md): ZeRO-1.
-    {"--zero-stage", "", "zero", ""},
-    {"--use-distributed-optimizer", "", "zero", "1"},
+    {"--recompute-activations", "", FlagAction::setting, "recompute", "selective"},
+    {"--recompute-method", "", FlagAction::recompute_method, "recompute", ""},
+    {"--recompute-num-layers", "", FlagAction::recompute_num_layers, "recompute", ""},
+    // DeepSpeed's name for the stage. Megatron-LM's distributed optimizer shards the fp32 master
+    // weights and optimizer states over dp (docs/source/api-guide/dist_optimizer.md): ZeRO-1;
+    // torch FSDP2 shards parameters, gradients and optimizer states: ZeRO-3.
+    {"--zero-stage", "", FlagAction::setting, "zero", ""},
+    {"--use-distributed-optimizer", "", FlagAction::setting, "zero", "1"},
+    {"--use-torch-fsdp2", "", FlagAction::setting, "zero", "3"},
+    {"--bf16", "", FlagAction::dtype, "dtype", "bf16"},
+    {"--fp16", "", FlagAction::dtype, "dtype", "fp16"},
 };
-// Megatron-LM: virtual_pipeline_model_parallel_size = (num_layers / pp) / this.
-constexpr std::string_view kLayersPerVirtualStage = "--num-layers-per-virtual-pipeline-stage";
-
-// Every name and alias in a table, for "accepted: ..." hints.
-template <class T, size_t N>
-std::vector<std::string_view> names_of(const T (&table)[N], std::string_view T::*name,
-                                       std::string_view T::*alias) {
-  std::vector<std::string_view> names;
-  for (const T& row : table) {
-    names.push_back(row.*name);
-    if (!(row.*alias).empty()) names.push_back(row.*alias);
-  }
-  return names;
-}
 
 const Flag* find_flag(std::string_view name) {
   for (const Flag& f : kFlags)
     if (f.name == name || f.alias == name) return &f;
   return nullptr;
+}
+
+// The error field of a flag: the layout JSON's name ("layout.micro_batch"), as validate_layout
+// names it.
+std::string flag_field(const Flag& f) {
+  const Setting* s = find_setting(f.setting);
+  if (!s) return "layout." + std::string(f.setting);
+  return "layout." + std::string(s->long_key.empty() ? s->key : s->long_key);
+}
+
+// What the flags say beyond a LayoutSpec, checked once all are read.
+struct MegatronExtras {
+  std::optional<int> layers_per_virtual_stage;
+  std::optional<std::string> recompute_method;
+  std::optional<int> recompute_num_layers;
+};
+
+void apply_flag(const Flag& f, std::string_view value, const Origin& at, LayoutSpec& spec,
+                MegatronExtras& extras) {
+  switch (f.action) {
+    case FlagAction::setting:
+      find_setting(f.setting)->set(spec, value, at);
+      return;
+    case FlagAction::layers_per_virtual_stage:
+      assign(extras.layers_per_virtual_stage, static_cast<int>(parse_count(value, 1, kIntMax, at)),
+             at);
+      return;
+    // Full recompute as priced here checkpoints every layer's input (Narayanan et al. 2021, §3.5):
+    // Megatron-LM's "uniform" method with one layer per group. "block" recomputes only some
+    // layers of each stage, and larger groups keep fewer checkpoints; neither is modelled.
+    case FlagAction::recompute_method:
+      if (value != "uniform")
+        at.fail(fmt::format("\"{}\" is not modelled", value),
+                "full recompute is priced as --recompute-method uniform --recompute-num-layers 1");
+      assign(extras.recompute_method, std::string(value), at);
+      return;
+    case FlagAction::recompute_num_layers:
+      if (parse_count(value, 1, kIntMax, at) != 1)
+        at.fail(fmt::format("{} layers per recompute group are not modelled", value),
+                "full recompute is priced as --recompute-method uniform --recompute-num-layers 1");
+      assign(extras.recompute_num_layers, 1, at);
+      return;
+    case FlagAction::dtype:
+      assign(spec.dtype, *enum_from_name(value, kDtypeNames), at);
+      return;
+  }
+}
+
+void check_extras(const MegatronExtras& extras, const Model& model, LayoutSpec& spec) {
+  if (extras.recompute_method || extras.recompute_num_layers) {
+    const std::string flag =
+        extras.recompute_method ? "--recompute-method" : "--recompute-num-layers";
+    // Megatron-LM: a recompute method applies to full granularity only.
+    if (spec.recompute != Recompute::full)
+      Origin{flag, "layout.recompute"}.fail(
+          fmt::format("applies to --recompute-granularity full, found {}",
+                      enum_name(spec.recompute.value_or(Recompute::none), kRecomputeNames)));
+  }
+  if (!extras.layers_per_virtual_stage) return;
+  const Origin at{"--num-layers-per-virtual-pipeline-stage", "layout.vpp"};
+  const int pp = spec.pp.value_or(1);
+  const int64_t per_pipeline_rank = int64_t{pp} * *extras.layers_per_virtual_stage;
+  if (model.num_layers % per_pipeline_rank != 0)
+    at.fail(
+        fmt::format("pp={} × {} layers per virtual stage = {} does not divide num_hidden_layers={}",
+                    pp, *extras.layers_per_virtual_stage, per_pipeline_rank, model.num_layers));
+  assign(spec.vpp, static_cast<int>(model.num_layers / per_pipeline_rank), at);
 }
 
 }  // namespace
@@ -226,7 +285,7 @@ LayoutSpec parse_layout_string(std::string_view s, const std::string& source) {
 
 LayoutSpec parse_megatron_flags(const std::vector<std::string>& args, const Model& model) {
   LayoutSpec spec;
-  std::optional<int> layers_per_virtual_stage;
+  MegatronExtras extras;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (!arg.starts_with("--"))
@@ -234,17 +293,12 @@ LayoutSpec parse_megatron_flags(const std::vector<std::string>& args, const Mode
     const size_t eq = arg.find('=');
     const std::string name = arg.substr(0, eq);
     const Flag* flag = find_flag(name);
-    if (!flag && name != kLayersPerVirtualStage) {
-      std::vector<std::string_view> names = names_of(kFlags, &Flag::name, &Flag::alias);
-      names.push_back(kLayersPerVirtualStage);
-      throw InputError(name, "", "unknown Megatron-LM flag", unknown_hint(name, names));
-    }
-    // Fields by the layout JSON's names ("layout.micro_batch"), as validate_layout names them.
-    const Setting* setting = find_setting(flag ? flag->setting : "vpp");
-    const Origin at{name, "layout." + std::string(setting->long_key.empty() ? setting->key
-                                                                            : setting->long_key)};
+    if (!flag)
+      throw InputError(name, "", "unknown Megatron-LM flag",
+                       unknown_hint(name, names_of(kFlags, &Flag::name, &Flag::alias)));
+    const Origin at{name, flag_field(*flag)};
     std::string value;
-    if (flag && !flag->fixed.empty()) {
+    if (!flag->fixed.empty()) {
       if (eq != std::string::npos) at.fail("takes no value");
       value = flag->fixed;
     } else if (eq != std::string::npos) {
@@ -253,20 +307,9 @@ LayoutSpec parse_megatron_flags(const std::vector<std::string>& args, const Mode
       if (i + 1 == args.size()) at.fail("missing value");
       value = args[++i];
     }
-    if (flag)
-      setting->set(spec, value, at);
-    else
-      assign(layers_per_virtual_stage, static_cast<int>(parse_count(value, 1, kIntMax, at)), at);
+    apply_flag(*flag, value, at, spec, extras);
   }
-  if (layers_per_virtual_stage) {
-    const Origin at{std::string(kLayersPerVirtualStage), "layout.vpp"};
-    const int64_t per_pipeline_rank = int64_t{spec.pp.value_or(1)} * *layers_per_virtual_stage;
-    if (model.num_layers % per_pipeline_rank != 0)
-      at.fail(fmt::format(
-          "pp={} × {} layers per virtual stage = {} does not divide num_hidden_layers={}",
-          spec.pp.value_or(1), *layers_per_virtual_stage, per_pipeline_rank, model.num_layers));
-    assign(spec.vpp, static_cast<int>(model.num_layers / per_pipeline_rank), at);
-  }
+  check_extras(extras, model, spec);
   return spec;
 }
 

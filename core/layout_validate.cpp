@@ -166,7 +166,7 @@ Layout resolve_layout(const LayoutSpec& spec, const Model& model, const Cluster&
   l.num_microbatches = spec.num_microbatches.value_or(1);
   l.recompute = spec.recompute.value_or(Recompute::none);
   l.sequence_parallel = spec.sequence_parallel.value_or(false);
-  l.schedule = spec.schedule.value_or(default_schedule(l.vpp));
+  l.schedule = spec.schedule.value_or(l.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b);
   l.rank_order = spec.rank_order.value_or(std::string(kDefaultRankOrder));
   check_positive(l, source);
   if (!spec.dp) l.dp = derive_dp(l, cluster, source);

@@ -4,10 +4,19 @@
 
 #include <fmt/format.h>
 
-#include "core/json_enum.h"
 #include "core/json_reader.h"
+#include "core/model_fields.h"
 
 namespace shardplan {
+
+namespace {
+template <class E, size_t N>
+E enum_field_or(ObjectReader& r, std::string_view key, E fallback, const EnumNames<E, N>& names) {
+  if (r.has(key)) return enum_field(r, key, names);
+  r.ignore({key});  // listed among the accepted fields
+  return fallback;
+}
+}  // namespace
 
 // Defaults are mixed-precision training as Megatron-LM and DeepSpeed run it: bf16 weights,
 // activations and gradients, fp32 master weights, Adam.
@@ -16,10 +25,10 @@ Training training_from_json(const nlohmann::json& j, const std::string& file) {
   Training t;
   t.global_batch = r.integer("global_batch");
   t.seq_len = r.integer("seq_len");
-  t.dtype = read_enum_or(r, "dtype", Dtype::bf16, kDtypeNames);
-  t.grad_dtype = read_enum_or(r, "grad_dtype", Dtype::bf16, kDtypeNames);
+  t.dtype = enum_field_or(r, "dtype", Dtype::bf16, kDtypeNames);
+  t.grad_dtype = enum_field_or(r, "grad_dtype", Dtype::bf16, kDtypeNames);
   t.master_weights = r.boolean_or("master_weights", true);
-  t.optimizer = read_enum_or(r, "optimizer", Optimizer::adam, kOptimizerNames);
+  t.optimizer = enum_field_or(r, "optimizer", Optimizer::adam, kOptimizerNames);
   t.tokens_to_train = r.number_or("tokens_to_train", 0);
   t.price_per_device_hour = r.number_or("price_per_device_hour", 0);
   r.ignore({"source"});

@@ -70,8 +70,8 @@ TEST_CASE("training JSON: errors name the file and the field", "[training]") {
   CHECK(dtype.file == "train.json");
   CHECK(dtype.field == "dtype");
   CHECK_THAT(dtype.reason, Contains("\"int8\""));
-  CHECK(dtype.hint == "expected fp32 | tf32 | bf16 | fp16");
-  CHECK(with("optimizer", "lion").hint == "expected adam | sgd");
+  CHECK(dtype.hint == "one of: fp32 | tf32 | bf16 | fp16");
+  CHECK(with("optimizer", "lion").hint == "one of: adam | sgd");
   CHECK(with("batch", 8).field == "batch");
   CHECK(std::string(with("global_batch", 0).what()) ==
         "train.json: global_batch: must be positive, found 0");
