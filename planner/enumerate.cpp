@@ -127,7 +127,7 @@ class Enumerator {
     l.sequence_parallel = fixed_.sequence_parallel.value_or(l.tp > 1);
     const std::vector<int> vpps = virtual_stages(l);
     l.vpp = fixed_.schedule == Schedule::interleaved && vpps.size() > 1 ? vpps[1] : vpps.front();
-    l.schedule = fixed_.schedule.value_or(default_schedule(l.vpp));
+    l.schedule = fixed_.schedule.value_or(implied_schedule(l.vpp));
     l.rank_order = fixed_.rank_order.value_or(std::string(kDefaultRankOrder));
     return l;
   }

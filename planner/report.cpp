@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/human_format.h"
+#include "planner/enumerate.h"
 #include "simulator/estimate_report.h"
 
 namespace shardplan {
@@ -32,7 +33,7 @@ std::string layout_label(const Layout& l) {
   if (l.sequence_parallel) s += ",sp=1";
   if (l.vpp > 1) s += fmt::format(",vpp={}", l.vpp);
   if (l.recompute != Recompute::none) s += fmt::format(",recompute={}", enum_name(l.recompute, kRecomputeNames));
-  if (l.schedule != default_schedule(l.vpp)) s += fmt::format(",schedule={}", enum_name(l.schedule, kScheduleNames));
+  if (l.schedule != implied_schedule(l.vpp)) s += fmt::format(",schedule={}", enum_name(l.schedule, kScheduleNames));
   if (l.rank_order != kDefaultRankOrder) s += ",order=" + l.rank_order;
   return s;
 }

@@ -42,12 +42,21 @@ TEST_CASE("every layout of gpt-tiny on one 8-GPU node, each once and each valid"
   CHECK(cand.shapes == 20);
   // Rejected whole: tp=8 (does not divide 4 heads) and pp=8 (does not divide 4 layers).
   CHECK(cand.shapes_invalid == 2);
-  for (const Rejection& r : cand.rejections) {
-    CHECK(r.whole_shape);
-    CHECK((r.layout.tp == 8 || r.layout.pp == 8));
-  }
   CHECK(any_rejection(cand, "layout.tp"));
   CHECK(any_rejection(cand, "layout.pp"));
+  // Rejected one by one: the interleaved schedule (pp=2, vpp=2) with one micro-batch, which is
+  // not a multiple of pp. One micro-batch size per shape (16/dp) gives it; over the 6 pp=2 shapes
+  // (tp, cp) = (1,1) (1,2) (1,4): 4 ZeRO stages × 3 recomputes; (2,1) (2,2): × 2 for sp; (4,1):
+  // dp·cp = 1, ZeRO 0 only, 3 recomputes × 2 sp. 12 + 12 + 12 + 24 + 24 + 6 = 90.
+  CHECK(cand.layouts_invalid == 90);
+  for (const Rejection& r : cand.rejections) {
+    if (r.whole_shape) {
+      CHECK((r.layout.tp == 8 || r.layout.pp == 8));
+    } else {
+      CHECK(r.field == "layout.num_microbatches");
+      CHECK((r.layout.schedule == Schedule::interleaved && r.layout.num_microbatches == 1));
+    }
+  }
 
   std::set<std::string> seen;
   for (const Layout& l : cand.layouts) {
