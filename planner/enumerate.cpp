@@ -71,15 +71,18 @@ class Enumerator {
     return l;
   }
 
-  std::optional<InputError> violation(const Layout& l) const {
+  std::optional<InputError> broken_rule(const Layout& l) const {
     try {
       validate_layout(l, model_, cluster_, training_, "plan");
     } catch (const InputError& e) {
       return e;
     }
+    return std::nullopt;
+  }
+
+  std::optional<InputError> unsupported(const Layout& l) const {
     if (!runs_on_) return std::nullopt;
-    if (auto reason = unsupported_by(*runs_on_, l))
-      return InputError("", "--export", *reason);
+    if (auto reason = unsupported_by(*runs_on_, l)) return InputError("", "--export", *reason);
     return std::nullopt;
   }
 
@@ -135,34 +138,46 @@ class Enumerator {
   void shape(const Layout& s) {
     ++out_.shapes;
     const Layout first = simplest(s);
-    if (auto e = violation(first)) {
+    std::optional<InputError> e = broken_rule(first);
+    if (!e) e = unsupported(first);
+    if (e) {
       ++out_.shapes_invalid;
       reject(first, *e, true);
       return;
     }
-    const bool sharded = int64_t{s.dp} * s.cp > 1;
     Layout l = first;
-    for (int zero : choices(fixed_.zero, sharded ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0})) {
-      l.zero = zero;
-      for (int micro_batch : micro_batches(l)) {
-        set_micro_batch(l, micro_batch);
-        for (Recompute r : choices(fixed_.recompute, {Recompute::none, Recompute::selective, Recompute::full})) {
-          l.recompute = r;
-          for (bool sp : choices(fixed_.sequence_parallel, l.tp > 1 ? std::vector<bool>{false, true}
-                                                                    : std::vector<bool>{false}))
-            inner(l, sp);
+    for (int micro_batch : micro_batches(l)) {
+      set_micro_batch(l, micro_batch);
+      for (bool sp : choices(fixed_.sequence_parallel, l.tp > 1 ? std::vector<bool>{false, true}
+                                                                : std::vector<bool>{false})) {
+        l.sequence_parallel = sp;
+        for (int vpp : virtual_stages(l)) {
+          l.vpp = vpp;
+          for (Schedule schedule : schedules(l)) {
+            l.schedule = schedule;
+            stages_and_recomputes(l);
+          }
         }
       }
     }
   }
 
-  void inner(Layout l, bool sp) {
-    l.sequence_parallel = sp;
-    for (int vpp : virtual_stages(l)) {
-      l.vpp = vpp;
-      for (Schedule schedule : schedules(l)) {
-        l.schedule = schedule;
-        if (auto e = violation(l)) {
+  // Every ZeRO stage and recompute of a layout. validate_layout's rules do not involve either
+  // beyond the ranges they are drawn from, so it is asked once, of the first; a rule that breaks
+  // rejects each of them. Whether the framework of --export runs them is asked of each.
+  void stages_and_recomputes(Layout l) {
+    const bool sharded = int64_t{l.dp} * l.cp > 1;
+    const std::vector<int> zeros = choices(fixed_.zero, sharded ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0});
+    const std::vector<Recompute> recomputes =
+        choices(fixed_.recompute, {Recompute::none, Recompute::selective, Recompute::full});
+    l.zero = zeros.front();
+    l.recompute = recomputes.front();
+    const std::optional<InputError> broken = broken_rule(l);
+    for (int zero : zeros) {
+      l.zero = zero;
+      for (Recompute r : recomputes) {
+        l.recompute = r;
+        if (auto e = broken ? broken : unsupported(l)) {
           ++out_.layouts_invalid;
           reject(l, *e, false);
         } else {
