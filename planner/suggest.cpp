@@ -46,6 +46,7 @@ std::vector<Change> pin_changes(const LayoutSpec& fixed) {
   free_pin(out, fixed, &LayoutSpec::sequence_parallel, "sp");
   free_pin(out, fixed, &LayoutSpec::vpp, "vpp");
   free_pin(out, fixed, &LayoutSpec::schedule, "schedule");
+  if (out.size() > 1) out.push_back({"every pin left free (no --fix)", LayoutSpec{}});
   return out;
 }
 
@@ -72,13 +73,18 @@ std::vector<Suggestion> suggest_changes(const Model& model, const Cluster& clust
   std::vector<Suggestion> out;
   for (const Change& c : pin_changes(fixed))
     if (auto s = try_change(c.text, model, cluster, training, c.fixed, options)) out.push_back(std::move(*s));
-  for (int factor = 2; factor <= max_node_factor; factor *= 2) {
-    const int nodes = cluster.nodes * factor;
-    const Cluster bigger = with_nodes(cluster, nodes, cluster.name);
-    if (auto s = try_change(fmt::format("--nodes {} ({}x the nodes)", nodes, factor), model, bigger, training,
-                            fixed, options)) {
-      out.push_back(std::move(*s));
-      break;
+  // More nodes with the pins kept, else with every pin left free.
+  const bool pinned = !pin_changes(fixed).empty();
+  for (const bool keep_pins : {true, false}) {
+    if (!keep_pins && !pinned) break;
+    for (int factor = 2; factor <= max_node_factor; factor *= 2) {
+      const int nodes = cluster.nodes * factor;
+      const std::string text = fmt::format("--nodes {} ({}x the nodes){}", nodes, factor, keep_pins ? "" : " and no --fix");
+      if (auto s = try_change(text, model, with_nodes(cluster, nodes, cluster.name), training,
+                              keep_pins ? fixed : LayoutSpec{}, options)) {
+        out.push_back(std::move(*s));
+        return out;
+      }
     }
   }
   return out;

@@ -16,8 +16,9 @@ struct Suggestion {
   Ranked best;
 };
 
-// Changes to the pins of `fixed` first, then doubling the nodes up to `max_node_factor` times (the
-// first count that fits is named). CPU offload is not modelled and so never suggested.
+// Changes to the pins of `fixed` first, then doubling the nodes up to `max_node_factor` times, with
+// the pins and then without (the first count that fits is named). CPU offload is not modelled and
+// so never suggested.
 std::vector<Suggestion> suggest_changes(const Model& model, const Cluster& cluster, const Training& training,
                                         const LayoutSpec& fixed, const SearchOptions& options,
                                         int max_node_factor = 64);
