@@ -4,13 +4,14 @@
 
 #include "core/layout.h"
 #include "tests/core/layout_fixtures.h"
+#include "tests/core/thrown_input_error.h"
 
 namespace shardplan {
 namespace {
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
-using test::error_of;
+using testing::thrown_input_error;
 
 TEST_CASE("compact string: every key of the CONVENTIONS example", "[layout]") {
   const LayoutSpec s = parse_layout_string(
@@ -54,58 +55,64 @@ TEST_CASE("compact string: long names, spaces, booleans and an empty string", "[
 }
 
 TEST_CASE("compact string: errors name the source, the field and the value", "[layout]") {
-  CHECK(std::string(error_of([] { parse_layout_string("tp=x"); }).what()) ==
+  CHECK(std::string(thrown_input_error([] { parse_layout_string("tp=x"); }).what()) ==
         "--layout: layout.tp: expected a positive integer, found \"x\"");
-  const InputError zero_tp = error_of([] { parse_layout_string("pp=2,tp=0", "plan --layout"); });
+  const InputError zero_tp =
+      thrown_input_error([] { parse_layout_string("pp=2,tp=0", "plan --layout"); });
   CHECK(zero_tp.file == "plan --layout");
   CHECK(zero_tp.field == "layout.tp");
   CHECK_THAT(zero_tp.reason, Contains("\"0\""));
-  CHECK_THAT(error_of([] { parse_layout_string("zero=-1"); }).reason, Contains("non-negative"));
-  CHECK_THAT(error_of([] { parse_layout_string("gbs=1.5"); }).reason, Contains("\"1.5\""));
-  CHECK_THAT(error_of([] { parse_layout_string("tp=99999999999"); }).reason,
+  CHECK_THAT(thrown_input_error([] { parse_layout_string("zero=-1"); }).reason,
+             Contains("non-negative"));
+  CHECK_THAT(thrown_input_error([] { parse_layout_string("gbs=1.5"); }).reason,
+             Contains("\"1.5\""));
+  CHECK_THAT(thrown_input_error([] { parse_layout_string("tp=99999999999"); }).reason,
              Contains("out of range"));
 
-  const InputError sp = error_of([] { parse_layout_string("sp=2"); });
+  const InputError sp = thrown_input_error([] { parse_layout_string("sp=2"); });
   CHECK(sp.field == "layout.sp");
   CHECK_THAT(sp.reason, Contains("0, 1, true or false") && Contains("\"2\""));
 
-  const InputError recompute = error_of([] { parse_layout_string("recompute=partial"); });
+  const InputError recompute = thrown_input_error([] { parse_layout_string("recompute=partial"); });
   CHECK(recompute.field == "layout.recompute");
   CHECK_THAT(recompute.reason, Contains("\"partial\""));
   CHECK(recompute.hint == "one of: none | selective | full");
-  CHECK(error_of([] { parse_layout_string("schedule=zb"); }).hint ==
+  CHECK(thrown_input_error([] { parse_layout_string("schedule=zb"); }).hint ==
         "one of: gpipe | 1f1b | interleaved");
 
-  const InputError no_value = error_of([] { parse_layout_string("tp=8,pp4"); });
+  const InputError no_value = thrown_input_error([] { parse_layout_string("tp=8,pp4"); });
   CHECK(no_value.file == "--layout");
   CHECK_THAT(no_value.reason, Contains("key=value") && Contains("\"pp4\""));
-  CHECK_THAT(error_of([] { parse_layout_string("tp=8,"); }).reason, Contains("key=value"));
+  CHECK_THAT(thrown_input_error([] { parse_layout_string("tp=8,"); }).reason,
+             Contains("key=value"));
 }
 
 TEST_CASE("compact string: unknown keys suggest the near miss, duplicates are refused",
           "[layout]") {
-  const InputError pp_size = error_of([] { parse_layout_string("tp=8,pp_size=4"); });
+  const InputError pp_size = thrown_input_error([] { parse_layout_string("tp=8,pp_size=4"); });
   CHECK(pp_size.file == "--layout");
   CHECK(pp_size.field == "layout.pp_size");
   CHECK(pp_size.reason == "unknown key");
   CHECK_THAT(pp_size.hint, StartsWith("did you mean pp? accepted: tp, pp,"));
-  CHECK_THAT(error_of([] { parse_layout_string("ordr=tp-cp-ep-dp-pp"); }).hint,
+  CHECK_THAT(thrown_input_error([] { parse_layout_string("ordr=tp-cp-ep-dp-pp"); }).hint,
              Contains("did you mean order"));
-  CHECK_THAT(error_of([] { parse_layout_string("zero_stage=1"); }).hint,
+  CHECK_THAT(thrown_input_error([] { parse_layout_string("zero_stage=1"); }).hint,
              Contains("did you mean zero"));
-  CHECK_THAT(error_of([] { parse_layout_string("sequence=1"); }).hint,
+  CHECK_THAT(thrown_input_error([] { parse_layout_string("sequence=1"); }).hint,
              Contains("did you mean sequence_parallel"));
-  CHECK_THAT(error_of([] { parse_layout_string("nodes=4"); }).hint, !Contains("did you mean"));
+  CHECK_THAT(thrown_input_error([] { parse_layout_string("nodes=4"); }).hint,
+             !Contains("did you mean"));
 
-  const InputError twice = error_of([] { parse_layout_string("tp=8,pp=2,tp=4"); });
+  const InputError twice = thrown_input_error([] { parse_layout_string("tp=8,pp=2,tp=4"); });
   CHECK(twice.field == "layout.tp");
   CHECK(twice.reason == "given more than once");
-  CHECK(error_of([] { parse_layout_string("mbs=1,micro_batch=2"); }).field == "layout.micro_batch");
+  CHECK(thrown_input_error([] { parse_layout_string("mbs=1,micro_batch=2"); }).field ==
+        "layout.micro_batch");
 }
 
 TEST_CASE("Megatron-LM flags: both spellings, both value forms, virtual stages from layers",
           "[layout]") {
-  const Model m = test::llama2_70b();  // 80 layers
+  const Model m = load_model("llama2-70b");  // 80 layers
   const LayoutSpec s = parse_megatron_flags(
       {"--tensor-model-parallel-size", "8", "--pp=4", "--context-parallel-size=2", "--ep", "1",
        "--sequence-parallel", "--micro-batch-size", "2", "--global-batch-size=1536",
@@ -141,7 +148,7 @@ TEST_CASE("Megatron-LM flags: both spellings, both value forms, virtual stages f
 
 TEST_CASE("Megatron-LM flags: full recompute, FSDP2 and the dtype as an exported command has them",
           "[layout]") {
-  const Model m = test::llama2_70b();
+  const Model m = load_model("llama2-70b");
   const LayoutSpec s = parse_megatron_flags(
       {"--tensor-model-parallel-size", "8", "--recompute-granularity", "full", "--recompute-method",
        "uniform", "--recompute-num-layers", "1", "--use-torch-fsdp2", "--bf16"},
@@ -150,22 +157,22 @@ TEST_CASE("Megatron-LM flags: full recompute, FSDP2 and the dtype as an exported
   CHECK(s.zero == 3);
   CHECK(s.dtype == Dtype::bf16);
   CHECK(parse_megatron_flags({"--fp16"}, m).dtype == Dtype::fp16);
-  CHECK(error_of([&] {
+  CHECK(thrown_input_error([&] {
           parse_megatron_flags({"--bf16", "--fp16"}, m);
         }).reason == "given more than once");
 
-  const InputError block = error_of([&] {
+  const InputError block = thrown_input_error([&] {
     parse_megatron_flags({"--recompute-granularity=full", "--recompute-method=block"}, m);
   });
   CHECK(block.file == "--recompute-method");
   CHECK(block.field == "layout.recompute");
   CHECK_THAT(block.reason, Contains("\"block\" is not modelled"));
   CHECK_THAT(
-      error_of([&] {
+      thrown_input_error([&] {
         parse_megatron_flags({"--recompute-granularity=full", "--recompute-num-layers=4"}, m);
       }).reason,
       Contains("4 layers per recompute group"));
-  const InputError selective = error_of([&] {
+  const InputError selective = thrown_input_error([&] {
     parse_megatron_flags({"--recompute-method", "uniform", "--recompute-activations"}, m);
   });
   CHECK(selective.file == "--recompute-method");
@@ -173,42 +180,42 @@ TEST_CASE("Megatron-LM flags: full recompute, FSDP2 and the dtype as an exported
 }
 
 TEST_CASE("Megatron-LM flags: errors name the flag and the field", "[layout]") {
-  const Model m = test::llama2_70b();
-  const InputError unknown = error_of([&] {
+  const Model m = load_model("llama2-70b");
+  const InputError unknown = thrown_input_error([&] {
     parse_megatron_flags({"--tensor-parallel-size", "8"}, m);
   });
   CHECK(unknown.file == "--tensor-parallel-size");
   CHECK(unknown.reason == "unknown Megatron-LM flag");
   CHECK_THAT(unknown.hint,
              StartsWith("did you mean --context-parallel-size or --tensor-model-parallel-size?"));
-  CHECK_THAT(error_of([&] { parse_megatron_flags({"--micro-bach-size=1"}, m); }).hint,
+  CHECK_THAT(thrown_input_error([&] { parse_megatron_flags({"--micro-bach-size=1"}, m); }).hint,
              Contains("did you mean --micro-batch-size"));
 
-  CHECK(std::string(error_of([&] {
+  CHECK(std::string(thrown_input_error([&] {
                       parse_megatron_flags({"--tp", "eight"}, m);
                     }).what()) == "--tp: layout.tp: expected a positive integer, found \"eight\"");
-  const InputError missing = error_of([&] {
+  const InputError missing = thrown_input_error([&] {
     parse_megatron_flags({"--pp=2", "--micro-batch-size"}, m);
   });
   CHECK(missing.file == "--micro-batch-size");
   CHECK(missing.field == "layout.micro_batch");
   CHECK(missing.reason == "missing value");
-  CHECK(error_of([&] { parse_megatron_flags({"--sequence-parallel=1"}, m); }).reason ==
+  CHECK(thrown_input_error([&] { parse_megatron_flags({"--sequence-parallel=1"}, m); }).reason ==
         "takes no value");
-  CHECK_THAT(error_of([&] { parse_megatron_flags({"8"}, m); }).reason,
+  CHECK_THAT(thrown_input_error([&] { parse_megatron_flags({"8"}, m); }).reason,
              Contains("expected a Megatron-LM flag"));
 
-  const InputError twice = error_of([&] {
+  const InputError twice = thrown_input_error([&] {
     parse_megatron_flags({"--tp", "8", "--tensor-model-parallel-size=4"}, m);
   });
   CHECK(twice.file == "--tensor-model-parallel-size");
   CHECK(twice.field == "layout.tp");
   CHECK(twice.reason == "given more than once");
-  CHECK(error_of([&] {
+  CHECK(thrown_input_error([&] {
           parse_megatron_flags({"--use-distributed-optimizer", "--zero-stage=2"}, m);
         }).field == "layout.zero");
 
-  const InputError vpp = error_of([&] {
+  const InputError vpp = thrown_input_error([&] {
     parse_megatron_flags({"--pp", "4", "--num-layers-per-virtual-pipeline-stage", "6"}, m);
   });
   CHECK(vpp.file == "--num-layers-per-virtual-pipeline-stage");
@@ -263,41 +270,42 @@ TEST_CASE("DeepSpeed config: layout keys read, runtime keys skipped", "[layout]"
 
 TEST_CASE("DeepSpeed config: unknown keys, bad stages, offload and two dtypes are errors",
           "[layout]") {
-  const InputError unknown = error_of([] {
+  const InputError unknown = thrown_input_error([] {
     layout_from_deepspeed({{"elasticity", {{"enabled", true}}}}, "ds.json");
   });
   CHECK(unknown.file == "ds.json");
   CHECK(unknown.field == "elasticity");
   CHECK(unknown.reason == "unknown field");
   CHECK_THAT(unknown.hint, Contains("train_batch_size") && Contains("gradient_clipping"));
-  CHECK(error_of([] {
+  CHECK(thrown_input_error([] {
           layout_from_deepspeed({{"zero_optimization", {{"stage", 1}, {"mics_shard_size", 8}}}},
                                 "ds.json");
         }).field == "zero_optimization.mics_shard_size");
 
-  const InputError stage = error_of([] {
+  const InputError stage = thrown_input_error([] {
     layout_from_deepspeed({{"zero_optimization", {{"stage", 4}}}}, "ds.json");
   });
   CHECK(stage.field == "zero_optimization.stage");
   CHECK_THAT(stage.reason, Contains("found 4"));
 
-  const InputError offload = error_of([] {
+  const InputError offload = thrown_input_error([] {
     layout_from_deepspeed(
         {{"zero_optimization", {{"stage", 3}, {"offload_param", {{"device", "cpu"}}}}}}, "ds.json");
   });
   CHECK(offload.field == "zero_optimization.offload_param.device");
   CHECK_THAT(offload.reason, Contains("\"cpu\""));
 
-  const InputError both = error_of([] {
+  const InputError both = thrown_input_error([] {
     layout_from_deepspeed({{"bf16", {{"enabled", true}}}, {"fp16", {{"enabled", true}}}},
                           "ds.json");
   });
   CHECK_THAT(both.reason, Contains("both enabled"));
-  CHECK(error_of([] {
+  CHECK(thrown_input_error([] {
           layout_from_deepspeed({{"train_batch_size", 0}}, "ds.json");
         }).field == "train_batch_size");
-  CHECK(error_of([] { layout_from_deepspeed(nlohmann::json::array(), "ds.json"); }).file ==
-        "ds.json");
+  CHECK(thrown_input_error([] {
+          layout_from_deepspeed(nlohmann::json::array(), "ds.json");
+        }).file == "ds.json");
 }
 
 TEST_CASE("merge: fields set on top replace those below", "[layout]") {
@@ -347,19 +355,19 @@ TEST_CASE("layout JSON: round trip, every key required, unknown keys refused", "
 
   nlohmann::json extra = j;
   extra["layers"] = 3;
-  const InputError unknown = error_of([&] { layout_from_json(extra, "plan.json"); });
+  const InputError unknown = thrown_input_error([&] { layout_from_json(extra, "plan.json"); });
   CHECK(unknown.file == "plan.json");
   CHECK(unknown.field == "layout.layers");
   for (const auto& [key, value] : j.items()) {
     nlohmann::json missing = j;
     missing.erase(key);
-    const InputError e = error_of([&] { layout_from_json(missing, "plan.json"); });
+    const InputError e = thrown_input_error([&] { layout_from_json(missing, "plan.json"); });
     CHECK(e.field == "layout." + key);
     CHECK(e.reason == "missing required field");
   }
   nlohmann::json bad = j;
   bad["schedule"] = "zero-bubble";
-  CHECK(error_of([&] { layout_from_json(bad, "plan.json"); }).hint ==
+  CHECK(thrown_input_error([&] { layout_from_json(bad, "plan.json"); }).hint ==
         "one of: gpipe | 1f1b | interleaved");
 }
 

@@ -4,12 +4,13 @@
 
 #include "core/layout.h"
 #include "tests/core/layout_fixtures.h"
+#include "tests/core/thrown_input_error.h"
 
 namespace shardplan {
 namespace {
 
 using Catch::Matchers::Contains;
-using test::error_of;
+using testing::thrown_input_error;
 
 // Resolves a compact string on a model, cluster and training.
 Layout resolve(std::string_view layout, const Model& m, const Cluster& c, Training t) {
@@ -19,7 +20,7 @@ Layout resolve(std::string_view layout, const Model& m, const Cluster& c, Traini
 // The error resolving `layout` gives, after checking it names the source and the field.
 std::string error_for(std::string_view layout, const Model& m, const Cluster& c, const Training& t,
                       const std::string& field) {
-  const InputError e = error_of([&] { resolve(layout, m, c, t); });
+  const InputError e = thrown_input_error([&] { resolve(layout, m, c, t); });
   CHECK(e.file == "--layout");
   CHECK(e.field == field);
   return e.what();
@@ -27,7 +28,7 @@ std::string error_for(std::string_view layout, const Model& m, const Cluster& c,
 
 TEST_CASE("resolve: dp from the device count, micro-batches from the global batch", "[layout]") {
   Training t = test::training(1536, 4096);
-  const Layout l = resolve_layout(parse_layout_string("tp=8,pp=4,mbs=2"), test::llama2_70b(),
+  const Layout l = resolve_layout(parse_layout_string("tp=8,pp=4,mbs=2"), load_model("llama2-70b"),
                                   test::dgx_h100(128), t, "--layout");
   CHECK(l.dp == 32);                // 1024 devices / (tp 8 × pp 4 × cp 1)
   CHECK(l.num_microbatches == 24);  // 1536 / (mbs 2 × dp 32)
@@ -38,14 +39,14 @@ TEST_CASE("resolve: dp from the device count, micro-batches from the global batc
   CHECK(l.rank_order == kDefaultRankOrder);
   CHECK(t.global_batch == 1536);
 
-  const Layout cp = resolve("tp=8,pp=2,cp=4", test::llama2_70b(), test::dgx_h100(128), t);
+  const Layout cp = resolve("tp=8,pp=2,cp=4", load_model("llama2-70b"), test::dgx_h100(128), t);
   CHECK(cp.dp == 16);  // 1024 / (8 × 2 × 4)
   CHECK(cp.num_microbatches == 96);
 }
 
 TEST_CASE("resolve: the layout's global batch or micro-batch count sets the training's",
           "[layout]") {
-  const Model m = test::llama2_70b();
+  const Model m = load_model("llama2-70b");
   const Cluster c = test::dgx_h100(128);
   Training t = test::training(1536, 4096);
   const Layout over =
@@ -64,15 +65,15 @@ TEST_CASE("resolve: the layout's global batch or micro-batch count sets the trai
   CHECK(vpp.num_microbatches == 48);
 
   Training missing = test::training(0, 4096);
-  const InputError e =
-      error_of([&] { resolve_layout(parse_layout_string("tp=8"), m, c, missing, "--layout"); });
+  const InputError e = thrown_input_error(
+      [&] { resolve_layout(parse_layout_string("tp=8"), m, c, missing, "--layout"); });
   CHECK(e.field == "layout.global_batch");
   CHECK(e.reason == "not given");
 }
 
 TEST_CASE("resolve: the compact string, Megatron-LM flags and DeepSpeed meet in one Layout",
           "[layout]") {
-  const Model m = test::llama2_70b();
+  const Model m = load_model("llama2-70b");
   const Cluster c = test::dgx_h100(128);
   Training t1 = test::training(1536, 4096), t2 = t1, t3 = test::training(0, 4096);
   t3.dtype = t3.grad_dtype = Dtype::fp16;
@@ -112,7 +113,7 @@ TEST_CASE("resolve: the compact string, Megatron-LM flags and DeepSpeed meet in 
 }
 
 TEST_CASE("resolve: to_string reads back to an equal layout", "[layout]") {
-  const Model moe = test::mixtral_8x7b();
+  const Model moe = load_model("mixtral-8x7b");
   const Cluster c = test::dgx_h100(16);  // 128 devices
   Training t = test::training(1024, 8192);
   for (const char* s :
@@ -125,33 +126,34 @@ TEST_CASE("resolve: to_string reads back to an equal layout", "[layout]") {
 
 TEST_CASE("validate: tensor parallelism divides the heads and the MLP", "[layout]") {
   const Training t = test::training(96, 4096);
-  CHECK_THAT(error_for("tp=3", test::llama3_8b(), test::dgx_h100(3), t, "layout.tp"),
+  CHECK_THAT(error_for("tp=3", load_model("llama3-8b"), test::dgx_h100(3), t, "layout.tp"),
              Contains("3 does not divide num_attention_heads=32"));
-  CHECK_THAT(error_for("tp=16", test::llama3_8b(), test::dgx_h100(2), t, "layout.tp"),
+  CHECK_THAT(error_for("tp=16", load_model("llama3-8b"), test::dgx_h100(2), t, "layout.tp"),
              Contains("16 does not divide num_key_value_heads=8"));
-  Model odd_mlp = test::llama3_8b();
+  Model odd_mlp = load_model("llama3-8b");
   odd_mlp.ffn_hidden = 5460;
   CHECK_THAT(error_for("tp=8", odd_mlp, test::dgx_h100(1), t, "layout.tp"),
              Contains("8 does not divide intermediate_size=5460"));
-  CHECK_THAT(
-      error_for("sp=1,pp=4", test::llama3_8b(), test::dgx_h100(1), t, "layout.sequence_parallel"),
-      Contains("needs tp > 1, found tp=1"));
-  // Sequence parallelism scatters 4100 tokens over tp=8.
-  CHECK_THAT(error_for("tp=8,sp=1", test::llama3_8b(), test::dgx_h100(1), test::training(96, 4100),
+  CHECK_THAT(error_for("sp=1,pp=4", load_model("llama3-8b"), test::dgx_h100(1), t,
                        "layout.sequence_parallel"),
+             Contains("needs tp > 1, found tp=1"));
+  // Sequence parallelism scatters 4100 tokens over tp=8.
+  CHECK_THAT(error_for("tp=8,sp=1", load_model("llama3-8b"), test::dgx_h100(1),
+                       test::training(96, 4100), "layout.sequence_parallel"),
              Contains("tp=8 does not divide the 4100 tokens"));
 }
 
 TEST_CASE("validate: the device count, derived or given", "[layout]") {
   const Training t = test::training(1536, 4096);
-  CHECK_THAT(error_for("tp=8,pp=4,dp=16", test::llama2_70b(), test::dgx_h100(128), t, "layout.dp"),
-             Contains("16 × 8 × 4 × 1 = 512") && Contains("1024 devices"));
-  CHECK_THAT(error_for("tp=8,pp=3", test::llama2_70b(), test::dgx_h100(128), t, "layout.dp"),
+  CHECK_THAT(
+      error_for("tp=8,pp=4,dp=16", load_model("llama2-70b"), test::dgx_h100(128), t, "layout.dp"),
+      Contains("16 × 8 × 4 × 1 = 512") && Contains("1024 devices"));
+  CHECK_THAT(error_for("tp=8,pp=3", load_model("llama2-70b"), test::dgx_h100(128), t, "layout.dp"),
              Contains("8 × 3 × 1 = 24 does not divide the 1024 devices"));
 }
 
 TEST_CASE("validate: the global batch splits into micro-batches", "[layout]") {
-  const Model m = test::llama2_70b();
+  const Model m = load_model("llama2-70b");
   const Cluster c = test::dgx_h100(128);
   CHECK_THAT(error_for("tp=8,pp=4,mbs=2,gbs=1000", m, c, test::training(1536, 4096),
                        "layout.global_batch"),
@@ -162,8 +164,8 @@ TEST_CASE("validate: the global batch splits into micro-batches", "[layout]") {
 
   Layout l = resolve("tp=8,pp=4", m, c, test::training(1536, 4096));
   l.micro_batch = 0;
-  const InputError e =
-      error_of([&] { validate_layout(l, m, c, test::training(1536, 4096), "plan.json"); });
+  const InputError e = thrown_input_error(
+      [&] { validate_layout(l, m, c, test::training(1536, 4096), "plan.json"); });
   CHECK(e.file == "plan.json");
   CHECK(e.field == "layout.micro_batch");
   CHECK_THAT(e.reason, Contains("found 0"));
@@ -175,8 +177,8 @@ TEST_CASE("validate: DeepSpeed's train_batch_size must be mbs × gas × dp", "[l
                                                {"gradient_accumulation_steps", 8}},
                                               "ds.json");
   Training t = test::training(0, 4096);
-  const InputError e = error_of([&] {
-    resolve_layout(merge(ds, parse_layout_string("tp=8,pp=4")), test::llama2_70b(),
+  const InputError e = thrown_input_error([&] {
+    resolve_layout(merge(ds, parse_layout_string("tp=8,pp=4")), load_model("llama2-70b"),
                    test::dgx_h100(128), t, "ds.json");
   });
   CHECK(e.file == "ds.json");
@@ -186,7 +188,7 @@ TEST_CASE("validate: DeepSpeed's train_batch_size must be mbs × gas × dp", "[l
 }
 
 TEST_CASE("validate: pipeline stages, virtual stages and the schedule", "[layout]") {
-  const Model m = test::llama2_70b();  // 80 layers
+  const Model m = load_model("llama2-70b");  // 80 layers
   const Cluster c = test::dgx_h100(128);
   const Training t = test::training(1536, 4096);
   CHECK_THAT(error_for("tp=8,pp=3", m, test::dgx_h100(3), test::training(48, 4096), "layout.pp"),
@@ -195,8 +197,12 @@ TEST_CASE("validate: pipeline stages, virtual stages and the schedule", "[layout
              Contains("4 × 3 = 12 does not divide num_hidden_layers=80"));
   CHECK_THAT(error_for("tp=8,vpp=2", m, c, t, "layout.vpp"),
              Contains("vpp=2 needs pp > 1, found pp=1"));
-  CHECK_THAT(error_for("tp=8,pp=4,vpp=2,schedule=1f1b", m, c, t, "layout.schedule"),
-             Contains("vpp=2 needs schedule=interleaved, found 1f1b"));
+  CHECK_THAT(error_for("tp=8,pp=4,vpp=2,schedule=gpipe", m, c, t, "layout.schedule"),
+             Contains("vpp=2 needs schedule=interleaved, found gpipe"));
+  // Megatron-LM's 1F1B with virtual stages is the interleaved 1F1B (CONVENTIONS.md's example).
+  Training t2 = t;
+  CHECK(resolve_layout(parse_layout_string("tp=8,pp=4,vpp=2,schedule=1f1b"), m, c, t2, "--layout")
+            .schedule == Schedule::interleaved);
   CHECK_THAT(error_for("tp=8,pp=4,schedule=interleaved", m, c, t, "layout.schedule"),
              Contains("interleaved needs vpp > 1, found vpp=1"));
   // 1600 / 32 = 50 micro-batches, not a multiple of pp=4.
@@ -206,17 +212,18 @@ TEST_CASE("validate: pipeline stages, virtual stages and the schedule", "[layout
 
 TEST_CASE("validate: expert parallelism", "[layout]") {
   const Training t = test::training(96, 4096);
-  CHECK_THAT(error_for("tp=8,pp=4,ep=2", test::llama2_70b(), test::dgx_h100(128),
+  CHECK_THAT(error_for("tp=8,pp=4,ep=2", load_model("llama2-70b"), test::dgx_h100(128),
                        test::training(1536, 4096), "layout.ep"),
              Contains("ep=2 on a dense model"));
-  CHECK_THAT(error_for("tp=8,ep=3", test::mixtral_8x7b(), test::dgx_h100(3), t, "layout.ep"),
+  CHECK_THAT(error_for("tp=8,ep=3", load_model("mixtral-8x7b"), test::dgx_h100(3), t, "layout.ep"),
              Contains("3 does not divide num_local_experts=8"));
-  CHECK_THAT(error_for("tp=4,pp=2,ep=4", test::mixtral_8x7b(), test::dgx_h100(2), t, "layout.ep"),
-             Contains("4 does not divide dp=2"));
+  CHECK_THAT(
+      error_for("tp=4,pp=2,ep=4", load_model("mixtral-8x7b"), test::dgx_h100(2), t, "layout.ep"),
+      Contains("4 does not divide dp=2"));
 }
 
 TEST_CASE("validate: context parallelism, sequence length, ZeRO stage, rank order", "[layout]") {
-  const Model m = test::llama2_70b();
+  const Model m = load_model("llama2-70b");
   CHECK_THAT(error_for("tp=8,cp=3", m, test::dgx_h100(3), test::training(48, 4096), "layout.cp"),
              Contains("2 × cp = 6 does not divide seq_len=4096"));
   CHECK_THAT(error_for("tp=8,pp=4", m, test::dgx_h100(128), test::training(1536, 8192),

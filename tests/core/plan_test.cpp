@@ -9,16 +9,17 @@
 #include "core/json_reader.h"
 #include "core/plan.h"
 #include "tests/core/layout_fixtures.h"
+#include "tests/core/thrown_input_error.h"
 
 namespace shardplan {
 namespace {
 
 using Catch::Matchers::Contains;
-using test::error_of;
+using testing::thrown_input_error;
 
 Plan llama_plan() {
   Plan p;
-  p.model = test::llama2_70b();
+  p.model = load_model("llama2-70b");
   p.cluster = test::dgx_h100(128);
   p.training = test::training(1536, 4096);
   p.layout = resolve_layout(parse_layout_string("tp=8,pp=4,zero=1,sp=1,vpp=2,recompute=selective"),
@@ -48,19 +49,19 @@ TEST_CASE("plan JSON: the layout is validated against the model, cluster and tra
   nlohmann::json j = plan_to_json(llama_plan());
   j["layout"]["tp"] = 16;
   j["layout"]["dp"] = 16;
-  const InputError tp = error_of([&] { plan_from_json(j, "plan.json"); });
+  const InputError tp = thrown_input_error([&] { plan_from_json(j, "plan.json"); });
   CHECK(std::string(tp.what()) == "plan.json: layout.tp: 16 does not divide num_key_value_heads=8");
 
   j = plan_to_json(llama_plan());
   j["layout"]["dp"] = 64;
-  const InputError world = error_of([&] { plan_from_json(j, "plan.json"); });
+  const InputError world = thrown_input_error([&] { plan_from_json(j, "plan.json"); });
   CHECK(world.file == "plan.json");
   CHECK(world.field == "layout.dp");
   CHECK_THAT(world.reason, Contains("64 × 8 × 4 × 1 = 2048") && Contains("1024 devices"));
 
   j = plan_to_json(llama_plan());
   j["training"]["global_batch"] = 3072;
-  const InputError batch = error_of([&] { plan_from_json(j, "plan.json"); });
+  const InputError batch = thrown_input_error([&] { plan_from_json(j, "plan.json"); });
   CHECK(batch.field == "layout.num_microbatches");
   CHECK_THAT(batch.reason, Contains("1 × 48 × 32 = 1536 does not equal the global batch 3072"));
 }
@@ -68,33 +69,33 @@ TEST_CASE("plan JSON: the layout is validated against the model, cluster and tra
 TEST_CASE("plan JSON: section errors carry the section's name", "[plan]") {
   nlohmann::json j = plan_to_json(llama_plan());
   j["training"]["seq_len"] = 0;
-  CHECK(std::string(error_of([&] { plan_from_json(j, "plan.json"); }).what()) ==
+  CHECK(std::string(thrown_input_error([&] { plan_from_json(j, "plan.json"); }).what()) ==
         "plan.json: training.seq_len: must be positive, found 0");
 
   j = plan_to_json(llama_plan());
   j["training"]["steps"] = 10;
-  CHECK(error_of([&] { plan_from_json(j, "plan.json"); }).field == "training.steps");
+  CHECK(thrown_input_error([&] { plan_from_json(j, "plan.json"); }).field == "training.steps");
 
   j = plan_to_json(llama_plan());
   j["model"] = 7;
-  const InputError model = error_of([&] { plan_from_json(j, "plan.json"); });
+  const InputError model = thrown_input_error([&] { plan_from_json(j, "plan.json"); });
   CHECK(model.file == "plan.json");
   CHECK(model.field.starts_with("model"));
 
   j = plan_to_json(llama_plan());
   j["layout"]["vpp"] = "two";
-  CHECK(error_of([&] { plan_from_json(j, "plan.json"); }).field == "layout.vpp");
+  CHECK(thrown_input_error([&] { plan_from_json(j, "plan.json"); }).field == "layout.vpp");
 
   j = plan_to_json(llama_plan());
   j["prediction"] = nlohmann::json::array();
-  CHECK(error_of([&] { plan_from_json(j, "plan.json"); }).field == "prediction");
+  CHECK(thrown_input_error([&] { plan_from_json(j, "plan.json"); }).field == "prediction");
 
   j = plan_to_json(llama_plan());
   j["measured"] = nlohmann::json::object();
-  CHECK(error_of([&] { plan_from_json(j, "plan.json"); }).field == "measured");
+  CHECK(thrown_input_error([&] { plan_from_json(j, "plan.json"); }).field == "measured");
   j.erase("measured");
   j.erase("cluster");
-  CHECK(error_of([&] { plan_from_json(j, "plan.json"); }).field == "cluster");
+  CHECK(thrown_input_error([&] { plan_from_json(j, "plan.json"); }).field == "cluster");
 }
 
 TEST_CASE("load_plan: reads a file, names it in errors", "[plan]") {
@@ -106,11 +107,11 @@ TEST_CASE("load_plan: reads a file, names it in errors", "[plan]") {
   CHECK(load_plan(path).layout == llama_plan().layout);
   j["layout"]["zero"] = 5;
   write_json_file(path, j);
-  const InputError e = error_of([&] { load_plan(path); });
+  const InputError e = thrown_input_error([&] { load_plan(path); });
   CHECK(e.file == path);
   CHECK(e.field == "layout.zero");
   std::filesystem::remove(path);
-  CHECK(error_of([&] { load_plan(path); }).reason == "cannot open file");
+  CHECK(thrown_input_error([&] { load_plan(path); }).reason == "cannot open file");
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ TEST_CASE("preset figures are the vendors' per-direction, dense ones", "[presets
   for (const auto& l : pcie.levels) CHECK(l.kind != LinkKind::nvlink);
 }
 
-TEST_CASE("--nodes scales a preset", "[presets]") {
+TEST_CASE("nodes option scales a preset", "[presets]") {
   CHECK(load_cluster("dgx-h100", 4).world() == 32);
   CHECK(load_cluster("pcie-8gpu", 3).world() == 24);
 

@@ -3,12 +3,13 @@
 
 #include "core/training.h"
 #include "tests/core/layout_fixtures.h"
+#include "tests/core/thrown_input_error.h"
 
 namespace shardplan {
 namespace {
 
 using Catch::Matchers::Contains;
-using test::error_of;
+using testing::thrown_input_error;
 
 TEST_CASE("training JSON: defaults are bf16 mixed precision with Adam", "[training]") {
   const Training t = training_from_json({{"global_batch", 1536}, {"seq_len", 4096}}, "train.json");
@@ -64,7 +65,7 @@ TEST_CASE("training JSON: errors name the file and the field", "[training]") {
   auto with = [&](const char* key, nlohmann::json v) {
     nlohmann::json j = ok;
     j[key] = std::move(v);
-    return error_of([&] { training_from_json(j, "train.json"); });
+    return thrown_input_error([&] { training_from_json(j, "train.json"); });
   };
   const InputError dtype = with("dtype", "int8");
   CHECK(dtype.file == "train.json");
@@ -79,14 +80,14 @@ TEST_CASE("training JSON: errors name the file and the field", "[training]") {
   CHECK(with("seq_len", "4k").field == "seq_len");
   CHECK(with("tokens_to_train", -1).field == "tokens_to_train");
   CHECK(with("price_per_device_hour", -0.5).field == "price_per_device_hour");
-  CHECK(error_of([] {
+  CHECK(thrown_input_error([] {
           training_from_json({{"seq_len", 1024}}, "train.json");
         }).field == "global_batch");
 }
 
 TEST_CASE("validate_training: a struct built in code", "[training]") {
   Training t = test::training(64, 0);
-  CHECK_THAT(error_of([&] { validate_training(t, "--seq-len"); }).what(),
+  CHECK_THAT(thrown_input_error([&] { validate_training(t, "--seq-len"); }).what(),
              Contains("seq_len: must be positive"));
   t.seq_len = 2048;
   validate_training(t, "--seq-len");
