@@ -4,8 +4,8 @@ namespace shardplan {
 
 namespace {
 
-constexpr int64_t kMaskBytes = 1;          // dropout masks are stored as bytes (Korthikanti §4.1)
-constexpr int64_t kSoftmaxStatBytes = 4;   // flash attention's fp32 log-sum-exp per head and query
+constexpr int64_t kMaskBytes = 1;         // dropout masks are stored as bytes (Korthikanti §4.1)
+constexpr int64_t kSoftmaxStatBytes = 4;  // flash attention's fp32 log-sum-exp per head and query
 
 // The attention block (Korthikanti §4.1 "Attention block", 11sbh + 5as²b for GPT without TP).
 int64_t attention_bytes(const Model& m, int64_t e, const RankShape& r, Recompute recompute,
@@ -15,10 +15,10 @@ int64_t attention_bytes(const Model& m, int64_t e, const RankShape& r, Recompute
   const int64_t kv = shard_size(m.num_kv_heads, r.tp) * m.head_dim;
   const int64_t t = r.tokens();
   const int64_t rt = r.region_tokens();
-  int64_t bytes = e * rt * m.hidden;   // input of the QKV projection (the norm's output): 2sbh
-  bytes += e * t * (q + kv);           // Q and K, inputs of QKᵀ: 4sbh
-  bytes += e * t * kv;                 // V, input of the product with the probabilities: 2sbh
-  bytes += e * t * q;                  // input of the output projection: 2sbh
+  int64_t bytes = e * rt * m.hidden;  // input of the QKV projection (the norm's output): 2sbh
+  bytes += e * t * (q + kv);          // Q and K, inputs of QKᵀ: 4sbh
+  bytes += e * t * kv;                // V, input of the product with the probabilities: 2sbh
+  bytes += e * t * q;                 // input of the output projection: 2sbh
   if (x.dropout) bytes += kMaskBytes * rt * m.hidden;  // dropout mask after the projection: sbh
   if (x.flash_attention) {
     bytes += kSoftmaxStatBytes * r.batch * heads * r.seq;
@@ -62,7 +62,8 @@ int64_t layer_activation_bytes(const Model& m, Dtype dtype, const RankShape& r, 
   return norms + attention_bytes(m, e, r, recompute, x) + mlp_bytes(m, e, r, moe_layer, x);
 }
 
-int64_t input_layer_activation_bytes(const Model& m, const RankShape& r, const ExecutionOptions& x) {
+int64_t input_layer_activation_bytes(const Model& m, const RankShape& r,
+                                     const ExecutionOptions& x) {
   return x.dropout ? kMaskBytes * r.region_tokens() * m.hidden : 0;
 }
 

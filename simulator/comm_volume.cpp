@@ -6,10 +6,16 @@
 
 namespace shardplan {
 
-int64_t dp_bucket_elements(int64_t dp) { return std::max<int64_t>(40'000'000, 1'000'000 * dp); }
+int64_t dp_bucket_elements(int64_t dp) {
+  return std::max<int64_t>(40'000'000, 1'000'000 * dp);
+}
 
-int64_t dense_replicas(const Layout& l) { return int64_t{l.dp} * l.cp; }
-int64_t expert_replicas(const Layout& l) { return int64_t{l.dp / l.ep} * l.cp; }
+int64_t dense_replicas(const Layout& l) {
+  return int64_t{l.dp} * l.cp;
+}
+int64_t expert_replicas(const Layout& l) {
+  return int64_t{l.dp / l.ep} * l.cp;
+}
 
 double volume_bytes(const CollectiveCall& c, int n, int64_t calls_per_step) {
   return static_cast<double>(c.bytes) * bus_bandwidth_factor(c.collective, n) *
@@ -26,9 +32,9 @@ struct DataParallelNames {
 constexpr DataParallelNames kDenseNames{"dp_grad_all_reduce", "zero_grad_reduce_scatter",
                                         "zero_param_all_gather", "zero3_forward_all_gather",
                                         "zero3_backward_all_gather"};
-constexpr DataParallelNames kExpertNames{"expert_dp_grad_all_reduce", "expert_zero_grad_reduce_scatter",
-                                         "expert_zero_param_all_gather", "expert_zero3_forward_all_gather",
-                                         "expert_zero3_backward_all_gather"};
+constexpr DataParallelNames kExpertNames{
+    "expert_dp_grad_all_reduce", "expert_zero_grad_reduce_scatter", "expert_zero_param_all_gather",
+    "expert_zero3_forward_all_gather", "expert_zero3_backward_all_gather"};
 
 struct ParamGroup {
   const DataParallelNames& names;
@@ -54,10 +60,10 @@ void add_data_parallel(std::vector<CollectiveCall>& out, const ParamGroup& p, co
   if (zero == 3) {
     const int64_t units = std::max(layers, 1);
     const int64_t unit = shard_size(p.params, units);
-    out.push_back({p.names.forward_all_gather, Collective::all_gather, p.group, p.group_size, e * unit,
-                   units, mb, CommWindow::forward});
-    out.push_back({p.names.backward_all_gather, Collective::all_gather, p.group, p.group_size, e * unit,
-                   units, mb, CommWindow::backward});
+    out.push_back({p.names.forward_all_gather, Collective::all_gather, p.group, p.group_size,
+                   e * unit, units, mb, CommWindow::forward});
+    out.push_back({p.names.backward_all_gather, Collective::all_gather, p.group, p.group_size,
+                   e * unit, units, mb, CommWindow::backward});
     out.push_back({p.names.grad_reduce_scatter, Collective::reduce_scatter, p.group, p.group_size,
                    g * unit, units, mb, CommWindow::backward});
     return;
@@ -65,14 +71,14 @@ void add_data_parallel(std::vector<CollectiveCall>& out, const ParamGroup& p, co
   const int64_t buckets = shard_size(p.params, dp_bucket_elements(p.replicas));
   const int64_t bucket = shard_size(p.params, buckets);
   if (zero == 0) {
-    out.push_back({p.names.grad_all_reduce, Collective::all_reduce, p.group, p.group_size, g * bucket,
-                   buckets, step, CommWindow::backward});
+    out.push_back({p.names.grad_all_reduce, Collective::all_reduce, p.group, p.group_size,
+                   g * bucket, buckets, step, CommWindow::backward});
     return;
   }
   out.push_back({p.names.grad_reduce_scatter, Collective::reduce_scatter, p.group, p.group_size,
                  g * bucket, buckets, zero == 2 ? mb : step, CommWindow::backward});
-  out.push_back({p.names.param_all_gather, Collective::all_gather, p.group, p.group_size, e * bucket,
-                 buckets, step, CommWindow::forward});
+  out.push_back({p.names.param_all_gather, Collective::all_gather, p.group, p.group_size,
+                 e * bucket, buckets, step, CommWindow::forward});
 }
 
 }  // namespace
@@ -84,7 +90,7 @@ void stage_collectives(const Model& m, const Training& t, const Layout& l, const
   const int64_t e = dtype_bytes(t.dtype);
   const int64_t layers = s.layers();
   const int64_t passes = l.recompute == Recompute::full ? 3 : 2;  // forward, backward, re-forward
-  const int64_t activation = e * r.tokens() * m.hidden;          // one micro-batch's hidden states
+  const int64_t activation = e * r.tokens() * m.hidden;           // one micro-batch's hidden states
   const auto mb = CommFrequency::per_microbatch;
 
   if (l.tp > 1) {
@@ -101,8 +107,8 @@ void stage_collectives(const Model& m, const Training& t, const Layout& l, const
     } else {
       out.push_back({"tp_all_gather", Collective::all_gather, Group::tp, 0, activation, calls, mb,
                      CommWindow::none});
-      out.push_back({"tp_reduce_scatter", Collective::reduce_scatter, Group::tp, 0, activation, calls,
-                     mb, CommWindow::none});
+      out.push_back({"tp_reduce_scatter", Collective::reduce_scatter, Group::tp, 0, activation,
+                     calls, mb, CommWindow::none});
       // The layer inputs kept as sequence shards are gathered again for the weight gradients.
       out.push_back({"tp_all_gather_wgrad", Collective::all_gather, Group::tp, 0, activation,
                      2 * layers, mb, CommWindow::backward});
@@ -127,14 +133,16 @@ void stage_collectives(const Model& m, const Training& t, const Layout& l, const
     // One activation forward and one gradient backward per micro-batch and model chunk, each
     // exchanged with both neighbours at once (Megatron-LM send_forward_recv_backward). Without
     // sequence parallelism each tp rank sends 1/tp of it (scatter/gather, Narayanan 2021 §4.1).
-    const int64_t bytes = r.sequence_parallel ? e * r.region_tokens() * m.hidden : activation / l.tp;
-    out.push_back({"pp_send_recv", Collective::send_recv, Group::pp, 0, bytes, 2 * int64_t{l.vpp}, mb,
-                   CommWindow::pipeline});
+    const int64_t bytes =
+        r.sequence_parallel ? e * r.region_tokens() * m.hidden : activation / l.tp;
+    out.push_back({"pp_send_recv", Collective::send_recv, Group::pp, 0, bytes, 2 * int64_t{l.vpp},
+                   mb, CommWindow::pipeline});
   }
 
   const ParamShard p = param_shard(m, l, s);
-  add_data_parallel(out, {kDenseNames, p.dense(), l.cp > 1 ? Group::dp_cp : Group::dp, 0, dense_replicas(l)},
-                    t, l.zero, s.layers());
+  add_data_parallel(
+      out, {kDenseNames, p.dense(), l.cp > 1 ? Group::dp_cp : Group::dp, 0, dense_replicas(l)}, t,
+      l.zero, s.layers());
   // With cp > 1 the expert replicas (dp/ep × cp) are a subset of the dp × cp group.
   const int64_t experts = expert_replicas(l);
   add_data_parallel(out,

@@ -45,9 +45,9 @@ struct CollectiveCall {
   std::string_view name;  // "tp_all_reduce", "dp_grad_all_reduce", ...
   Collective collective = Collective::all_reduce;
   Group group = Group::tp;
-  int group_size = 0;     // 0: the whole group; otherwise the members taking part
-  int64_t bytes = 0;      // nccl-tests "size" of one call
-  int64_t calls = 0;      // per micro-batch or per step
+  int group_size = 0;  // 0: the whole group; otherwise the members taking part
+  int64_t bytes = 0;   // nccl-tests "size" of one call
+  int64_t calls = 0;   // per micro-batch or per step
   CommFrequency frequency = CommFrequency::per_microbatch;
   CommWindow window = CommWindow::none;
 };

@@ -4,12 +4,18 @@
 
 namespace shardplan {
 
-double PassCost::flops() const { return kinds[0].flops + kinds[1].flops + kinds[2].flops; }
-double PassCost::time_s() const { return kinds[0].time_s + kinds[1].time_s + kinds[2].time_s; }
+double PassCost::flops() const {
+  return kinds[0].flops + kinds[1].flops + kinds[2].flops;
+}
+double PassCost::time_s() const {
+  return kinds[0].time_s + kinds[1].time_s + kinds[2].time_s;
+}
 
 namespace {
 
-double as_double(int64_t v) { return static_cast<double>(v); }
+double as_double(int64_t v) {
+  return static_cast<double>(v);
+}
 
 // Backward of a flash attention kernel: five matmuls against the forward's two, counted as
 // 2.5× the forward FLOPs (Dao 2023, FlashAttention-2 §4.1 benchmark convention).
@@ -59,7 +65,8 @@ struct PassBuilder {
 
   void flash_attention(double flops_fwd, bool recomputed) {
     const double flops_bwd = kFlashBackwardFactor * flops_fwd;
-    add(OpKind::attention, flops_fwd, flops_bwd, 0, 0, flops_fwd / rates.attention_forward_flops_per_s,
+    add(OpKind::attention, flops_fwd, flops_bwd, 0, 0,
+        flops_fwd / rates.attention_forward_flops_per_s,
         flops_bwd / rates.attention_backward_flops_per_s, recomputed);
   }
 
@@ -85,15 +92,16 @@ void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute
   }
   if (x.flash_attention) {
     // QKᵀ and the product with V: 2·2·s·s_kv·d per head.
-    b.flash_attention(kCausalFraction * 4.0 * as_double(r.batch * heads * r.seq * r.kv_seq * m.head_dim),
-                      core_again);
+    b.flash_attention(
+        kCausalFraction * 4.0 * as_double(r.batch * heads * r.seq * r.kv_seq * m.head_dim),
+        core_again);
   } else {
     b.gemm(r.seq, m.head_dim, r.kv_seq, core_again, r.batch * heads);  // scores
     b.gemm(r.seq, r.kv_seq, m.head_dim, core_again, r.batch * heads);  // probabilities · V
     const double scores = as_double(r.batch * heads * r.seq * r.kv_seq);
     const double dropout_bytes = x.dropout ? 2 * e + kMaskBytes : 0;
-    b.memory(scores * (kNormForward * e + dropout_bytes), scores * (kNormBackward * e + dropout_bytes),
-             core_again);
+    b.memory(scores * (kNormForward * e + dropout_bytes),
+             scores * (kNormBackward * e + dropout_bytes), core_again);
   }
   b.gemm(t, q, m.hidden, full);  // row-parallel output projection
 }
@@ -112,7 +120,8 @@ void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r
     b.gemm(t, ffn, m.hidden, full);
     return;
   }
-  // MoE with balanced routing: t·top_k token copies per rank spread over its num_experts/ep experts.
+  // MoE with balanced routing: t·top_k token copies per rank spread over its num_experts/ep
+  // experts.
   const int64_t copies = t * m.moe.top_k;
   const int64_t local_experts = m.moe.num_experts / l.ep;
   const int64_t rows = shard_size(copies, local_experts);
@@ -135,8 +144,8 @@ void add_layer(PassBuilder& b, const Model& m, const Layout& l, const RankShape&
   const double dropout_bwd = x.dropout ? 2 * e + kMaskBytes : 0;
   // Two norms and two residual adds per layer.
   b.memory(2 * kNormForward * e * region, 2 * kNormBackward * e * region, full);
-  b.memory(2 * (kResidualForward * e + mask) * region, 2 * (kResidualBackward * e + dropout_bwd) * region,
-           full);
+  b.memory(2 * (kResidualForward * e + mask) * region,
+           2 * (kResidualBackward * e + dropout_bwd) * region, full);
   add_attention(b, m, r, l.recompute, x);
   add_mlp(b, m, l, r, moe, full);
 }
@@ -151,13 +160,15 @@ MicrobatchCompute microbatch_compute(const Model& m, const Training& t, const La
   const RankShape r = rank_shape(t, l);
   const double e = as_double(b.elem_bytes);
   // Build one layer of each kind, then scale: every layer of a kind costs the same.
-  for (const auto& [moe, count] : {std::pair{false, s.dense_layers}, std::pair{true, s.moe_layers}}) {
+  for (const auto& [moe, count] :
+       {std::pair{false, s.dense_layers}, std::pair{true, s.moe_layers}}) {
     if (count == 0) continue;
     MicrobatchCompute one;
     PassBuilder lb{rates, b.elem_bytes, one};
     add_layer(lb, m, l, r, moe, x);
-    for (auto [dst, src] : {std::pair{&out.forward, &one.forward}, std::pair{&out.backward, &one.backward},
-                            std::pair{&out.recompute, &one.recompute}})
+    for (auto [dst, src] :
+         {std::pair{&out.forward, &one.forward}, std::pair{&out.backward, &one.backward},
+          std::pair{&out.recompute, &one.recompute}})
       for (size_t k = 0; k < src->kinds.size(); ++k) {
         dst->kinds[k].flops += count * src->kinds[k].flops;
         dst->kinds[k].bytes += count * src->kinds[k].bytes;
@@ -209,9 +220,10 @@ double layer_forward_flops(const Model& m, double s, bool moe) {
   const double kv = as_double(int64_t{m.num_kv_heads} * m.head_dim);
   const double mlp_widths = m.activation == Activation::swiglu ? 3 : 2;  // up (+gate) and down
   const double projections = 2 * s * h * (q + 2 * kv) + 2 * s * q * h;
-  const double mlp = moe ? 2 * s * h * as_double(m.moe.num_experts) +
-                               m.moe.top_k * 2 * s * h * mlp_widths * as_double(m.moe.expert_ffn_hidden)
-                         : 2 * s * h * mlp_widths * as_double(m.ffn_hidden);
+  const double mlp =
+      moe ? 2 * s * h * as_double(m.moe.num_experts) +
+                m.moe.top_k * 2 * s * h * mlp_widths * as_double(m.moe.expert_ffn_hidden)
+          : 2 * s * h * mlp_widths * as_double(m.ffn_hidden);
   return projections + attention_core_flops(m, s) + mlp;
 }
 
@@ -231,7 +243,8 @@ double model_flops_per_step(const Model& m, int64_t global_batch, int64_t seq_le
   return 3 * as_double(global_batch) * (layers + head);  // forward + backward (2× forward)
 }
 
-double recompute_flops_per_step(const Model& m, int64_t global_batch, int64_t seq_len, Recompute r) {
+double recompute_flops_per_step(const Model& m, int64_t global_batch, int64_t seq_len,
+                                Recompute r) {
   const double s = as_double(seq_len);
   switch (r) {
     case Recompute::none:

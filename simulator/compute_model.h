@@ -19,8 +19,9 @@
 namespace shardplan {
 
 enum class OpKind { matmul, attention, memory_bound };
-inline constexpr EnumNames<OpKind, 3> kOpKindNames{
-    {{OpKind::matmul, "matmul"}, {OpKind::attention, "attention"}, {OpKind::memory_bound, "memory_bound"}}};
+inline constexpr EnumNames<OpKind, 3> kOpKindNames{{{OpKind::matmul, "matmul"},
+                                                    {OpKind::attention, "attention"},
+                                                    {OpKind::memory_bound, "memory_bound"}}};
 
 struct KindCost {
   double flops = 0;  // executed FLOPs (causal flash attention skips the masked half)

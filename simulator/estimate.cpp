@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <optional>
 
+#include "core/error.h"
 #include "simulator/pipeline_model.h"
 
 namespace shardplan {
@@ -19,6 +21,39 @@ struct Context {
   DeviceRates rates;
 };
 
+// Where each group of one rank sits, computed on first use (group_span walks the group's ranks).
+class SpanCache {
+ public:
+  SpanCache(const Context& ctx, int64_t rank) : ctx_(ctx), rank_(rank) {}
+  const GroupSpan& operator()(Group g) {
+    std::optional<GroupSpan>& s = spans_[static_cast<size_t>(g)];
+    if (!s) s = group_span(ctx_.c, ctx_.l, rank_, g);
+    return *s;
+  }
+
+ private:
+  const Context& ctx_;
+  int64_t rank_;
+  std::array<std::optional<GroupSpan>, kGroupNames.size()> spans_{};
+};
+
+// The groups of every stage sit alike on the topology when moving from one stage's ranks to the
+// next shifts ranks by a multiple of every level's domain (and of the node): rank_of is linear in
+// the coordinates, so each group of stage s is that of stage 0 shifted by s·stride.
+bool stages_placed_alike(const Cluster& c, const Layout& l) {
+  if (l.pp == 1) return true;
+  const int64_t stride = rank_of(l, RankCoord{0, 0, 0, 0, 1}) - rank_of(l, RankCoord{});
+  if (stride % c.devices_per_node != 0) return false;
+  for (size_t i = 0; i + 1 < c.levels.size(); ++i)
+    if (stride % c.level_span(i) != 0) return false;
+  return true;
+}
+
+bool same_layers(const StageLayers& a, const StageLayers& b) {
+  return a.dense_layers == b.dense_layers && a.moe_layers == b.moe_layers && a.first == b.first &&
+         a.last == b.last;
+}
+
 // One stage's time per micro-batch and per step.
 struct StageTiming {
   MicrobatchCompute compute;
@@ -32,8 +67,8 @@ struct StageTiming {
 };
 
 // A call's group, narrowed to the members taking part when it is a subset of a placement group.
-GroupSpan call_span(const Context& ctx, int64_t rank, const CollectiveCall& call) {
-  GroupSpan span = group_span(ctx.c, ctx.l, rank, call.group);
+GroupSpan call_span(SpanCache& spans, const CollectiveCall& call) {
+  GroupSpan span = spans(call.group);
   if (call.group_size > 0 && call.group_size < span.size) {
     span.size = call.group_size;
     span.nodes = std::min(span.nodes, call.group_size);
@@ -49,13 +84,15 @@ struct WindowLoad {
   double longest_call_s = 0;
 };
 
-double exposed_s(CommWindow w, const WindowLoad& load, const MicrobatchCompute& mc, bool interleaved) {
+double exposed_s(CommWindow w, const WindowLoad& load, const MicrobatchCompute& mc,
+                 bool interleaved) {
   if (load.total_s == 0) return 0;
   switch (w) {
     case CommWindow::none:
       return load.total_s;
     case CommWindow::attention: {
-      const double attention = mc.forward[OpKind::attention].time_s + mc.backward[OpKind::attention].time_s +
+      const double attention = mc.forward[OpKind::attention].time_s +
+                               mc.backward[OpKind::attention].time_s +
                                mc.recompute[OpKind::attention].time_s;
       return std::max(0.0, load.total_s - attention);
     }
@@ -63,7 +100,8 @@ double exposed_s(CommWindow w, const WindowLoad& load, const MicrobatchCompute& 
     case CommWindow::forward:
       return std::max(load.longest_call_s, load.total_s - mc.forward.time_s());
     case CommWindow::backward:
-      return std::max(load.longest_call_s, load.total_s - mc.backward.time_s() - mc.recompute.time_s());
+      return std::max(load.longest_call_s,
+                      load.total_s - mc.backward.time_s() - mc.recompute.time_s());
     case CommWindow::pipeline:
       // Megatron-LM's 1F1B and GPipe schedules wait for each send/recv; the interleaved schedule
       // overlaps them with the next chunk's compute (--overlap-p2p-communication) and only the
@@ -75,7 +113,9 @@ double exposed_s(CommWindow w, const WindowLoad& load, const MicrobatchCompute& 
 
 constexpr size_t kWindows = kCommWindowNames.size();
 
-StageTiming time_stage(const Context& ctx, const StageLayers& s, std::vector<CollectiveCall>& calls,
+// `spans` holds the groups of one rank of stage s (or of any stage when all are placed alike).
+StageTiming time_stage(const Context& ctx, const StageLayers& s, SpanCache& spans,
+                       std::vector<CollectiveCall>& calls,
                        std::vector<CollectiveEstimate>* records) {
   const Model& m = ctx.m;
   const Layout& l = ctx.l;
@@ -90,22 +130,23 @@ StageTiming time_stage(const Context& ctx, const StageLayers& s, std::vector<Col
   st.optimizer_s = memory_time_s(ctx.rates, st.optimizer_bytes);
 
   stage_collectives(m, ctx.t, l, s, calls);
-  const int64_t rank = rank_of(l, RankCoord{0, 0, 0, 0, s.stage});
   const bool interleaved = l.schedule == Schedule::interleaved;
   std::array<WindowLoad, kWindows> per_mb{}, per_step{};
   double fill_drain_s = 0;  // interleaved pipeline: p2p of the fill and drain
   if (records) records->clear();
   for (const CollectiveCall& call : calls) {
-    const GroupSpan span = call_span(ctx, rank, call);
+    const GroupSpan span = call_span(spans, call);
     const CollectiveCost cost = collective_cost(ctx.c, call.collective, call.bytes, span);
     const bool mb = call.frequency == CommFrequency::per_microbatch;
     WindowLoad& load = (mb ? per_mb : per_step)[static_cast<size_t>(call.window)];
     load.total_s += static_cast<double>(call.calls) * cost.time_s;
     load.longest_call_s = std::max(load.longest_call_s, cost.time_s);
-    if (call.window == CommWindow::pipeline && interleaved) fill_drain_s += 2.0 * (l.pp - 1) * cost.time_s;
+    if (call.window == CommWindow::pipeline && interleaved)
+      fill_drain_s += 2.0 * (l.pp - 1) * cost.time_s;
     if (records) {
       const int64_t per_step_calls = mb ? call.calls * l.num_microbatches : call.calls;
-      records->push_back({call, span, ctx.c.levels[span.level].name, cost, per_step_calls, volume_bytes(call, span.size, per_step_calls),
+      records->push_back({call, span, ctx.c.levels[span.level].name, cost, per_step_calls,
+                          volume_bytes(call, span.size, per_step_calls),
                           static_cast<double>(per_step_calls) * cost.time_s, 0});
     }
   }
@@ -125,53 +166,91 @@ StageTiming time_stage(const Context& ctx, const StageLayers& s, std::vector<Col
       const WindowLoad& load = (mb ? per_mb : per_step)[w];
       const double per_call_total = static_cast<double>(r.call.calls) * r.cost.time_s;
       if (load.total_s > 0)
-        r.exposed_s = (mb ? exposed_mb[w] * l.num_microbatches : exposed_step[w]) * per_call_total / load.total_s;
-      if (r.call.window == CommWindow::pipeline && interleaved) r.exposed_s += 2.0 * (l.pp - 1) * r.cost.time_s;
+        r.exposed_s = (mb ? exposed_mb[w] * l.num_microbatches : exposed_step[w]) * per_call_total /
+                      load.total_s;
+      if (r.call.window == CommWindow::pipeline && interleaved)
+        r.exposed_s += 2.0 * (l.pp - 1) * r.cost.time_s;
     }
   }
   return st;
 }
 
-}  // namespace
-
-Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Layout& l,
-                  const ExecutionOptions& x) {
-  assert(l.world() == c.world());
-  const Context ctx{m, c, t, l, x, device_rates(c.device, t.dtype)};
-  Estimate e;
-  e.world = l.world();
-  e.tokens_per_step = l.global_batch() * t.seq_len;
-  e.peak_flops_per_device = c.device.peak_tflops(t.dtype) * 1e12;
-  e.options = x;
-
-  std::vector<CollectiveCall> calls;
-  calls.reserve(16);
-  e.stages.reserve(static_cast<size_t>(l.pp));
-  e.stage_microbatch_s.reserve(static_cast<size_t>(l.pp));
-  int extra_stage = 0;
-  double extra_s = -1;
-  std::vector<StageTiming> timings;
-  timings.reserve(static_cast<size_t>(l.pp));
-  for (int stage = 0; stage < l.pp; ++stage) {
-    const StageLayers s = stage_layers(m, l, stage);
-    e.stages.push_back(rank_memory(m, t, l, s, c.device, x));
-    timings.push_back(time_stage(ctx, s, calls, nullptr));
-    e.stage_microbatch_s.push_back(timings.back().microbatch_s());
-    if (timings.back().step_extra_s() > extra_s) extra_s = timings.back().step_extra_s(), extra_stage = stage;
-    if (e.stages.back().peak_bytes() > e.memory().peak_bytes()) e.worst_stage = stage;
+// Times every stage and sizes its memory. Stages with the same layers, placed alike, take the same
+// time: only the first of them is timed. Returns each stage's timing.
+class StageTimer {
+ public:
+  explicit StageTimer(const Context& ctx)
+      : ctx_(ctx), alike_(stages_placed_alike(ctx.c, ctx.l)), shared_spans_(ctx, 0) {
+    calls_.reserve(16);
   }
-  e.worst_rank = rank_of(l, RankCoord{0, 0, 0, 0, e.worst_stage});
-  e.fits = std::all_of(e.stages.begin(), e.stages.end(), [](const RankMemory& r) { return r.fits(); });
-  if (!e.memory().fits()) e.overflow = first_overflow(e.memory());
 
-  const auto slowest = std::max_element(e.stage_microbatch_s.begin(), e.stage_microbatch_s.end());
-  e.slowest_stage = static_cast<int>(slowest - e.stage_microbatch_s.begin());
-  const StageTiming slow = time_stage(ctx, stage_layers(m, l, e.slowest_stage), calls, &e.collectives);
-  e.compute = slow.compute;
-  e.optimizer_bytes = slow.optimizer_bytes;
+  StageTiming operator()(const StageLayers& s, std::vector<CollectiveEstimate>* records) {
+    if (alike_) return time_stage(ctx_, s, shared_spans_, calls_, records);
+    SpanCache spans(ctx_, stage_rank(ctx_.l, s.stage));
+    return time_stage(ctx_, s, spans, calls_, records);
+  }
 
+  std::vector<StageTiming> all_stages(Estimate& e) {
+    const Layout& l = ctx_.l;
+    std::vector<StageTiming> timings;
+    std::vector<StageLayers> layers;
+    timings.reserve(static_cast<size_t>(l.pp));
+    layers.reserve(static_cast<size_t>(l.pp));
+    e.stages.reserve(static_cast<size_t>(l.pp));
+    e.stage_microbatch_s.reserve(static_cast<size_t>(l.pp));
+    for (int stage = 0; stage < l.pp; ++stage) {
+      const StageLayers s = stage_layers(ctx_.m, l, stage);
+      e.stages.push_back(rank_memory(ctx_.m, ctx_.t, l, s, ctx_.c.device, ctx_.x));
+      const auto same = alike_
+                            ? std::find_if(layers.begin(), layers.end(),
+                                           [&](const StageLayers& o) { return same_layers(o, s); })
+                            : layers.end();
+      timings.push_back(same != layers.end() ? timings[static_cast<size_t>(same - layers.begin())]
+                                             : (*this)(s, nullptr));
+      layers.push_back(s);
+      e.stage_microbatch_s.push_back(timings.back().microbatch_s());
+    }
+    return timings;
+  }
+
+  static int64_t stage_rank(const Layout& l, int stage) {
+    return rank_of(l, RankCoord{0, 0, 0, 0, stage});
+  }
+
+ private:
+  const Context& ctx_;
+  bool alike_;
+  SpanCache shared_spans_;
+  std::vector<CollectiveCall> calls_;
+};
+
+void check_dtype(const Cluster& c, Dtype dtype) {
+  if (c.device.peak_tflops(dtype) > 0) return;
+  const std::string name(enum_name(dtype, kDtypeNames));
+  throw InputError(c.name, "device.peak_tflops." + name,
+                   "is 0: " + c.device.name + " does not compute in " + name,
+                   "train in a dtype the device has a peak for");
+}
+
+// The worst rank's memory: every stage has the same capacity and reserve, so the one with the
+// largest peak decides whether the layout fits.
+void pick_worst_memory(Estimate& e, const Layout& l) {
+  for (size_t i = 0; i < e.stages.size(); ++i)
+    if (e.stages[i].peak_bytes() > e.memory().peak_bytes()) e.worst_stage = static_cast<int>(i);
+  e.worst_rank = StageTimer::stage_rank(l, e.worst_stage);
+  e.fits = e.memory().fits();
+  if (!e.fits) e.overflow = first_overflow(e.memory());
+}
+
+// Step time on the critical path: the pipeline over the slowest stage, then the per-step work of
+// the stage that has the most of it (every stage waits for it at the optimizer step).
+void fill_step_time(Estimate& e, const Layout& l, const StageTiming& slow,
+                    const std::vector<StageTiming>& timings) {
+  const StageTiming& extra = *std::max_element(timings.begin(), timings.end(),
+                                               [](const StageTiming& a, const StageTiming& b) {
+                                                 return a.step_extra_s() < b.step_extra_s();
+                                               });
   const double pipeline_s = pipeline_time_s(l, e.stage_microbatch_s);
-  const StageTiming& extra = timings[static_cast<size_t>(extra_stage)];
   const double mb = l.num_microbatches;
   e.time.compute_s = mb * (slow.compute.forward.time_s() + slow.compute.backward.time_s());
   e.time.recompute_s = mb * slow.compute.recompute.time_s();
@@ -182,10 +261,13 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
   e.step_time_s = pipeline_s + extra.step_extra_s();
   e.bubble_fraction = bubble_fraction(l, e.stage_microbatch_s);
   for (const CollectiveEstimate& r : e.collectives) e.exposed_comm_s += r.exposed_s;
+}
 
+void fill_rates(Estimate& e, const Model& m, const Training& t, const Layout& l) {
   const int64_t global_batch = l.global_batch();
   e.model_flops_per_step = model_flops_per_step(m, global_batch, t.seq_len);
-  e.hardware_flops_per_step = e.model_flops_per_step + recompute_flops_per_step(m, global_batch, t.seq_len, l.recompute);
+  e.hardware_flops_per_step =
+      e.model_flops_per_step + recompute_flops_per_step(m, global_batch, t.seq_len, l.recompute);
   const double world = static_cast<double>(e.world);
   e.tokens_per_s = static_cast<double>(e.tokens_per_step) / e.step_time_s;
   e.tflops_per_device = e.model_flops_per_step / e.step_time_s / world / 1e12;
@@ -195,6 +277,31 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
     e.train_time_s = t.tokens_to_train / e.tokens_per_s;
     e.train_cost = e.train_time_s / 3600 * world * t.price_per_device_hour;
   }
+}
+
+}  // namespace
+
+Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Layout& l,
+                  const ExecutionOptions& x) {
+  assert(l.world() == c.world());
+  check_dtype(c, t.dtype);
+  const Context ctx{m, c, t, l, x, device_rates(c.device, t.dtype)};
+  Estimate e;
+  e.world = l.world();
+  e.tokens_per_step = l.global_batch() * t.seq_len;
+  e.peak_flops_per_device = c.device.peak_tflops(t.dtype) * 1e12;
+  e.options = x;
+
+  StageTimer timer(ctx);
+  const std::vector<StageTiming> timings = timer.all_stages(e);
+  pick_worst_memory(e, l);
+  const auto slowest = std::max_element(e.stage_microbatch_s.begin(), e.stage_microbatch_s.end());
+  e.slowest_stage = static_cast<int>(slowest - e.stage_microbatch_s.begin());
+  const StageTiming slow = timer(stage_layers(m, l, e.slowest_stage), &e.collectives);
+  e.compute = slow.compute;
+  e.optimizer_bytes = slow.optimizer_bytes;
+  fill_step_time(e, l, slow, timings);
+  fill_rates(e, m, t, l);
   return e;
 }
 

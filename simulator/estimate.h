@@ -36,11 +36,11 @@ struct CollectiveEstimate {
 
 // Where the step's time goes on the critical path; the parts add up to the step time.
 struct StepTime {
-  double compute_s = 0;       // forward and backward of every micro-batch on the slowest stage
-  double recompute_s = 0;     // the re-forward of recomputation
+  double compute_s = 0;          // forward and backward of every micro-batch on the slowest stage
+  double recompute_s = 0;        // the re-forward of recomputation
   double microbatch_comm_s = 0;  // exposed tp, cp, ep, pp and ZeRO-3 communication
-  double bubble_s = 0;        // pipeline fill and drain
-  double step_comm_s = 0;     // exposed data-parallel reductions and gathers, embedding all-reduce
+  double bubble_s = 0;           // pipeline fill and drain
+  double step_comm_s = 0;  // exposed data-parallel reductions and gathers, embedding all-reduce
   double optimizer_s = 0;
 };
 
@@ -79,7 +79,8 @@ struct Estimate {
   std::vector<CollectiveEstimate> collectives;
 };
 
-// Assumes a layout that validate_layout accepted for this model, cluster and training.
+// Assumes a layout that validate_layout accepted for this model, cluster and training. Throws
+// InputError when the device has no peak for the training dtype.
 Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Layout& l,
                   const ExecutionOptions& x = {});
 

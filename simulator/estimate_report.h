@@ -2,9 +2,8 @@
 // level) and for people (an itemised table whose figures can be checked by hand).
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "simulator/estimate.h"
 

@@ -29,20 +29,22 @@ ModelStateBytes model_state_bytes(int64_t params, int64_t dp, int zero, const Tr
 namespace {
 
 ModelStateBytes operator+(const ModelStateBytes& a, const ModelStateBytes& b) {
-  return {a.parameters + b.parameters, a.gradients + b.gradients, a.master_weights + b.master_weights,
-          a.optimizer_moments + b.optimizer_moments};
+  return {a.parameters + b.parameters, a.gradients + b.gradients,
+          a.master_weights + b.master_weights, a.optimizer_moments + b.optimizer_moments};
 }
 
 // ZeRO-3 keeps the full parameters of the unit being computed and of the one prefetched, plus the
 // unit's full gradients until they are reduce-scattered (Zhao et al. 2023, PyTorch FSDP §3.3–3.4:
 // the rate limiter allows two all-gathers in flight). The embedding and the head are units too.
-int64_t zero3_gathered_bytes(const Model& m, const Training& t, const Layout& l, const StageLayers& s) {
-  const int64_t attention = attention_params_shard(m, l.tp) + 2 * norm_params(m);
+int64_t zero3_gathered_bytes(const Model& m, const Training& t, const Layout& l,
+                             const StageLayers& s) {
+  const int64_t attention = attention_params_shard(m, l.tp) + norm_params_per_layer(m);
   int64_t unit = 0;
   if (s.dense_layers > 0) unit = attention + mlp_params_shard(m, m.ffn_hidden, l.tp);
   if (s.moe_layers > 0)
-    unit = std::max(unit, attention + m.hidden * m.moe.num_experts +
-                              (m.moe.num_experts / l.ep) * mlp_params_shard(m, m.moe.expert_ffn_hidden, l.tp));
+    unit = std::max(
+        unit, attention + m.hidden * m.moe.num_experts +
+                  (m.moe.num_experts / l.ep) * mlp_params_shard(m, m.moe.expert_ffn_hidden, l.tp));
   if (s.first || s.last) unit = std::max(unit, shard_size(m.vocab, l.tp) * m.hidden);
   return unit * (2 * dtype_bytes(t.dtype) + dtype_bytes(t.grad_dtype));
 }
@@ -67,7 +69,8 @@ RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const
       s.dense_layers * layer(false, l.recompute) + s.moe_layers * layer(true, l.recompute);
   // A rank holds vpp chunks of the stage's layers; `chunks` micro-batches of one chunk each.
   r.layer_activations_bytes = chunks * stage_layers_bytes / l.vpp;
-  if (s.first) r.embedding_activations_bytes = chunks * input_layer_activation_bytes(m, shape, x) / l.vpp;
+  if (s.first)
+    r.embedding_activations_bytes = chunks * input_layer_activation_bytes(m, shape, x) / l.vpp;
   if (l.recompute != Recompute::none) {
     // The layer being back-propagated is materialised again in full.
     for (bool moe : {false, true})

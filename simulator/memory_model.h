@@ -44,10 +44,10 @@ struct RankMemory {
   int64_t embedding_activations_bytes = 0;  // input layer (first stage)
   int64_t output_activations_bytes = 0;     // final norm and head inputs (last stage)
   int64_t recompute_working_bytes = 0;      // one layer's activations re-materialised in backward
-  int64_t logits_bytes = 0;                 // fp32 loss softmax and compute-dtype logits (last stage)
-  int64_t zero3_gathered_bytes = 0;         // ZeRO-3 full parameters and gradients of live units
-  int64_t comm_buffer_bytes = 0;            // gradient bucket awaiting its reduce-scatter (ZeRO-2)
-  int64_t runtime_reserved_bytes = 0;       // CUDA context, NCCL and allocator reserve
+  int64_t logits_bytes = 0;            // fp32 loss softmax and compute-dtype logits (last stage)
+  int64_t zero3_gathered_bytes = 0;    // ZeRO-3 full parameters and gradients of live units
+  int64_t comm_buffer_bytes = 0;       // gradient bucket awaiting its reduce-scatter (ZeRO-2)
+  int64_t runtime_reserved_bytes = 0;  // CUDA context, NCCL and allocator reserve
   int64_t capacity_bytes = 0;
 
   int64_t activations_bytes() const {

@@ -13,6 +13,10 @@ StageLayers stage_layers(const Model& m, const Layout& l, int stage) {
   s.stage = stage;
   s.first = stage == 0;
   s.last = stage == l.pp - 1;
+  if (!m.is_moe()) {
+    s.dense_layers = m.num_layers / l.pp;
+    return s;
+  }
   for (int layer = 0; layer < m.num_layers; ++layer) {
     if ((layer / per_chunk) % l.pp != stage) continue;
     if (m.is_moe_layer(layer))
@@ -39,8 +43,6 @@ int64_t mlp_params_shard(const Model& m, int64_t ffn_hidden, int tp) {
          (m.mlp_bias ? m.hidden : 0);
 }
 
-int64_t norm_params(const Model& m) { return (m.norm == Norm::layernorm ? 2 : 1) * m.hidden; }
-
 ParamShard param_shard(const Model& m, const Layout& l, const StageLayers& s) {
   ParamShard p;
   const int64_t vocab_rows = shard_size(m.vocab, l.tp);  // VocabParallelEmbedding
@@ -54,7 +56,7 @@ ParamShard param_shard(const Model& m, const Layout& l, const StageLayers& s) {
   const int layers = s.layers();
   p.attention = layers * attention_params_shard(m, l.tp);
   p.mlp = s.dense_layers * mlp_params_shard(m, m.ffn_hidden, l.tp);
-  p.norms = layers * 2 * norm_params(m) + (s.last ? norm_params(m) : 0);
+  p.norms = layers * norm_params_per_layer(m) + (s.last ? norm_params(m) : 0);  // norms replicated
   // Experts are split by tp too: Megatron-Core's expert_tensor_parallel_size defaults to tp.
   if (s.moe_layers > 0) {
     assert(m.moe.num_experts % l.ep == 0);

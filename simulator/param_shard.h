@@ -33,10 +33,10 @@ struct ParamShard {
   int64_t embedding = 0;  // word embedding (vocab-parallel) and learned positions (replicated)
   int64_t head = 0;       // LM head; with tied embeddings and pp > 1 the last stage's copy
   int64_t attention = 0;
-  int64_t mlp = 0;        // dense MLPs
-  int64_t router = 0;     // MoE gates (replicated)
-  int64_t norms = 0;      // per-layer norms and, on the last stage, the final norm (replicated)
-  int64_t experts = 0;    // the num_experts/ep experts this rank holds in each of its MoE layers
+  int64_t mlp = 0;      // dense MLPs
+  int64_t router = 0;   // MoE gates (replicated)
+  int64_t norms = 0;    // per-layer norms and, on the last stage, the final norm (replicated)
+  int64_t experts = 0;  // the num_experts/ep experts this rank holds in each of its MoE layers
 
   // Dense parameters are replicated over dp (and cp); expert parameters over dp/ep only.
   int64_t dense() const { return embedding + head + attention + mlp + router + norms; }
@@ -51,9 +51,10 @@ ParamShard param_shard(const Model& m, const Layout& l, const StageLayers& s);
 // RowParallelLinear adds its bias after the all-reduce).
 int64_t attention_params_shard(const Model& m, int tp);
 int64_t mlp_params_shard(const Model& m, int64_t ffn_hidden, int tp);  // one MLP of that width
-int64_t norm_params(const Model& m);                                   // one norm, replicated
 
 // ceil(n / parts): the size of the first (largest) shard of n elements cut into `parts`.
-constexpr int64_t shard_size(int64_t n, int64_t parts) { return (n + parts - 1) / parts; }
+constexpr int64_t shard_size(int64_t n, int64_t parts) {
+  return (n + parts - 1) / parts;
+}
 
 }  // namespace shardplan

@@ -1,5 +1,6 @@
 // The token shapes one rank works on per micro-batch, after context parallelism (sequence split
-// over cp), sequence parallelism (layer-norm and dropout regions split over tp) and the micro-batch.
+// over cp), sequence parallelism (layer-norm and dropout regions split over tp) and the
+// micro-batch.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +25,8 @@ struct RankShape {
 };
 
 inline RankShape rank_shape(const Training& t, const Layout& l) {
-  return RankShape{t.seq_len / l.cp, t.seq_len, l.micro_batch, l.tp, l.sequence_parallel && l.tp > 1};
+  return RankShape{t.seq_len / l.cp, t.seq_len, l.micro_batch, l.tp,
+                   l.sequence_parallel && l.tp > 1};
 }
 
 }  // namespace shardplan
