@@ -120,14 +120,13 @@ class Enumerator {
     return {Schedule::one_f_one_b, Schedule::gpipe};
   }
 
-  // The shape's least demanding layout: ZeRO 0, the smallest micro-batch, no recompute, sp on
-  // with tp (Megatron-Core wants it for MoE with tp and ep), one virtual stage unless an
-  // interleaved schedule is fixed. A rule it breaks is a rule on the shape.
+  // The shape's least demanding layout: ZeRO 0, the smallest micro-batch, no recompute, no sp,
+  // one virtual stage unless an interleaved schedule is fixed.
   Layout simplest(Layout l) const {
     l.zero = fixed_.zero.value_or(0);
     set_micro_batch(l, micro_batches(l).front());
     l.recompute = fixed_.recompute.value_or(Recompute::none);
-    l.sequence_parallel = fixed_.sequence_parallel.value_or(l.tp > 1);
+    l.sequence_parallel = fixed_.sequence_parallel.value_or(false);
     const std::vector<int> vpps = virtual_stages(l);
     l.vpp = fixed_.schedule == Schedule::interleaved && vpps.size() > 1 ? vpps[1] : vpps.front();
     l.schedule = fixed_.schedule.value_or(implied_schedule(l.vpp));
@@ -135,11 +134,20 @@ class Enumerator {
     return l;
   }
 
+  // Whether a rule the simplest layout breaks rejects the whole shape: one on the shape's own
+  // fields (or the batch it must divide), not on a field the inner loops still vary.
+  static bool on_shape(const InputError& e) {
+    constexpr std::string_view kShapeFields[] = {"layout.tp", "layout.cp", "layout.pp", "layout.dp",
+                                                 "layout.ep", "layout.global_batch", "layout.rank_order"};
+    return std::find(std::begin(kShapeFields), std::end(kShapeFields), e.field) != std::end(kShapeFields);
+  }
+
   void shape(const Layout& s) {
     ++out_.shapes;
     const Layout first = simplest(s);
     std::optional<InputError> e = broken_rule(first);
-    if (!e) e = unsupported(first);
+    if (e && !on_shape(*e)) e.reset();  // left to the inner loops, layout by layout
+    else if (!e) e = unsupported(first);
     if (e) {
       ++out_.shapes_invalid;
       reject(first, *e, true);

@@ -10,8 +10,6 @@
 
 #include <fmt/core.h>
 
-#include "core/error.h"
-
 namespace shardplan {
 
 double objective_value(Objective o, const Estimate& e, const Cluster& cluster, const Training& training) {
@@ -244,33 +242,6 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
   }
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
-}
-
-void require_valid(const SearchResult& r, const Model& m, const Cluster& cluster, const Training& t) {
-  const Candidates& c = r.candidates;
-  if (!c.layouts.empty()) return;
-  struct RuleCount {
-    int64_t n = 0;
-    size_t order = 0;
-    const Rejection* first = nullptr;
-  };
-  std::map<std::string, RuleCount> rules;
-  for (const Rejection& x : c.rejections) {
-    RuleCount& rc = rules[x.field];
-    if (rc.n++ == 0) rc.order = rules.size(), rc.first = &x;
-  }
-  std::vector<const RuleCount*> sorted;
-  for (const auto& [field, rc] : rules) sorted.push_back(&rc);
-  std::sort(sorted.begin(), sorted.end(), [](const RuleCount* a, const RuleCount* b) {
-    return a->n != b->n ? a->n > b->n : a->order < b->order;
-  });
-  std::string reason = fmt::format("none of the {} layouts of {} on {} devices (gbs {}, seq {}) is valid",
-                                   c.rejections.size(), m.name, cluster.world(), t.global_batch, t.seq_len);
-  for (size_t i = 0; i < std::min<size_t>(3, sorted.size()); ++i)
-    reason += fmt::format("; {} rejected by {}, e.g. {}", sorted[i]->n, sorted[i]->first->field, sorted[i]->first->reason);
-  throw InputError("", "layout", reason,
-                   "use fewer devices (--nodes), a global batch with more divisors (--gbs), or fewer --fix pins; "
-                   "--explain lists every rejected layout");
 }
 
 }  // namespace shardplan

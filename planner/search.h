@@ -72,9 +72,6 @@ struct SearchResult {
 SearchResult plan_search(const Model& model, const Cluster& cluster, const Training& training,
                          const LayoutSpec& fixed, const SearchOptions& options);
 
-// Throws InputError when no layout was valid, naming the rules that rejected most of them.
-void require_valid(const SearchResult& r, const Model& m, const Cluster& cluster, const Training& t);
-
 // The objective's value for one estimate, lower is better.
 double objective_value(Objective o, const Estimate& e, const Cluster& cluster, const Training& training);
 

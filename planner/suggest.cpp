@@ -1,5 +1,8 @@
 #include "planner/suggest.h"
 
+#include <algorithm>
+#include <map>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -65,7 +68,50 @@ std::optional<Suggestion> try_change(const std::string& text, const Model& model
   }
 }
 
+// "286 rejected by layout.tp, e.g. 8 does not divide num_attention_heads=4": the three rules
+// that rejected the most candidates.
+std::string commonest_rules(const Candidates& c) {
+  struct RuleCount {
+    int64_t n = 0;
+    size_t order = 0;
+    const Rejection* first = nullptr;
+  };
+  std::map<std::string, RuleCount> rules;
+  for (const Rejection& x : c.rejections) {
+    RuleCount& rc = rules[x.field];
+    if (rc.n++ == 0) rc.order = rules.size(), rc.first = &x;
+  }
+  std::vector<const RuleCount*> sorted;
+  for (const auto& [field, rc] : rules) sorted.push_back(&rc);
+  std::sort(sorted.begin(), sorted.end(), [](const RuleCount* a, const RuleCount* b) {
+    return a->n != b->n ? a->n > b->n : a->order < b->order;
+  });
+  std::string out;
+  for (size_t i = 0; i < std::min<size_t>(3, sorted.size()); ++i)
+    out += fmt::format("; {} rejected by {}, e.g. {}", sorted[i]->n, sorted[i]->first->field, sorted[i]->first->reason);
+  return out;
+}
+
 }  // namespace
+
+void require_valid(const SearchResult& r, const Model& model, const Cluster& cluster, const Training& training,
+                   const LayoutSpec& fixed) {
+  const Candidates& c = r.candidates;
+  if (!c.layouts.empty()) return;
+  std::string reason = fmt::format("no valid layout of {} on {} devices (gbs {}, seq {}): {} shapes (tp, cp, pp, dp, "
+                                   "ep) rejected whole, {} single layouts rejected{}",
+                                   model.name, cluster.world(), training.global_batch, training.seq_len,
+                                   c.shapes_invalid, c.layouts_invalid, commonest_rules(c));
+  std::string hint = "a global batch with more divisors (--gbs), or fewer --fix pins; --explain lists every rejection";
+  for (int nodes = cluster.nodes / 2; nodes >= 1; nodes /= 2) {
+    const Cluster smaller = with_nodes(cluster, nodes, cluster.name);
+    if (enumerate_layouts(model, smaller, training, fixed).layouts.empty()) continue;
+    reason += fmt::format("; with {} nodes ({} devices) there are valid layouts", nodes, smaller.world());
+    hint = fmt::format("--nodes {}, or ", nodes) + hint;
+    break;
+  }
+  throw InputError("", "layout", reason, hint);
+}
 
 std::vector<Suggestion> suggest_changes(const Model& model, const Cluster& cluster, const Training& training,
                                         const LayoutSpec& fixed, const SearchOptions& options,
@@ -73,10 +119,9 @@ std::vector<Suggestion> suggest_changes(const Model& model, const Cluster& clust
   std::vector<Suggestion> out;
   for (const Change& c : pin_changes(fixed))
     if (auto s = try_change(c.text, model, cluster, training, c.fixed, options)) out.push_back(std::move(*s));
-  // More nodes with the pins kept, else with every pin left free.
-  const bool pinned = !pin_changes(fixed).empty();
+  // More nodes with the pins kept; with every pin left free when nothing else helped.
   for (const bool keep_pins : {true, false}) {
-    if (!keep_pins && !pinned) break;
+    if (!keep_pins && (!out.empty() || pin_changes(fixed).empty())) break;
     for (int factor = 2; factor <= max_node_factor; factor *= 2) {
       const int nodes = cluster.nodes * factor;
       const std::string text = fmt::format("--nodes {} ({}x the nodes){}", nodes, factor, keep_pins ? "" : " and no --fix");

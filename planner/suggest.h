@@ -1,4 +1,5 @@
-// When nothing fits: the smallest changes that would make something fit — a pinned field freed or
+// When the request cannot be met: an error naming the rules when no layout is valid at all, and
+// when nothing fits, the smallest changes that would make something fit — a pinned field freed or
 // set to its least memory-hungry value (recompute=full, zero=3, mbs=1), or more nodes — each found
 // by searching again with the change.
 #pragma once
@@ -9,6 +10,11 @@
 #include "planner/search.h"
 
 namespace shardplan {
+
+// Throws InputError when no layout was valid: the rules that rejected most candidates, and, when
+// the cluster has more devices than any layout can use, the most nodes with a valid layout.
+void require_valid(const SearchResult& r, const Model& model, const Cluster& cluster, const Training& training,
+                   const LayoutSpec& fixed);
 
 struct Suggestion {
   std::string change;  // "recompute=full instead of --fix recompute=none", "--nodes 16 (2x the nodes)"

@@ -85,12 +85,12 @@ int run_plan(const PlanOptions& o) {
   search.progress = isatty(fileno(stderr)) != 0;
 
   const Cluster& c = in.cluster;
-  fmt::print("plan {} on {} ({} nodes x {} {} = {} devices), gbs {}, seq {}, {}; objective: {}\n", in.model.name,
-             c.name, c.nodes, c.devices_per_node, c.device.name, c.world(), in.training.global_batch,
+  fmt::print("plan {} on {} ({} node{} x {} {} = {} devices), gbs {}, seq {}, {}; objective: {}\n", in.model.name,
+             c.name, c.nodes, c.nodes == 1 ? "" : "s", c.devices_per_node, c.device.name, c.world(), in.training.global_batch,
              in.training.seq_len, enum_name(in.training.dtype, kDtypeNames), o.objective);
   const SearchResult r = plan_search(in.model, c, in.training, fixed, search);
   if (o.explain) fmt::print("\nrejected layouts:\n{}", format_rejections(r));
-  require_valid(r, in.model, c, in.training);
+  require_valid(r, in.model, c, in.training, fixed);
   fmt::print("{}", format_counts(r));
   if (r.top.empty()) return report_nothing_fits(r, in, fixed, search);
 
@@ -100,7 +100,7 @@ int run_plan(const PlanOptions& o) {
   const Plan plan = chosen_plan(in.model, c, in.training, r.top.front());
   if (!o.out.empty()) {
     write_json_file(o.out, plan_to_json(plan));
-    fmt::print("\nwrote {} (estimate, simulate, execute and compare take it with --plan)\n", o.out);
+    fmt::print("\nwrote {} (estimate, simulate, execute and compare take it as their plan)\n", o.out);
   }
   if (search.runs_on) print_export(*search.runs_on, plan);
   return static_cast<int>(ExitCode::ok);

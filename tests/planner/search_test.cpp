@@ -2,7 +2,6 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/error.h"
 #include "core/placement.h"
 #include "core/presets.h"
 #include "planner/explain.h"
@@ -28,16 +27,6 @@ Case case_of(const std::string& model, int nodes, int64_t global_batch, int64_t 
 
 SearchResult search(const Case& c, const std::string& fix = "", SearchOptions o = {}) {
   return plan_search(c.model, c.cluster, c.training, parse_layout_string(fix, "--fix"), o);
-}
-
-std::string thrown_reason(const Case& c, const std::string& fix) {
-  const SearchResult r = search(c, fix);
-  try {
-    require_valid(r, c.model, c.cluster, c.training);
-  } catch (const InputError& e) {
-    return e.reason;
-  }
-  return "";
 }
 
 }  // namespace
@@ -138,16 +127,4 @@ TEST_CASE("--explain keeps every layout pruned for memory, closest to fitting fi
     return static_cast<double>(m.memory.peak_bytes() + m.memory.runtime_reserved_bytes);
   };
   for (size_t i = 1; i < r.pruned.size(); ++i) CHECK(need(r.pruned[i - 1]) <= need(r.pruned[i]));
-}
-
-TEST_CASE("clear errors for impossible requests", "[planner][search]") {
-  // 12 sequences cannot be cut over dp=8.
-  const std::string batch = thrown_reason(case_of("gpt-tiny", 1, 12, 64), "dp=8");
-  CHECK_THAT(batch, Catch::Contains("layout.global_batch") && Catch::Contains("12 is not divisible"));
-  // gpt-tiny uses at most tp=4 (heads) × pp=4 (layers) × cp=8 (2·cp divides 16 tokens) × dp=4
-  // (sequences) = 512 devices, not 8192.
-  const std::string devices = thrown_reason(case_of("gpt-tiny", 1024, 4, 16), "");
-  CHECK_THAT(devices, Catch::Contains("8192 devices"));
-  CHECK_THAT(devices, Catch::Contains("layout.tp") || Catch::Contains("layout.pp"));
-  CHECK(thrown_reason(case_of("gpt-tiny", 1, 16, 64), "").empty());
 }
