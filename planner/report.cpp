@@ -41,12 +41,31 @@ std::string layout_label(const Layout& l) {
 std::string format_counts(const SearchResult& r) {
   const Candidates& c = r.candidates;
   const auto valid = static_cast<int64_t>(c.layouts.size());
-  std::string out = fmt::format("searched {} layouts in {} ({:.0f} layouts/s)\n", valid + c.layouts_invalid,
-                                format_seconds(r.wall_s), static_cast<double>(valid) / r.wall_s);
-  out += fmt::format("  shapes (tp, cp, pp, dp, ep): {} considered, {} invalid\n", c.shapes, c.shapes_invalid);
-  out += fmt::format("  layouts of the valid shapes: {} invalid, {} over device memory, {} fit\n",
-                     c.layouts_invalid, r.pruned_for_memory, r.fitting);
+  std::string out = fmt::format("{} shapes (tp, cp, pp, dp, ep): {} invalid; their {} layouts: {} invalid, {} over "
+                                "device memory, {} fit\n",
+                                c.shapes, c.shapes_invalid, valid + c.layouts_invalid, c.layouts_invalid,
+                                r.pruned_for_memory, r.fitting);
+  out += fmt::format("priced {} layouts in {} ({:.0f} layouts/s on {} thread{})\n", valid, format_seconds(r.wall_s),
+                     static_cast<double>(valid) / r.wall_s, r.threads, r.threads == 1 ? "" : "s");
   return out;
+}
+
+nlohmann::json search_to_json(const SearchResult& r) {
+  const Candidates& c = r.candidates;
+  nlohmann::json top = nlohmann::json::array();
+  for (const Ranked& k : r.top)
+    top.push_back({{"layout", layout_label(k.layout)}, {"objective", k.objective},
+                   {"prediction", estimate_to_json(k.estimate)}});
+  return {{"shapes", c.shapes},
+          {"shapes_invalid", c.shapes_invalid},
+          {"layouts", static_cast<int64_t>(c.layouts.size()) + c.layouts_invalid},
+          {"layouts_invalid", c.layouts_invalid},
+          {"pruned_for_memory", r.pruned_for_memory},
+          {"fitting", r.fitting},
+          {"wall_s", r.wall_s},
+          {"threads", r.threads},
+          {"layouts_per_s", static_cast<double>(c.layouts.size()) / r.wall_s},
+          {"top", top}};
 }
 
 std::string format_top(const SearchResult& r) {

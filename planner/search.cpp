@@ -213,6 +213,7 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
   Search search(model, cluster, training, options, r.candidates);
   const size_t threads = std::clamp<size_t>(static_cast<size_t>(options.threads), 1,
                                             std::max<size_t>(1, layouts.size() / 1024));
+  r.threads = static_cast<int>(threads);
   std::vector<Partial> parts(threads);
   run_workers(search, parts, layouts.size(), options.progress);
   const Partial all = merge(parts, static_cast<size_t>(options.top_k));

@@ -65,7 +65,8 @@ struct SearchResult {
   // The layouts that came closest to fitting (every pruned one with keep_pruned), smallest
   // overflow first.
   std::vector<MemoryMiss> pruned;
-  double wall_s = 0;
+  double wall_s = 0;  // enumeration and pricing
+  int threads = 1;    // that priced the layouts
 };
 
 // Prices every candidate of `model` on `cluster` that `fixed` allows and ranks what fits.

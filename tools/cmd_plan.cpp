@@ -29,6 +29,7 @@ struct PlanOptions {
   std::string fix;
   std::string objective = "time";
   std::string out;
+  std::string json;
   std::string export_format;
   bool explain = false;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -92,6 +93,7 @@ int run_plan(const PlanOptions& o) {
   if (o.explain) fmt::print("\nrejected layouts:\n{}", format_rejections(r));
   require_valid(r, in.model, c, in.training, fixed);
   fmt::print("{}", format_counts(r));
+  if (!o.json.empty()) write_json_file(o.json, search_to_json(r));
   if (r.top.empty()) return report_nothing_fits(r, in, fixed, search);
 
   fmt::print("\n{}\n", format_top(r));
@@ -122,6 +124,7 @@ Subcommand add_plan(CLI::App& root) {
                   "and batch the three rank alike")
       ->check(CLI::IsMember({"time", "tokens-per-s", "cost"}));
   app->add_option("--out", o->out, "Write the chosen plan as JSON (model, cluster, training, layout, prediction)");
+  app->add_option("--json", o->json, "Also write the search's counts, speed and top layouts as JSON to this file");
   app->add_option("--export", o->export_format,
                   "Search only layouts this framework runs and print the winner as its flags or config")
       ->check(CLI::IsMember({"megatron", "deepspeed"}));
