@@ -93,12 +93,12 @@ std::string compute_detail(const Estimate& lo, const Estimate& wi) {
   if (worst == OpKind::memory_bound)
     return fmt::format("memory-bound kernels (norms, activations, residuals) {}", signed_seconds(worst_delta));
   const std::string_view name = enum_name(worst, kOpKindNames);
-  const double rate_l = l.flops / l.time_s, rate_w = w.time_s > 0 ? w.flops / w.time_s : 0;
-  if (rate_l >= 0.99 * rate_w)  // the same rate: more work
-    return fmt::format("{} {}: its slowest stage does {} more {} FLOPs per step", name, signed_seconds(worst_delta),
-                       format_percent(w.flops > 0 ? l.flops / w.flops - 1 : 0), name);
-  return fmt::format("{} {}, at {:.0f} TFLOP/s per device against {:.0f}", name, signed_seconds(worst_delta),
-                     rate_l / 1e12, rate_w / 1e12);
+  std::string s = fmt::format("{} {}", name, signed_seconds(worst_delta));
+  if (w.flops > 0 && l.flops > 1.005 * w.flops)
+    s += fmt::format(": its slowest stage does {} more {} FLOPs per step", format_percent(l.flops / w.flops - 1), name);
+  const double rate_l = l.flops / l.time_s / 1e12, rate_w = w.time_s > 0 ? w.flops / w.time_s / 1e12 : 0;
+  if (rate_l < 0.995 * rate_w) s += fmt::format(", at {:.1f} TFLOP/s per device against {:.1f}", rate_l, rate_w);
+  return s;
 }
 
 // One part of the step and what it costs the loser more than the winner.
@@ -180,7 +180,9 @@ std::string why_slower(const Estimate& loser, const Estimate& winner) {
   if (delta <= 0)
     return fmt::format("as fast ({} per step) but needs {} against {}", format_seconds(loser.step_time_s),
                        format_gib(static_cast<double>(lo_peak)), format_gib(static_cast<double>(wi_peak)));
-  std::string s = fmt::format("{:+.1f}% step time ({} against {})", 100 * delta / winner.step_time_s,
+  const double percent = 100 * delta / winner.step_time_s;
+  std::string s = fmt::format("{} per step ({}%, {} against {})", signed_seconds(delta),
+                              percent < 1 ? fmt::format("{:+.2g}", percent) : fmt::format("{:+.1f}", percent),
                               format_seconds(loser.step_time_s), format_seconds(winner.step_time_s));
   std::vector<Part> parts = parts_of(loser, winner);
   std::stable_sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.delta_s > b.delta_s; });
