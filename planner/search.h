@@ -18,7 +18,7 @@
 namespace shardplan {
 
 // time: shortest step; tokens-per-s: most tokens per second (on one cluster and batch the same
-// order as time); cost: least device time per token, also trying fewer nodes (see plan_search).
+// order as time); cost: least device time per token (node_count.h also tries fewer nodes).
 enum class Objective { time, tokens_per_s, cost };
 inline constexpr EnumNames<Objective, 3> kObjectiveNames{
     {{Objective::time, "time"}, {Objective::tokens_per_s, "tokens-per-s"}, {Objective::cost, "cost"}}};

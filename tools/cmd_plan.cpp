@@ -14,6 +14,7 @@
 #include "core/json_reader.h"
 #include "planner/explain.h"
 #include "planner/export.h"
+#include "planner/node_count.h"
 #include "planner/report.h"
 #include "planner/search.h"
 #include "planner/suggest.h"
@@ -69,6 +70,24 @@ int report_nothing_fits(const SearchResult& r, const Inputs& in, const LayoutSpe
   return static_cast<int>(ExitCode::nothing_fits);
 }
 
+// --objective cost: the best layout of each node count tried, the cheapest marked.
+void print_node_counts(const std::vector<NodeCountSearch>& runs, std::optional<size_t> cheapest) {
+  fmt::print("\ncheapest layout per cluster size (device-hours per million tokens):\n");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const SearchResult& r = runs[i].result;
+    const int nodes = runs[i].cluster.nodes;
+    if (r.top.empty()) {
+      fmt::print("  {:>6} node{}  nothing fits\n", nodes, nodes == 1 ? " " : "s");
+      continue;
+    }
+    const Ranked& best = r.top.front();
+    fmt::print("  {:>6} node{}  {:>10.4g}  {:>10} per step  {}{}\n", nodes, nodes == 1 ? " " : "s",
+               best.objective * 1e6 / 3600, format_seconds(best.estimate.step_time_s), layout_label(best.layout),
+               cheapest == i ? "  <- cheapest" : "");
+  }
+  fmt::print("\n");
+}
+
 int run_plan(const PlanOptions& o) {
   Inputs in = resolve_inputs(o.inputs);
   const LayoutSpec fixed = parse_layout_string(o.fix, "--fix");
@@ -89,7 +108,18 @@ int run_plan(const PlanOptions& o) {
   fmt::print("plan {} on {} ({} node{} x {} {} = {} devices), gbs {}, seq {}, {}; objective: {}\n", in.model.name,
              c.name, c.nodes, c.nodes == 1 ? "" : "s", c.devices_per_node, c.device.name, c.world(), in.training.global_batch,
              in.training.seq_len, enum_name(in.training.dtype, kDtypeNames), o.objective);
-  const SearchResult r = plan_search(in.model, c, in.training, fixed, search);
+  SearchResult r;
+  if (search.objective == Objective::cost) {
+    std::vector<NodeCountSearch> runs = search_node_counts(in.model, c, in.training, fixed, search);
+    require_valid(runs.front().result, in.model, c, in.training, fixed);
+    const std::optional<size_t> best = cheapest(runs);
+    print_node_counts(runs, best);
+    const size_t chosen = best.value_or(0);
+    in.cluster = runs[chosen].cluster;
+    r = std::move(runs[chosen].result);
+  } else {
+    r = plan_search(in.model, c, in.training, fixed, search);
+  }
   if (o.explain) fmt::print("\nrejected layouts:\n{}", format_rejections(r));
   require_valid(r, in.model, c, in.training, fixed);
   fmt::print("{}", format_counts(r));
@@ -120,8 +150,8 @@ Subcommand add_plan(CLI::App& root) {
   app->add_option("--fix", o->fix,
                   "Pin part of the layout, the rest is searched: \"tp=8,recompute=full\" (keys of --layout)");
   app->add_option("--objective", o->objective,
-                  "time (shortest step), tokens-per-s, or cost (device-seconds per token); on one cluster "
-                  "and batch the three rank alike")
+                  "time (shortest step), tokens-per-s (the same order on one cluster), or cost (least "
+                  "device time per token, also on half, a quarter, ... of the nodes)")
       ->check(CLI::IsMember({"time", "tokens-per-s", "cost"}));
   app->add_option("--out", o->out, "Write the chosen plan as JSON (model, cluster, training, layout, prediction)");
   app->add_option("--json", o->json, "Also write the search's counts, speed and top layouts as JSON to this file");
