@@ -4,19 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
-#include "core/presets.h"
 #include "planner/enumerate.h"
+#include "tests/planner/planner_case.h"
 
 using namespace shardplan;
 
 namespace {
-
-Training training_of(int64_t global_batch, int64_t seq_len) {
-  Training t;
-  t.global_batch = global_batch;
-  t.seq_len = seq_len;
-  return t;
-}
 
 bool any_rejection(const Candidates& c, const std::string& field) {
   return std::any_of(c.rejections.begin(), c.rejections.end(),
@@ -33,10 +26,8 @@ TEST_CASE("divisors are every positive divisor, increasing", "[planner][enumerat
 }
 
 TEST_CASE("every layout of gpt-tiny on one 8-GPU node, each once and each valid", "[planner][enumerate]") {
-  const Model m = load_model("gpt-tiny");  // 4 layers, 4 heads, 4 kv heads
-  const Cluster c = load_cluster("dgx-h100", 1);
-  const Training t = training_of(16, 64);
-  const Candidates cand = enumerate_layouts(m, c, t, {});
+  const PlannerCase c = planner_case("gpt-tiny", 1, 16, 64);  // 4 layers, 4 heads, 4 kv heads
+  const Candidates cand = c.enumerate();
 
   // tp·cp·pp divides 8: 10 shapes with tp=1, 6 with tp=2, 3 with tp=4, 1 with tp=8.
   CHECK(cand.shapes == 20);
@@ -62,7 +53,7 @@ TEST_CASE("every layout of gpt-tiny on one 8-GPU node, each once and each valid"
   for (const Layout& l : cand.layouts) {
     CHECK(l.world() == 8);
     CHECK(l.global_batch() == 16);
-    CHECK_NOTHROW(validate_layout(l, m, c, t, "test"));
+    CHECK_NOTHROW(validate_layout(l, c.model, c.cluster, c.training, "test"));
     if (l.tp == 1) CHECK_FALSE(l.sequence_parallel);
     if (l.pp == 1) CHECK((l.vpp == 1 && l.schedule == Schedule::one_f_one_b));
     CHECK((l.schedule == Schedule::interleaved) == (l.vpp > 1));
@@ -76,10 +67,7 @@ TEST_CASE("every layout of gpt-tiny on one 8-GPU node, each once and each valid"
 }
 
 TEST_CASE("--fix pins fields and the rest still vary", "[planner][enumerate]") {
-  const Model m = load_model("gpt-tiny");
-  const Cluster c = load_cluster("dgx-h100", 1);
-  const Training t = training_of(16, 64);
-  const Candidates cand = enumerate_layouts(m, c, t, parse_layout_string("tp=2,recompute=full", "--fix"));
+  const Candidates cand = planner_case("gpt-tiny", 1, 16, 64, "tp=2,recompute=full").enumerate();
   REQUIRE_FALSE(cand.layouts.empty());
   std::set<int> pps;
   for (const Layout& l : cand.layouts) {
@@ -88,40 +76,30 @@ TEST_CASE("--fix pins fields and the rest still vary", "[planner][enumerate]") {
     pps.insert(l.pp);
   }
   CHECK(pps == std::set<int>{1, 2, 4});
-}
 
-TEST_CASE("a fixed dp leaves pp to fill the world", "[planner][enumerate]") {
-  const Model m = load_model("gpt-tiny");
-  const Cluster c = load_cluster("dgx-h100", 1);
-  const Candidates cand = enumerate_layouts(m, c, training_of(16, 64), parse_layout_string("dp=2", "--fix"));
-  REQUIRE_FALSE(cand.layouts.empty());
-  for (const Layout& l : cand.layouts) CHECK(l.tp * l.cp * l.pp == 4);
+  // A fixed dp leaves pp to fill the world.
+  const Candidates dp2 = planner_case("gpt-tiny", 1, 16, 64, "dp=2").enumerate();
+  REQUIRE_FALSE(dp2.layouts.empty());
+  for (const Layout& l : dp2.layouts) CHECK(l.tp * l.cp * l.pp == 4);
 }
 
 TEST_CASE("an impossible --fix is rejected with the rule it breaks", "[planner][enumerate]") {
-  const Model m = load_model("gpt-tiny");
-  const Cluster c = load_cluster("dgx-h100", 1);
-  const Training t = training_of(16, 64);
-
-  const Candidates tp3 = enumerate_layouts(m, c, t, parse_layout_string("tp=3", "--fix"));
+  const Candidates tp3 = planner_case("gpt-tiny", 1, 16, 64, "tp=3").enumerate();
   CHECK(tp3.layouts.empty());
   REQUIRE(tp3.rejections.size() == 1);
   CHECK(tp3.rejections[0].whole_shape);
 
   // 16 sequences cannot be split over dp=8 in micro-batches of 4.
-  const Candidates mbs4 = enumerate_layouts(m, c, t, parse_layout_string("dp=8,mbs=4", "--fix"));
+  const Candidates mbs4 = planner_case("gpt-tiny", 1, 16, 64, "dp=8,mbs=4").enumerate();
   CHECK(mbs4.layouts.empty());
   CHECK(mbs4.shapes_invalid == 1);
 }
 
 TEST_CASE("expert parallelism divides the experts and dp", "[planner][enumerate]") {
-  const Model m = load_model("mixtral-8x7b");  // 8 experts
-  const Cluster c = load_cluster("dgx-h100", 4);
-  const Training t = training_of(64, 4096);
-  const Candidates cand = enumerate_layouts(m, c, t, parse_layout_string("tp=2,pp=4,recompute=full,zero=1", "--fix"));
+  const PlannerCase c = planner_case("mixtral-8x7b", 4, 64, 4096, "tp=2,pp=4,recompute=full,zero=1");
   std::set<int> eps;
-  for (const Layout& l : cand.layouts) {
-    CHECK(m.moe.num_experts % l.ep == 0);
+  for (const Layout& l : c.enumerate().layouts) {
+    CHECK(c.model.moe.num_experts % l.ep == 0);
     CHECK(l.dp % l.ep == 0);
     eps.insert(l.ep);
   }

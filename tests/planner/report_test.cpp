@@ -4,25 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include "core/human_format.h"
-#include "core/presets.h"
 #include "planner/report.h"
+#include "tests/planner/planner_case.h"
 
 using namespace shardplan;
 
 namespace {
-
-struct Case {
-  Model model;
-  Cluster cluster;
-  Training training;
-};
-
-Case case_of(const std::string& model, int nodes, int64_t global_batch, int64_t seq_len) {
-  Case c{load_model(model), load_cluster("dgx-h100", nodes), {}};
-  c.training.global_batch = global_batch;
-  c.training.seq_len = seq_len;
-  return c;
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -34,7 +21,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 }  // namespace
 
 TEST_CASE("layout labels leave out defaults and read back to the same layout", "[planner][report]") {
-  Case c = case_of("gpt-tiny", 1, 16, 64);
+  PlannerCase c = planner_case("gpt-tiny", 1, 16, 64);
   Layout l{.dp = 2, .tp = 2, .pp = 2, .zero = 1, .micro_batch = 2, .num_microbatches = 4};
   CHECK(layout_label(l) == "tp=2,pp=2,dp=2,zero=1,mbs=2");
   l.sequence_parallel = true;
@@ -46,15 +33,15 @@ TEST_CASE("layout labels leave out defaults and read back to the same layout", "
   l.schedule = Schedule::gpipe;
   CHECK(layout_label(l) == "tp=2,pp=2,dp=2,zero=1,mbs=2,sp=1,recompute=selective,schedule=gpipe");
 
-  for (const Layout& each : enumerate_layouts(c.model, c.cluster, c.training, {}).layouts) {
+  for (const Layout& each : c.enumerate().layouts) {
     INFO(layout_label(each));
     CHECK(resolve_layout(parse_layout_string(layout_label(each)), c.model, c.cluster, c.training, "label") == each);
   }
 }
 
 TEST_CASE("counts, the table and every rejection with its reason", "[planner][report]") {
-  const Case c = case_of("gpt-tiny", 1, 16, 64);
-  const SearchResult r = plan_search(c.model, c.cluster, c.training, {}, {});
+  const PlannerCase c = planner_case("gpt-tiny", 1, 16, 64);
+  const SearchResult r = c.search();
   const std::string counts = format_counts(r);
   // 20 shapes, tp=8 and pp=8 invalid; 90 interleaved layouts with one micro-batch (enumerate_test).
   CHECK_THAT(counts, Catch::StartsWith("20 shapes (tp, cp, pp, dp, ep): 2 invalid; their "));
@@ -72,10 +59,9 @@ TEST_CASE("counts, the table and every rejection with its reason", "[planner][re
 }
 
 TEST_CASE("a layout over memory is listed with the item that overflows", "[planner][report]") {
-  const Case c = case_of("llama3-8b", 1, 32, 4096);
   SearchOptions explain;
   explain.keep_pruned = true;
-  const SearchResult r = plan_search(c.model, c.cluster, c.training, parse_layout_string("tp=1,pp=1,cp=1", "--fix"), explain);
+  const SearchResult r = planner_case("llama3-8b", 1, 32, 4096, "tp=1,pp=1,cp=1").search(explain);
   REQUIRE_FALSE(r.pruned.empty());
   const MemoryMiss& worst = r.pruned.back();
   const std::optional<MemoryOverflow> overflow = first_overflow(worst.memory);
@@ -90,8 +76,8 @@ TEST_CASE("a layout over memory is listed with the item that overflows", "[plann
 }
 
 TEST_CASE("the chosen plan is a plan file the other subcommands read", "[planner][report]") {
-  const Case c = case_of("llama3-8b", 1, 32, 4096);
-  const SearchResult r = plan_search(c.model, c.cluster, c.training, {}, {});
+  const PlannerCase c = planner_case("llama3-8b", 1, 32, 4096);
+  const SearchResult r = c.search();
   REQUIRE_FALSE(r.top.empty());
   const nlohmann::json j = plan_to_json(chosen_plan(c.model, c.cluster, c.training, r.top.front()));
   const Plan back = plan_from_json(j, "plan.json");

@@ -3,37 +3,17 @@
 #include <catch2/catch.hpp>
 
 #include "core/placement.h"
-#include "core/presets.h"
 #include "planner/explain.h"
 #include "planner/report.h"
 #include "planner/search.h"
+#include "tests/planner/planner_case.h"
 
 using namespace shardplan;
 
-namespace {
-
-struct Case {
-  Model model;
-  Cluster cluster;
-  Training training;
-};
-
-Case case_of(const std::string& model, int nodes, int64_t global_batch, int64_t seq_len) {
-  Case c{load_model(model), load_cluster("dgx-h100", nodes), {}};
-  c.training.global_batch = global_batch;
-  c.training.seq_len = seq_len;
-  return c;
-}
-
-SearchResult search(const Case& c, const std::string& fix = "", SearchOptions o = {}) {
-  return plan_search(c.model, c.cluster, c.training, parse_layout_string(fix, "--fix"), o);
-}
-
-}  // namespace
 
 TEST_CASE("the chosen layouts fit in device memory and what was pruned does not", "[planner][search]") {
-  const Case c = case_of("llama3-8b", 1, 32, 4096);
-  const SearchResult r = search(c);
+  const PlannerCase c = planner_case("llama3-8b", 1, 32, 4096);
+  const SearchResult r = c.search();
   REQUIRE(r.top.size() == 5);
   CHECK(r.fitting + r.pruned_for_memory == static_cast<int64_t>(r.candidates.layouts.size()));
   CHECK(r.pruned_for_memory > 0);
@@ -50,8 +30,8 @@ TEST_CASE("the chosen layouts fit in device memory and what was pruned does not"
 TEST_CASE("on one node no group is split across nodes; on two, tensor parallelism stays on NVLink",
           "[planner][search]") {
   for (int nodes : {1, 2}) {
-    const Case c = case_of("llama3-8b", nodes, 64, 4096);
-    const SearchResult r = search(c);
+    const PlannerCase c = planner_case("llama3-8b", nodes, 64, 4096);
+    const SearchResult r = c.search();
     REQUIRE_FALSE(r.top.empty());
     const Layout& best = r.top.front().layout;
     for (const auto& [g, name] : kGroupNames) {
@@ -63,8 +43,8 @@ TEST_CASE("on one node no group is split across nodes; on two, tensor parallelis
 }
 
 TEST_CASE("a small model on 8 GPUs picks plain data parallelism", "[planner][search]") {
-  const Case c = case_of("gpt-small", 1, 64, 256);
-  const SearchResult r = search(c);
+  const PlannerCase c = planner_case("gpt-small", 1, 64, 256);
+  const SearchResult r = c.search();
   REQUIRE_FALSE(r.top.empty());
   const Layout& best = r.top.front().layout;
   CHECK(best.dp == 8);
@@ -74,10 +54,10 @@ TEST_CASE("a small model on 8 GPUs picks plain data parallelism", "[planner][sea
 }
 
 TEST_CASE("identical results on every run and with any number of threads", "[planner][search]") {
-  const Case c = case_of("llama3-8b", 2, 64, 4096);
+  const PlannerCase c = planner_case("llama3-8b", 2, 64, 4096);
   SearchOptions one_thread;
   one_thread.threads = 1;
-  const SearchResult a = search(c), b = search(c), single = search(c, "", one_thread);
+  const SearchResult a = c.search(), b = c.search(), single = c.search(one_thread);
   for (const SearchResult* r : {&b, &single}) {
     CHECK(format_top(*r) == format_top(a));
     CHECK(explain_ranking(*r) == explain_ranking(a));
@@ -89,11 +69,11 @@ TEST_CASE("identical results on every run and with any number of threads", "[pla
 }
 
 TEST_CASE("the objectives rank alike on one cluster and batch", "[planner][search]") {
-  const Case c = case_of("llama3-8b", 1, 32, 4096);
+  const PlannerCase c = planner_case("llama3-8b", 1, 32, 4096);
   SearchOptions cost, tokens;
   cost.objective = Objective::cost;
   tokens.objective = Objective::tokens_per_s;
-  const SearchResult by_time = search(c), by_cost = search(c, "", cost), by_tokens = search(c, "", tokens);
+  const SearchResult by_time = c.search(), by_cost = c.search(cost), by_tokens = c.search(tokens);
   const Estimate& e = by_time.top.front().estimate;
   CHECK(by_cost.top.front().index == by_time.top.front().index);
   CHECK(by_tokens.top.front().index == by_time.top.front().index);
@@ -102,11 +82,10 @@ TEST_CASE("the objectives rank alike on one cluster and batch", "[planner][searc
 }
 
 TEST_CASE("--fix keeps its pins and --export keeps what the framework runs", "[planner][search]") {
-  const Case c = case_of("llama3-8b", 2, 64, 4096);
   SearchOptions megatron;
   megatron.runs_on = ExportFormat::megatron;
   megatron.top_k = 50;
-  const SearchResult r = search(c, "tp=8,recompute=selective", megatron);
+  const SearchResult r = planner_case("llama3-8b", 2, 64, 4096, "tp=8,recompute=selective").search(megatron);
   REQUIRE_FALSE(r.top.empty());
   for (const Ranked& k : r.top) {
     CHECK(k.layout.tp == 8);
@@ -118,10 +97,10 @@ TEST_CASE("--fix keeps its pins and --export keeps what the framework runs", "[p
 }
 
 TEST_CASE("--explain keeps every layout pruned for memory, closest to fitting first", "[planner][search]") {
-  const Case c = case_of("llama3-8b", 1, 32, 4096);
+  const PlannerCase c = planner_case("llama3-8b", 1, 32, 4096);
   SearchOptions explain;
   explain.keep_pruned = true;
-  const SearchResult r = search(c, "", explain);
+  const SearchResult r = c.search(explain);
   REQUIRE(static_cast<int64_t>(r.pruned.size()) == r.pruned_for_memory);
   const auto need = [](const MemoryMiss& m) {
     return static_cast<double>(m.memory.peak_bytes() + m.memory.runtime_reserved_bytes);
