@@ -36,6 +36,7 @@ constexpr double kCausalFraction = 0.5;
 //   softmax:  forward reads scores, writes probabilities; backward reads them and dy, writes dx.
 constexpr double kNormForward = 2, kNormBackward = 3;
 constexpr double kResidualForward = 3, kResidualBackward = 3;
+constexpr double kSoftmaxForward = 2, kSoftmaxBackward = 3;
 constexpr double kMaskBytes = 1;
 
 // Accumulates operations into the three passes. `recomputed` marks operations that the
@@ -56,11 +57,14 @@ struct PassBuilder {
     rc.flops += flops_fwd, rc.bytes += bytes_fwd, rc.time_s += time_fwd;
   }
 
-  // `count` GEMMs of (m×k)·(k×n); backward = 2× forward (dgrad and wgrad have the same sizes).
+  // `count` GEMMs Y = X·W of (m×k)·(k×n). Backward: dX = dY·Wᵀ, (m×n)·(n×k), and
+  // dW = Xᵀ·dY, (k×m)·(m×n): twice the forward FLOPs, their own output tiles.
   void gemm(int64_t m, int64_t k, int64_t n, bool recomputed, int64_t count = 1) {
     const double flops = 2.0 * as_double(m) * as_double(k) * as_double(n) * as_double(count);
-    const double time = gemm_time_s(rates, m, k, n, elem_bytes, count);
-    add(OpKind::matmul, flops, 2 * flops, 0, 0, time, 2 * time, recomputed);
+    const double forward = gemm_time_s(rates, m, k, n, elem_bytes, count);
+    const double backward = gemm_time_s(rates, m, n, k, elem_bytes, count) +
+                            gemm_time_s(rates, k, m, n, elem_bytes, count);
+    add(OpKind::matmul, flops, 2 * flops, 0, 0, forward, backward, recomputed);
   }
 
   void flash_attention(double flops_fwd, bool recomputed) {
@@ -100,8 +104,8 @@ void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute
     b.gemm(r.seq, r.kv_seq, m.head_dim, core_again, r.batch * heads);  // probabilities · V
     const double scores = as_double(r.batch * heads * r.seq * r.kv_seq);
     const double dropout_bytes = x.dropout ? 2 * e + kMaskBytes : 0;
-    b.memory(scores * (kNormForward * e + dropout_bytes),
-             scores * (kNormBackward * e + dropout_bytes), core_again);
+    b.memory(scores * (kSoftmaxForward * e + dropout_bytes),
+             scores * (kSoftmaxBackward * e + dropout_bytes), core_again);
   }
   b.gemm(t, q, m.hidden, full);  // row-parallel output projection
 }

@@ -180,3 +180,20 @@ TEST_CASE("a layout that does not fit names the item that overflows", "[memory][
   CHECK(o->item == "layer_activations");
   CHECK(a.state.total() == int64_t{16} * 1'003'782'656);
 }
+
+TEST_CASE("ZeRO-3 gather buffers and ZeRO-2 gradient bucket", "[memory][zero]") {
+  const Model m = test::preset_model("llama3-8b");
+  const Training t = mixed_precision_adam();
+  const Device d = test::preset_cluster("dgx-h100", 1).device;
+  Layout l = test::layout(8, 64, 1, 1, 1, 3);
+  const StageLayers s = stage_layers(m, l, 0);
+  // The largest unit is the embedding (and the head): 128,256 × 4096 = 525,336,576 parameters,
+  // more than a layer (41,943,040 attention + 176,160,768 MLP + 8192 norms). Two of them gathered
+  // in bf16 and one's bf16 gradients: 6 bytes each.
+  CHECK(rank_memory(m, t, l, s, d, {}).zero3_gathered_bytes == int64_t{6} * 525'336'576);
+  CHECK(rank_memory(m, t, l, s, d, {}).comm_buffer_bytes == 0);
+  // ZeRO-2: one bucket of max(40M, 1M·8) bf16 gradients awaits its reduce-scatter.
+  l.zero = 2;
+  CHECK(rank_memory(m, t, l, s, d, {}).comm_buffer_bytes == 2 * 40'000'000);
+  CHECK(rank_memory(m, t, l, s, d, {}).zero3_gathered_bytes == 0);
+}
