@@ -66,7 +66,7 @@ TEST_CASE("every layout of gpt-tiny on one 8-GPU node, each once and each valid"
   CHECK(plain_dp == 4 * 2);  // zero 0..3 × micro-batch 1, 2 (16 sequences over 8 ranks)
 }
 
-TEST_CASE("--fix pins fields and the rest still vary", "[planner][enumerate]") {
+TEST_CASE("fields pinned by --fix stay, the rest still vary", "[planner][enumerate]") {
   const Candidates cand = planner_case("gpt-tiny", 1, 16, 64, "tp=2,recompute=full").enumerate();
   REQUIRE_FALSE(cand.layouts.empty());
   std::set<int> pps;

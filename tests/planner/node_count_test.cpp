@@ -5,7 +5,7 @@
 
 using namespace shardplan;
 
-TEST_CASE("--objective cost tries the cluster and each halving of it, and takes the cheapest",
+TEST_CASE("the cost objective tries the cluster and each halving of it, and takes the cheapest",
           "[planner][node_count]") {
   const Model m = load_model("llama3-8b");
   const Cluster c = load_cluster("dgx-h100", 4);

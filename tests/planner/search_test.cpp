@@ -81,7 +81,7 @@ TEST_CASE("the objectives rank alike on one cluster and batch", "[planner][searc
   CHECK(by_tokens.top.front().objective == Approx(-e.tokens_per_s));
 }
 
-TEST_CASE("--fix keeps its pins and --export keeps what the framework runs", "[planner][search]") {
+TEST_CASE("pins from --fix are kept and --export keeps what the framework runs", "[planner][search]") {
   SearchOptions megatron;
   megatron.runs_on = ExportFormat::megatron;
   megatron.top_k = 50;
@@ -96,7 +96,7 @@ TEST_CASE("--fix keeps its pins and --export keeps what the framework runs", "[p
                     [](const Rejection& x) { return x.field == "--export" && x.layout.zero == 2; }));
 }
 
-TEST_CASE("--explain keeps every layout pruned for memory, closest to fitting first", "[planner][search]") {
+TEST_CASE("explaining keeps every layout pruned for memory, closest to fitting first", "[planner][search]") {
   const PlannerCase c = planner_case("llama3-8b", 1, 32, 4096);
   SearchOptions explain;
   explain.keep_pruned = true;
