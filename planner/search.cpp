@@ -1,9 +1,11 @@
 #include "planner/search.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <thread>

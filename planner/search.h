@@ -1,6 +1,6 @@
 // The search: every candidate layout priced by the cost model — memory first, and only what fits is
 // timed — and ranked by an objective, with ties broken by memory and then by enumeration order, so
-// that every run gives the same answer. Two threads split the candidates.
+// that every run gives the same answer. Threads (one per core) split the candidates.
 #pragma once
 
 #include <cstdint>
