@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 
 #include "core/error.h"
+#include "tools/cmd_plan.h"
 #include "tools/subcommand.h"
 
 namespace {
@@ -27,7 +28,7 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Help for every subcommand");
 
   std::vector<cli::Subcommand> subcommands{
-      cli::add_pending(app, "plan", "Search every layout and rank what fits", "the planner issue"),
+      cli::add_plan(app),
       cli::add_estimate(app),
       cli::add_pending(app, "simulate", "Simulate a plan's step event by event, with a timeline",
                        "the simulator issue"),
