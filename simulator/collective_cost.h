@@ -1,10 +1,11 @@
 // Time of one collective (or a point-to-point transfer) on the interconnect level its group spans:
-// the alpha-beta model with the algorithm NCCL would pick (ring, tree, hierarchical), NICs shared
-// by the group members of a node, and fabric oversubscription. Bus bandwidth as nccl-tests
+// the alpha-beta model with the algorithm NCCL would pick (ring or tree; hierarchical when asked),
+// NICs shared by the devices of a node, and fabric oversubscription. Bus bandwidth as nccl-tests
 // defines it (doc/PERFORMANCE.md of nccl-tests).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "core/cluster.h"
@@ -27,6 +28,22 @@ inline constexpr EnumNames<Algorithm, 4> kAlgorithmNames{{{Algorithm::ring, "rin
                                                           {Algorithm::hierarchical, "hierarchical"},
                                                           {Algorithm::direct, "direct"}}};
 
+// Achieved fraction of a scale-up link's one-direction rate at large sizes. nccl-tests
+// all_reduce_perf on one DGX H100 (8× H100 SXM5, NVLink4 at 450 GB/s per direction) reaches a
+// busbw of ~365 GB/s with ring (NVIDIA's published nccl-tests results: 360–370 GB/s without NVLink
+// SHARP): 365 / 450 = 0.81. (DGX A100, NVLink3 at 300 GB/s: ~230 GB/s, 0.77.) Applied to PCIe and
+// shared memory too, for want of a published NCCL figure on them.
+inline constexpr double kNcclScaleUpEfficiency = 0.81;
+// Achieved fraction of the NICs' line rate across nodes: NCCL's inter-node busbw on DGX SuperPOD
+// (8× 400 Gb/s NDR per DGX H100 node) is ~90% of the node's 400 GB/s (NVIDIA's DGX SuperPOD
+// reference results, the figure the cost-model issue cites). Applied to RoCE as to InfiniBand:
+// NCCL drives both through the same verbs transport.
+inline constexpr double kNcclScaleOutEfficiency = 0.90;
+// NCCL's software cost per step, added to the link's latency: NCCL's own tuning model charges
+// 0.6 us per ring step over NVLink with the LL protocol (src/graph/tuning.cc, hwLat[NVLINK][RING]
+// [LL]), the protocol NCCL runs at latency-bound sizes.
+inline constexpr double kNcclStepOverhead_us = 0.6;
+
 struct CollectiveCost {
   double time_s = 0;
   double algbw_GBps = 0;  // bytes / time, as nccl-tests' algbw
@@ -39,9 +56,27 @@ struct CollectiveCost {
 // all-to-all, 1 for broadcast and send/recv.
 double bus_bandwidth_factor(Collective c, int n);
 
+// What the group's span alone does not say.
+struct CollectiveOptions {
+  // Devices of a node whose traffic crosses the node's NICs at the same time. 0: the group's own
+  // members there (GroupSpan::max_ranks_per_node), as when nccl-tests runs one group. When every
+  // group of a kind communicates at once (SPMD training: all dp groups reduce together, all pp
+  // stages send together), pass the devices of a node doing so, usually Cluster::devices_per_node.
+  // It matters where a node has fewer NICs than devices, or its fabric is oversubscribed.
+  int nic_sharing_devices = 0;
+  // Forces the all-reduce algorithm, as NCCL_ALGO does, where it applies to the span (tree and
+  // hierarchical need a group spanning nodes, hierarchical the same members on every node);
+  // elsewhere, and unset, the algorithm NCCL picks. Hierarchical is not one NCCL picks by itself:
+  // it is the reduce-scatter / all-reduce / all-gather composition some frameworks run.
+  std::optional<Algorithm> all_reduce_algorithm;
+};
+
 // `bytes` is nccl-tests' "size": the full buffer of one rank (for reduce-scatter the input, for
-// all-gather the output). A group of one costs nothing.
+// all-gather the output, for all-to-all the send buffer). A group of one costs nothing. For
+// send_recv, `span` is the level joining the two ranks; the cost is one transfer whatever its size.
 CollectiveCost collective_cost(const Cluster& cluster, Collective c, int64_t bytes,
                                const GroupSpan& span);
+CollectiveCost collective_cost(const Cluster& cluster, Collective c, int64_t bytes,
+                               const GroupSpan& span, const CollectiveOptions& options);
 
 }  // namespace shardplan
