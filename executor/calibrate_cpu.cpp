@@ -132,6 +132,8 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
   p.memory_GBps = triad_GBps(stream);
 
   p.collectives = measure_collectives(o, world, out);
+  if (rank == 0 && world_size == 1)
+    fmt::print(out, "# collectives: none on one rank (--ranks N, or mpirun -np N shardplan calibrate ...)\n");
   if (rank == 0) std::fflush(out);
   return p;
 }

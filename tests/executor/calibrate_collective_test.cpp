@@ -10,32 +10,31 @@ namespace shardplan {
 namespace {
 
 TEST_CASE("collective driver: algbw and busbw columns for a fake timing", "[calibrate]") {
-  // all_reduce, 4 ranks, 262144 floats = 1 MiB in 1 ms: algbw 1.048576 GB/s, busbw × 2·3/4.
-  BenchRow r = bench_row(kAllReduceBench, 4, 262144, 1e-3);
-  CHECK(r.size_bytes == 1048576);
-  CHECK(r.count == 262144);
-  CHECK(r.algbw_GBps == Approx(1.048576).epsilon(1e-12));
-  CHECK(r.busbw_GBps == Approx(1.572864).epsilon(1e-12));
-  // reduce_scatter, 4 ranks, 65536 floats out each: size is the 1 MiB input; 0.5 ms; busbw × 3/4.
-  r = bench_row(kReduceScatterBench, 4, 65536, 0.5e-3);
-  CHECK(r.size_bytes == 1048576);
-  CHECK(r.algbw_GBps == Approx(2.097152).epsilon(1e-12));
-  CHECK(r.busbw_GBps == Approx(1.572864).epsilon(1e-12));
-  // all_gather, 2 ranks, 1024 floats in each: size is the 8192 B output; 4 us; busbw × 1/2.
-  r = bench_row(kAllGatherBench, 2, 1024, 4e-6);
-  CHECK(r.size_bytes == 8192);
-  CHECK(r.algbw_GBps == Approx(2.048).epsilon(1e-12));
-  CHECK(r.busbw_GBps == Approx(1.024).epsilon(1e-12));
-  // all_to_all, 8 ranks, 16 floats per peer: 512 B; 1 us; busbw × 7/8.
-  r = bench_row(kAllToAllBench, 8, 16, 1e-6);
-  CHECK(r.size_bytes == 512);
-  CHECK(r.busbw_GBps == Approx(0.448).epsilon(1e-12));
-  // broadcast and send_recv: busbw = algbw.
-  for (const CollectiveBench* b : {&kBroadcastBench, &kSendRecvBench}) {
-    r = bench_row(*b, 8, 1000, 2e-6);
-    CHECK(r.size_bytes == 4000);
-    CHECK(r.algbw_GBps == Approx(2.0).epsilon(1e-12));
-    CHECK(r.busbw_GBps == r.algbw_GBps);
+  struct Case {
+    const CollectiveBench* bench;
+    int n;
+    int64_t count;
+    double time_s;
+    int64_t size_bytes;  // by hand: the larger buffer of one rank
+    double algbw_GBps;   // size / time
+    double busbw_GBps;   // × 2(n−1)/n for all_reduce, (n−1)/n for the next three, 1 for the last two
+  };
+  const Case cases[] = {
+      {&kAllReduceBench, 4, 262144, 1e-3, 1048576, 1.048576, 1.572864},      // 1 MiB in 1 ms
+      {&kReduceScatterBench, 4, 65536, 0.5e-3, 1048576, 2.097152, 1.572864}, // size: the 1 MiB input
+      {&kAllGatherBench, 2, 1024, 4e-6, 8192, 2.048, 1.024},                 // size: the 8 KiB output
+      {&kAllToAllBench, 8, 16, 1e-6, 512, 0.512, 0.448},                     // 16 floats per peer
+      {&kBroadcastBench, 8, 1000, 2e-6, 4000, 2.0, 2.0},
+      {&kSendRecvBench, 8, 1000, 2e-6, 4000, 2.0, 2.0},
+  };
+  for (const Case& c : cases) {
+    INFO(enum_name(c.bench->collective, kCollectiveNames));
+    const BenchRow r = bench_row(*c.bench, c.n, c.count, c.time_s);
+    CHECK(r.size_bytes == c.size_bytes);
+    CHECK(r.count == c.count);
+    CHECK(r.time_s == c.time_s);
+    CHECK(r.algbw_GBps == Approx(c.algbw_GBps).epsilon(1e-12));
+    CHECK(r.busbw_GBps == Approx(c.busbw_GBps).epsilon(1e-12));
   }
 }
 

@@ -15,15 +15,9 @@ bool has(const std::vector<GemmCall>& calls, GemmCall c) {
 }
 
 TEST_CASE("GEMM calls of a layer: gpt-tiny's tp=2 share, 2 sequences of 64 tokens", "[calibrate]") {
-  LayerDims d;  // gpt-tiny (hidden 64, 4 heads of 16, ffn 256) split over tp=2
-  d.batch = 2;
-  d.seq = 64;
-  d.hidden = 64;
-  d.heads = 2;
-  d.kv_heads = 2;
-  d.head_dim = 16;
-  d.ffn = 128;
-  d.tp = 2;
+  // gpt-tiny (hidden 64, 4 heads of 16, ffn 256) split over tp=2.
+  const LayerDims d{.batch = 2, .seq = 64, .hidden = 64, .heads = 2, .kv_heads = 2, .head_dim = 16, .ffn = 128,
+                    .tp = 2};
   const auto calls = layer_gemm_calls(d, 128, "tiny");
   const auto N = Op::none, T = Op::transpose;
   const auto set = Accumulate::overwrite, add = Accumulate::add;
