@@ -98,8 +98,8 @@ CollectiveSweep sweep_collective(const CollectiveBench& b, const SweepOptions& o
 
 void print_sweep(std::FILE* out, const CollectiveSweep& s, int groups) {
   const CollectiveFit& f = s.fit;
-  fmt::print(out, "# {}: {} groups of {} ranks at once, interconnect level {}\n",
-             enum_name(f.collective, kCollectiveNames), groups, f.ranks, f.level);
+  fmt::print(out, "# {}: {} group{} of {} ranks at once, interconnect level {}\n",
+             enum_name(f.collective, kCollectiveNames), groups, groups == 1 ? "" : "s", f.ranks, f.level);
   fmt::print(out, "# {:>10} {:>12} {:>8} {:>10} {:>8} {:>8}\n", "size", "count", "type", "time",
              "algbw", "busbw");
   fmt::print(out, "# {:>10} {:>12} {:>8} {:>10} {:>8} {:>8}\n", "(B)", "(elements)", "", "(us)",

@@ -120,7 +120,9 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
   p.device = cpu_model_name();
   p.ranks = world_size;
   p.dtype = Dtype::fp32;
-  if (rank == 0) fmt::print(out, "# shardplan calibrate: {} ranks of {}, fp32\n\n", world_size, p.device);
+  if (rank == 0)
+    fmt::print(out, "# shardplan calibrate: {} rank{} of {}, fp32\n\n", world_size, world_size == 1 ? "" : "s",
+               p.device);
 
   const auto gemm = time_gemm_calls(model_gemm_calls(o), o.timing, world);
   if (rank == 0) print_gemm_timings(out, gemm);

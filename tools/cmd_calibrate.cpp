@@ -1,6 +1,7 @@
 // `shardplan calibrate --backend cpu [--ranks N] --out profile.json`. On several ranks it runs either
 // under a launcher (`mpirun -np 2 shardplan calibrate ...`: the ranks mpirun started) or by itself
 // (`--ranks N`, by default one rank per core: it re-runs the same command under `mpirun -np N`).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -41,7 +42,7 @@ void check_output_folder(const std::string& out) {
 
 void write_profile(const Profile& p, const std::string& out) {
   nlohmann::json j = profile_to_json(p);
-  j["source"] = fmt::format("shardplan calibrate --backend {} on {} ranks, {:%Y-%m-%d %H:%M} UTC",
+  j["source"] = fmt::format("shardplan calibrate --backend {} --ranks {}, {:%Y-%m-%d %H:%M} UTC",
                             enum_name(p.backend, kBackendNames), p.ranks,
                             std::chrono::floor<std::chrono::minutes>(std::chrono::system_clock::now()));
   write_json_file(out, j);
