@@ -79,6 +79,8 @@ nlohmann::json profile_to_json(const Profile& p) {
           {"collectives", collectives}};
 }
 
+Profile read_profile_file(const std::string& path) { return profile_from_json(read_json_file(path), path); }
+
 void validate_profile(const Profile& p, const std::string& file) {
   if (p.ranks < 1) throw InputError(file, "ranks", fmt::format("must be positive, found {}", p.ranks));
   if (!(p.memory_GBps > 0))

@@ -64,6 +64,9 @@ struct Profile {
 Profile profile_from_json(const nlohmann::json& j, const std::string& file);
 nlohmann::json profile_to_json(const Profile& p);  // reads back to an equal Profile
 
+// The profile in a file, as `--profile profile.json` names it.
+Profile read_profile_file(const std::string& path);
+
 // Positive sizes and rates, at least one GEMM rate, no shape and no (collective, level, ranks)
 // given twice, group sizes of at least 2.
 void validate_profile(const Profile& p, const std::string& file);

@@ -1,5 +1,6 @@
 // The calibration profile: JSON round trip, strict reading, the cluster overlay, and the GEMM-rate
 // and collective-fit lookups, against numbers computed by hand.
+#include <cstdio>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -47,6 +48,13 @@ TEST_CASE("profile: JSON round trip", "[profile]") {
   j.erase("collectives");  // one rank measures no collective
   j["ranks"] = 1;
   CHECK(profile_from_json(j, "profile.json").collectives.empty());
+}
+
+TEST_CASE("profile: written atomically and read back from a file", "[profile]") {
+  const std::string path = "profile_test_roundtrip.json";  // in the test's working folder
+  write_json_file(path, profile_to_json(sample_profile()));
+  CHECK(read_profile_file(path) == sample_profile());
+  std::remove(path.c_str());
 }
 
 TEST_CASE("profile: unknown keys and bad values are errors naming the field", "[profile]") {
