@@ -27,6 +27,8 @@ struct Device {
   double peak_tflops(Dtype d) const;
   int64_t memory_bytes() const;    // memory_GiB in bytes
   int64_t reserved_bytes() const;  // reserved_GiB in bytes
+
+  bool operator==(const Device&) const = default;
 };
 
 enum class LinkKind { nvlink, pcie, infiniband, roce, shared_memory };
@@ -51,6 +53,8 @@ struct InterconnectLevel {
   double oversubscription = 1; // fabric oversubscription (1 = non-blocking fat tree)
 
   bool is_scale_out() const { return kind == LinkKind::infiniband || kind == LinkKind::roce; }
+
+  bool operator==(const InterconnectLevel&) const = default;
 };
 
 struct Cluster {
@@ -61,8 +65,11 @@ struct Cluster {
   std::vector<InterconnectLevel> levels;  // innermost first
 
   int64_t world() const { return int64_t{nodes} * devices_per_node; }
-  // Span of level i in devices, with 0 resolved to world().
+  // Span of level i in devices, with 0 resolved to world(). A domain larger than the cluster (an
+  // NVL72 level on 4 nodes of 4 GPUs) holds all of it: the span is then world().
   int64_t level_span(size_t i) const;
+
+  bool operator==(const Cluster&) const = default;
 };
 
 // Reads our cluster JSON (unknown keys rejected, "source" fields kept as documentation only).
@@ -74,7 +81,8 @@ nlohmann::json cluster_to_json(const Cluster& c);
 Cluster with_nodes(Cluster c, int nodes, const std::string& file);
 
 // Positive sizes, levels ordered innermost first with growing spans that divide each other and
-// the world, at least one level, the outermost spanning the whole cluster.
+// the world (or exceed it: part of one domain), at least one level, the outermost spanning the
+// whole cluster.
 void validate_cluster(const Cluster& c, const std::string& file);
 
 // Index of the innermost level whose domain holds both devices (global device indices).

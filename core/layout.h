@@ -66,19 +66,26 @@ struct LayoutSpec {
   std::optional<Dtype> dtype;  // from a DeepSpeed config's bf16/fp16 sections
 };
 
-// "tp=8,pp=4,dp=32,zero=1,mbs=1,gbs=1536,sp=1,vpp=2,recompute=selective,schedule=1f1b".
-// Also accepts "layers_per_vpp"-free forms only; `source` names the origin in errors ("--layout").
+// "tp=8,pp=4,dp=32,cp=1,ep=1,zero=1,mbs=1,gbs=1536,sp=1,vpp=2,recompute=selective,schedule=1f1b".
+// Keys: tp, pp, dp, cp, ep, zero, vpp, recompute, schedule, and the pairs mbs|micro_batch,
+// gbs|global_batch, gas|num_microbatches, sp|sequence_parallel (0, 1, true, false),
+// order|rank_order. Items are comma-separated; `source` names the origin in errors ("--layout").
 LayoutSpec parse_layout_string(std::string_view s, const std::string& source = "--layout");
 
 // Megatron-LM flags: --tensor-model-parallel-size/--tp, --pipeline-model-parallel-size/--pp,
 // --context-parallel-size/--cp, --expert-model-parallel-size/--ep, --sequence-parallel,
 // --micro-batch-size, --global-batch-size, --num-layers-per-virtual-pipeline-stage (needs the
-// model's layer count), --recompute-granularity, and DeepSpeed's --zero-stage.
+// model's layer count) or --num-virtual-stages-per-pipeline-rank, --recompute-granularity,
+// --recompute-activations (= selective), --recompute-method uniform and --recompute-num-layers 1
+// (what full recompute is priced as; other values are refused), --use-distributed-optimizer
+// (= ZeRO-1), --use-torch-fsdp2 (= ZeRO-3), --bf16/--fp16, and DeepSpeed's --zero-stage.
+// "--flag value" and "--flag=value"; unknown flags are errors. Errors name the flag.
 LayoutSpec parse_megatron_flags(const std::vector<std::string>& args, const Model& model);
 
 // A DeepSpeed config: zero_optimization.stage, train_micro_batch_size_per_gpu,
-// gradient_accumulation_steps, train_batch_size, bf16.enabled / fp16.enabled. Keys outside these
-// that shape the layout are rejected; DeepSpeed's runtime-only keys are skipped by name.
+// gradient_accumulation_steps, train_batch_size, bf16.enabled / fp16.enabled ("auto" leaves a value
+// to be derived). DeepSpeed's runtime-only keys are skipped by a named list (layout_deepspeed.cpp);
+// any other key is an error, and so is offloading to cpu/nvme, which is not modelled.
 LayoutSpec layout_from_deepspeed(const nlohmann::json& ds, const std::string& file);
 
 // Fields set in `over` replace those in `base` (for --fix and for flags on top of a file).
@@ -86,7 +93,8 @@ LayoutSpec merge(LayoutSpec base, const LayoutSpec& over);
 
 // Fills what was left out (dp = world / (tp·pp·cp), global batch from `training`, number of
 // micro-batches, schedule = interleaved when vpp > 1) and validates. Updates
-// training.global_batch when the spec gives one.
+// training.global_batch when the spec gives one (or only num_microbatches), and training.dtype and
+// grad_dtype when it gives a dtype; `training` is left as it was when an error is thrown.
 Layout resolve_layout(const LayoutSpec& spec, const Model& model, const Cluster& cluster,
                       Training& training, const std::string& source);
 
@@ -94,12 +102,15 @@ Layout resolve_layout(const LayoutSpec& spec, const Model& model, const Cluster&
 // and the field: tp divides num_attention_heads and num_key_value_heads, dp·tp·pp·cp equals the
 // device count, global batch divisible by micro_batch·dp, pp·vpp divides the layers, ep divides
 // the experts and dp, cp·2 divides the sequence, zero in 0..3, vpp > 1 only with interleaved.
+// Also: tp divides intermediate_size (and the experts'), sequence parallelism needs tp > 1 and tp
+// dividing seq_len / cp, interleaving needs num_microbatches % pp == 0, seq_len fits the model.
 void validate_layout(const Layout& l, const Model& model, const Cluster& cluster,
                      const Training& training, const std::string& source);
 
 // The compact string (every field, dp included), which parse_layout_string reads back.
 std::string to_string(const Layout& l);
 nlohmann::json layout_to_json(const Layout& l);
+// Every key required; errors name fields "layout.*". Checked against a model by validate_layout.
 Layout layout_from_json(const nlohmann::json& j, const std::string& file);
 
 }  // namespace shardplan

@@ -29,13 +29,22 @@ inline constexpr EnumNames<Group, 7> kGroupNames{{{Group::tp, "tp"},
 // A rank's index along each axis; dp is the full data-parallel index (ep + ep_size · edp).
 struct RankCoord {
   int tp = 0, cp = 0, ep = 0, dp = 0, pp = 0;
+
+  bool operator==(const RankCoord&) const = default;
 };
 
 RankCoord rank_coord(const Layout& l, int64_t rank);
 int64_t rank_of(const Layout& l, const RankCoord& c);
 
 // Ranks of `rank`'s group of kind g, in increasing coordinate order (the group's own rank order).
+// dp members go by the dp coordinate; dp_cp members by (dp, cp) with cp varying fastest, the
+// order Megatron-Core's default rank order gives them.
 std::vector<int64_t> group_ranks(const Layout& l, int64_t rank, Group g);
+
+// Members of every group of kind g (tp for tp, dp for dp, dp·cp for dp_cp, dp/ep for expert_dp).
+int group_size(const Layout& l, Group g);
+// `rank`'s position in group_ranks(l, rank, g), in O(1).
+int rank_in_group(const Layout& l, int64_t rank, Group g);
 
 struct DeviceLocation {
   int node = 0;
@@ -50,6 +59,8 @@ struct GroupSpan {
   size_t level = 0;           // innermost interconnect level whose domain holds the whole group
   int nodes = 1;              // nodes the group touches
   int max_ranks_per_node = 1; // most group members on one node (they share that node's NICs)
+
+  bool operator==(const GroupSpan&) const = default;
 };
 
 GroupSpan group_span(const Cluster& c, const Layout& l, int64_t rank, Group g);

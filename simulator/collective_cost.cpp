@@ -39,10 +39,13 @@ Bandwidth slower(Bandwidth a, Bandwidth b) {
   return b.bytes_per_s < a.bytes_per_s ? b : a;
 }
 
-// One step's alpha on a level: the link's latency plus NCCL's per-step software cost.
+// One step's alpha on a level: its per-hop latency (Cluster: "one hop, as alpha").
 double alpha_s(const InterconnectLevel& l) {
-  return (l.latency_us + kNcclStepOverhead_us) * 1e-6;
+  return l.latency_us * 1e-6;
 }
+
+// Paid once per NCCL call, by every algorithm below.
+constexpr double kBaseLatency_s = kNcclBaseLatency_us * 1e-6;
 
 bool inside_node(const Cluster& c, size_t i) {
   return c.level_span(i) <= c.devices_per_node;
@@ -103,7 +106,7 @@ Timing ring(const GroupShape& g, Collective c, double bytes) {
   int steps = g.size - 1;
   Bandwidth bw = ring_bandwidth(g);
   double pass_s = path_latency_s(g, steps) + steps * (bytes / g.size) / bw.bytes_per_s;
-  return {passes * pass_s, Algorithm::ring, bw.level};
+  return {kBaseLatency_s + passes * pass_s, Algorithm::ring, bw.level};
 }
 
 // NCCL's double binary tree (NCCL 2.4; Sanders, Speck & Träff 2009, "Two-tree algorithms for full
@@ -115,8 +118,8 @@ Timing ring(const GroupShape& g, Collective c, double bytes) {
 // other: bytes/2 up), over the same links as the ring: T_bw = 2·bytes/bw.
 Timing tree(const GroupShape& g, double bytes) {
   int depth = std::bit_width(static_cast<unsigned>(g.nodes)) - 1;  // floor(log2(nodes))
-  double latency_s = 2 * ((g.per_node - 1) * alpha_s(g.cluster.levels[0]) +
-                          depth * alpha_s(g.cluster.levels[g.level]));
+  double latency_s = kBaseLatency_s + 2 * ((g.per_node - 1) * alpha_s(g.cluster.levels[0]) +
+                                           depth * alpha_s(g.cluster.levels[g.level]));
   Bandwidth bw = ring_bandwidth(g);
   return {latency_s + 2 * bytes / bw.bytes_per_s, Algorithm::tree, bw.level};
 }
@@ -170,7 +173,8 @@ Timing all_reduce(const GroupShape& g, double bytes, std::optional<Algorithm> fo
 // last rank hears after n−1 hops and the buffer crosses each link once: T = path latency + bytes·β.
 Timing broadcast(const GroupShape& g, double bytes) {
   Bandwidth bw = ring_bandwidth(g);
-  return {path_latency_s(g, g.size - 1) + bytes / bw.bytes_per_s, Algorithm::ring, bw.level};
+  return {kBaseLatency_s + path_latency_s(g, g.size - 1) + bytes / bw.bytes_per_s, Algorithm::ring,
+          bw.level};
 }
 
 // Pairwise exchange (Thakur, Rabenseifner & Gropp 2005, all-to-all for long messages): n−1 steps,
@@ -179,7 +183,7 @@ Timing broadcast(const GroupShape& g, double bytes) {
 // node's links while the rest leave through the member's NIC share, both at once; inside a
 // scale-up domain (a node, an NVL72 rack) all of it takes the device's one port.
 Timing all_to_all(const GroupShape& g, double bytes) {
-  double latency_s = (g.size - 1) * alpha_s(g.cluster.levels[g.level]);
+  double latency_s = kBaseLatency_s + (g.size - 1) * alpha_s(g.cluster.levels[g.level]);
   double chunk = bytes / g.size;
   Bandwidth inside = slowest(g, Where::inside_node, 1);
   Bandwidth beyond = slowest(g, Where::beyond_node, 1);
@@ -197,8 +201,8 @@ Timing all_to_all(const GroupShape& g, double bytes) {
 Timing send_recv(const GroupShape& g, double bytes) {
   Where where = inside_node(g.cluster, g.level) ? Where::inside_node : Where::beyond_node;
   Bandwidth link = slowest(g, where, 1);
-  return {alpha_s(g.cluster.levels[g.level]) + bytes / link.bytes_per_s, Algorithm::direct,
-          link.level};
+  return {kBaseLatency_s + alpha_s(g.cluster.levels[g.level]) + bytes / link.bytes_per_s,
+          Algorithm::direct, link.level};
 }
 
 Timing time_collective(const GroupShape& g, Collective c, double bytes,

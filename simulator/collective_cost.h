@@ -39,10 +39,12 @@ inline constexpr double kNcclScaleUpEfficiency = 0.81;
 // reference results, the figure the cost-model issue cites). Applied to RoCE as to InfiniBand:
 // NCCL drives both through the same verbs transport.
 inline constexpr double kNcclScaleOutEfficiency = 0.90;
-// NCCL's software cost per step, added to the link's latency: NCCL's own tuning model charges
-// 0.6 us per ring step over NVLink with the LL protocol (src/graph/tuning.cc, hwLat[NVLINK][RING]
-// [LL]), the protocol NCCL runs at latency-bound sizes.
-inline constexpr double kNcclStepOverhead_us = 0.6;
+// NCCL's fixed cost per call (kernel launch and set-up), on top of the per-hop latencies: NCCL's own
+// tuning model starts every ring and tree time from baseLat, 6.6 us for ring with the LL protocol
+// (src/graph/tuning.cc, baseLat[RING][LL]; 6.8 for tree), the protocol NCCL runs at
+// latency-bound sizes. The levels' latency_us are NCCL's per-hop figures (hwLat in the same file)
+// and serve as alpha unchanged.
+inline constexpr double kNcclBaseLatency_us = 6.6;
 
 struct CollectiveCost {
   double time_s = 0;

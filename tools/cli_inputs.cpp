@@ -24,7 +24,7 @@ void add_input_options(CLI::App* app, InputOptions& o, LayoutInput layout) {
   if (layout == LayoutInput::none) return;
   auto* opt = app->add_option(
       "--layout,-l", o.layout,
-      "Compact layout: \"tp=8,pp=4,dp=32,zero=1,mbs=1,sp=1,vpp=2,recompute=selective,schedule=1f1b\"");
+      "Compact layout, e.g. \"tp=8,pp=4,dp=32,zero=1,mbs=1,sp=1,vpp=2,recompute=selective,schedule=1f1b\" (dp may be left out)");
   app->add_option("--megatron", o.megatron,
                   "The layout as Megatron-LM flags in one string: \"--tp 8 --pp 4 --sequence-parallel\"");
   app->add_option("--deepspeed-config", o.deepspeed_config, "A DeepSpeed config JSON (ZeRO stage, batch sizes)");
@@ -83,10 +83,9 @@ Plan resolve_plan(const InputOptions& o) {
     spec = merge(spec, parse_layout_string(o.layout, "--layout"));
     source = "--layout";
   }
-  if (spec.dtype) in.training.dtype = *spec.dtype;
-  Plan p{in.model, in.cluster, in.training, {}, nlohmann::json::object()};
-  p.layout = resolve_layout(spec, p.model, p.cluster, p.training, source);
-  return p;
+  Layout layout = resolve_layout(spec, in.model, in.cluster, in.training, source);
+  return Plan{std::move(in.model), std::move(in.cluster), in.training, std::move(layout),
+              nlohmann::json::object()};
 }
 
 }  // namespace shardplan::cli

@@ -28,8 +28,7 @@ int main(int argc, char** argv) {
 
   std::vector<cli::Subcommand> subcommands{
       cli::add_pending(app, "plan", "Search every layout and rank what fits", "the planner issue"),
-      cli::add_pending(app, "estimate", "Price one layout: memory, compute, communication",
-                       "the cost-model issue"),
+      cli::add_estimate(app),
       cli::add_pending(app, "simulate", "Simulate a plan's step event by event, with a timeline",
                        "the simulator issue"),
       cli::add_pending(app, "execute", "Run a plan for real on this machine (CPU or CUDA)",

@@ -1,0 +1,293 @@
+#include "core/cluster.h"
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <climits>
+#include <cmath>
+#include <set>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/json_reader.h"
+
+namespace shardplan {
+
+namespace {
+
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+
+// The member holding the dense peak for a dtype; one switch serves reading, writing and lookup.
+template <class D>
+auto& peak_slot(D& d, Dtype t) {
+  switch (t) {
+    case Dtype::fp32: return d.peak_tflops_fp32;
+    case Dtype::tf32: return d.peak_tflops_tf32;
+    case Dtype::bf16: return d.peak_tflops_bf16;
+    case Dtype::fp16: return d.peak_tflops_fp16;
+  }
+  assert(false && "unknown dtype");
+  return d.peak_tflops_fp32;
+}
+
+// Every key an object accepts, checked before anything is read so that a misspelt key is reported
+// as unknown (with the accepted ones listed) rather than as a missing required field.
+template <size_t N>
+void reject_unknown_first(ObjectReader& r, const std::array<std::string_view, N>& keys) {
+  for (std::string_view k : keys) r.ignore({k});
+  r.reject_unknown();
+}
+
+constexpr auto kClusterKeys =
+    std::to_array<std::string_view>({"name", "source", "nodes", "devices_per_node", "device", "levels"});
+constexpr auto kDeviceKeys = std::to_array<std::string_view>(
+    {"name", "source", "memory_GiB", "reserved_GiB", "memory_GBps", "peak_tflops"});
+constexpr auto kPeakKeys = std::to_array<std::string_view>({"source", "fp32", "tf32", "bf16", "fp16"});
+constexpr auto kLevelKeys = std::to_array<std::string_view>(
+    {"name", "kind", "source", "span_devices", "bandwidth_GBps", "nics_per_node", "nic_GBps",
+     "latency_us", "oversubscription"});
+
+// Counts are stored as int; a JSON integer beyond that range is the user's mistake.
+int to_int(const ObjectReader& r, std::string_view key, int64_t v) {
+  if (v < INT_MIN || v > INT_MAX) r.fail(key, fmt::format("{} is out of range", v));
+  return static_cast<int>(v);
+}
+
+Device device_from_json(ObjectReader r) {
+  reject_unknown_first(r, kDeviceKeys);
+  Device d;
+  d.name = r.string("name");
+  d.memory_GiB = r.number("memory_GiB");
+  d.reserved_GiB = r.number_or("reserved_GiB", 0);
+  d.memory_GBps = r.number("memory_GBps");
+  ObjectReader peak = r.object("peak_tflops");
+  reject_unknown_first(peak, kPeakKeys);
+  for (const auto& [dtype, name] : kDtypeNames) peak_slot(d, dtype) = peak.number_or(name, 0);
+  return d;
+}
+
+InterconnectLevel level_from_json(ObjectReader r) {
+  reject_unknown_first(r, kLevelKeys);
+  InterconnectLevel l;
+  l.name = r.string("name");
+  const std::string kind = r.string("kind");
+  const auto k = enum_from_name(kind, kLinkKindNames);
+  if (!k) r.fail("kind", fmt::format("unknown link kind \"{}\"", kind), enum_choices(kLinkKindNames));
+  l.kind = *k;
+  l.span_devices = r.integer_or("span_devices", 0);
+  // Scale-up levels give a per-device bandwidth, scale-out levels NICs shared by a node.
+  if (l.is_scale_out()) {
+    if (r.has("bandwidth_GBps"))
+      r.fail("bandwidth_GBps", fmt::format("a {} level is described per NIC", kind),
+             "give nics_per_node and nic_GBps (per NIC, one direction) instead");
+    l.nics_per_node = to_int(r, "nics_per_node", r.integer("nics_per_node"));
+    l.nic_GBps = r.number("nic_GBps");
+  } else {
+    for (std::string_view key : {"nics_per_node", "nic_GBps"})
+      if (r.has(key))
+        r.fail(key, fmt::format("only scale-out levels (infiniband, roce) have NICs, this one is {}", kind),
+               "give bandwidth_GBps per device, one direction");
+    l.bandwidth_GBps = r.number("bandwidth_GBps");
+  }
+  l.latency_us = r.number("latency_us");
+  l.oversubscription = r.number_or("oversubscription", 1);
+  return l;
+}
+
+std::string level_field(size_t i, std::string_view key) { return fmt::format("levels[{}].{}", i, key); }
+
+void validate_device(const Device& d, const std::string& file) {
+  auto positive = [&](double v, const char* field) {
+    if (!(v > 0)) throw InputError(file, field, fmt::format("must be positive, found {:g}", v));
+  };
+  positive(d.memory_GiB, "device.memory_GiB");
+  positive(d.memory_GBps, "device.memory_GBps");
+  if (!(d.reserved_GiB >= 0 && d.reserved_GiB < d.memory_GiB))
+    throw InputError(file, "device.reserved_GiB",
+                     fmt::format("{:g} must be at least 0 and below memory_GiB={:g}", d.reserved_GiB,
+                                 d.memory_GiB));
+  bool any = false;
+  for (const auto& [dtype, name] : kDtypeNames) {
+    const double v = d.peak_tflops(dtype);
+    if (!(v >= 0))
+      throw InputError(file, fmt::format("device.peak_tflops.{}", name),
+                       fmt::format("must not be negative, found {:g}", v), "0 means not supported");
+    any = any || v > 0;
+  }
+  if (!any)
+    throw InputError(file, "device.peak_tflops", "no dtype has a positive peak",
+                     "give the dense peak of at least one of fp32, tf32, bf16, fp16 in 10^12 FLOP/s");
+}
+
+// A scale-up level needs bandwidth_GBps and no NICs; a scale-out level NICs and no bandwidth_GBps.
+void validate_level_links(const InterconnectLevel& l, size_t i, const std::string& file) {
+  const std::string_view kind = enum_name(l.kind, kLinkKindNames);
+  if (l.is_scale_out()) {
+    if (l.nics_per_node <= 0)
+      throw InputError(file, level_field(i, "nics_per_node"),
+                       fmt::format("a {} level needs NICs per node, found {}", kind, l.nics_per_node));
+    if (!(l.nic_GBps > 0))
+      throw InputError(file, level_field(i, "nic_GBps"),
+                       fmt::format("a {} level needs a positive bandwidth per NIC, found {:g}", kind, l.nic_GBps));
+    if (l.bandwidth_GBps != 0)
+      throw InputError(file, level_field(i, "bandwidth_GBps"),
+                       fmt::format("a {} level is described per NIC", kind), "use nics_per_node and nic_GBps");
+    return;
+  }
+  if (!(l.bandwidth_GBps > 0))
+    throw InputError(file, level_field(i, "bandwidth_GBps"),
+                     fmt::format("a {} level needs a positive bandwidth per device, found {:g}", kind,
+                                 l.bandwidth_GBps));
+  if (l.nics_per_node != 0 || l.nic_GBps != 0)
+    throw InputError(file, level_field(i, l.nics_per_node != 0 ? "nics_per_node" : "nic_GBps"),
+                     fmt::format("only scale-out levels (infiniband, roce) have NICs, this one is {}", kind));
+}
+
+// Domains of a level are `span` consecutive devices. They sit inside one node or hold whole nodes,
+// nest inside the next level's domains, and tile the cluster unless one domain holds all of it.
+void validate_level_span(const Cluster& c, size_t i, const std::string& file) {
+  const InterconnectLevel& l = c.levels[i];
+  const std::string field = level_field(i, "span_devices");
+  const int64_t span = l.span_devices;
+  const int dpn = c.devices_per_node;
+  if (span < 0)
+    throw InputError(file, field, fmt::format("must not be negative, found {}", span), "0 means the whole cluster");
+  if (i > 0 && c.levels[i - 1].span_devices == 0)
+    throw InputError(file, level_field(i - 1, "span_devices"),
+                     "0 (the whole cluster) is for the outermost level only",
+                     "levels go innermost first");
+  if (span == 0) return;
+  if (span < dpn && dpn % span != 0)
+    throw InputError(file, field, fmt::format("domains of {} devices would straddle nodes of {} devices", span, dpn),
+                     "a level smaller than a node must divide devices_per_node");
+  if (span > dpn && span % dpn != 0)
+    throw InputError(file, field, fmt::format("{} is not a whole number of nodes of {} devices", span, dpn));
+  if (l.is_scale_out() && span % dpn != 0)
+    throw InputError(file, field, fmt::format("a scale-out level joins whole nodes, {} < {} devices", span, dpn));
+  if (span < c.world() && c.world() % span != 0) {
+    const int64_t n = span / dpn;  // span holds whole nodes here: it is above a node and is not a divisor
+    throw InputError(file, field,
+                     fmt::format("{} does not divide the {} devices ({} nodes x {} devices_per_node)", span,
+                                 c.world(), c.nodes, dpn),
+                     fmt::format("with this node description use at most {} nodes (part of one domain) or a "
+                                 "multiple of {}", n, n));
+  }
+  if (i == 0) return;
+  const int64_t inner = c.levels[i - 1].span_devices;
+  if (span <= inner || span % inner != 0)
+    throw InputError(file, field,
+                     fmt::format("{} must be a larger multiple of levels[{}]'s span {}", span, i - 1, inner),
+                     "levels go innermost first, each domain made of whole inner domains");
+}
+
+}  // namespace
+
+double Device::peak_tflops(Dtype d) const { return peak_slot(*this, d); }
+
+int64_t Device::memory_bytes() const { return std::llround(memory_GiB * kBytesPerGiB); }
+
+int64_t Device::reserved_bytes() const { return std::llround(reserved_GiB * kBytesPerGiB); }
+
+int64_t Cluster::level_span(size_t i) const {
+  assert(i < levels.size());
+  const int64_t span = levels[i].span_devices;
+  return span == 0 ? world() : std::min(span, world());
+}
+
+Cluster cluster_from_json(const nlohmann::json& j, const std::string& file) {
+  ObjectReader r(j, file);
+  reject_unknown_first(r, kClusterKeys);
+  Cluster c;
+  c.name = r.string("name");
+  c.nodes = to_int(r, "nodes", r.integer_or("nodes", 1));
+  c.devices_per_node = to_int(r, "devices_per_node", r.integer("devices_per_node"));
+  c.device = device_from_json(r.object("device"));
+  for (ObjectReader& level : r.objects("levels")) c.levels.push_back(level_from_json(level));
+  validate_cluster(c, file);
+  return c;
+}
+
+nlohmann::json cluster_to_json(const Cluster& c) {
+  const Device& d = c.device;
+  nlohmann::json peak = nlohmann::json::object();
+  for (const auto& [dtype, name] : kDtypeNames) peak[std::string(name)] = d.peak_tflops(dtype);
+  nlohmann::json levels = nlohmann::json::array();
+  for (const InterconnectLevel& l : c.levels) {
+    nlohmann::json level = {{"name", l.name},
+                            {"kind", enum_name(l.kind, kLinkKindNames)},
+                            {"span_devices", l.span_devices},
+                            {"latency_us", l.latency_us},
+                            {"oversubscription", l.oversubscription}};
+    if (l.is_scale_out()) {
+      level["nics_per_node"] = l.nics_per_node;
+      level["nic_GBps"] = l.nic_GBps;
+    } else {
+      level["bandwidth_GBps"] = l.bandwidth_GBps;
+    }
+    levels.push_back(std::move(level));
+  }
+  return {{"name", c.name},
+          {"nodes", c.nodes},
+          {"devices_per_node", c.devices_per_node},
+          {"device",
+           {{"name", d.name},
+            {"memory_GiB", d.memory_GiB},
+            {"reserved_GiB", d.reserved_GiB},
+            {"memory_GBps", d.memory_GBps},
+            {"peak_tflops", peak}}},
+          {"levels", levels}};
+}
+
+Cluster with_nodes(Cluster c, int nodes, const std::string& file) {
+  c.nodes = nodes;
+  validate_cluster(c, file);
+  return c;
+}
+
+void validate_cluster(const Cluster& c, const std::string& file) {
+  if (c.nodes <= 0)
+    throw InputError(file, "nodes", fmt::format("must be positive, found {}", c.nodes), "--nodes N sets it");
+  if (c.devices_per_node <= 0)
+    throw InputError(file, "devices_per_node", fmt::format("must be positive, found {}", c.devices_per_node));
+  validate_device(c.device, file);
+  if (c.levels.empty())
+    throw InputError(file, "levels", "at least one interconnect level is needed",
+                     "e.g. {\"name\": \"nvlink\", \"kind\": \"nvlink\", \"bandwidth_GBps\": 450, \"latency_us\": 0.6}");
+  std::set<std::string, std::less<>> names;
+  for (size_t i = 0; i < c.levels.size(); ++i) {
+    const InterconnectLevel& l = c.levels[i];
+    if (l.name.empty()) throw InputError(file, level_field(i, "name"), "must not be empty");
+    if (!names.insert(l.name).second)
+      throw InputError(file, level_field(i, "name"), fmt::format("\"{}\" names two levels", l.name));
+    validate_level_span(c, i, file);
+    validate_level_links(l, i, file);
+    if (!(l.latency_us >= 0))
+      throw InputError(file, level_field(i, "latency_us"), fmt::format("must not be negative, found {:g}", l.latency_us));
+    if (!(l.oversubscription >= 1))
+      throw InputError(file, level_field(i, "oversubscription"),
+                       fmt::format("must be at least 1, found {:g}", l.oversubscription),
+                       "1 is a non-blocking fabric, 2 a 2:1 oversubscribed one");
+  }
+  const int64_t outer = c.level_span(c.levels.size() - 1);
+  if (outer != c.world())
+    throw InputError(file, "levels",
+                     fmt::format("the outermost level \"{}\" spans {} devices, not all {} ({} nodes x {})",
+                                 c.levels.back().name, outer, c.world(), c.nodes, c.devices_per_node),
+                     fmt::format("to join more nodes add a scale-out level (kind infiniband or roce, "
+                                 "span_devices 0 = the whole cluster); as described, at most {} node(s)",
+                                 std::max<int64_t>(1, outer / c.devices_per_node)));
+}
+
+size_t level_joining(const Cluster& c, int64_t device_a, int64_t device_b) {
+  assert(device_a >= 0 && device_a < c.world() && device_b >= 0 && device_b < c.world());
+  for (size_t i = 0; i < c.levels.size(); ++i) {
+    const int64_t span = c.level_span(i);
+    if (device_a / span == device_b / span) return i;
+  }
+  assert(false && "the outermost level spans every device (validate_cluster)");
+  return c.levels.size() - 1;
+}
+
+}  // namespace shardplan

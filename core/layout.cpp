@@ -1,0 +1,95 @@
+#include "core/layout.h"
+
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "core/json_reader.h"
+#include "core/model_fields.h"
+
+namespace shardplan {
+
+namespace {
+auto fields(const Layout& l) {
+  return std::tie(l.dp, l.tp, l.pp, l.cp, l.ep, l.zero, l.micro_batch, l.num_microbatches,
+                  l.recompute, l.sequence_parallel, l.vpp, l.schedule, l.rank_order);
+}
+
+template <class T>
+void take(std::optional<T>& base, const std::optional<T>& over) {
+  if (over) base = over;
+}
+
+}  // namespace
+
+bool operator==(const Layout& a, const Layout& b) {
+  return fields(a) == fields(b);
+}
+
+LayoutSpec merge(LayoutSpec base, const LayoutSpec& over) {
+  take(base.dp, over.dp);
+  take(base.tp, over.tp);
+  take(base.pp, over.pp);
+  take(base.cp, over.cp);
+  take(base.ep, over.ep);
+  take(base.zero, over.zero);
+  take(base.micro_batch, over.micro_batch);
+  take(base.num_microbatches, over.num_microbatches);
+  take(base.vpp, over.vpp);
+  take(base.global_batch, over.global_batch);
+  take(base.recompute, over.recompute);
+  take(base.sequence_parallel, over.sequence_parallel);
+  take(base.schedule, over.schedule);
+  take(base.rank_order, over.rank_order);
+  take(base.dtype, over.dtype);
+  return base;
+}
+
+std::string to_string(const Layout& l) {
+  return fmt::format(
+      "tp={},pp={},dp={},cp={},ep={},zero={},mbs={},gbs={},sp={},vpp={},recompute={},schedule={},"
+      "order={}",
+      l.tp, l.pp, l.dp, l.cp, l.ep, l.zero, l.micro_batch, l.global_batch(),
+      l.sequence_parallel ? 1 : 0, l.vpp, enum_name(l.recompute, kRecomputeNames),
+      enum_name(l.schedule, kScheduleNames), l.rank_order);
+}
+
+nlohmann::json layout_to_json(const Layout& l) {
+  return {{"dp", l.dp},
+          {"tp", l.tp},
+          {"pp", l.pp},
+          {"cp", l.cp},
+          {"ep", l.ep},
+          {"zero", l.zero},
+          {"micro_batch", l.micro_batch},
+          {"num_microbatches", l.num_microbatches},
+          {"recompute", enum_name(l.recompute, kRecomputeNames)},
+          {"sequence_parallel", l.sequence_parallel},
+          {"vpp", l.vpp},
+          {"schedule", enum_name(l.schedule, kScheduleNames)},
+          {"rank_order", l.rank_order}};
+}
+
+// The resolved layout, every key required (plan files are written by layout_to_json). Ranges and
+// the rules between fields are validate_layout's, which needs the model, cluster and training.
+Layout layout_from_json(const nlohmann::json& j, const std::string& file) {
+  ObjectReader r(j, file, "layout");
+  Layout l;
+  l.dp = int_field(r, "dp");
+  l.tp = int_field(r, "tp");
+  l.pp = int_field(r, "pp");
+  l.cp = int_field(r, "cp");
+  l.ep = int_field(r, "ep");
+  l.zero = int_field(r, "zero");
+  l.micro_batch = int_field(r, "micro_batch");
+  l.num_microbatches = int_field(r, "num_microbatches");
+  l.recompute = enum_field(r, "recompute", kRecomputeNames);
+  l.sequence_parallel = r.boolean("sequence_parallel");
+  l.vpp = int_field(r, "vpp");
+  l.schedule = enum_field(r, "schedule", kScheduleNames);
+  l.rank_order = r.string("rank_order");
+  r.reject_unknown();
+  return l;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,212 @@
+// From what a user wrote to a complete layout (resolve_layout), and every rule a layout must meet
+// on a model, cluster and training (validate_layout). Each rule is one error naming the source,
+// the field and the numbers involved; the rules are Megatron-LM's where it has one.
+#include <limits>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/layout.h"
+#include "core/placement.h"
+
+namespace shardplan {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& source, const char* field, std::string reason,
+                       std::string hint = "") {
+  throw InputError(source, field, std::move(reason), std::move(hint));
+}
+
+void check_positive(const Layout& l, const std::string& source) {
+  const std::pair<const char*, int> counts[] = {{"layout.dp", l.dp},
+                                                {"layout.tp", l.tp},
+                                                {"layout.pp", l.pp},
+                                                {"layout.cp", l.cp},
+                                                {"layout.ep", l.ep},
+                                                {"layout.vpp", l.vpp},
+                                                {"layout.micro_batch", l.micro_batch},
+                                                {"layout.num_microbatches", l.num_microbatches}};
+  for (const auto& [field, v] : counts)
+    if (v <= 0) fail(source, field, fmt::format("must be positive, found {}", v));
+  if (l.zero < 0 || l.zero > 3)
+    fail(source, "layout.zero", fmt::format("must be 0, 1, 2 or 3, found {}", l.zero));
+}
+
+// Megatron-LM: num_microbatches = global_batch_size / (micro_batch_size × data_parallel_size),
+// which must divide exactly (megatron/core/num_microbatches_calculator.py).
+void check_batch_divides(int64_t global_batch, const Layout& l, const std::string& source) {
+  const int64_t per_microbatch = int64_t{l.micro_batch} * l.dp;
+  if (global_batch % per_microbatch != 0)
+    fail(source, "layout.global_batch",
+         fmt::format("{} is not divisible by micro_batch × dp = {} × {} = {}", global_batch,
+                     l.micro_batch, l.dp, per_microbatch));
+}
+
+void check_world(const Layout& l, const Cluster& c, const std::string& source) {
+  if (l.world() != c.world())
+    fail(source, "layout.dp",
+         fmt::format(
+             "dp × tp × pp × cp = {} × {} × {} × {} = {} does not equal the {} devices of the "
+             "cluster ({} nodes × {})",
+             l.dp, l.tp, l.pp, l.cp, l.world(), c.world(), c.nodes, c.devices_per_node),
+         "leave dp out to derive it: dp = devices / (tp × pp × cp)");
+}
+
+// Megatron-Core splits attention heads, key/value heads (query groups) and the MLP's
+// intermediate size over tp with divide(), which asserts exact division.
+void check_tensor_parallel(const Layout& l, const Model& m, const std::string& source) {
+  const std::pair<const char*, int64_t> split[] = {
+      {"num_attention_heads", m.num_heads},
+      {"num_key_value_heads", m.num_kv_heads},
+      {"intermediate_size", m.ffn_hidden},
+      {"moe_intermediate_size", m.moe.expert_ffn_hidden}};
+  for (const auto& [name, size] : split)
+    if (size % l.tp != 0)
+      fail(source, "layout.tp", fmt::format("{} does not divide {}={}", l.tp, name, size));
+  if (l.sequence_parallel && l.tp == 1)
+    fail(source, "layout.sequence_parallel", "needs tp > 1, found tp=1",
+         "sequence parallelism splits the tensor-parallel region's activations over tp");
+}
+
+void check_batch(const Layout& l, const Training& t, const std::string& source) {
+  check_batch_divides(t.global_batch, l, source);
+  if (l.global_batch() != t.global_batch)
+    fail(source, "layout.num_microbatches",
+         fmt::format("micro_batch × num_microbatches × dp = {} × {} × {} = {} does not equal the "
+                     "global batch {}",
+                     l.micro_batch, l.num_microbatches, l.dp, l.global_batch(), t.global_batch),
+         "DeepSpeed's rule: train_batch_size = train_micro_batch_size_per_gpu × "
+         "gradient_accumulation_steps × data-parallel size");
+}
+
+// Megatron-LM (arguments.py, schedules.py): layers split evenly over pp·vpp model chunks; virtual
+// stages only with pp > 1 and the interleaved schedule, which needs num_microbatches to be a
+// multiple of pp.
+void check_pipeline(const Layout& l, const Model& m, const std::string& source) {
+  if (l.vpp > 1 && l.pp == 1)
+    fail(source, "layout.vpp", fmt::format("vpp={} needs pp > 1, found pp=1", l.vpp));
+  const int64_t chunks = int64_t{l.pp} * l.vpp;
+  if (m.num_layers % chunks != 0)
+    fail(source, l.vpp > 1 ? "layout.vpp" : "layout.pp",
+         fmt::format("pp × vpp = {} × {} = {} does not divide num_hidden_layers={}", l.pp, l.vpp,
+                     chunks, m.num_layers));
+  const bool interleaved = l.schedule == Schedule::interleaved;
+  if (l.vpp > 1 && !interleaved)
+    fail(source, "layout.schedule",
+         fmt::format("vpp={} needs schedule=interleaved, found {}", l.vpp,
+                     enum_name(l.schedule, kScheduleNames)));
+  if (interleaved && l.vpp == 1)
+    fail(source, "layout.schedule", "interleaved needs vpp > 1, found vpp=1");
+  if (interleaved && l.num_microbatches % l.pp != 0)
+    fail(source, "layout.num_microbatches",
+         fmt::format("the interleaved schedule needs a multiple of pp={}, found {}", l.pp,
+                     l.num_microbatches));
+}
+
+// Megatron-Core MoE: experts are split evenly over ep, and the expert-parallel group is carved
+// out of the data-parallel one.
+void check_experts(const Layout& l, const Model& m, const std::string& source) {
+  if (l.ep == 1) return;
+  if (!m.is_moe())
+    fail(source, "layout.ep", fmt::format("ep={} on a dense model (num_local_experts=0)", l.ep),
+         "use ep=1");
+  if (m.moe.num_experts % l.ep != 0)
+    fail(source, "layout.ep",
+         fmt::format("{} does not divide num_local_experts={}", l.ep, m.moe.num_experts));
+  if (l.dp % l.ep != 0)
+    fail(source, "layout.ep", fmt::format("{} does not divide dp={}", l.ep, l.dp),
+         "expert parallelism is carved out of data parallelism");
+}
+
+void check_sequence(const Layout& l, const Model& m, const Training& t, const std::string& source) {
+  if (m.max_seq > 0 && t.seq_len > m.max_seq)
+    fail(source, "training.seq_len",
+         fmt::format("{} exceeds max_position_embeddings={} of {}", t.seq_len, m.max_seq, m.name));
+  // Megatron-LM's get_batch_on_this_cp_rank cuts the sequence into 2·cp chunks and gives rank i
+  // chunks i and 2·cp−1−i, balancing the causal mask's work.
+  if (l.cp > 1 && t.seq_len % (2 * l.cp) != 0)
+    fail(source, "layout.cp",
+         fmt::format("2 × cp = {} does not divide seq_len={}", 2 * l.cp, t.seq_len),
+         "load-balanced causal context parallelism splits the sequence into 2·cp chunks");
+  // Sequence parallelism scatters each context-parallel rank's tokens over tp
+  // (Megatron-Core's _split_along_first_dim asserts exact division).
+  if (l.sequence_parallel && (t.seq_len / l.cp) % l.tp != 0)
+    fail(source, "layout.sequence_parallel",
+         fmt::format(
+             "tp={} does not divide the {} tokens per context-parallel rank (seq_len={} / cp={})",
+             l.tp, t.seq_len / l.cp, t.seq_len, l.cp));
+}
+
+int derive_dp(const Layout& l, const Cluster& c, const std::string& source) {
+  const int64_t model_parallel = int64_t{l.tp} * l.pp * l.cp;
+  if (c.world() % model_parallel != 0)
+    fail(source, "layout.dp",
+         fmt::format(
+             "cannot derive dp: tp × pp × cp = {} × {} × {} = {} does not divide the {} devices",
+             l.tp, l.pp, l.cp, model_parallel, c.world()),
+         "choose tp, pp and cp whose product divides the device count");
+  return static_cast<int>(c.world() / model_parallel);
+}
+
+}  // namespace
+
+Layout resolve_layout(const LayoutSpec& spec, const Model& model, const Cluster& cluster,
+                      Training& training, const std::string& source) {
+  Layout l;
+  l.tp = spec.tp.value_or(1);
+  l.pp = spec.pp.value_or(1);
+  l.cp = spec.cp.value_or(1);
+  l.ep = spec.ep.value_or(1);
+  l.zero = spec.zero.value_or(0);
+  l.micro_batch = spec.micro_batch.value_or(1);
+  l.vpp = spec.vpp.value_or(1);
+  l.dp = spec.dp.value_or(1);
+  l.num_microbatches = spec.num_microbatches.value_or(1);
+  l.recompute = spec.recompute.value_or(Recompute::none);
+  l.sequence_parallel = spec.sequence_parallel.value_or(false);
+  // With virtual stages, Megatron-LM's 1F1B is the interleaved 1F1B (Narayanan et al. 2021 §2.2):
+  // "vpp=2,schedule=1f1b" (shared/CONVENTIONS.md's own example) means the interleaved schedule.
+  l.schedule = spec.schedule.value_or(Schedule::one_f_one_b);
+  if (l.vpp > 1 && l.schedule == Schedule::one_f_one_b) l.schedule = Schedule::interleaved;
+  l.rank_order = spec.rank_order.value_or(std::string(kDefaultRankOrder));
+  check_positive(l, source);
+  if (!spec.dp) l.dp = derive_dp(l, cluster, source);
+
+  Training t = training;
+  if (spec.global_batch)
+    t.global_batch = *spec.global_batch;
+  else if (spec.num_microbatches && t.global_batch <= 0)
+    t.global_batch = l.global_batch();
+  if (t.global_batch <= 0)
+    fail(source, "layout.global_batch", "not given",
+         "give gbs= in the layout or global_batch in the training description");
+  if (!spec.num_microbatches) {
+    check_batch_divides(t.global_batch, l, source);
+    const int64_t n = t.global_batch / (int64_t{l.micro_batch} * l.dp);
+    if (n > std::numeric_limits<int>::max())
+      fail(source, "layout.num_microbatches", fmt::format("{} is out of range", n));
+    l.num_microbatches = static_cast<int>(n);
+  }
+  // DeepSpeed's bf16/fp16 sections: weights, activations and gradients in that format.
+  if (spec.dtype) t.dtype = t.grad_dtype = *spec.dtype;
+
+  validate_layout(l, model, cluster, t, source);
+  training = t;
+  return l;
+}
+
+void validate_layout(const Layout& l, const Model& model, const Cluster& cluster,
+                     const Training& training, const std::string& source) {
+  check_positive(l, source);
+  check_world(l, cluster, source);
+  check_tensor_parallel(l, model, source);
+  check_batch(l, training, source);
+  check_pipeline(l, model, source);
+  check_experts(l, model, source);
+  check_sequence(l, model, training, source);
+  validate_rank_order(l.rank_order, source);
+}
+
+}  // namespace shardplan

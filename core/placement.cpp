@@ -1,0 +1,189 @@
+#include "core/placement.h"
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <span>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace shardplan {
+
+namespace {
+
+// The grid's axes as rank_order names them; the "dp" axis of the grid is dp/ep (expert data
+// parallelism), the ep axis carved out of dp as Megatron-Core's RankGenerator does.
+enum Axis : int { kTp, kCp, kEp, kEdp, kPp, kNumAxes };
+constexpr std::array<std::string_view, kNumAxes> kAxisNames{"tp", "cp", "ep", "dp", "pp"};
+
+using AxisOrder = std::array<Axis, kNumAxes>;
+
+// Reads "tp-cp-ep-dp-pp" into axes, fastest-varying first. Returns what is wrong, "" if nothing.
+std::string parse_rank_order(std::string_view order, AxisOrder& axes) {
+  std::array<bool, kNumAxes> seen{};
+  size_t n = 0;
+  for (size_t pos = 0;;) {
+    const size_t dash = order.find('-', pos);
+    const std::string_view token = order.substr(pos, dash == std::string_view::npos ? dash : dash - pos);
+    const auto it = std::find(kAxisNames.begin(), kAxisNames.end(), token);
+    if (it == kAxisNames.end()) return fmt::format("unknown axis \"{}\"", token);
+    const auto a = static_cast<Axis>(it - kAxisNames.begin());
+    if (seen[a]) return fmt::format("\"{}\" appears twice", token);
+    seen[a] = true;
+    axes[n++] = a;
+    if (dash == std::string_view::npos) break;
+    pos = dash + 1;
+  }
+  for (int a = 0; a < kNumAxes; ++a)
+    if (!seen[a]) return fmt::format("\"{}\" is missing", kAxisNames[a]);
+  return "";
+}
+
+// Sizes of the axes and their strides in the global rank, from the layout's rank order
+// (the first axis has stride 1): rank = sum over axes of coordinate * stride.
+struct Grid {
+  std::array<int64_t, kNumAxes> size{};
+  std::array<int64_t, kNumAxes> stride{};
+};
+
+Grid grid_of(const Layout& l) {
+  assert(l.ep >= 1 && l.dp % l.ep == 0 && "ep divides dp (validate_layout)");
+  AxisOrder order{};
+  [[maybe_unused]] const std::string problem = parse_rank_order(l.rank_order, order);
+  assert(problem.empty() && "rank_order is checked by validate_rank_order");
+  Grid g;
+  g.size = {l.tp, l.cp, l.ep, l.dp / l.ep, l.pp};
+  int64_t stride = 1;
+  for (Axis a : order) {
+    g.stride[a] = stride;
+    stride *= g.size[a];
+  }
+  return g;
+}
+
+std::array<int64_t, kNumAxes> grid_coords(const Grid& g, int64_t rank) {
+  std::array<int64_t, kNumAxes> c{};
+  for (int a = 0; a < kNumAxes; ++a) c[a] = rank / g.stride[a] % g.size[a];
+  return c;
+}
+
+// The axes a group of kind g spans, the fastest-varying member first: dp counts ep + ep·(dp/ep),
+// dp_cp counts cp + cp·dp.
+std::span<const Axis> group_axes(Group g) {
+  static constexpr Axis tp[] = {kTp}, cp[] = {kCp}, ep[] = {kEp}, pp[] = {kPp};
+  static constexpr Axis dp[] = {kEp, kEdp}, expert_dp[] = {kEdp}, dp_cp[] = {kCp, kEp, kEdp};
+  switch (g) {
+    case Group::tp: return tp;
+    case Group::cp: return cp;
+    case Group::ep: return ep;
+    case Group::dp: return dp;
+    case Group::expert_dp: return expert_dp;
+    case Group::dp_cp: return dp_cp;
+    case Group::pp: return pp;
+  }
+  assert(false && "unknown group");
+  return tp;
+}
+
+void assert_rank(const Layout& l, int64_t rank) {
+  assert(rank >= 0 && rank < l.world());
+  (void)l, (void)rank;
+}
+
+}  // namespace
+
+RankCoord rank_coord(const Layout& l, int64_t rank) {
+  assert_rank(l, rank);
+  const auto c = grid_coords(grid_of(l), rank);
+  return {static_cast<int>(c[kTp]), static_cast<int>(c[kCp]), static_cast<int>(c[kEp]),
+          static_cast<int>(c[kEp] + l.ep * c[kEdp]), static_cast<int>(c[kPp])};
+}
+
+int64_t rank_of(const Layout& l, const RankCoord& c) {
+  assert(c.tp >= 0 && c.tp < l.tp && c.cp >= 0 && c.cp < l.cp && c.dp >= 0 && c.dp < l.dp &&
+         c.pp >= 0 && c.pp < l.pp && c.ep == c.dp % l.ep);
+  const Grid g = grid_of(l);
+  return c.tp * g.stride[kTp] + c.cp * g.stride[kCp] + (c.dp % l.ep) * g.stride[kEp] +
+         (c.dp / l.ep) * g.stride[kEdp] + c.pp * g.stride[kPp];
+}
+
+int group_size(const Layout& l, Group g) {
+  const Grid grid = grid_of(l);
+  int64_t n = 1;
+  for (Axis a : group_axes(g)) n *= grid.size[a];
+  return static_cast<int>(n);
+}
+
+int rank_in_group(const Layout& l, int64_t rank, Group g) {
+  assert_rank(l, rank);
+  const Grid grid = grid_of(l);
+  const auto c = grid_coords(grid, rank);
+  int64_t index = 0, radix = 1;
+  for (Axis a : group_axes(g)) {
+    index += c[a] * radix;
+    radix *= grid.size[a];
+  }
+  return static_cast<int>(index);
+}
+
+std::vector<int64_t> group_ranks(const Layout& l, int64_t rank, Group g) {
+  assert_rank(l, rank);
+  const Grid grid = grid_of(l);
+  const auto c = grid_coords(grid, rank);
+  int64_t base = rank;
+  for (Axis a : group_axes(g)) base -= c[a] * grid.stride[a];
+  // Expand axis by axis, so the first axis varies fastest.
+  std::vector<int64_t> members{base};
+  for (Axis a : group_axes(g)) {
+    std::vector<int64_t> next;
+    next.reserve(members.size() * static_cast<size_t>(grid.size[a]));
+    for (int64_t k = 0; k < grid.size[a]; ++k)
+      for (int64_t m : members) next.push_back(m + k * grid.stride[a]);
+    members = std::move(next);
+  }
+  return members;
+}
+
+DeviceLocation device_of(const Cluster& c, int64_t rank) {
+  assert(rank >= 0 && rank < c.world());
+  return {static_cast<int>(rank / c.devices_per_node), static_cast<int>(rank % c.devices_per_node)};
+}
+
+GroupSpan group_span(const Cluster& c, const Layout& l, int64_t rank, Group g) {
+  assert(c.world() == l.world() && "validate_layout checks the layout fills the cluster");
+  const std::vector<int64_t> members = group_ranks(l, rank, g);
+  GroupSpan s;
+  s.group = g;
+  s.size = static_cast<int>(members.size());
+  // Domains are runs of consecutive devices, so the lowest and highest member decide the level.
+  const auto [lo, hi] = std::minmax_element(members.begin(), members.end());
+  s.level = level_joining(c, *lo, *hi);
+  std::vector<int64_t> nodes(members.size());
+  std::transform(members.begin(), members.end(), nodes.begin(),
+                 [&](int64_t r) { return r / c.devices_per_node; });
+  std::sort(nodes.begin(), nodes.end());
+  s.nodes = 0;
+  s.max_ranks_per_node = 0;
+  for (size_t i = 0; i < nodes.size();) {
+    size_t j = i;
+    while (j < nodes.size() && nodes[j] == nodes[i]) ++j;
+    ++s.nodes;
+    s.max_ranks_per_node = std::max(s.max_ranks_per_node, static_cast<int>(j - i));
+    i = j;
+  }
+  return s;
+}
+
+void validate_rank_order(std::string_view order, const std::string& source) {
+  AxisOrder axes{};
+  const std::string problem = parse_rank_order(order, axes);
+  if (!problem.empty())
+    throw InputError(source, "layout.rank_order",
+                     fmt::format("\"{}\" is not a permutation of tp, cp, ep, dp, pp: {}", order, problem),
+                     fmt::format("fastest-varying first, e.g. {} (Megatron-LM's default)", kDefaultRankOrder));
+}
+
+}  // namespace shardplan

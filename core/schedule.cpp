@@ -1,0 +1,189 @@
+// Building a rank's program: its chunks' passes in pipeline order with the pipeline sends and
+// receives around them, the data-parallel reductions and gathers hooked in, and the step's end.
+#include "core/schedule.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "core/schedule_detail.h"
+
+namespace shardplan {
+namespace sd = schedule_detail;
+namespace {
+
+// Message id of a pipeline transfer, the same on both sides: micro-batch, sending virtual stage
+// and direction.
+int64_t message_tag(const Layout& l, int micro_batch, int sending_stage, Pass pass) {
+  const int64_t stages = int64_t{l.pp} * l.vpp;
+  return (micro_batch * stages + sending_stage) * 2 + (pass == Pass::backward ? 1 : 0);
+}
+
+struct PassEmitter {
+  Program& p;
+  const Layout& l;
+  sd::DataParallel& dp;
+  const std::vector<sd::Chunk>& chunks;
+  int64_t p2p_bytes = 0;
+  std::vector<uint32_t> deps;  // scratch
+
+  uint32_t p2p(ActionKind kind, Pass pass, const PipelineStep& s, int peer_stage, int64_t tag,
+               uint32_t dep) {
+    const Action a{.kind = kind, .stream = Stream::pp_comm, .pass = pass,
+                   .micro_batch = s.micro_batch, .chunk = s.chunk,
+                   .peer = p.groups[static_cast<size_t>(Group::pp)][peer_stage % l.pp],
+                   .tag = tag, .bytes = p2p_bytes};
+    return sd::emit(p, a, {dep});
+  }
+
+  // recv from the previous stage (forward) or the next (backward), the chunk's units, send on.
+  void pass(const PipelineStep& s) {
+    const sd::Chunk& c = chunks[s.chunk];
+    const int vs = c.virtual_stage;
+    const int last_stage = l.pp * l.vpp - 1;
+    const Pass pass = s.forward ? Pass::forward : Pass::backward;
+    const int from = s.forward ? vs - 1 : vs + 1;
+    const int to = s.forward ? vs + 1 : vs - 1;
+    uint32_t prev = sd::kNone;
+    if (from >= 0 && from <= last_stage)
+      prev = p2p(ActionKind::recv, pass, s, from, message_tag(l, s.micro_batch, from, pass), sd::kNone);
+    const bool last_backward = !s.forward && ++dp.backwards_done[c.chunk] == l.num_microbatches;
+    uint32_t last_compute = sd::kNone;
+    const int n = static_cast<int>(c.units.size());
+    for (int i = 0; i < n; ++i) {
+      const int u = s.forward ? i : n - 1 - i;
+      const sd::Unit& unit = c.units[u];
+      const std::vector<uint32_t> gathers = sd::before_unit(p, dp, c, u, s.micro_batch, pass);
+      uint32_t unit_compute = sd::kNone;
+      for (const Action& step : s.forward ? unit.forward : unit.backward) {
+        Action a = step;
+        a.micro_batch = s.micro_batch;
+        a.chunk = c.chunk;
+        deps.clear();
+        if (prev != sd::kNone && p.actions[prev].stream != a.stream) deps.push_back(prev);
+        if (a.kind == ActionKind::compute) {
+          if (unit_compute == sd::kNone) deps.insert(deps.end(), gathers.begin(), gathers.end());
+          if (s.forward && last_compute == sd::kNone) a.flags |= kAllocatesActivations;
+        }
+        prev = sd::emit(p, a, deps);
+        if (a.kind == ActionKind::compute) unit_compute = last_compute = prev;
+      }
+      sd::after_unit(p, dp, c, u, s.micro_batch, pass, unit_compute, last_backward);
+    }
+    if (!s.forward) p.actions[last_compute].flags |= kFreesActivations;
+    if (to >= 0 && to <= last_stage)
+      p2p(ActionKind::send, pass, s, to, message_tag(l, s.micro_batch, vs, pass), prev);
+  }
+};
+
+}  // namespace
+
+uint32_t sd::emit(Program& p, const Action& a, std::span<const uint32_t> deps) {
+  Action out = a;
+  out.deps_begin = static_cast<uint32_t>(p.deps.size());
+  for (uint32_t d : deps) {
+    if (d == sd::kNone) continue;
+    assert(d < p.actions.size());
+    if (std::find(p.deps.begin() + out.deps_begin, p.deps.end(), d) == p.deps.end())
+      p.deps.push_back(d);
+  }
+  out.deps_count = static_cast<uint32_t>(p.deps.size()) - out.deps_begin;
+  p.actions.push_back(out);
+  return static_cast<uint32_t>(p.actions.size() - 1);
+}
+
+std::string parts_name(PartSet s) {
+  std::string out;
+  for (const auto& [part, name] : kPartNames)
+    if (has_part(s, part)) {
+      if (!out.empty()) out += '+';
+      out += name;
+    }
+  return out;
+}
+
+const std::vector<int64_t>& Program::members(const Action& a) const {
+  assert(a.kind == ActionKind::collective || a.kind == ActionKind::grad_reduce ||
+         a.kind == ActionKind::param_gather);
+  if (a.kind == ActionKind::grad_reduce && a.group == Group::pp) return embedding_group;
+  return groups[static_cast<size_t>(a.group)];
+}
+
+int64_t grad_bucket_params(const Layout& l) {
+  return std::max<int64_t>(40'000'000, int64_t{1'000'000} * l.dp);
+}
+
+Program build_program(const Model& m, const Training& t, const Layout& l, int64_t rank) {
+  assert(rank >= 0 && rank < l.world());
+  Program p;
+  p.rank = rank;
+  p.coord = rank_coord(l, rank);
+  for (const auto& [g, name] : kGroupNames) p.groups[static_cast<size_t>(g)] = group_ranks(l, rank, g);
+  const auto& stages = p.groups[static_cast<size_t>(Group::pp)];
+  if (m.tied_embeddings && l.pp > 1 && (p.coord.pp == 0 || p.coord.pp == l.pp - 1))
+    p.embedding_group = {stages.front(), stages.back()};
+
+  std::vector<sd::Chunk> chunks;
+  for (int c = 0; c < l.vpp; ++c)
+    chunks.push_back(sd::build_chunk(m, t, l, c, virtual_stage(l, p.coord.pp, c)));
+  sd::DataParallel dp = sd::plan_data_parallel(t, l, p, chunks);
+  sd::emit_step_start_gathers(p, dp, chunks);
+  size_t per_microbatch = 0;  // actions of one micro-batch's passes, to size the program once
+  for (const sd::Chunk& c : chunks)
+    for (const sd::Unit& u : c.units) per_microbatch += 2 + u.forward.size() + u.backward.size();
+  p.actions.reserve(per_microbatch * static_cast<size_t>(l.num_microbatches) + 4 * (l.vpp + 1));
+  p.deps.reserve(p.actions.capacity());
+  PassEmitter emitter{p, l, dp, chunks, sd::p2p_bytes(m, t, l), {}};
+  for (const PipelineStep& s : pipeline_order(l, p.coord.pp)) emitter.pass(s);
+  sd::emit_step_end(p, dp, m, l, chunks);
+  return p;
+}
+
+StepPrograms build_step(const Model& m, const Training& t, const Layout& l, bool exploit_symmetry) {
+  StepPrograms s;
+  s.world = l.world();
+  if (exploit_symmetry) {
+    for (int stage = 0; stage < l.pp; ++stage) {
+      RankCoord c;
+      c.pp = stage;
+      s.programs.push_back(build_program(m, t, l, rank_of(l, c)));
+    }
+  } else {
+    for (int64_t rank = 0; rank < s.world; ++rank) s.programs.push_back(build_program(m, t, l, rank));
+  }
+  s.ranks_per_program = s.world / static_cast<int64_t>(s.programs.size());
+  return s;
+}
+
+std::string action_name(const Action& a) {
+  std::string name;
+  switch (a.kind) {
+    case ActionKind::compute:
+      name = enum_name(a.pass, kPassNames);
+      break;
+    case ActionKind::send:
+    case ActionKind::recv:
+      name = std::string(enum_name(a.kind, kActionKindNames)) +
+             (a.pass == Pass::forward ? " activation" : " gradient");
+      break;
+    case ActionKind::collective:
+      name = std::string(enum_name(a.group, kGroupNames)) + " " +
+             std::string(enum_name(a.op, kCollectiveNames));
+      break;
+    case ActionKind::grad_reduce:
+    case ActionKind::param_gather:
+      name = std::string(enum_name(a.kind, kActionKindNames)) + " " +
+             (a.kind == ActionKind::grad_reduce && a.group == Group::pp
+                  ? std::string("embedding")
+                  : std::string(enum_name(a.group, kGroupNames))) +
+             " " + std::string(enum_name(a.op, kCollectiveNames));
+      break;
+    case ActionKind::optimizer_step:
+      name = "optimizer_step";
+      break;
+  }
+  if (a.micro_batch >= 0) name += " mb" + std::to_string(a.micro_batch);
+  if (a.chunk >= 0) name += " c" + std::to_string(a.chunk);
+  return name;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,201 @@
+// One training step as a program per rank: the compute, pipeline sends and receives, collectives
+// and optimizer step each rank performs, in order, on named streams, with the dependencies between
+// streams. The simulator prices these programs and the executor runs them: one schedule, two
+// interpreters, so predicted and measured line up action by action.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/enum_names.h"
+#include "core/layout.h"
+#include "core/model.h"
+#include "core/placement.h"
+#include "core/training.h"
+#include "simulator/collective_cost.h"  // the Collective enum only (header-only, no link dependency)
+
+namespace shardplan {
+
+// Streams of one rank. Actions on one stream run one after another in program order; actions on
+// different streams overlap unless a dependency orders them. ZeRO parameter gathers have their own
+// stream, as FSDP's all-gather stream, so they never queue behind gradient reductions.
+enum class Stream : uint8_t { compute, tp_comm, cp_comm, ep_comm, dp_comm, zero_comm, pp_comm };
+inline constexpr int kNumStreams = 7;
+inline constexpr EnumNames<Stream, kNumStreams> kStreamNames{{{Stream::compute, "compute"},
+                                                              {Stream::tp_comm, "tp-comm"},
+                                                              {Stream::cp_comm, "cp-comm"},
+                                                              {Stream::ep_comm, "ep-comm"},
+                                                              {Stream::dp_comm, "dp-comm"},
+                                                              {Stream::zero_comm, "zero-comm"},
+                                                              {Stream::pp_comm, "pp-comm"}}};
+
+enum class ActionKind : uint8_t {
+  compute,         // a pass over `parts` of one layer (or the embedding, or the head)
+  send,            // pipeline send to `peer`: activation (pass forward) or its gradient (backward)
+  recv,            // the matching receive from `peer`
+  collective,      // tp / cp / ep collective inside a layer's pass
+  grad_reduce,     // gradient reduction: dp bucket, SP norm grads over tp, tied embedding over pp
+  param_gather,    // ZeRO all-gather of parameters before their use
+  optimizer_step,  // the update of the `params` this rank owns
+};
+inline constexpr EnumNames<ActionKind, 7> kActionKindNames{{{ActionKind::compute, "compute"},
+                                                            {ActionKind::send, "send"},
+                                                            {ActionKind::recv, "recv"},
+                                                            {ActionKind::collective, "collective"},
+                                                            {ActionKind::grad_reduce, "grad_reduce"},
+                                                            {ActionKind::param_gather, "param_gather"},
+                                                            {ActionKind::optimizer_step, "optimizer_step"}}};
+
+// Which pass of a micro-batch an action belongs to. Full recomputation re-runs a layer's forward
+// (its collectives included) as its own actions just before that layer's backward; selective
+// recomputation (Korthikanti et al. 2022 §5) re-runs only the attention core inside the backward
+// action and so has no actions of its own (the pricer adds its FLOPs to the backward).
+enum class Pass : uint8_t { none, forward, backward, recompute };
+inline constexpr EnumNames<Pass, 4> kPassNames{{{Pass::none, "none"},
+                                                {Pass::forward, "forward"},
+                                                {Pass::backward, "backward"},
+                                                {Pass::recompute, "recompute"}}};
+
+// The pieces of computation between which collectives fall. A dense layer is attention_qkv
+// (input norm, q/k/v projections), attention_core (attention, output projection) and mlp (norm,
+// MLP); an MoE layer has router (norm, gate) and experts instead of mlp. A compute action runs a
+// set of parts of one layer: in ascending order going forward, descending going backward.
+//
+// A layer's passes, with [..] present only when that parallelism is on (tp > 1, SP, cp > 1,
+// ep > 1); AG all_gather, RS reduce_scatter, AR all_reduce, A2A all_to_all:
+//   forward : [tp AG] qkv [cp AG K,V] core [tp AR|RS] [tp AG] mlp [tp AR|RS]
+//             MoE: ... [tp AG] router [ep A2A dispatch] experts [ep A2A combine] [tp AR|RS]
+//   backward: [tp AG] mlp [tp AR|RS] [tp AG] [cp AG K,V] core [cp RS dK,dV] qkv [tp AR|RS]
+//             MoE: [tp AG] [ep A2A] experts [ep A2A] router [tp AR|RS] ...
+// An all-gather precedes the part named in its action (it gathers that part's input: the
+// sequence under SP, K and V under cp); an all-reduce or reduce-scatter follows it (partial sums
+// of its output going forward, of its input gradient going backward). The embedding is
+// "embedding [tp AR|RS]" forward, "[tp AG] embedding" backward; the head "[tp AG] head" forward,
+// "head [tp AR|RS]" backward.
+enum class Part : uint8_t { embedding, attention_qkv, attention_core, mlp, router, experts, head };
+inline constexpr EnumNames<Part, 7> kPartNames{{{Part::embedding, "embedding"},
+                                                {Part::attention_qkv, "attention_qkv"},
+                                                {Part::attention_core, "attention_core"},
+                                                {Part::mlp, "mlp"},
+                                                {Part::router, "router"},
+                                                {Part::experts, "experts"},
+                                                {Part::head, "head"}}};
+using PartSet = uint8_t;
+constexpr PartSet part_bit(Part p) { return static_cast<PartSet>(1u << static_cast<unsigned>(p)); }
+constexpr bool has_part(PartSet s, Part p) { return (s & part_bit(p)) != 0; }
+// "attention_qkv+attention_core".
+std::string parts_name(PartSet s);
+
+// Action flags: the micro-batch chunk's activations are allocated when this action starts (its
+// first forward compute) or freed when it ends (its last backward compute).
+inline constexpr uint8_t kAllocatesActivations = 1;
+inline constexpr uint8_t kFreesActivations = 2;
+
+// One action of a rank's program. Fields that do not apply to a kind keep their defaults.
+//   compute       : pass, micro_batch, chunk, layer_begin (layer_end = layer_begin + 1; the
+//                   embedding is layer range [0, 0), the head [L, L)), parts
+//   send / recv   : pass, micro_batch, chunk (this rank's), peer, tag, bytes
+//   collective    : pass, micro_batch, chunk, layer range, parts (the part it follows or precedes
+//                   in its pass), op, group, bytes
+//   grad_reduce   : op, group, chunk, layer range, parts (embedding/head bits say whether they are
+//                   in the bucket), params, bytes, micro_batch (the backward it follows).
+//                   group dp / dp_cp / expert_dp: a data-parallel bucket (expert_dp: the expert
+//                   weights of the MoE layers in range, dp / dp_cp: every other weight);
+//                   group tp: the replicated norm weights' gradients under sequence parallelism;
+//                   group pp: the tied word embedding between the first and last stage.
+//   param_gather  : op all_gather, group, chunk, layer range, parts, params, bytes; micro_batch
+//                   and pass of the use it precedes (ZeRO-3), or -1 / none (ZeRO-1/2 at step start).
+//                   A ZeRO-3 head gather with the embedding bit also gathers the tied word
+//                   embedding the head uses (tied embeddings, pp = 1).
+//   optimizer_step: params (this rank's share after ZeRO)
+// `bytes` is nccl-tests' size: one rank's full buffer (reduce-scatter input, all-gather output).
+struct Action {
+  ActionKind kind = ActionKind::compute;
+  Stream stream = Stream::compute;
+  Pass pass = Pass::none;
+  Collective op = Collective::send_recv;
+  Group group = Group::pp;
+  PartSet parts = 0;
+  uint8_t flags = 0;
+  int32_t micro_batch = -1;
+  int32_t chunk = -1;  // model chunk on this rank; its virtual stage is chunk·pp + pp rank
+  int32_t layer_begin = 0;
+  int32_t layer_end = 0;
+  uint32_t deps_begin = 0;  // explicit dependencies: Program::deps[deps_begin, +deps_count)
+  uint32_t deps_count = 0;
+  int64_t peer = -1;  // send / recv
+  int64_t tag = -1;   // send / recv: message id, equal on both sides
+  int64_t bytes = 0;
+  int64_t params = 0;
+};
+
+// A rank's program for one training step. Actions are in program order, which is a topological
+// order: every dependency names an earlier action. Actions on one stream are ordered by program
+// order; an action also waits for its explicit dependencies; a recv waits for its matching send
+// (same tag, the sender as peer); a collective starts when every member of its group has reached
+// it (members issue their collectives on a group in the same order).
+struct Program {
+  int64_t rank = 0;
+  RankCoord coord;
+  std::vector<Action> actions;
+  std::vector<uint32_t> deps;
+  std::array<std::vector<int64_t>, 7> groups;  // group_ranks by Group
+  std::vector<int64_t> embedding_group;        // first and last stage (tied embeddings, pp > 1)
+
+  std::span<const uint32_t> deps_of(const Action& a) const {
+    return {deps.data() + a.deps_begin, a.deps_count};
+  }
+  // Ranks taking part in a collective, grad_reduce or param_gather.
+  const std::vector<int64_t>& members(const Action& a) const;
+};
+
+// One step of a pipeline rank's order: forward or backward of a micro-batch on a model chunk.
+struct PipelineStep {
+  bool forward = true;
+  int micro_batch = 0;
+  int chunk = 0;
+  bool operator==(const PipelineStep&) const = default;
+};
+
+// The order of forward and backward passes on pipeline rank `pp_rank`:
+//   gpipe       : every forward, then every backward (Huang et al. 2019)
+//   1f1b        : warm-up of pp − pp_rank − 1 forwards, steady state of one forward and one
+//                 backward, cool-down of the remaining backwards (Narayanan et al. 2021 §2.2.1)
+//   interleaved : 1F1B over vpp model chunks per rank with Megatron-LM's warm-up and chunk order
+//                 (Narayanan et al. 2021 §2.2.2; megatron/core/pipeline_parallel/schedules.py).
+// Throws InputError for interleaved when num_microbatches is not a multiple of pp.
+std::vector<PipelineStep> pipeline_order(const Layout& l, int pp_rank);
+
+// Virtual stage of a model chunk (Megatron's interleaved assignment) and its layer range.
+int virtual_stage(const Layout& l, int pp_rank, int chunk);
+struct LayerRange {
+  int begin = 0, end = 0;
+};
+LayerRange virtual_stage_layers(const Model& m, const Layout& l, int virtual_stage);
+
+// Megatron-LM's gradient bucket size in parameters: max(4·10⁷, 10⁶·dp)
+// (megatron/core/distributed/distributed_data_parallel.py).
+int64_t grad_bucket_params(const Layout& l);
+
+// The full program of `rank` for one training step. The layout must be valid for the model.
+Program build_program(const Model& m, const Training& t, const Layout& l, int64_t rank);
+
+// Programs for a whole step. With symmetry, one program per pipeline stage (tp, cp, ep and dp
+// coordinates 0) stands for all ranks of that stage: its tensor-, context-, expert- and
+// data-parallel peers run the same program on equal shards, so their timelines are identical.
+struct StepPrograms {
+  std::vector<Program> programs;
+  int64_t world = 0;
+  int64_t ranks_per_program = 1;  // world / programs.size()
+  bool symmetric() const { return ranks_per_program > 1; }
+};
+StepPrograms build_step(const Model& m, const Training& t, const Layout& l, bool exploit_symmetry);
+
+// "forward mb3 c1", "send activation mb3 c1", "tp all_reduce mb3 c1", "dp reduce_scatter c1",
+// "optimizer step": the same names in simulated and measured traces.
+std::string action_name(const Action& a);
+
+}  // namespace shardplan

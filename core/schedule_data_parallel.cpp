@@ -1,0 +1,187 @@
+// The data-parallel side of a step: gradient buckets reduced while the backward pass runs, ZeRO
+// parameter gathers (per bucket at the start of the step for ZeRO-1/2, per layer with prefetch for
+// ZeRO-3), the norm and tied-embedding reductions, and the optimizer step.
+#include <algorithm>
+
+#include "core/schedule_detail.h"
+
+namespace shardplan::schedule_detail {
+namespace {
+
+Group dense_group(const Layout& l) { return l.cp > 1 ? Group::dp_cp : Group::dp; }
+
+int64_t ceil_div(int64_t n, int64_t d) { return (n + d - 1) / d; }
+
+// Consecutive units, walked in backward order, closed into a bucket once it holds `threshold`
+// parameters of `params_of` (Megatron-LM's DDP buckets are filled in reverse parameter order).
+template <class ParamsOf>
+void add_buckets(std::vector<Bucket>& out, const Chunk& c, Group g, int64_t threshold,
+                 ParamsOf params_of) {
+  Bucket b{g, 0, -1, 0};
+  for (int u = static_cast<int>(c.units.size()) - 1; u >= 0; --u) {
+    const int64_t n = params_of(c.units[u]);
+    if (n == 0) continue;
+    if (b.last_unit < 0) b.last_unit = u;
+    b.first_unit = u;
+    b.params += n;
+    if (b.params >= threshold) {
+      out.push_back(b);
+      b = Bucket{g, 0, -1, 0};
+    }
+  }
+  if (b.last_unit >= 0) out.push_back(b);
+}
+
+Action bucket_action(const Chunk& c, const Bucket& b, ActionKind kind, Stream s, Collective op,
+                     int64_t element_bytes) {
+  Action a{.kind = kind, .stream = s, .op = op, .group = b.group, .chunk = c.chunk,
+           .layer_begin = c.units[b.first_unit].layer_begin,
+           .layer_end = c.units[b.last_unit].layer_end,
+           .bytes = b.params * element_bytes, .params = b.params};
+  for (int u = b.first_unit; u <= b.last_unit; ++u) a.parts |= c.units[u].parts;
+  return a;
+}
+
+uint32_t last_compute(const Program& p) {
+  for (size_t i = p.actions.size(); i-- > 0;)
+    if (p.actions[i].kind == ActionKind::compute) return static_cast<uint32_t>(i);
+  return kNone;
+}
+
+}  // namespace
+
+int size_of(const Program& p, Group g) {
+  return static_cast<int>(p.groups[static_cast<size_t>(g)].size());
+}
+
+DataParallel plan_data_parallel(const Training& t, const Layout& l, const Program& p,
+                                const std::vector<Chunk>& chunks) {
+  DataParallel dp;
+  dp.zero = l.zero;
+  dp.dtype = t.dtype;
+  dp.grad_dtype = t.grad_dtype;
+  const bool dense = size_of(p, dense_group(l)) > 1;
+  const bool expert = size_of(p, Group::expert_dp) > 1;
+  for (const Chunk& c : chunks) {
+    std::vector<Bucket> buckets;
+    // ZeRO-3 shards, gathers and reduces each unit on its own, as FSDP does each wrapped
+    // transformer block (Zhao et al. 2023 §3); otherwise Megatron-LM's buckets.
+    const int64_t threshold = l.zero == 3 ? 1 : grad_bucket_params(l);
+    if (dense) add_buckets(buckets, c, dense_group(l), threshold, [](const Unit& u) { return u.dense_params; });
+    if (expert) add_buckets(buckets, c, Group::expert_dp, threshold, [](const Unit& u) { return u.expert_params; });
+    dp.buckets.push_back(std::move(buckets));
+    dp.unit_used.emplace_back(c.units.size(), false);
+    dp.bucket_gather.emplace_back();
+    dp.backwards_done.push_back(0);
+  }
+  return dp;
+}
+
+// ZeRO-1/2 update only the owned shard, so each step starts by gathering the parameters the
+// previous step updated, bucket by bucket in the order the forward first uses them, each
+// overlapping the forward before its first use (Megatron-LM's distributed optimizer with
+// overlap_param_gather).
+void emit_step_start_gathers(Program& p, DataParallel& dp, const std::vector<Chunk>& chunks) {
+  if (dp.zero != 1 && dp.zero != 2) return;
+  for (const Chunk& c : chunks) {
+    auto& buckets = dp.buckets[c.chunk];
+    std::vector<size_t> order(buckets.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return buckets[a].first_unit < buckets[b].first_unit;
+    });
+    dp.bucket_gather[c.chunk].assign(buckets.size(), kNone);
+    for (size_t i : order)
+      dp.bucket_gather[c.chunk][i] =
+          emit(p, bucket_action(c, buckets[i], ActionKind::param_gather, Stream::zero_comm,
+                                Collective::all_gather, dtype_bytes(dp.dtype)),
+               {});
+  }
+}
+
+std::vector<uint32_t> before_unit(Program& p, DataParallel& dp, const Chunk& c, int unit,
+                                  int micro_batch, Pass pass) {
+  std::vector<uint32_t> gathers;
+  if (dp.zero == 1 || dp.zero == 2) {
+    if (dp.unit_used[c.chunk][unit]) return gathers;
+    dp.unit_used[c.chunk][unit] = true;
+    const auto& buckets = dp.buckets[c.chunk];
+    for (size_t b = 0; b < buckets.size(); ++b)
+      if (buckets[b].first_unit <= unit && unit <= buckets[b].last_unit)
+        gathers.push_back(dp.bucket_gather[c.chunk][b]);
+  } else if (dp.zero == 3) {
+    // FSDP's prefetch with its rate limit of two gathered units (Zhao et al. 2023 §4.2): a unit's
+    // gather starts once the unit used two before it has finished and been resharded, so it
+    // overlaps the compute of the unit just before it.
+    for (const Bucket& b : dp.buckets[c.chunk]) {
+      if (b.first_unit != unit) continue;
+      Action a = bucket_action(c, b, ActionKind::param_gather, Stream::zero_comm,
+                               Collective::all_gather, dtype_bytes(dp.dtype));
+      const int64_t borrowed = b.group == Group::expert_dp ? 0 : c.units[unit].borrowed_params;
+      if (borrowed > 0) {
+        a.parts |= part_bit(Part::embedding);
+        a.params += borrowed;
+        a.bytes = a.params * dtype_bytes(dp.dtype);
+      }
+      a.micro_batch = micro_batch;
+      a.pass = pass;
+      gathers.push_back(emit(p, a, {dp.use_end[0]}));
+    }
+  }
+  return gathers;
+}
+
+void after_unit(Program& p, DataParallel& dp, const Chunk& c, int unit, int micro_batch, Pass pass,
+                uint32_t last_compute_of_unit, bool last_backward_of_chunk) {
+  if (dp.zero == 3) {
+    dp.use_end[0] = dp.use_end[1];
+    dp.use_end[1] = last_compute_of_unit;
+  }
+  if (pass != Pass::backward) return;
+  // Gradients accumulate over micro-batches and are reduced after the last one (DDP, ZeRO-1);
+  // ZeRO-2 and -3 keep only their shard, so they reduce-scatter after every backward
+  // (Rajbhandari et al. 2020 §5.2).
+  if (dp.zero < 2 && !last_backward_of_chunk) return;
+  for (const Bucket& b : dp.buckets[c.chunk]) {
+    if (b.first_unit != unit) continue;
+    Action a = bucket_action(c, b, ActionKind::grad_reduce, Stream::dp_comm,
+                             dp.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter,
+                             dtype_bytes(dp.grad_dtype));
+    a.micro_batch = micro_batch;
+    dp.last_reduction = emit(p, a, {last_compute_of_unit});
+  }
+}
+
+// megatron/core/distributed/finalize_model_grads.py: after the data-parallel reductions, the
+// norm gradients are all-reduced over tp under sequence parallelism, and the tied word-embedding
+// gradients over the first and last pipeline stages; then the optimizer steps.
+void emit_step_end(Program& p, DataParallel& dp, const Model& m, const Layout& l,
+                   const std::vector<Chunk>& chunks) {
+  int64_t dense = 0, expert = 0, replicated = 0;
+  for (const Chunk& c : chunks)
+    for (const Unit& u : c.units) {
+      dense += u.dense_params;
+      expert += u.expert_params;
+      replicated += u.replicated_params;
+    }
+  const uint32_t compute_end = last_compute(p);
+  std::vector<uint32_t> finals = {dp.last_reduction};
+  auto reduce = [&](Group g, Stream s, int64_t params) {
+    const Action a{.kind = ActionKind::grad_reduce, .stream = s, .op = Collective::all_reduce,
+                   .group = g, .bytes = params * dtype_bytes(dp.grad_dtype), .params = params};
+    finals.push_back(emit(p, a, {compute_end, dp.last_reduction}));
+  };
+  if (l.sequence_parallel && l.tp > 1) reduce(Group::tp, Stream::tp_comm, replicated);
+  if (!p.embedding_group.empty()) {
+    const int64_t embedding = count_parameters(m).embedding;
+    reduce(Group::pp, Stream::pp_comm, ceil_div(embedding, l.tp));
+  }
+  // ZeRO-1 and above: each rank updates 1/dp of the dense and 1/expert_dp of the expert weights.
+  const bool sharded = dp.zero >= 1;
+  const Action step{.kind = ActionKind::optimizer_step,
+                    .params = ceil_div(dense, sharded ? size_of(p, dense_group(l)) : 1) +
+                              ceil_div(expert, sharded ? size_of(p, Group::expert_dp) : 1)};
+  emit(p, step, finals);
+}
+
+}  // namespace shardplan::schedule_detail

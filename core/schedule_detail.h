@@ -1,0 +1,89 @@
+// Internal to build_program: a model chunk cut into units (embedding, layers, head) with the steps
+// of their passes, the data-parallel plan (gradient buckets, ZeRO gathers) and the helpers that
+// append actions to a program. Not a contract: only core/schedule*.cpp include it.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "core/schedule.h"
+
+namespace shardplan::schedule_detail {
+
+inline constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+
+// What ZeRO-3 gathers and a gradient bucket counts: the embedding, one layer, or the head, with
+// the steps (compute and collective actions, micro-batch and chunk unset) of each of its passes.
+struct Unit {
+  int layer_begin = 0, layer_end = 0;  // [l, l+1) for a layer, [0,0) embedding, [L,L) head
+  PartSet parts = 0;
+  int64_t dense_params = 0;       // on this rank, after tensor parallelism
+  int64_t expert_params = 0;      // on this rank, after expert and tensor parallelism
+  int64_t replicated_params = 0;  // norms (and routers) whose gradients SP all-reduces over tp
+  int64_t borrowed_params = 0;    // another unit's weights it uses: the tied word embedding in a
+                                  // head on the embedding's rank (ZeRO-3 gathers them for it too)
+  std::vector<Action> forward;
+  std::vector<Action> backward;  // under full recompute: the layer's forward (pass recompute) first
+};
+
+struct Chunk {
+  int chunk = 0;
+  int virtual_stage = 0;
+  std::vector<Unit> units;  // in forward order
+};
+
+// The units of one virtual stage on a rank (schedule_layer.cpp).
+Chunk build_chunk(const Model& m, const Training& t, const Layout& l, int chunk, int virtual_stage);
+
+// Bytes of one pipeline message (activation or its gradient) of a micro-batch: Megatron-LM's
+// p2p tensor shape (s/cp, b, h), further split over tp under sequence parallelism.
+int64_t p2p_bytes(const Model& m, const Training& t, const Layout& l);
+
+// A gradient bucket: consecutive units [first_unit, last_unit] of a chunk whose gradients one
+// grad_reduce carries; its reduction can start once the backward reaches first_unit.
+struct Bucket {
+  Group group = Group::dp;  // dp / dp_cp for dense weights, expert_dp for expert weights
+  int first_unit = 0, last_unit = 0;
+  int64_t params = 0;
+};
+
+// Everything the data-parallel side of the step needs while the passes are emitted
+// (schedule_data_parallel.cpp).
+struct DataParallel {
+  int zero = 0;
+  Dtype dtype = Dtype::bf16, grad_dtype = Dtype::bf16;
+  std::vector<std::vector<Bucket>> buckets;            // per chunk
+  std::vector<std::vector<uint32_t>> bucket_gather;    // ZeRO-1/2: per chunk, per bucket
+  std::vector<std::vector<bool>> unit_used;            // ZeRO-1/2: per chunk, per unit
+  std::vector<int> backwards_done;                     // per chunk
+  uint32_t use_end[2] = {kNone, kNone};                // ZeRO-3: last compute of the two last uses
+  uint32_t last_reduction = kNone;
+};
+
+DataParallel plan_data_parallel(const Training& t, const Layout& l, const Program& p,
+                                const std::vector<Chunk>& chunks);
+// ZeRO-1/2: the all-gathers of the parameters the previous step updated, at the start of the step.
+void emit_step_start_gathers(Program& p, DataParallel& dp, const std::vector<Chunk>& chunks);
+// Gathers a unit's compute must wait for before the pass uses it (ZeRO-3 emits them here).
+std::vector<uint32_t> before_unit(Program& p, DataParallel& dp, const Chunk& c, int unit,
+                                  int micro_batch, Pass pass);
+// After a unit's pass: ZeRO-3 bookkeeping, and gradient reductions of the buckets it completes.
+void after_unit(Program& p, DataParallel& dp, const Chunk& c, int unit, int micro_batch, Pass pass,
+                uint32_t last_compute, bool last_backward_of_chunk);
+// Norm and tied-embedding gradient reductions, then the optimizer step.
+void emit_step_end(Program& p, DataParallel& dp, const Model& m, const Layout& l,
+                   const std::vector<Chunk>& chunks);
+
+// Appends an action with its dependencies (kNone entries and duplicates dropped); returns its index.
+uint32_t emit(Program& p, const Action& a, std::span<const uint32_t> deps);
+inline uint32_t emit(Program& p, const Action& a, std::initializer_list<uint32_t> deps) {
+  return emit(p, a, std::span<const uint32_t>(deps.begin(), deps.size()));
+}
+
+// Ranks in `p`'s group of kind g.
+int size_of(const Program& p, Group g);
+
+}  // namespace shardplan::schedule_detail

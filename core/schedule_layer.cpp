@@ -1,0 +1,232 @@
+// The units of a model chunk and the steps of their passes: where the tensor-, context- and
+// expert-parallel collectives fall between the parts of a layer, and how large they are.
+#include <cassert>
+
+#include "core/schedule_detail.h"
+
+namespace shardplan::schedule_detail {
+namespace {
+
+int64_t shard(int64_t n, int64_t parts) { return (n + parts - 1) / parts; }
+
+// Sizes and switches of the collectives inside one layer on this layout.
+struct LayerComm {
+  bool tp = false;  // tp > 1
+  bool sp = false;  // sequence parallelism with tp > 1
+  bool cp = false;  // cp > 1
+  bool ep = false;  // ep > 1
+  int64_t act_bytes = 0;  // hidden states of a micro-batch: b · s/cp · h
+  int64_t kv_bytes = 0;   // K and V of the whole sequence: 2 · b · s · (kv_heads/tp) · head_dim
+  int64_t a2a_bytes = 0;  // routed tokens: b · s/cp (/tp under SP) · top_k · h
+};
+
+LayerComm layer_comm(const Model& m, const Training& t, const Layout& l) {
+  const int64_t dt = dtype_bytes(t.dtype);
+  LayerComm c;
+  c.tp = l.tp > 1;
+  c.sp = c.tp && l.sequence_parallel;
+  c.cp = l.cp > 1;
+  c.ep = m.is_moe() && l.ep > 1;
+  const int64_t tokens = int64_t{l.micro_batch} * (t.seq_len / l.cp);
+  // Korthikanti et al. 2022 §4.2.2: the tp all-reduce, reduce-scatter and all-gather of a
+  // transformer layer each carry the full b·s·h activation.
+  c.act_bytes = tokens * m.hidden * dt;
+  // TransformerEngine's all-gather context parallelism (Megatron-Core --cp-comm-type all_gather):
+  // each rank gathers K and V of the whole sequence for its heads, and reduce-scatters dK, dV.
+  c.kv_bytes = 2 * int64_t{l.micro_batch} * t.seq_len * (m.num_kv_heads / l.tp) * m.head_dim * dt;
+  // Megatron-Core's all-to-all token dispatcher sends each of its tokens to top_k experts.
+  c.a2a_bytes = (c.sp ? tokens / l.tp : tokens) * m.moe.top_k * m.hidden * dt;
+  return c;
+}
+
+// Appends the steps of one pass, merging adjacent parts of a layer into one compute action.
+struct PassSteps {
+  std::vector<Action>& steps;
+  Pass pass;
+  const Unit& unit;
+  const LayerComm& comm;
+
+  void compute(Part part) {
+    if (!steps.empty() && steps.back().kind == ActionKind::compute && steps.back().pass == pass) {
+      steps.back().parts |= part_bit(part);
+      return;
+    }
+    steps.push_back(step(ActionKind::compute, Stream::compute, part));
+  }
+  void collective(Stream s, Collective op, Group g, Part at, int64_t bytes) {
+    Action a = step(ActionKind::collective, s, at);
+    a.op = op;
+    a.group = g;
+    a.bytes = bytes;
+    steps.push_back(a);
+  }
+  // Megatron-LM's conjugate operators (Shoeybi et al. 2019 §3; Korthikanti et al. 2022 §4.2.2):
+  // entering a tensor-parallel region gathers the sequence under SP; leaving it all-reduces the
+  // partial sums, or reduce-scatters them under SP.
+  void tp_enter(Part at) {
+    if (comm.sp) collective(Stream::tp_comm, Collective::all_gather, Group::tp, at, comm.act_bytes);
+  }
+  void tp_leave(Part at) {
+    if (comm.tp)
+      collective(Stream::tp_comm, comm.sp ? Collective::reduce_scatter : Collective::all_reduce,
+                 Group::tp, at, comm.act_bytes);
+  }
+  void cp(Collective op) {
+    if (comm.cp) collective(Stream::cp_comm, op, Group::cp, Part::attention_core, comm.kv_bytes);
+  }
+  void all_to_all() {
+    if (comm.ep)
+      collective(Stream::ep_comm, Collective::all_to_all, Group::ep, Part::experts, comm.a2a_bytes);
+  }
+
+ private:
+  Action step(ActionKind kind, Stream s, Part part) const {
+    return Action{.kind = kind, .stream = s, .pass = pass, .parts = part_bit(part),
+                  .layer_begin = unit.layer_begin, .layer_end = unit.layer_end};
+  }
+};
+
+// Forward of a layer: [AG] qkv [cp AG] core (AR|RS) [AG] mlp (AR|RS), the MLP of an MoE layer
+// being router, all-to-all dispatch, experts, all-to-all combine.
+void layer_forward(PassSteps& s, bool moe) {
+  s.tp_enter(Part::attention_qkv);
+  s.compute(Part::attention_qkv);
+  s.cp(Collective::all_gather);
+  s.compute(Part::attention_core);
+  s.tp_leave(Part::attention_core);
+  if (moe) {
+    s.tp_enter(Part::router);
+    s.compute(Part::router);
+    s.all_to_all();
+    s.compute(Part::experts);
+    s.all_to_all();
+    s.tp_leave(Part::experts);
+  } else {
+    s.tp_enter(Part::mlp);
+    s.compute(Part::mlp);
+    s.tp_leave(Part::mlp);
+  }
+}
+
+// Backward of a layer: the forward reversed, each collective replaced by its adjoint (an
+// all-gather's is a reduce-scatter and back; the identity's is an all-reduce). Under context
+// parallelism the backward gathers K and V again and reduce-scatters their gradients (TE).
+void layer_backward(PassSteps& s, bool moe) {
+  if (moe) {
+    s.tp_enter(Part::experts);
+    s.all_to_all();
+    s.compute(Part::experts);
+    s.all_to_all();
+    s.compute(Part::router);
+    s.tp_leave(Part::router);
+  } else {
+    s.tp_enter(Part::mlp);
+    s.compute(Part::mlp);
+    s.tp_leave(Part::mlp);
+  }
+  s.tp_enter(Part::attention_core);
+  s.cp(Collective::all_gather);
+  s.compute(Part::attention_core);
+  s.cp(Collective::reduce_scatter);
+  s.compute(Part::attention_qkv);
+  s.tp_leave(Part::attention_qkv);
+}
+
+Unit layer_unit(const Model& m, const Layout& l, const LayerComm& comm, int layer) {
+  const ParamCounts pc = count_parameters(m);
+  const bool moe = m.is_moe_layer(layer);
+  Unit u;
+  u.layer_begin = layer;
+  u.layer_end = layer + 1;
+  u.parts = part_bit(Part::attention_qkv) | part_bit(Part::attention_core) |
+            (moe ? part_bit(Part::router) | part_bit(Part::experts) : part_bit(Part::mlp));
+  // Shoeybi et al. 2019 §3: attention and MLP weights split over tp, norms replicated. Megatron-
+  // Core's MoE: num_experts/ep experts per rank, each split over tp; the router replicated.
+  const int64_t router = moe ? pc.router / m.num_moe_layers() : 0;
+  u.replicated_params = norm_params_per_layer(m) + router;
+  u.dense_params = shard(attention_params_per_layer(m), l.tp) + u.replicated_params +
+                   (moe ? 0 : shard(mlp_params_per_layer(m), l.tp));
+  u.expert_params = moe ? (m.moe.num_experts / l.ep) * shard(expert_params_per_layer(m), l.tp) : 0;
+  PassSteps fwd{u.forward, Pass::forward, u, comm};
+  layer_forward(fwd, moe);
+  if (l.recompute == Recompute::full) {
+    PassSteps re{u.backward, Pass::recompute, u, comm};
+    layer_forward(re, moe);
+  }
+  PassSteps bwd{u.backward, Pass::backward, u, comm};
+  layer_backward(bwd, moe);
+  return u;
+}
+
+// The two ends of the model. The vocab-parallel embedding (Megatron-LM) leaves the tensor-
+// parallel region: each tp rank looks up its vocabulary shard and the partial embeddings are
+// all-reduced (reduce-scattered under SP). The head enters it: the vocab-parallel LM head needs
+// the whole sequence (gathered under SP). Their backwards run the adjoints in reverse.
+void end_passes(Unit& u, Part part, const LayerComm& comm) {
+  PassSteps fwd{u.forward, Pass::forward, u, comm};
+  PassSteps bwd{u.backward, Pass::backward, u, comm};
+  if (part == Part::embedding) {
+    fwd.compute(part);
+    fwd.tp_leave(part);
+    bwd.tp_enter(part);
+    bwd.compute(part);
+  } else {
+    fwd.tp_enter(part);
+    fwd.compute(part);
+    bwd.compute(part);
+    bwd.tp_leave(part);
+  }
+}
+
+Unit embedding_unit(const Model& m, const Layout& l, const LayerComm& comm) {
+  const ParamCounts pc = count_parameters(m);
+  Unit u;
+  u.parts = part_bit(Part::embedding);
+  u.dense_params = shard(pc.embedding, l.tp) + pc.position_embedding;
+  end_passes(u, Part::embedding, comm);
+  return u;
+}
+
+// Final norm, vocab-parallel LM head and loss. The three small all-reduces of vocab-parallel
+// cross-entropy (Megatron-LM's vocab_parallel_cross_entropy: max, predicted logit, sum of
+// exponentials, b·s/cp fp32 values each) are part of the head action.
+Unit head_unit(const Model& m, const Layout& l, const LayerComm& comm) {
+  const ParamCounts pc = count_parameters(m);
+  Unit u;
+  u.layer_begin = u.layer_end = m.num_layers;
+  u.parts = part_bit(Part::head);
+  const int64_t final_norm = norm_params(m);
+  // Tied embeddings with pp > 1: the last stage keeps its own copy of the word embedding
+  // (Megatron-LM), kept equal by a gradient all-reduce with the first stage.
+  const int64_t head = m.tied_embeddings ? (l.pp > 1 ? shard(pc.embedding, l.tp) : 0)
+                                         : shard(pc.head, l.tp);
+  u.replicated_params = final_norm;
+  u.dense_params = final_norm + head;
+  if (m.tied_embeddings && l.pp == 1) u.borrowed_params = shard(pc.embedding, l.tp);
+  end_passes(u, Part::head, comm);
+  return u;
+}
+
+}  // namespace
+
+Chunk build_chunk(const Model& m, const Training& t, const Layout& l, int chunk, int vs) {
+  const LayerComm comm = layer_comm(m, t, l);
+  const LayerRange layers = virtual_stage_layers(m, l, vs);
+  Chunk c;
+  c.chunk = chunk;
+  c.virtual_stage = vs;
+  if (vs == 0) c.units.push_back(embedding_unit(m, l, comm));
+  for (int layer = layers.begin; layer < layers.end; ++layer)
+    c.units.push_back(layer_unit(m, l, comm, layer));
+  if (vs == l.pp * l.vpp - 1) c.units.push_back(head_unit(m, l, comm));
+  assert(!c.units.empty());
+  return c;
+}
+
+int64_t p2p_bytes(const Model& m, const Training& t, const Layout& l) {
+  // megatron/core/pipeline_parallel/schedules.py get_tensor_shapes: (s/cp [/tp under SP], b, h).
+  const int64_t seq = t.seq_len / l.cp / (l.sequence_parallel && l.tp > 1 ? l.tp : 1);
+  return seq * l.micro_batch * m.hidden * dtype_bytes(t.dtype);
+}
+
+}  // namespace shardplan::schedule_detail

@@ -1,0 +1,88 @@
+// Pipeline orderings: which forward or backward pass each pipeline rank runs next under GPipe,
+// 1F1B and interleaved 1F1B, and which layers each virtual stage holds.
+#include <algorithm>
+#include <cassert>
+#include <string>
+
+#include "core/error.h"
+#include "core/schedule.h"
+
+namespace shardplan {
+namespace {
+
+std::vector<PipelineStep> gpipe_order(int m) {
+  std::vector<PipelineStep> order;
+  for (int mb = 0; mb < m; ++mb) order.push_back({true, mb, 0});
+  for (int mb = 0; mb < m; ++mb) order.push_back({false, mb, 0});
+  return order;
+}
+
+// Narayanan et al. 2021 §2.2.1 (PipeDream-Flush): stage r runs pp − r − 1 warm-up forwards, then
+// alternates one forward and one backward, then drains the remaining backwards.
+std::vector<PipelineStep> one_f_one_b_order(int pp, int m, int pp_rank) {
+  const int warmup = std::min(pp - pp_rank - 1, m);
+  std::vector<PipelineStep> order;
+  for (int mb = 0; mb < warmup; ++mb) order.push_back({true, mb, 0});  // warm-up
+  for (int i = 0; i < m - warmup; ++i) {                                // steady 1F1B
+    order.push_back({true, warmup + i, 0});
+    order.push_back({false, i, 0});
+  }
+  for (int mb = m - warmup; mb < m; ++mb) order.push_back({false, mb, 0});  // cool-down
+  return order;
+}
+
+// Narayanan et al. 2021 §2.2.2 as megatron/core/pipeline_parallel/schedules.py
+// (forward_backward_pipelining_with_interleaving) runs it: the k-th forward (backward) on a rank
+// belongs to chunk (k mod pp·v) / pp (reversed for backwards) and micro-batch
+// (k / (pp·v))·pp + k mod pp; warm-up is 2(pp − r − 1) + (v − 1)·pp passes, or all of them when
+// num_microbatches == pp.
+std::vector<PipelineStep> interleaved_order(int pp, int v, int m, int pp_rank) {
+  const int total = m * v;
+  const int group = pp * v;
+  auto step = [&](int k, bool forward) {
+    const int chunk_in_group = (k % group) / pp;
+    const int mb = (k / group) * pp + k % pp;
+    return PipelineStep{forward, mb, forward ? chunk_in_group : v - 1 - chunk_in_group};
+  };
+  const int warmup = m == pp ? total : std::min(2 * (pp - pp_rank - 1) + (v - 1) * pp, total);
+  std::vector<PipelineStep> order;
+  for (int k = 0; k < warmup; ++k) order.push_back(step(k, true));
+  for (int k = 0; k < total - warmup; ++k) {
+    order.push_back(step(warmup + k, true));
+    order.push_back(step(k, false));
+  }
+  for (int k = total - warmup; k < total; ++k) order.push_back(step(k, false));
+  return order;
+}
+
+}  // namespace
+
+std::vector<PipelineStep> pipeline_order(const Layout& l, int pp_rank) {
+  assert(pp_rank >= 0 && pp_rank < l.pp);
+  if (l.schedule == Schedule::interleaved && l.vpp > 1) {
+    if (l.num_microbatches % l.pp != 0)
+      throw InputError("layout", "layout.num_microbatches",
+                       std::to_string(l.num_microbatches) + " is not a multiple of pp=" +
+                           std::to_string(l.pp) + ", which the interleaved schedule needs",
+                       "choose a global batch giving a multiple of pp micro-batches");
+    return interleaved_order(l.pp, l.vpp, l.num_microbatches, pp_rank);
+  }
+  if (l.vpp > 1)
+    throw InputError("layout", "layout.vpp",
+                     "vpp=" + std::to_string(l.vpp) + " needs the interleaved schedule",
+                     "set schedule=interleaved or vpp=1");
+  // Interleaving one chunk per rank is 1F1B.
+  if (l.schedule == Schedule::gpipe) return gpipe_order(l.num_microbatches);
+  return one_f_one_b_order(l.pp, l.num_microbatches, pp_rank);
+}
+
+int virtual_stage(const Layout& l, int pp_rank, int chunk) { return chunk * l.pp + pp_rank; }
+
+LayerRange virtual_stage_layers(const Model& m, const Layout& l, int vs) {
+  const int stages = l.pp * l.vpp;
+  assert(m.num_layers % stages == 0 && vs >= 0 && vs < stages);
+  const int per_stage = m.num_layers / stages;
+  return {vs * per_stage, (vs + 1) * per_stage};
+}
+
+}  // namespace shardplan

@@ -1,0 +1,68 @@
+#include "core/training.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/json_reader.h"
+#include "core/model_fields.h"
+
+namespace shardplan {
+
+namespace {
+template <class E, size_t N>
+E enum_field_or(ObjectReader& r, std::string_view key, E fallback, const EnumNames<E, N>& names) {
+  if (r.has(key)) return enum_field(r, key, names);
+  r.ignore({key});  // listed among the accepted fields
+  return fallback;
+}
+}  // namespace
+
+// Defaults are mixed-precision training as Megatron-LM and DeepSpeed run it: bf16 weights,
+// activations and gradients, fp32 master weights, Adam.
+Training training_from_json(const nlohmann::json& j, const std::string& file) {
+  ObjectReader r(j, file);
+  Training t;
+  t.global_batch = r.integer("global_batch");
+  t.seq_len = r.integer("seq_len");
+  t.dtype = enum_field_or(r, "dtype", Dtype::bf16, kDtypeNames);
+  t.grad_dtype = enum_field_or(r, "grad_dtype", Dtype::bf16, kDtypeNames);
+  t.master_weights = r.boolean_or("master_weights", true);
+  t.optimizer = enum_field_or(r, "optimizer", Optimizer::adam, kOptimizerNames);
+  t.tokens_to_train = r.number_or("tokens_to_train", 0);
+  t.price_per_device_hour = r.number_or("price_per_device_hour", 0);
+  r.ignore({"source"});
+  r.reject_unknown();
+  validate_training(t, file);
+  return t;
+}
+
+nlohmann::json training_to_json(const Training& t) {
+  return {{"global_batch", t.global_batch},
+          {"seq_len", t.seq_len},
+          {"dtype", enum_name(t.dtype, kDtypeNames)},
+          {"grad_dtype", enum_name(t.grad_dtype, kDtypeNames)},
+          {"master_weights", t.master_weights},
+          {"optimizer", enum_name(t.optimizer, kOptimizerNames)},
+          {"tokens_to_train", t.tokens_to_train},
+          {"price_per_device_hour", t.price_per_device_hour}};
+}
+
+// Any dtype goes with or without master weights: fp32 with an fp32 master copy only duplicates
+// the weights, and bf16/fp16 without one is pure low-precision training; both are allowed.
+void validate_training(const Training& t, const std::string& file) {
+  if (t.global_batch <= 0)
+    throw InputError(file, "global_batch",
+                     fmt::format("must be positive, found {}", t.global_batch));
+  if (t.seq_len <= 0)
+    throw InputError(file, "seq_len", fmt::format("must be positive, found {}", t.seq_len));
+  if (!(std::isfinite(t.tokens_to_train) && t.tokens_to_train >= 0))
+    throw InputError(file, "tokens_to_train",
+                     fmt::format("must be a finite number >= 0, found {}", t.tokens_to_train));
+  if (!(std::isfinite(t.price_per_device_hour) && t.price_per_device_hour >= 0))
+    throw InputError(
+        file, "price_per_device_hour",
+        fmt::format("must be a finite number >= 0, found {}", t.price_per_device_hour));
+}
+
+}  // namespace shardplan

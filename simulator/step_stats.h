@@ -1,0 +1,32 @@
+// Per-rank figures of one timed step — busy, idle, exposed communication, bubble, stream use and
+// peak activation memory — from any timeline of a program, simulated or measured.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/schedule.h"
+#include "simulator/trace.h"
+
+namespace shardplan {
+
+struct RankStats {
+  int64_t rank = 0;
+  double busy_s = 0;          // compute stream busy
+  double idle_s = 0;          // step time − busy
+  double exposed_comm_s = 0;  // compute stream idle while this rank communicates
+  double bubble_s = 0;        // idle and not communicating: waiting on other ranks
+  std::array<double, kNumStreams> stream_busy_s{};  // time each stream has an action running
+  int peak_activation_chunks = 0;  // most micro-batch chunk activations alive at once
+  int64_t peak_activation_bytes = 0;
+};
+
+// A micro-batch chunk's activations are alive from the start of its action flagged
+// kAllocatesActivations to the end of the one flagged kFreesActivations; `activation_bytes(chunk)`
+// gives their size.
+RankStats rank_stats(const Program& p, const std::vector<ActionTiming>& timings, double step_time_s,
+                     const std::function<int64_t(int chunk)>& activation_bytes);
+
+}  // namespace shardplan

@@ -1,0 +1,347 @@
+// The per-rank step programs: pipeline orders against the papers and Megatron-LM, and the
+// collectives, transfers, reductions and gathers of a program counted against hand computation.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "core/error.h"
+#include "core/presets.h"
+#include "core/schedule.h"
+#include "tests/core/layout_fixtures.h"
+#include "tests/core/thrown_input_error.h"
+#include "tests/core/schedule_fixtures.h"
+
+namespace shardplan {
+namespace {
+
+using test::layout;
+using test::small_gpt;
+using test::small_moe;
+using test::small_training;
+
+PipelineStep F(int mb, int chunk = 0) { return {true, mb, chunk}; }
+PipelineStep B(int mb, int chunk = 0) { return {false, mb, chunk}; }
+
+// Actions of `p` matching `pred`.
+template <class Pred>
+int count(const Program& p, Pred pred) {
+  return static_cast<int>(std::count_if(p.actions.begin(), p.actions.end(), pred));
+}
+
+auto collective(Pass pass, Group g, Collective op) {
+  return [=](const Action& a) {
+    return a.kind == ActionKind::collective && a.pass == pass && a.group == g && a.op == op;
+  };
+}
+
+}  // namespace
+
+TEST_CASE("1F1B: warm-up of pp − stage − 1 forwards, steady 1F1B, cool-down", "[schedule]") {
+  const Layout l = layout(1, 1, 2, 3);
+  CHECK(pipeline_order(l, 0) == std::vector{F(0), F(1), B(0), F(2), B(1), B(2)});
+  CHECK(pipeline_order(l, 1) == std::vector{F(0), B(0), F(1), B(1), F(2), B(2)});
+  const Layout deep = layout(1, 1, 4, 3);  // fewer micro-batches than stages: all warm-up
+  CHECK(pipeline_order(deep, 0) == std::vector{F(0), F(1), F(2), B(0), B(1), B(2)});
+  CHECK(pipeline_order(deep, 2) == std::vector{F(0), F(1), B(0), F(2), B(1), B(2)});
+}
+
+TEST_CASE("GPipe runs every forward, then every backward", "[schedule]") {
+  const Layout l = layout(1, 1, 2, 3, Schedule::gpipe);
+  for (int stage : {0, 1})
+    CHECK(pipeline_order(l, stage) == std::vector{F(0), F(1), F(2), B(0), B(1), B(2)});
+}
+
+TEST_CASE("interleaved 1F1B follows Megatron-LM's chunk order and warm-up", "[schedule]") {
+  // pp=2, vpp=2, m=4. Rank 0 warms up 2(2−0−1) + (2−1)·2 = 4 passes, rank 1 warms up 2; the k-th
+  // forward is chunk (k mod 4)/2 of micro-batch (k/4)·2 + k mod 2, backwards take chunks reversed.
+  const Layout l = layout(1, 1, 2, 4, Schedule::interleaved, 2);
+  CHECK(pipeline_order(l, 0) == std::vector{F(0, 0), F(1, 0), F(0, 1), F(1, 1),  // warm-up
+                                            F(2, 0), B(0, 1), F(3, 0), B(1, 1),  // steady
+                                            F(2, 1), B(0, 0), F(3, 1), B(1, 0),
+                                            B(2, 1), B(3, 1), B(2, 0), B(3, 0)});  // cool-down
+  CHECK(pipeline_order(l, 1) == std::vector{F(0, 0), F(1, 0),
+                                            F(0, 1), B(0, 1), F(1, 1), B(1, 1),
+                                            F(2, 0), B(0, 0), F(3, 0), B(1, 0),
+                                            F(2, 1), B(2, 1), F(3, 1), B(3, 1),
+                                            B(2, 0), B(3, 0)});
+  // num_microbatches == pp: Megatron runs every forward first.
+  const Layout equal = layout(1, 1, 2, 2, Schedule::interleaved, 2);
+  CHECK(pipeline_order(equal, 1) == std::vector{F(0, 0), F(1, 0), F(0, 1), F(1, 1),
+                                                B(0, 1), B(1, 1), B(0, 0), B(1, 0)});
+}
+
+TEST_CASE("interleaving needs a multiple of pp micro-batches", "[schedule]") {
+  const InputError e = testing::thrown_input_error([] { pipeline_order(layout(1, 1, 4, 6, Schedule::interleaved, 2), 0); });
+  CHECK(e.field == "layout.num_microbatches");
+  CHECK(e.reason == "6 is not a multiple of pp=4, which the interleaved schedule needs");
+}
+
+TEST_CASE("every pass runs once, after its forward, and 1F1B keeps pp − stage in flight", "[schedule]") {
+  for (Schedule s : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved})
+    for (int pp : {1, 2, 4, 8})
+      for (int m : {1, 3, 8, 16}) {
+        const int vpp = s == Schedule::interleaved ? 2 : 1;
+        if (s == Schedule::interleaved && m % pp != 0) continue;
+        const Layout l = layout(1, 1, pp, m, s, vpp);
+        for (int stage = 0; stage < pp; ++stage) {
+          std::set<std::tuple<bool, int, int>> seen;
+          int in_flight = 0, peak = 0;
+          for (const PipelineStep& step : pipeline_order(l, stage)) {
+            CHECK(seen.insert({step.forward, step.micro_batch, step.chunk}).second);
+            if (!step.forward) CHECK(seen.count({true, step.micro_batch, step.chunk}) == 1);
+            in_flight += step.forward ? 1 : -1;
+            peak = std::max(peak, in_flight);
+          }
+          CHECK(seen.size() == size_t(2 * m * vpp));
+          if (s == Schedule::one_f_one_b) CHECK(peak == std::min(pp - stage, m));
+          if (s == Schedule::gpipe) CHECK(peak == m);
+        }
+      }
+}
+
+TEST_CASE("tensor parallelism: two all-reduces per layer each way, b·s·h each", "[schedule]") {
+  // Shoeybi et al. 2019 §3: f and g give two all-reduces in the forward and two in the backward
+  // of every layer; the vocab-parallel embedding adds one forward, the LM head one backward.
+  const Model m = small_gpt();
+  Layout l = layout(1, 2, 1, 3);
+  l.micro_batch = 2;
+  const Program p = build_program(m, small_training(), l, 0);
+  const int layers = m.num_layers, mbs = 3;
+  CHECK(count(p, collective(Pass::forward, Group::tp, Collective::all_reduce)) == mbs * (2 * layers + 1));
+  CHECK(count(p, collective(Pass::backward, Group::tp, Collective::all_reduce)) == mbs * (2 * layers + 1));
+  CHECK(count(p, [](const Action& a) { return a.kind == ActionKind::collective && a.op != Collective::all_reduce; }) == 0);
+  for (const Action& a : p.actions)
+    if (a.kind == ActionKind::collective) CHECK(a.bytes == 2 * 64 * 64 * 2);  // b · s · h · bf16
+  // Compute splits at the collectives: attention (qkv+core), then mlp.
+  const auto& first_layer = std::find_if(p.actions.begin(), p.actions.end(), [](const Action& a) {
+    return a.kind == ActionKind::compute && a.layer_begin == 0 && a.layer_end == 1;
+  });
+  CHECK(parts_name(first_layer->parts) == "attention_qkv+attention_core");
+  CHECK(parts_name(first_layer[1].parts) == "attention_core");  // the all-reduce after it
+  CHECK(first_layer[1].kind == ActionKind::collective);
+  CHECK(parts_name(first_layer[2].parts) == "mlp");
+}
+
+TEST_CASE("sequence parallelism: four all-gathers and four reduce-scatters per layer", "[schedule]") {
+  // Korthikanti et al. 2022 §4.2.2, per layer and micro-batch: 2 AG + 2 RS forward, 2 AG + 2 RS
+  // backward. Embedding: RS forward, AG backward; head: AG forward, RS backward.
+  const Model m = small_gpt();
+  Layout l = layout(1, 4, 1, 2);
+  l.sequence_parallel = true;
+  const Program p = build_program(m, small_training(), l, 1);
+  const int per_pass = 2 * m.num_layers + 1, mbs = 2;
+  for (Pass pass : {Pass::forward, Pass::backward}) {
+    CHECK(count(p, collective(pass, Group::tp, Collective::all_gather)) == mbs * per_pass);
+    CHECK(count(p, collective(pass, Group::tp, Collective::reduce_scatter)) == mbs * per_pass);
+  }
+  CHECK(count(p, collective(Pass::forward, Group::tp, Collective::all_reduce)) == 0);
+  // The replicated norm weights' gradients, all-reduced over tp once: two norms per layer plus
+  // the final one, weight and bias each (LayerNorm).
+  const auto norm = std::find_if(p.actions.begin(), p.actions.end(), [](const Action& a) {
+    return a.kind == ActionKind::grad_reduce && a.group == Group::tp;
+  });
+  REQUIRE(norm != p.actions.end());
+  CHECK(norm->params == (2 * m.num_layers + 1) * 2 * m.hidden);
+}
+
+TEST_CASE("full recomputation re-runs each layer's forward before its backward", "[schedule]") {
+  const Model m = small_gpt();
+  Layout l = layout(1, 2, 1, 1);
+  l.recompute = Recompute::full;
+  const Program p = build_program(m, small_training(), l, 0);
+  // Recompute of a layer: its compute and its two tp all-reduces, right before its backward.
+  CHECK(count(p, collective(Pass::recompute, Group::tp, Collective::all_reduce)) == 2 * m.num_layers);
+  for (size_t i = 0; i + 1 < p.actions.size(); ++i) {
+    const Action& a = p.actions[i];
+    if (a.kind == ActionKind::compute && a.pass == Pass::recompute && has_part(a.parts, Part::mlp)) {
+      CHECK(p.actions[i + 1].pass == Pass::recompute);  // the all-reduce closing the recompute
+      CHECK(p.actions[i + 2].pass == Pass::backward);
+      CHECK(p.actions[i + 2].layer_begin == a.layer_begin);
+    }
+  }
+}
+
+TEST_CASE("context parallelism gathers K and V, and reduce-scatters their gradients", "[schedule]") {
+  const Model m = small_gpt();
+  Layout l = layout(1, 1, 1, 1);
+  l.cp = 2;
+  const Program p = build_program(m, small_training(), l, 0);
+  CHECK(count(p, collective(Pass::forward, Group::cp, Collective::all_gather)) == m.num_layers);
+  CHECK(count(p, collective(Pass::backward, Group::cp, Collective::all_gather)) == m.num_layers);
+  CHECK(count(p, collective(Pass::backward, Group::cp, Collective::reduce_scatter)) == m.num_layers);
+  for (const Action& a : p.actions)
+    if (a.kind == ActionKind::collective) CHECK(a.bytes == 2 * 1 * 64 * 8 * 8 * 2);  // 2·b·s·kv·d·bf16
+}
+
+TEST_CASE("expert parallelism: dispatch and combine all-to-alls in every MoE layer", "[schedule]") {
+  const Model m = small_moe();  // experts in layers 1, 3, ..., 15
+  Layout l = layout(2, 1, 1, 1);
+  l.ep = 2;
+  const Program p = build_program(m, small_training(), l, 0);
+  const int moe_layers = m.num_moe_layers();
+  REQUIRE(moe_layers == 8);
+  for (Pass pass : {Pass::forward, Pass::backward})
+    CHECK(count(p, collective(pass, Group::ep, Collective::all_to_all)) == 2 * moe_layers);
+  for (const Action& a : p.actions)
+    if (a.kind == ActionKind::collective) CHECK(a.bytes == 64 * 2 * 64 * 2);  // tokens·top_k·h·bf16
+  // Expert gradients are reduced over expert_dp (dp / ep = 1 here: none), dense ones over dp.
+  CHECK(count(p, [](const Action& a) { return a.kind == ActionKind::grad_reduce && a.group == Group::expert_dp; }) == 0);
+  CHECK(count(p, [](const Action& a) { return a.kind == ActionKind::grad_reduce && a.group == Group::dp; }) == 1);
+}
+
+TEST_CASE("pipeline transfers pair up: same tag, size and peer on both sides", "[schedule]") {
+  const Model m = small_gpt();
+  for (Schedule s : {Schedule::one_f_one_b, Schedule::interleaved}) {
+    Layout l = layout(1, 2, 4, 8, s, s == Schedule::interleaved ? 2 : 1);
+    l.sequence_parallel = true;
+    std::map<std::tuple<int64_t, int64_t, int64_t>, int64_t> sends, recvs;
+    for (int64_t rank = 0; rank < l.world(); ++rank) {
+      const Program p = build_program(m, small_training(), l, rank);
+      for (const Action& a : p.actions) {
+        if (a.kind == ActionKind::send) CHECK(sends.insert({{rank, a.peer, a.tag}, a.bytes}).second);
+        if (a.kind == ActionKind::recv) CHECK(recvs.insert({{a.peer, rank, a.tag}, a.bytes}).second);
+      }
+    }
+    CHECK(sends == recvs);
+    // Megatron-LM's (s/cp/tp, b, h) under SP: 64/2 · 1 · 64 · 2 bytes, 2·m per stage boundary.
+    for (const auto& [key, bytes] : sends) CHECK(bytes == 32 * 64 * 2);
+    CHECK(sends.size() == size_t(2 * 8 * (4 * l.vpp - 1) * 2));
+  }
+}
+
+TEST_CASE("data-parallel reduction: once after the last backward, or every one under ZeRO-2/3", "[schedule]") {
+  const Model m = small_gpt();  // 0.8M parameters: a single Megatron bucket
+  const int64_t total = count_parameters(m).total();
+  auto reductions = [&](int zero) {
+    Layout l = layout(2, 1, 1, 4);
+    l.zero = zero;
+    const Program p = build_program(m, small_training(), l, 0);
+    std::vector<Action> out;
+    for (const Action& a : p.actions)
+      if (a.kind == ActionKind::grad_reduce) out.push_back(a);
+    return std::pair{p, out};
+  };
+  {
+    const auto [p, r] = reductions(0);
+    REQUIRE(r.size() == 1);
+    CHECK(r[0].op == Collective::all_reduce);
+    CHECK(r[0].micro_batch == 3);
+    CHECK(r[0].params == total);
+    CHECK(r[0].bytes == 2 * total);
+    CHECK(p.actions.back().kind == ActionKind::optimizer_step);
+    CHECK(p.actions.back().params == total);
+  }
+  {
+    const auto [p, r] = reductions(1);
+    REQUIRE(r.size() == 1);
+    CHECK(r[0].op == Collective::reduce_scatter);
+    CHECK(p.actions.back().params == (total + 1) / 2);
+    // The parameters updated last step are gathered at the start, before their first use.
+    CHECK(p.actions.front().kind == ActionKind::param_gather);
+    CHECK(p.actions.front().params == total);
+  }
+  CHECK(reductions(2).second.size() == 4);  // one per micro-batch
+  // ZeRO-3: every unit (embedding, 16 layers, head) reduced after each backward and gathered
+  // before each forward and each backward.
+  const auto [p3, r3] = reductions(3);
+  CHECK(r3.size() == size_t(4 * (m.num_layers + 2)));
+  CHECK(count(p3, [](const Action& a) { return a.kind == ActionKind::param_gather; }) == 2 * 4 * (m.num_layers + 2));
+  // The head uses the tied word embedding: its gather brings it along with the final norm.
+  const auto head = std::find_if(p3.actions.begin(), p3.actions.end(), [](const Action& a) {
+    return a.kind == ActionKind::param_gather && has_part(a.parts, Part::head);
+  });
+  REQUIRE(head != p3.actions.end());
+  CHECK(head->params == 2 * m.hidden + m.vocab * m.hidden);
+  CHECK(parts_name(head->parts) == "embedding+head");
+}
+
+TEST_CASE("gradient buckets close at Megatron-LM's size, in backward order", "[schedule]") {
+  // Llama 3 8B layers hold 218M parameters, more than max(40M, 10⁶·dp): one bucket per unit,
+  // each reduced right after that unit's backward.
+  const Model m = load_model("llama3-8b");
+  Layout l = layout(8, 1, 1, 1);
+  CHECK(grad_bucket_params(l) == 40'000'000);
+  CHECK(grad_bucket_params(layout(64, 1, 1, 1)) == 64'000'000);
+  const Program p = build_program(m, test::training(8, 4096), l, 0);
+  std::vector<int> closing_layers;
+  for (size_t i = 0; i < p.actions.size(); ++i) {
+    const Action& a = p.actions[i];
+    if (a.kind != ActionKind::grad_reduce || a.group != Group::dp) continue;
+    closing_layers.push_back(a.layer_begin);
+    REQUIRE(a.deps_count == 1);
+    const Action& producer = p.actions[p.deps_of(a)[0]];
+    CHECK(producer.kind == ActionKind::compute);
+    CHECK(producer.pass == Pass::backward);
+    CHECK(producer.layer_begin == a.layer_begin);
+  }
+  CHECK(closing_layers.size() == size_t(m.num_layers + 2));
+  CHECK(std::is_sorted(closing_layers.rbegin(), closing_layers.rend()));
+}
+
+TEST_CASE("tied embeddings: first and last stage all-reduce the word-embedding gradient", "[schedule]") {
+  const Model m = small_gpt();
+  const Layout l = layout(1, 2, 4, 4);
+  for (int64_t rank = 0; rank < l.world(); ++rank) {
+    const Program p = build_program(m, small_training(), l, rank);
+    const int n = count(p, [](const Action& a) { return a.kind == ActionKind::grad_reduce && a.group == Group::pp; });
+    const bool end_stage = p.coord.pp == 0 || p.coord.pp == 3;
+    CHECK(n == (end_stage ? 1 : 0));
+    if (end_stage) {
+      CHECK(p.embedding_group == std::vector<int64_t>{p.coord.tp, p.coord.tp + 3 * 2});
+    }
+  }
+}
+
+TEST_CASE("programs are in topological order with activations allocated and freed once", "[schedule]") {
+  for (const Layout& l : test::sweep_layouts(Schedule::interleaved, 2, [](int pp) { return std::vector{pp}; })) {
+    const Program p = build_program(small_moe(), small_training(), l, l.world() - 1);
+    int allocs = 0, frees = 0;
+    for (size_t i = 0; i < p.actions.size(); ++i) {
+      for (uint32_t d : p.deps_of(p.actions[i])) CHECK(d < i);
+      allocs += (p.actions[i].flags & kAllocatesActivations) ? 1 : 0;
+      frees += (p.actions[i].flags & kFreesActivations) ? 1 : 0;
+    }
+    CHECK(allocs == l.num_microbatches * l.vpp);
+    CHECK(frees == allocs);
+  }
+}
+
+TEST_CASE("symmetry keeps one program per pipeline stage", "[schedule]") {
+  Layout l = layout(4, 2, 4, 4);
+  const StepPrograms s = build_step(small_gpt(), small_training(), l, true);
+  REQUIRE(s.programs.size() == 4);
+  CHECK(s.ranks_per_program == 8);
+  for (int stage = 0; stage < 4; ++stage) {
+    CHECK(s.programs[stage].coord.pp == stage);
+    CHECK(s.programs[stage].coord.tp == 0);
+    CHECK(s.programs[stage].coord.dp == 0);
+  }
+  CHECK(build_step(small_gpt(), small_training(), l, false).programs.size() == 32);
+}
+
+TEST_CASE("action names carry kind, micro-batch and chunk", "[schedule]") {
+  Action a;
+  a.pass = Pass::forward;
+  a.micro_batch = 3;
+  a.chunk = 1;
+  CHECK(action_name(a) == "forward mb3 c1");
+  a.kind = ActionKind::recv;
+  a.pass = Pass::backward;
+  CHECK(action_name(a) == "recv gradient mb3 c1");
+  a.kind = ActionKind::collective;
+  a.group = Group::tp;
+  a.op = Collective::reduce_scatter;
+  CHECK(action_name(a) == "tp reduce_scatter mb3 c1");
+  a.kind = ActionKind::grad_reduce;
+  a.group = Group::pp;
+  a.op = Collective::all_reduce;
+  a.micro_batch = a.chunk = -1;
+  CHECK(action_name(a) == "grad_reduce embedding all_reduce");
+  a.kind = ActionKind::optimizer_step;
+  CHECK(action_name(a) == "optimizer_step");
+}
+
+}  // namespace shardplan

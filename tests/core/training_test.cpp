@@ -1,0 +1,97 @@
+// The training description: defaults, strict keys, dtype names and validation.
+#include <catch2/catch.hpp>
+
+#include "core/training.h"
+#include "tests/core/layout_fixtures.h"
+#include "tests/core/thrown_input_error.h"
+
+namespace shardplan {
+namespace {
+
+using Catch::Matchers::Contains;
+using testing::thrown_input_error;
+
+TEST_CASE("training JSON: defaults are bf16 mixed precision with Adam", "[training]") {
+  const Training t = training_from_json({{"global_batch", 1536}, {"seq_len", 4096}}, "train.json");
+  CHECK(t.global_batch == 1536);
+  CHECK(t.seq_len == 4096);
+  CHECK(t.dtype == Dtype::bf16);
+  CHECK(t.grad_dtype == Dtype::bf16);
+  CHECK(t.master_weights);
+  CHECK(t.optimizer == Optimizer::adam);
+  CHECK(t.tokens_to_train == 0);
+  CHECK(t.price_per_device_hour == 0);
+  CHECK(t.tokens_per_step() == 6291456);  // 1536 × 4096
+}
+
+TEST_CASE("training JSON: every key, and back", "[training]") {
+  const nlohmann::json j = {{"global_batch", 512},
+                            {"seq_len", 2048},
+                            {"dtype", "fp16"},
+                            {"grad_dtype", "fp32"},
+                            {"master_weights", false},
+                            {"optimizer", "sgd"},
+                            {"tokens_to_train", 3e11},
+                            {"price_per_device_hour", 2.5},
+                            {"source", "GPT-3 2.7B recipe, Brown et al. 2020 Table 2.1"}};
+  const Training t = training_from_json(j, "train.json");
+  CHECK(t.dtype == Dtype::fp16);
+  CHECK(t.grad_dtype == Dtype::fp32);
+  CHECK_FALSE(t.master_weights);
+  CHECK(t.optimizer == Optimizer::sgd);
+  CHECK(t.tokens_to_train == 3e11);
+  CHECK(t.price_per_device_hour == 2.5);
+  nlohmann::json without_source = j;
+  without_source.erase("source");
+  CHECK(training_to_json(t) == without_source);
+}
+
+TEST_CASE("training JSON: fp32 with master weights and bf16 without are both allowed",
+          "[training]") {
+  CHECK(training_from_json({{"global_batch", 8},
+                            {"seq_len", 1024},
+                            {"dtype", "fp32"},
+                            {"grad_dtype", "fp32"},
+                            {"master_weights", true}},
+                           "train.json")
+            .master_weights);
+  CHECK_FALSE(training_from_json(
+                  {{"global_batch", 8}, {"seq_len", 1024}, {"master_weights", false}}, "train.json")
+                  .master_weights);
+}
+
+TEST_CASE("training JSON: errors name the file and the field", "[training]") {
+  const nlohmann::json ok = {{"global_batch", 8}, {"seq_len", 1024}};
+  auto with = [&](const char* key, nlohmann::json v) {
+    nlohmann::json j = ok;
+    j[key] = std::move(v);
+    return thrown_input_error([&] { training_from_json(j, "train.json"); });
+  };
+  const InputError dtype = with("dtype", "int8");
+  CHECK(dtype.file == "train.json");
+  CHECK(dtype.field == "dtype");
+  CHECK_THAT(dtype.reason, Contains("\"int8\""));
+  CHECK(dtype.hint == "one of: fp32 | tf32 | bf16 | fp16");
+  CHECK(with("optimizer", "lion").hint == "one of: adam | sgd");
+  CHECK(with("batch", 8).field == "batch");
+  CHECK(std::string(with("global_batch", 0).what()) ==
+        "train.json: global_batch: must be positive, found 0");
+  CHECK(with("seq_len", -4).field == "seq_len");
+  CHECK(with("seq_len", "4k").field == "seq_len");
+  CHECK(with("tokens_to_train", -1).field == "tokens_to_train");
+  CHECK(with("price_per_device_hour", -0.5).field == "price_per_device_hour");
+  CHECK(thrown_input_error([] {
+          training_from_json({{"seq_len", 1024}}, "train.json");
+        }).field == "global_batch");
+}
+
+TEST_CASE("validate_training: a struct built in code", "[training]") {
+  Training t = test::training(64, 0);
+  CHECK_THAT(thrown_input_error([&] { validate_training(t, "--seq-len"); }).what(),
+             Contains("seq_len: must be positive"));
+  t.seq_len = 2048;
+  validate_training(t, "--seq-len");
+}
+
+}  // namespace
+}  // namespace shardplan

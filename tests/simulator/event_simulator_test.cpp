@@ -1,0 +1,326 @@
+// The step simulation: pipeline bubbles against Narayanan et al. 2021, activation memory against
+// the p − stage rule, overlap and stalls computed by hand, deadlock freedom over many layouts,
+// deadlock reports, and the 1,024-rank speed benchmark.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "core/layout.h"
+#include "core/presets.h"
+#include "simulator/event_simulator.h"
+#include "simulator/uniform_pricer.h"
+#include "tests/core/layout_fixtures.h"
+#include "tests/core/schedule_fixtures.h"
+
+namespace shardplan {
+namespace {
+
+using test::layout;
+using test::small_gpt;
+using test::small_training;
+
+SimResult run(const Model& m, const Layout& l, const ActionPricer& pricer, bool symmetric = true) {
+  return simulate(build_step(m, small_training(), l, symmetric), pricer);
+}
+
+// Hand-built programs: every action lasts `params` seconds.
+struct ParamsPricer : ActionPricer {
+  double duration_s(const Program&, const Action& a) const override { return double(a.params); }
+  int64_t activation_bytes(const Program&, int) const override { return 0; }
+};
+
+Action compute(int64_t seconds) {
+  Action a;
+  a.pass = Pass::forward;
+  a.params = seconds;
+  return a;
+}
+
+Action p2p(ActionKind kind, int64_t peer, int64_t tag) {
+  Action a;
+  a.kind = kind;
+  a.stream = Stream::pp_comm;
+  a.pass = Pass::forward;
+  a.peer = peer;
+  a.tag = tag;
+  return a;
+}
+
+Action tp_all_reduce(int64_t seconds) {
+  Action a;
+  a.kind = ActionKind::collective;
+  a.stream = Stream::tp_comm;
+  a.op = Collective::all_reduce;
+  a.group = Group::tp;
+  a.params = seconds;
+  return a;
+}
+
+// Appends `a`, depending on the action before it when there is one.
+void chain(Program& p, Action a) {
+  if (!p.actions.empty()) {
+    a.deps_begin = static_cast<uint32_t>(p.deps.size());
+    a.deps_count = 1;
+    p.deps.push_back(static_cast<uint32_t>(p.actions.size() - 1));
+  }
+  p.actions.push_back(a);
+}
+
+StepPrograms two_ranks(std::vector<Action> rank0, std::vector<Action> rank1) {
+  StepPrograms s;
+  s.world = 2;
+  for (int64_t r : {0, 1}) {
+    Program p;
+    p.rank = r;
+    p.groups[static_cast<size_t>(Group::tp)] = {0, 1};
+    for (const Action& a : r == 0 ? rank0 : rank1) chain(p, a);
+    s.programs.push_back(std::move(p));
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("1F1B with uniform stages and free communication: bubble (p−1)/(m+p−1)", "[event]") {
+  // Narayanan et al. 2021 §2.2.1: the bubble is (p − 1) of (m + p − 1) forward-backward slots.
+  const UniformPricer pricer;
+  for (Schedule s : {Schedule::one_f_one_b, Schedule::gpipe})
+    for (int pp : {2, 4, 8})
+      for (int m : {1, 3, 8, 32}) {
+        const SimResult r = run(small_gpt(), layout(1, 1, pp, m, s), pricer);
+        REQUIRE(r.ok());
+        const double slot_s = 3.0 * 16 / pp;  // forward + backward of 16/pp layers
+        CHECK(r.step_time_s == Approx((m + pp - 1) * slot_s));
+        for (const RankStats& rank : r.ranks) {
+          CHECK(rank.busy_s == Approx(m * slot_s));
+          CHECK(rank.idle_s / r.step_time_s == Approx(double(pp - 1) / (m + pp - 1)));
+          CHECK(rank.bubble_s == Approx(rank.idle_s));
+          CHECK(rank.exposed_comm_s == 0);
+        }
+      }
+}
+
+TEST_CASE("interleaving v chunks divides the 1F1B bubble by v", "[event]") {
+  // Narayanan et al. 2021 §2.2.2: bubble time (p − 1)(t_f + t_b)/v.
+  const UniformPricer pricer;
+  for (int pp : {2, 4, 8})
+    for (int v : {2, 4}) {
+      if (pp * v > 16) continue;
+      for (int m : {pp, 2 * pp, 4 * pp}) {
+        const SimResult plain = run(small_gpt(), layout(1, 1, pp, m), pricer);
+        const SimResult inter = run(small_gpt(), layout(1, 1, pp, m, Schedule::interleaved, v), pricer);
+        REQUIRE(inter.ok());
+        INFO("pp=" << pp << " v=" << v << " m=" << m);
+        for (size_t stage = 0; stage < size_t(pp); ++stage) {
+          CHECK(inter.ranks[stage].busy_s == Approx(plain.ranks[stage].busy_s));
+          CHECK(inter.ranks[stage].idle_s * v == Approx(plain.ranks[stage].idle_s));
+        }
+      }
+    }
+}
+
+TEST_CASE("in-flight activations: p − stage under 1F1B, m under GPipe", "[event]") {
+  UniformPricer pricer;
+  pricer.chunk_activation_bytes = 1000;
+  for (int pp : {2, 4, 8})
+    for (int m : {1, 3, 16}) {
+      const SimResult f = run(small_gpt(), layout(1, 1, pp, m), pricer);
+      const SimResult g = run(small_gpt(), layout(1, 1, pp, m, Schedule::gpipe), pricer);
+      for (int stage = 0; stage < pp; ++stage) {
+        CHECK(f.ranks[stage].peak_activation_chunks == std::min(pp - stage, m));
+        CHECK(f.ranks[stage].peak_activation_bytes == 1000 * std::min(pp - stage, m));
+        CHECK(g.ranks[stage].peak_activation_chunks == m);
+      }
+    }
+  // Interleaved (Megatron-LM): the warm-up of 2(p − r − 1) + (v − 1)p chunks plus the one in
+  // flight, all m·v when m == p.
+  for (int pp : {2, 4})
+    for (int m : {pp, 2 * pp, 4 * pp}) {
+      const int v = 2;
+      const SimResult r = run(small_gpt(), layout(1, 1, pp, m, Schedule::interleaved, v), pricer);
+      for (int stage = 0; stage < pp; ++stage) {
+        const int warmup = m == pp ? m * v : 2 * (pp - stage - 1) + (v - 1) * pp;
+        CHECK(r.ranks[stage].peak_activation_chunks == std::min(warmup + 1, m * v));
+      }
+      // Korthikanti et al. 2022 §4.2.3: the first stage of the interleaved schedule stores the
+      // activations of L(1 + (p − 1)/(p·v)) layers, here pv + p − 1 chunks of L/(pv) layers.
+      if (m > pp) CHECK(r.ranks[0].peak_activation_chunks == pp * v + pp - 1);
+    }
+}
+
+TEST_CASE("a transfer takes its time on the sender; the recv ends when the data has arrived", "[event]") {
+  UniformPricer pricer;
+  pricer.comm_s = 1;
+  const StepPrograms step = build_step(small_gpt(), small_training(), layout(1, 1, 2, 1), true);
+  const SimResult r = simulate(step, pricer);
+  REQUIRE(r.ok());
+  auto timing = [&](size_t stage, ActionKind kind, Pass pass) {
+    const Program& p = step.programs[stage];
+    for (size_t i = 0; i < p.actions.size(); ++i)
+      if (p.actions[i].kind == kind && p.actions[i].pass == pass) return r.timings[stage][i];
+    FAIL("no such action");
+    return ActionTiming{};
+  };
+  // Stage 0: forward of 8 layers [0, 8], send [8, 9]; stage 1 receives over [8, 9], runs
+  // forward [9, 17] and backward [17, 33], sends the gradient [33, 34]; stage 0's backward runs
+  // [34, 50]; the tied embeddings' all-reduce [50, 51].
+  CHECK(timing(0, ActionKind::send, Pass::forward).start_s == 8);
+  CHECK(timing(1, ActionKind::recv, Pass::forward).start_s == 8);
+  CHECK(timing(1, ActionKind::recv, Pass::forward).end_s == 9);
+  CHECK(timing(1, ActionKind::send, Pass::backward).start_s == 33);
+  CHECK(timing(0, ActionKind::recv, Pass::backward).end_s == 34);
+  CHECK(r.step_time_s == 51);
+  // Stage 0 idles 27 s: 3 of them communicating (its send, the gradient it waits for, the
+  // all-reduce), the rest waiting for stage 1.
+  CHECK(r.ranks[0].exposed_comm_s == 3);
+  CHECK(r.ranks[0].bubble_s == 51 - 24 - 3);
+}
+
+TEST_CASE("gradient reductions overlap the backward; only the last ones are exposed", "[event]") {
+  // Llama 3 8B, dp=2: every unit is its own bucket. Forward 32 s, backward 64 s; each bucket's
+  // reduction (1 s) runs behind the next layer's backward, except the last layer's and the
+  // embedding's, which run after the backward ends.
+  UniformPricer pricer;
+  pricer.comm_s = 1;
+  const SimResult r = simulate(build_step(load_model("llama3-8b"), test::training(2, 4096), layout(2, 1, 1, 1), true), pricer);
+  REQUIRE(r.ok());
+  CHECK(r.symmetry.find("each stands for 2 ranks") != std::string::npos);
+  CHECK(r.step_time_s == 98);
+  CHECK(r.ranks[0].busy_s == 96);
+  CHECK(r.ranks[0].exposed_comm_s == 2);
+  CHECK(r.ranks[0].stream_busy_s[static_cast<size_t>(Stream::dp_comm)] == 34);
+}
+
+TEST_CASE("a collective starts when its last member arrives", "[event]") {
+  const StepPrograms s = two_ranks({compute(1), tp_all_reduce(2), compute(1)},
+                                   {compute(3), tp_all_reduce(2), compute(1)});
+  const SimResult r = simulate(s, ParamsPricer{});
+  REQUIRE(r.ok());
+  for (size_t rank : {0, 1}) {
+    CHECK(r.timings[rank][1].start_s == 3);
+    CHECK(r.timings[rank][1].end_s == 5);
+    CHECK(r.timings[rank][2].end_s == 6);
+  }
+  CHECK(r.ranks[0].idle_s == 4);
+  CHECK(r.ranks[0].exposed_comm_s == 2);
+  CHECK(r.ranks[0].bubble_s == 2);
+  // The critical path: rank 1's compute, the all-reduce, the compute after it.
+  REQUIRE(r.critical_path.size() == 3);
+  CHECK(r.critical_path[0].program == 1);
+  CHECK(r.critical_path[0].on_path_s == 3);
+  CHECK(r.critical_path_s[static_cast<size_t>(Stream::tp_comm)] == 2);
+}
+
+TEST_CASE("a deadlock is reported with what each rank waits for", "[event]") {
+  // Both ranks receive before they send.
+  const SimResult crossed = simulate(two_ranks({p2p(ActionKind::recv, 1, 7), p2p(ActionKind::send, 1, 8)},
+                                               {p2p(ActionKind::recv, 0, 8), p2p(ActionKind::send, 0, 7)}),
+                                     ParamsPricer{});
+  CHECK_FALSE(crossed.ok());
+  REQUIRE(crossed.deadlock.size() == 2);
+  CHECK(crossed.deadlock[0].rank == 0);
+  CHECK(crossed.deadlock[0].stream == Stream::pp_comm);
+  CHECK(crossed.deadlock[0].waiting_for == "send activation on rank 1 (pp-comm) (not done)");
+  CHECK(crossed.deadlock[1].waiting_for == "send activation on rank 0 (pp-comm) (not done)");
+
+  const SimResult lonely = simulate(two_ranks({compute(1), tp_all_reduce(1)}, {compute(1)}), ParamsPricer{});
+  REQUIRE(lonely.deadlock.size() == 1);
+  CHECK(lonely.deadlock[0].waiting_for == "1 of 2 members of its group arrived; the others never issue it");
+
+  const SimResult unmatched = simulate(two_ranks({p2p(ActionKind::recv, 1, 5)}, {}), ParamsPricer{});
+  REQUIRE(unmatched.deadlock.size() == 1);
+  CHECK(unmatched.deadlock[0].waiting_for == "a send from rank 1 with tag 5, which no program has");
+
+  const SimResult mismatched = simulate(two_ranks({tp_all_reduce(1)}, {tp_all_reduce(2)}), ParamsPricer{});
+  REQUIRE(mismatched.errors.size() == 1);
+}
+
+TEST_CASE("the critical path adds up to the step time", "[event]") {
+  UniformPricer pricer;
+  pricer.comm_s = 0.25;
+  Layout l = layout(2, 2, 4, 8, Schedule::interleaved, 2);
+  l.zero = 1;
+  const SimResult r = run(small_gpt(), l, pricer);
+  REQUIRE(r.ok());
+  double total = 0;
+  for (const CriticalAction& c : r.critical_path) total += c.on_path_s;
+  CHECK(total == Approx(r.step_time_s));
+  double by_stream = 0;
+  for (double s : r.critical_path_s) by_stream += s;
+  CHECK(by_stream == Approx(r.step_time_s));
+}
+
+namespace {
+
+// Every layout of the sweep runs to the end with every rank simulated, and symmetry changes
+// nothing but the cost.
+template <class MicroBatches>
+void check_no_deadlock(Schedule s, int vpp, MicroBatches micro_batches) {
+  UniformPricer pricer;
+  pricer.comm_s = 0.125;
+  int layouts = 0;
+  for (const Layout& l : test::sweep_layouts(s, vpp, micro_batches)) {
+    const Model m = l.ep > 1 ? test::small_moe() : small_gpt();
+    if (m.num_layers % (l.pp * l.vpp) != 0) continue;
+    INFO(to_string(l));
+    const SimResult full = run(m, l, pricer, false);
+    REQUIRE(full.ok());
+    REQUIRE(full.ranks.size() == size_t(l.world()));
+    const SimResult sym = run(m, l, pricer, true);
+    REQUIRE(sym.ok());
+    CHECK(sym.step_time_s == Approx(full.step_time_s).epsilon(1e-12));
+    ++layouts;
+  }
+  CHECK(layouts > 50);
+}
+
+}  // namespace
+
+TEST_CASE("no deadlock up to 64 ranks: GPipe", "[event][property]") {
+  check_no_deadlock(Schedule::gpipe, 1, [](int pp) { return std::vector{1, pp + 1}; });
+}
+
+TEST_CASE("no deadlock up to 64 ranks: 1F1B", "[event][property]") {
+  check_no_deadlock(Schedule::one_f_one_b, 1, [](int pp) { return std::vector{1, pp + 1}; });
+}
+
+TEST_CASE("no deadlock up to 64 ranks: interleaved 1F1B", "[event][property]") {
+  check_no_deadlock(Schedule::interleaved, 2, [](int pp) { return std::vector{pp, 2 * pp}; });
+}
+
+TEST_CASE("no deadlock up to 64 ranks: interleaved 1F1B with 4 chunks", "[event][property]") {
+  check_no_deadlock(Schedule::interleaved, 4, [](int pp) { return std::vector{2 * pp}; });
+}
+
+TEST_CASE("benchmark: one step of 1,024 ranks with 64 micro-batches", "[.][benchmark]") {
+  // GPT-3 175B at tp=8, pp=8, dp=16 with SP and ZeRO-1.
+  const Model m = load_model("gpt3-175b");
+  UniformPricer pricer;
+  pricer.comm_s = 1e-4;
+  for (int vpp : {1, 2}) {
+    Layout l = layout(16, 8, 8, 64, vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b, vpp);
+    l.sequence_parallel = true;
+    l.zero = 1;
+    // Best of five: the figure is the code's cost, not the machine's other load.
+    double build_s = 1e9, sim_s = 1e9;
+    SimResult r;
+    for (int repeat = 0; repeat < 5; ++repeat) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const StepPrograms step = build_step(m, test::training(1024, 2048), l, true);
+      const auto t1 = std::chrono::steady_clock::now();
+      r = simulate(step, pricer);
+      const auto t2 = std::chrono::steady_clock::now();
+      build_s = std::min(build_s, std::chrono::duration<double>(t1 - t0).count());
+      sim_s = std::min(sim_s, std::chrono::duration<double>(t2 - t1).count());
+    }
+    REQUIRE(r.ok());
+    std::printf("%s: %lld actions, build %.1f ms, simulate %.1f ms, %.1fM events/s\n  %s\n",
+                to_string(l).c_str(), static_cast<long long>(r.events), build_s * 1e3, sim_s * 1e3,
+                double(r.events) / sim_s / 1e6, r.symmetry.c_str());
+    CHECK(build_s + sim_s < 0.1);
+  }
+}
+
+}  // namespace shardplan
