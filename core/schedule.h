@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "core/collective.h"
 #include "core/enum_names.h"
 #include "core/layout.h"
 #include "core/model.h"
 #include "core/placement.h"
 #include "core/training.h"
-#include "simulator/collective_cost.h"  // the Collective enum only (header-only, no link dependency)
 
 namespace shardplan {
 

@@ -229,23 +229,6 @@ Timing time_collective(const GroupShape& g, Collective c, double bytes,
 
 // nccl-tests doc/PERFORMANCE.md: busbw = algbw × 2(n−1)/n for all-reduce, × (n−1)/n for
 // reduce-scatter, all-gather and all-to-all, × 1 for broadcast and send/recv.
-double bus_bandwidth_factor(Collective c, int n) {
-  assert(n >= 1);
-  switch (c) {
-    case Collective::all_reduce:
-      return 2.0 * (n - 1) / n;
-    case Collective::reduce_scatter:
-    case Collective::all_gather:
-    case Collective::all_to_all:
-      return static_cast<double>(n - 1) / n;
-    case Collective::broadcast:
-    case Collective::send_recv:
-      return 1.0;
-  }
-  assert(false && "unknown collective");
-  return 0;
-}
-
 CollectiveCost collective_cost(const Cluster& cluster, Collective c, int64_t bytes,
                                const GroupSpan& span) {
   return collective_cost(cluster, c, bytes, span, CollectiveOptions{});

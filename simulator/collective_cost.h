@@ -9,18 +9,11 @@
 #include <string_view>
 
 #include "core/cluster.h"
+#include "core/collective.h"
 #include "core/enum_names.h"
 #include "core/placement.h"
 
 namespace shardplan {
-
-enum class Collective { all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, send_recv };
-inline constexpr EnumNames<Collective, 6> kCollectiveNames{{{Collective::all_reduce, "all_reduce"},
-                                                            {Collective::reduce_scatter, "reduce_scatter"},
-                                                            {Collective::all_gather, "all_gather"},
-                                                            {Collective::all_to_all, "all_to_all"},
-                                                            {Collective::broadcast, "broadcast"},
-                                                            {Collective::send_recv, "send_recv"}}};
 
 enum class Algorithm { ring, tree, hierarchical, direct };
 inline constexpr EnumNames<Algorithm, 4> kAlgorithmNames{{{Algorithm::ring, "ring"},
@@ -54,9 +47,6 @@ struct CollectiveCost {
   size_t level = 0;       // interconnect level whose links bound the time
 };
 
-// nccl-tests' busbw factor: 2(n−1)/n for all-reduce, (n−1)/n for reduce-scatter, all-gather and
-// all-to-all, 1 for broadcast and send/recv.
-double bus_bandwidth_factor(Collective c, int n);
 
 // What the group's span alone does not say.
 struct CollectiveOptions {
