@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/cluster.h"
+#include "core/collective.h"
 #include "core/dtype.h"
 #include "core/enum_names.h"
-#include "simulator/collective_cost.h"  // Collective and its names (header only)
 
 namespace shardplan {
 
@@ -31,10 +31,11 @@ struct GemmRate {
 };
 
 // Hockney's model of one collective (R. W. Hockney, "The communication challenge for MPP: Intel
-// Paragon and Meiko CS-2", Parallel Computing 20(3), 1994, eq. 1: t = t0 + n / r_inf):
+// Paragon and Meiko CS-2", Parallel Computing 20(3), 1994: t = t0 + n / r_inf):
 //   time_s(bytes) = alpha_us·1e-6 + bytes / (algbw_GBps·1e9)
-// with `bytes` nccl-tests' size (one rank's full buffer, as in collective_cost.h). alpha is the
-// latency; beta = 1 / algbw_GBps the time per byte; busbw follows with bus_bandwidth_factor.
+// with `bytes` nccl-tests' size (one rank's full buffer, as simulator/collective_cost.h prices it).
+// alpha is the latency; beta = 1 / algbw_GBps the time per byte; busbw follows with
+// bus_bandwidth_factor (core/collective.h).
 struct CollectiveFit {
   Collective collective = Collective::all_reduce;
   size_t level = 0;       // the interconnect level the group spans (index into Cluster::levels)
@@ -82,7 +83,7 @@ Cluster apply_profile(Cluster c, const Profile& p, const std::string& file);
 
 // Achieved FLOP/s of an m×n×k GEMM, interpolated over the measured shapes by inverse distance
 // weighting (D. Shepard, "A two-dimensional interpolation function for irregularly-spaced data",
-// ACM national conference 1968, eq. 1 with exponent 2) in (log2 m, log2 n, log2 k): a measured
+// ACM national conference 1968, with Shepard's exponent 2) in (log2 m, log2 n, log2 k): a measured
 // shape returns its own rate; any other shape the weighted mean of the nearest 8 measured shapes
 // (the corners of the cell a trilinear interpolation would use) with weights 1 / distance². The
 // result never leaves the range of the measured rates.

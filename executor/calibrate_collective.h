@@ -9,9 +9,9 @@
 
 #include <mpi.h>
 
+#include "core/collective.h"
 #include "core/profile.h"
 #include "executor/calibrate_timing.h"
-#include "simulator/collective_cost.h"
 
 namespace shardplan {
 
