@@ -19,7 +19,8 @@ void activation_forward(Activation kind, const T* u, int64_t rows, int64_t ffn, 
 }
 
 template <class T>
-void activation_backward(Activation kind, const T* u, const T* da, int64_t rows, int64_t ffn, T* du) {
+void activation_backward(Activation kind, const T* u, const T* da, int64_t rows, int64_t ffn,
+                         T* du) {
   for (int64_t r = 0; r < rows; ++r) {
     const T* dar = da + r * ffn;
     if (kind == Activation::gelu) {
@@ -37,7 +38,7 @@ void activation_backward(Activation kind, const T* u, const T* da, int64_t rows,
   }
 }
 
-#define SHARDPLAN_INSTANTIATE(T)                                                      \
+#define SHARDPLAN_INSTANTIATE(T)                                                   \
   template void activation_forward<T>(Activation, const T*, int64_t, int64_t, T*); \
   template void activation_backward<T>(Activation, const T*, const T*, int64_t, int64_t, T*);
 SHARDPLAN_INSTANTIATE(float)

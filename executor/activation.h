@@ -14,6 +14,7 @@ void activation_forward(Activation kind, const T* u, int64_t rows, int64_t ffn, 
 
 // du (overwritten, u's shape) from da[rows, ffn].
 template <class T>
-void activation_backward(Activation kind, const T* u, const T* da, int64_t rows, int64_t ffn, T* du);
+void activation_backward(Activation kind, const T* u, const T* da, int64_t rows, int64_t ffn,
+                         T* du);
 
 }  // namespace shardplan

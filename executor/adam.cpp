@@ -14,7 +14,8 @@ AdamState adam_state(TensorAllocator& alloc, int64_t count) {
   return s;
 }
 
-void adam_step(const AdamConfig& config, AdamState& state, std::span<float> params, std::span<const float> grads) {
+void adam_step(const AdamConfig& config, AdamState& state, std::span<float> params,
+               std::span<const float> grads) {
   assert(static_cast<int64_t>(params.size()) == state.m.size() && grads.size() == params.size());
   ++state.step;
   // Bias corrections 1 − β^t (Kingma & Ba 2015, Algorithm 1), in double: β2^t is close to 1.
@@ -24,8 +25,8 @@ void adam_step(const AdamConfig& config, AdamState& state, std::span<float> para
   float* m = state.m.data();
   float* v = state.v.data();
   for (size_t i = 0; i < params.size(); ++i)
-    ew::adam_update(params[i], grads[i], m[i], v[i], config.lr, config.beta1, config.beta2, config.eps,
-                    config.weight_decay, bc1, bc2);
+    ew::adam_update(params[i], grads[i], m[i], v[i], config.lr, config.beta1, config.beta2,
+                    config.eps, config.weight_decay, bc1, bc2);
 }
 
 }  // namespace shardplan

@@ -20,15 +20,16 @@ struct AdamConfig {
 };
 
 struct AdamState {
-  Buffer<float> m;  // first moment
-  Buffer<float> v;  // second moment
-  int64_t step = 0; // updates taken
+  Buffer<float> m;   // first moment
+  Buffer<float> v;   // second moment
+  int64_t step = 0;  // updates taken
 };
 
 // Zeroed state for `count` parameters.
 AdamState adam_state(TensorAllocator& alloc, int64_t count);
 
 // One update of params from grads (both state.m.size() long); increments state.step.
-void adam_step(const AdamConfig& config, AdamState& state, std::span<float> params, std::span<const float> grads);
+void adam_step(const AdamConfig& config, AdamState& state, std::span<float> params,
+               std::span<const float> grads);
 
 }  // namespace shardplan

@@ -16,7 +16,8 @@ namespace {
 template <class T>
 void add_residual(T* y, const T* x, const T* bias, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t i = 0; i < cols; ++i) y[r * cols + i] += x[r * cols + i] + (bias != nullptr ? bias[i] : T(0));
+    for (int64_t i = 0; i < cols; ++i)
+      y[r * cols + i] += x[r * cols + i] + (bias != nullptr ? bias[i] : T(0));
 }
 
 // A norm feeding a column-parallel layer, for the backward pass: its input, statistics and output
@@ -33,15 +34,17 @@ struct NormInput {
 };
 
 // Back through a row-parallel layer y = in·Wᵀ (partial sums reduced into the residual stream):
-// returns d in [tokens, in_cols] from the stream's dy[local_tokens, hidden], all-gathered first under
-// sequence parallelism; dw += dyᵀ·in.
+// returns d in [tokens, in_cols] from the stream's dy[local_tokens, hidden], all-gathered first
+// under sequence parallelism; dw += dyᵀ·in.
 template <class T>
-Buffer<T> row_parallel_backward(const LayerDims& d, const T* in, const T* w, int64_t in_cols, const T* dy, T* dw,
-                                LayerContext<T>& c) {
+Buffer<T> row_parallel_backward(const LayerDims& d, const T* in, const T* w, int64_t in_cols,
+                                const T* dy, T* dw, LayerContext<T>& c) {
   Buffer<T> gathered;
   const T* dy_full = gather_tokens(d, c, dy, gathered);
-  Buffer<T> din = c.allocate(MemoryCategory::buffers, d.tokens() * in_cols, "row-parallel input gradient");
-  linear_backward<T>(in, w, dy_full, d.tokens(), in_cols, d.hidden, din.data(), dw, nullptr, c.matmul_stats);
+  Buffer<T> din =
+      c.allocate(MemoryCategory::buffers, d.tokens() * in_cols, "row-parallel input gradient");
+  linear_backward<T>(in, w, dy_full, d.tokens(), in_cols, d.hidden, din.data(), dw, nullptr,
+                     c.matmul_stats);
   return din;
 }
 
@@ -49,10 +52,12 @@ Buffer<T> row_parallel_backward(const LayerDims& d, const T* in, const T* w, int
 // dx += d x [local_tokens, hidden]; the partial sums of d norm(x) are all-reduced (reduce-scattered
 // under sequence parallelism) before the norm's backward.
 template <class T>
-void column_parallel_backward(const LayerDims& d, const NormInput<T>& norm, const T* w, int64_t out_cols,
-                              const T* dout, T* dw, T* db, T* dx, LayerContext<T>& c) {
+void column_parallel_backward(const LayerDims& d, const NormInput<T>& norm, const T* w,
+                              int64_t out_cols, const T* dout, T* dw, T* db, T* dx,
+                              LayerContext<T>& c) {
   const int64_t N = d.tokens(), L = d.local_tokens(), H = d.hidden;
-  Buffer<T> partial = c.allocate(MemoryCategory::buffers, N * H, "column-parallel input gradient partial sums");
+  Buffer<T> partial =
+      c.allocate(MemoryCategory::buffers, N * H, "column-parallel input gradient partial sums");
   {
     Buffer<T> gathered;
     const T* in = gather_tokens(d, c, norm.out, gathered);
@@ -61,8 +66,8 @@ void column_parallel_backward(const LayerDims& d, const NormInput<T>& norm, cons
   Buffer<T> dnorm_out = c.allocate(MemoryCategory::buffers, L * H, "norm output gradient");
   reduce_partial_sums(d, c, partial, dnorm_out.data());
   partial = {};
-  norm_backward(d.norm, norm.x, norm.weight, norm.mean, norm.rstd, dnorm_out.data(), L, H, dx, norm.dweight,
-                norm.dbias);
+  norm_backward(d.norm, norm.x, norm.weight, norm.mean, norm.rstd, dnorm_out.data(), L, H, dx,
+                norm.dweight, norm.dbias);
 }
 
 }  // namespace
@@ -70,7 +75,8 @@ void column_parallel_backward(const LayerDims& d, const NormInput<T>& norm, cons
 template <class T>
 int64_t BlockSaved<T>::bytes() const {
   int64_t n = 0;
-  for (const Buffer<T>* b : {&x, &ln1_mean, &ln1_rstd, &h1, &qkv, &probs, &ctx, &x1, &ln2_mean, &ln2_rstd, &h2, &u, &a})
+  for (const Buffer<T>* b :
+       {&x, &ln1_mean, &ln1_rstd, &h1, &qkv, &probs, &ctx, &x1, &ln2_mean, &ln2_rstd, &h2, &u, &a})
     n += b->bytes();
   return n;
 }
@@ -79,17 +85,19 @@ int64_t block_saved_bytes(const LayerDims& d, Recompute mode, int64_t bytes_per_
   const int64_t L = d.local_tokens(), N = d.tokens(), H = d.hidden;
   if (mode == Recompute::full) return L * H * bytes_per_element;
   const int64_t stream = 4 * L * H + 4 * L;  // x, h1, x1, h2 and both norms' mean and rstd
-  const int64_t parallel = N * (d.qkv_width() + d.heads * d.head_dim + d.fc1_width() + d.ffn);  // qkv, ctx, u, a
+  const int64_t parallel =
+      N * (d.qkv_width() + d.heads * d.head_dim + d.fc1_width() + d.ffn);  // qkv, ctx, u, a
   const int64_t probs = mode == Recompute::none ? attention_probs_count(d) : 0;
   return (stream + parallel + probs) * bytes_per_element;
 }
 
 template <class T>
-Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buffer<T> x, Recompute mode,
-                        BlockSaved<T>& s, LayerContext<T>& c) {
+Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buffer<T> x,
+                        Recompute mode, BlockSaved<T>& s, LayerContext<T>& c) {
   const int64_t N = d.tokens(), L = d.local_tokens(), H = d.hidden, C = d.heads * d.head_dim;
   // Tensors that backward reads are activations unless full recomputation will make them again.
-  const MemoryCategory kept = mode == Recompute::full ? MemoryCategory::buffers : MemoryCategory::activations;
+  const MemoryCategory kept =
+      mode == Recompute::full ? MemoryCategory::buffers : MemoryCategory::activations;
   const auto keep = [&](int64_t n, const char* what) { return c.allocate(kept, n, what); };
   s = BlockSaved<T>{};
   s.mode = mode;
@@ -98,21 +106,24 @@ Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buf
   s.ln1_mean = keep(L, "ln1 mean");
   s.ln1_rstd = keep(L, "ln1 rstd");
   s.h1 = keep(L * H, "ln1 output");
-  norm_forward(d.norm, x.data(), w.ln1_weight, w.ln1_bias, L, H, s.h1.data(), s.ln1_mean.data(), s.ln1_rstd.data());
+  norm_forward(d.norm, x.data(), w.ln1_weight, w.ln1_bias, L, H, s.h1.data(), s.ln1_mean.data(),
+               s.ln1_rstd.data());
   {
     Buffer<T> gathered;
     const T* h1 = gather_tokens(d, c, s.h1.data(), gathered);
     s.qkv = keep(N * d.qkv_width(), "qkv");
     linear_forward<T>(h1, w.w_qkv, w.b_qkv, N, H, d.qkv_width(), s.qkv.data(), c.matmul_stats);
   }
-  s.probs = c.allocate(mode == Recompute::none ? MemoryCategory::activations : MemoryCategory::buffers,
-                       attention_probs_count(d), "attention probabilities");
+  s.probs =
+      c.allocate(mode == Recompute::none ? MemoryCategory::activations : MemoryCategory::buffers,
+                 attention_probs_count(d), "attention probabilities");
   attention_probs(d, s.qkv.data(), s.probs.data(), c.matmul_stats);
   s.ctx = keep(N * C, "attention context");
   attention_context(d, s.qkv.data(), s.probs.data(), s.ctx.data(), c.matmul_stats);
   if (mode != Recompute::none) s.probs = {};
   {
-    Buffer<T> partial = c.allocate(MemoryCategory::buffers, N * H, "attention projection partial sums");
+    Buffer<T> partial =
+        c.allocate(MemoryCategory::buffers, N * H, "attention projection partial sums");
     linear_forward<T>(s.ctx.data(), w.w_o, nullptr, N, C, H, partial.data(), c.matmul_stats);
     s.x1 = keep(L * H, "attention residual");
     reduce_partial_sums(d, c, partial, s.x1.data());
@@ -123,7 +134,8 @@ Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buf
   s.ln2_mean = keep(L, "ln2 mean");
   s.ln2_rstd = keep(L, "ln2 rstd");
   s.h2 = keep(L * H, "ln2 output");
-  norm_forward(d.norm, s.x1.data(), w.ln2_weight, w.ln2_bias, L, H, s.h2.data(), s.ln2_mean.data(), s.ln2_rstd.data());
+  norm_forward(d.norm, s.x1.data(), w.ln2_weight, w.ln2_bias, L, H, s.h2.data(), s.ln2_mean.data(),
+               s.ln2_rstd.data());
   {
     Buffer<T> gathered;
     const T* h2 = gather_tokens(d, c, s.h2.data(), gathered);
@@ -147,8 +159,9 @@ Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buf
 }
 
 template <class T>
-Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w, const BlockTensors<T*>& grad,
-                         BlockSaved<T>&& saved, const T* dy, LayerContext<T>& c) {
+Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
+                         const BlockTensors<T*>& grad, BlockSaved<T>&& saved, const T* dy,
+                         LayerContext<T>& c) {
   BlockSaved<T> s = std::move(saved);  // freed as backward goes, the rest on return
   if (s.mode == Recompute::full) block_forward(d, w, std::move(s.x), Recompute::none, s, c);
   const int64_t N = d.tokens(), L = d.local_tokens(), H = d.hidden, C = d.heads * d.head_dim;
@@ -165,9 +178,10 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w, co
   activation_backward(d.activation, s.u.data(), da.data(), N, d.ffn, du.data());
   da = {};
   s.u = {};
-  const NormInput<T> ln2{s.x1.data(), s.ln2_mean.data(), s.ln2_rstd.data(), s.h2.data(), w.ln2_weight,
-                         grad.ln2_weight, grad.ln2_bias};
-  column_parallel_backward(d, ln2, w.w_fc1, d.fc1_width(), du.data(), grad.w_fc1, grad.b_fc1, dx.data(), c);
+  const NormInput<T> ln2{s.x1.data(),  s.ln2_mean.data(), s.ln2_rstd.data(), s.h2.data(),
+                         w.ln2_weight, grad.ln2_weight,   grad.ln2_bias};
+  column_parallel_backward(d, ln2, w.w_fc1, d.fc1_width(), du.data(), grad.w_fc1, grad.b_fc1,
+                           dx.data(), c);
   du = {};
 
   // Attention branch; dx now holds d x1.
@@ -175,29 +189,34 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w, co
   Buffer<T> dctx = row_parallel_backward(d, s.ctx.data(), w.w_o, C, dx.data(), grad.w_o, c);
   s.ctx = {};
   if (s.probs.empty()) {  // selective recomputation
-    s.probs = c.allocate(MemoryCategory::activations, attention_probs_count(d), "recomputed attention probabilities");
+    s.probs = c.allocate(MemoryCategory::activations, attention_probs_count(d),
+                         "recomputed attention probabilities");
     attention_probs(d, s.qkv.data(), s.probs.data(), c.matmul_stats);
   }
   Buffer<T> dqkv = c.allocate(MemoryCategory::buffers, N * d.qkv_width(), "qkv gradient");
   {
-    Buffer<T> dscores = c.allocate(MemoryCategory::buffers, d.seq * d.seq, "attention score gradient");
-    attention_backward(d, s.qkv.data(), s.probs.data(), dctx.data(), dqkv.data(), dscores.data(), c.matmul_stats);
+    Buffer<T> dscores =
+        c.allocate(MemoryCategory::buffers, d.seq * d.seq, "attention score gradient");
+    attention_backward(d, s.qkv.data(), s.probs.data(), dctx.data(), dqkv.data(), dscores.data(),
+                       c.matmul_stats);
   }
   dctx = {};
   s.probs = {};
   s.qkv = {};
-  const NormInput<T> ln1{s.x.data(), s.ln1_mean.data(), s.ln1_rstd.data(), s.h1.data(), w.ln1_weight,
-                         grad.ln1_weight, grad.ln1_bias};
-  column_parallel_backward(d, ln1, w.w_qkv, d.qkv_width(), dqkv.data(), grad.w_qkv, grad.b_qkv, dx.data(), c);
+  const NormInput<T> ln1{s.x.data(),   s.ln1_mean.data(), s.ln1_rstd.data(), s.h1.data(),
+                         w.ln1_weight, grad.ln1_weight,   grad.ln1_bias};
+  column_parallel_backward(d, ln1, w.w_qkv, d.qkv_width(), dqkv.data(), grad.w_qkv, grad.b_qkv,
+                           dx.data(), c);
   return dx;
 }
 
-#define SHARDPLAN_INSTANTIATE(T)                                                                               \
-  template struct BlockSaved<T>;                                                                               \
-  template Buffer<T> block_forward<T>(const LayerDims&, const BlockTensors<const T*>&, Buffer<T>, Recompute,     \
-                                      BlockSaved<T>&, LayerContext<T>&);                                       \
-  template Buffer<T> block_backward<T>(const LayerDims&, const BlockTensors<const T*>&, const BlockTensors<T*>&, \
-                                       BlockSaved<T>&&, const T*, LayerContext<T>&);
+#define SHARDPLAN_INSTANTIATE(T)                                                                  \
+  template struct BlockSaved<T>;                                                                  \
+  template Buffer<T> block_forward<T>(const LayerDims&, const BlockTensors<const T*>&, Buffer<T>, \
+                                      Recompute, BlockSaved<T>&, LayerContext<T>&);               \
+  template Buffer<T> block_backward<T>(const LayerDims&, const BlockTensors<const T*>&,           \
+                                       const BlockTensors<T*>&, BlockSaved<T>&&, const T*,        \
+                                       LayerContext<T>&);
 SHARDPLAN_INSTANTIATE(float)
 SHARDPLAN_INSTANTIATE(double)
 #undef SHARDPLAN_INSTANTIATE

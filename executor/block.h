@@ -1,6 +1,7 @@
-// One pre-norm transformer layer (Radford et al. 2019, §2.3: x + attn(norm(x)), then + mlp(norm(·)))
-// on this rank's tensor-parallel share, forward and backward, with the activations it keeps for the
-// backward pass chosen by the recompute mode. The tp collectives go through LayerContext::tp.
+// One pre-norm transformer layer (Radford et al. 2019, §2.3: x + attn(norm(x)), then +
+// mlp(norm(·))) on this rank's tensor-parallel share, forward and backward, with the activations it
+// keeps for the backward pass chosen by the recompute mode. The tp collectives go through
+// LayerContext::tp.
 #pragma once
 
 #include <cassert>
@@ -28,12 +29,15 @@ struct BlockTensors {
 // Layer `layer`'s tensors within `base`, which holds the layout's flat buffer from element
 // base_offset on (0: the whole buffer; layout.layer_range(layer).begin: one gathered layer).
 template <class T>
-BlockTensors<T*> block_tensors(const ParamLayout& layout, int layer, T* base, int64_t base_offset = 0) {
+BlockTensors<T*> block_tensors(const ParamLayout& layout, int layer, T* base,
+                               int64_t base_offset = 0) {
   const std::string p = "layers." + std::to_string(layer) + ".";
   const auto at = [&](const std::string& name) -> T* {
     return layout.has(p + name) ? base + (layout.get(p + name).offset - base_offset) : nullptr;
   };
-  const auto first_of = [&](const char* a, const char* b) { return at(a) != nullptr ? at(a) : at(b); };
+  const auto first_of = [&](const char* a, const char* b) {
+    return at(a) != nullptr ? at(a) : at(b);
+  };
   BlockTensors<T*> t;
   t.ln1_weight = at("ln1.weight");
   t.ln1_bias = at("ln1.bias");
@@ -58,33 +62,47 @@ BlockTensors<T*> block_tensors(const ParamLayout& layout, int layer, T* base, in
 template <class T>
 struct BlockSaved {
   Recompute mode = Recompute::none;
-  Buffer<T> x;                              // the layer's input [local_tokens, hidden]
-  Buffer<T> ln1_mean, ln1_rstd, h1;         // ln1's statistics and output [local_tokens, hidden]
-  Buffer<T> qkv;                            // [tokens, qkv_width]
-  Buffer<T> probs;                          // [batch, heads, seq, seq]
-  Buffer<T> ctx;                            // attention output before the projection [tokens, heads·head_dim]
-  Buffer<T> x1;                             // the residual stream after attention [local_tokens, hidden]
-  Buffer<T> ln2_mean, ln2_rstd, h2;         // ln2's statistics and output
-  Buffer<T> u;                              // fc1 output [tokens, fc1_width]
-  Buffer<T> a;                              // activation output [tokens, ffn]
+  Buffer<T> x;                       // the layer's input [local_tokens, hidden]
+  Buffer<T> ln1_mean, ln1_rstd, h1;  // ln1's statistics and output [local_tokens, hidden]
+  Buffer<T> qkv;                     // [tokens, qkv_width]
+  Buffer<T> probs;                   // [batch, heads, seq, seq]
+  Buffer<T> ctx;  // attention output before the projection [tokens, heads·head_dim]
+  Buffer<T> x1;   // the residual stream after attention [local_tokens, hidden]
+  Buffer<T> ln2_mean, ln2_rstd, h2;  // ln2's statistics and output
+  Buffer<T> u;                       // fc1 output [tokens, fc1_width]
+  Buffer<T> a;                       // activation output [tokens, ffn]
 
   int64_t bytes() const;
 };
 
-// Bytes BlockSaved holds after the forward pass under `mode`, for element type T of `bytes_per_element`.
+// Bytes BlockSaved holds after the forward pass under `mode`, for element type T of
+// `bytes_per_element`.
 int64_t block_saved_bytes(const LayerDims& d, Recompute mode, int64_t bytes_per_element);
 
-// Takes the layer's input x[local_tokens, hidden] (kept in `saved`); returns its output (activations:
-// the next layer's saved input).
+// The collectives a layer calls on LayerContext::tp, in order (none when tp = 1; "SP:" only under
+// sequence parallelism; AR|RS is an all-reduce, or a reduce-scatter under SP, of partial sums):
+//   forward : [SP: all-gather ln1's output] qkv, attention, out-projection [AR|RS]
+//             [SP: all-gather ln2's output] fc1, activation, fc2 [AR|RS]
+//   backward: [SP: all-gather dy] fc2, activation [SP: all-gather ln2's output again] fc1 [AR|RS of
+//             d ln2-output] ln2 [SP: all-gather d x1] out-projection, attention [SP: all-gather
+//             ln1's output again] qkv [AR|RS of d ln1-output] ln1
+// Under SP the backward all-gathers a column-parallel layer's saved input again rather than keep it
+// whole, as Megatron-LM does (Korthikanti et al. 2022, §4.2.2). Full recomputation first re-runs
+// the forward, its collectives included.
+//
+// Takes the layer's input x[local_tokens, hidden] (kept in `saved`); returns its output
+// (activations: the next layer's saved input).
 template <class T>
-Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buffer<T> x, Recompute mode,
-                        BlockSaved<T>& saved, LayerContext<T>& c);
+Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buffer<T> x,
+                        Recompute mode, BlockSaved<T>& saved, LayerContext<T>& c);
 
 // From dy[local_tokens, hidden]: accumulates the layer's parameter gradients into `grad`, consumes
-// `saved`, returns dx[local_tokens, hidden] (buffers). Under sequence parallelism the gradients of the
-// replicated tensors (norms, b_o, b_fc2) cover this rank's tokens only: the caller all-reduces them.
+// `saved`, returns dx[local_tokens, hidden] (buffers). Under sequence parallelism the gradients of
+// the replicated tensors (norms, b_o, b_fc2) cover this rank's tokens only: the caller all-reduces
+// them.
 template <class T>
-Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w, const BlockTensors<T*>& grad,
-                         BlockSaved<T>&& saved, const T* dy, LayerContext<T>& c);
+Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
+                         const BlockTensors<T*>& grad, BlockSaved<T>&& saved, const T* dy,
+                         LayerContext<T>& c);
 
 }  // namespace shardplan

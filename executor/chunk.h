@@ -35,24 +35,25 @@ struct ChunkSaved {
 
 template <class T>
 struct ChunkOutput {
-  Buffer<T> activations;  // the last layer's output for the next stage; empty when the chunk has the head
-  double loss_sum = 0;    // the micro-batch's summed token losses when it has the head
+  Buffer<T>
+      activations;  // the last layer's output for the next stage; empty when the chunk has the head
+  double loss_sum = 0;  // the micro-batch's summed token losses when it has the head
 };
 
 // `x` is the previous stage's output (ignored when the chunk has the embedding). `params` is the
 // rank's flat buffer laid out by `layout`, which must hold the chunk's tensors.
 template <class T>
-ChunkOutput<T> chunk_forward(const ModelChunk& chunk, const ParamLayout& layout, const T* params, const LayerDims& d,
-                             MicroBatchTokens tokens, Buffer<T> x, Recompute mode, ChunkSaved<T>& saved,
-                             LayerContext<T>& c);
+ChunkOutput<T> chunk_forward(const ModelChunk& chunk, const ParamLayout& layout, const T* params,
+                             const LayerDims& d, MicroBatchTokens tokens, Buffer<T> x,
+                             Recompute mode, ChunkSaved<T>& saved, LayerContext<T>& c);
 
 // Accumulates gradients into `grads` (same layout). dy is the next stage's input gradient, or
 // ignored when the chunk has the head, which starts from loss_scale·(sum of token losses). Returns
 // the gradient of the chunk's input for the previous stage (empty when it has the embedding).
 template <class T>
-Buffer<T> chunk_backward(const ModelChunk& chunk, const ParamLayout& layout, const T* params, T* grads,
-                         const LayerDims& d, MicroBatchTokens tokens, ChunkSaved<T>&& saved, const T* dy, T loss_scale,
-                         LayerContext<T>& c);
+Buffer<T> chunk_backward(const ModelChunk& chunk, const ParamLayout& layout, const T* params,
+                         T* grads, const LayerDims& d, MicroBatchTokens tokens,
+                         ChunkSaved<T>&& saved, const T* dy, T loss_scale, LayerContext<T>& c);
 
 // Under sequence parallelism each tp rank's gradients of the replicated tensors (norms, the
 // row-parallel biases, the position embedding) cover its own tokens: all-reduce them over tp once

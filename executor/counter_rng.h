@@ -1,5 +1,5 @@
-// Counter-based random numbers: a value is a pure function of (seed, stream, index), so any rank can
-// draw exactly the numbers the single-rank run draws for the elements or sequences it owns.
+// Counter-based random numbers: a value is a pure function of (seed, stream, index), so any rank
+// can draw exactly the numbers the single-rank run draws for the elements or sequences it owns.
 #pragma once
 
 #include <cmath>

@@ -1,9 +1,9 @@
-// Per-element math of the GPT layers and of Adam, as inline functions that compile for the host and,
-// under nvcc, for the device: the CPU layers call them, so the CPU tests cover a CUDA kernel that
-// calls them too. Templated on the scalar (float in training, double in the gradient checks).
+// Per-element math of the GPT layers and of Adam, as inline functions that compile for the host
+// and, under nvcc, for the device: the CPU layers call them, so the CPU tests cover a CUDA kernel
+// that calls them too. Templated on the scalar (float in training, double in the gradient checks).
 #pragma once
 
-#include <math.h>
+#include <cmath>
 
 #if defined(__CUDACC__)
 #define SHARDPLAN_HD __host__ __device__
@@ -13,35 +13,30 @@
 
 namespace shardplan::ew {
 
-// The C math functions by scalar type, callable from host and device code.
-SHARDPLAN_HD inline float tanh_of(float x) { return ::tanhf(x); }
-SHARDPLAN_HD inline double tanh_of(double x) { return ::tanh(x); }
-SHARDPLAN_HD inline float exp_of(float x) { return ::expf(x); }
-SHARDPLAN_HD inline double exp_of(double x) { return ::exp(x); }
-SHARDPLAN_HD inline float log_of(float x) { return ::logf(x); }
-SHARDPLAN_HD inline double log_of(double x) { return ::log(x); }
-SHARDPLAN_HD inline float sqrt_of(float x) { return ::sqrtf(x); }
-SHARDPLAN_HD inline double sqrt_of(double x) { return ::sqrt(x); }
-
-// GELU, tanh approximation (Hendrycks & Gimpel 2016, §2; the form GPT-2 uses):
-//   gelu(x) = x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³)))
-template <class T>
-SHARDPLAN_HD inline T gelu(T x) {
-  const T k = T(0.7978845608028654);  // √(2/π)
-  return T(0.5) * x * (T(1) + tanh_of(k * (x + T(0.044715) * x * x * x)));
-}
-
-// d gelu / dx of the tanh form: ½(1 + t) + ½x(1 − t²)·√(2/π)(1 + 3·0.044715 x²), t = tanh(u).
-template <class T>
-SHARDPLAN_HD inline T gelu_grad(T x) {
-  const T k = T(0.7978845608028654);
-  const T t = tanh_of(k * (x + T(0.044715) * x * x * x));
-  return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3 * 0.044715) * x * x);
-}
-
 template <class T>
 SHARDPLAN_HD inline T sigmoid(T x) {
-  return T(1) / (T(1) + exp_of(-x));
+  return T(1) / (T(1) + std::exp(-x));
+}
+
+// GELU, tanh approximation (Hendrycks & Gimpel 2016, §2; the form GPT-2 uses):
+//   gelu(x) = x/2 · (1 + tanh(u)),  u = √(2/π) · (x + 0.044715 x³),
+// computed as x · σ(2u), since (1 + tanh u)/2 = σ(2u): one exp instead of a tanh.
+template <class T>
+SHARDPLAN_HD inline T gelu_inner(T x) {
+  return T(0.7978845608028654) * (x + T(0.044715) * x * x * x);  // √(2/π)(x + 0.044715x³)
+}
+template <class T>
+SHARDPLAN_HD inline T gelu(T x) {
+  return x * sigmoid(T(2) * gelu_inner(x));
+}
+
+// d gelu / dx = ½(1 + t) + ½x(1 − t²)·u′ with t = tanh u, u′ = √(2/π)(1 + 3·0.044715 x²); with
+// s = σ(2u): ½(1 + t) = s and ½(1 − t²) = 2s(1 − s).
+template <class T>
+SHARDPLAN_HD inline T gelu_grad(T x) {
+  const T s = sigmoid(T(2) * gelu_inner(x));
+  const T du = T(0.7978845608028654) * (T(1) + T(3 * 0.044715) * x * x);
+  return s + T(2) * x * s * (T(1) - s) * du;
 }
 
 // SiLU (Elfwing et al. 2018, "swish"): x·σ(x); derivative σ(x)·(1 + x(1 − σ(x))).
@@ -69,11 +64,12 @@ SHARDPLAN_HD inline T swiglu_grad_up(T gate, T dy) {
   return dy * silu(gate);
 }
 
-// LayerNorm (Ba et al. 2016, eq. 4) and RMSNorm (Zhang & Sennrich 2019, eq. 4), per element of a row
-// once the row statistics are known: x̂ = (x − mean)·rstd, with mean = 0 for RMSNorm; y = x̂·w + b.
+// LayerNorm (Ba et al. 2016, eq. 4) and RMSNorm (Zhang & Sennrich 2019, eq. 4), per element of a
+// row once the row statistics are known: x̂ = (x − mean)·rstd, with mean = 0 for RMSNorm; y = x̂·w +
+// b.
 template <class T>
 SHARDPLAN_HD inline T norm_rstd(T mean_square_deviation, T eps) {
-  return T(1) / sqrt_of(mean_square_deviation + eps);
+  return T(1) / std::sqrt(mean_square_deviation + eps);
 }
 template <class T>
 SHARDPLAN_HD inline T norm_normalize(T x, T mean, T rstd) {
@@ -90,7 +86,7 @@ SHARDPLAN_HD inline T norm_input_grad(T g, T xhat, T rstd, T mean_g, T mean_g_xh
 // 2016, §4.1): p_i = exp(x_i − max) / Σ_j exp(x_j − max).
 template <class T>
 SHARDPLAN_HD inline T softmax_numerator(T x, T row_max) {
-  return exp_of(x - row_max);
+  return std::exp(x - row_max);
 }
 // Backward of softmax for one element: dx_i = p_i·(dp_i − Σ_j p_j dp_j).
 template <class T>
@@ -102,7 +98,7 @@ SHARDPLAN_HD inline T softmax_input_grad(T p, T dp, T row_dot) {
 // logit: −log p_target = log Σ exp(logit − max) + max − logit_target.
 template <class T>
 SHARDPLAN_HD inline T cross_entropy_loss(T row_max, T sum_exp, T target_logit) {
-  return log_of(sum_exp) + row_max - target_logit;
+  return std::log(sum_exp) + row_max - target_logit;
 }
 // d loss / d logit_i = (p_i − [i = target]) · scale, scale = d(total loss)/d(this token's loss).
 template <class T>
@@ -113,14 +109,14 @@ SHARDPLAN_HD inline T cross_entropy_logit_grad(T p, bool is_target, T scale) {
 // One element of Adam at step t ≥ 1 (Kingma & Ba 2015, Algorithm 1, with the bias corrections
 // 1 − β^t), plus AdamW's decoupled decay: θ ← θ − lr·(m̂/(√v̂ + ε) + λθ).
 // bias_correction1/2 are 1 − β1^t and 1 − β2^t, computed once per step by the caller.
-SHARDPLAN_HD inline void adam_update(float& param, float grad, float& m, float& v, float lr, float beta1,
-                                     float beta2, float eps, float weight_decay, float bias_correction1,
-                                     float bias_correction2) {
+SHARDPLAN_HD inline void adam_update(float& param, float grad, float& m, float& v, float lr,
+                                     float beta1, float beta2, float eps, float weight_decay,
+                                     float bias_correction1, float bias_correction2) {
   m = beta1 * m + (1.0f - beta1) * grad;
   v = beta2 * v + (1.0f - beta2) * grad * grad;
   const float m_hat = m / bias_correction1;
   const float v_hat = v / bias_correction2;
-  param -= lr * (m_hat / (sqrt_of(v_hat) + eps) + weight_decay * param);
+  param -= lr * (m_hat / (std::sqrt(v_hat) + eps) + weight_decay * param);
 }
 
 }  // namespace shardplan::ew

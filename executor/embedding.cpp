@@ -7,15 +7,19 @@
 namespace shardplan {
 
 namespace {
-// The first residual-stream row this rank holds: its share of the tokens under sequence parallelism.
-int64_t first_local_token(const LayerDims& d, int tp_rank) { return d.sequence_parallel ? tp_rank * d.local_tokens() : 0; }
+// The first residual-stream row this rank holds: its share of the tokens under sequence
+// parallelism.
+int64_t first_local_token(const LayerDims& d, int tp_rank) {
+  return d.sequence_parallel ? tp_rank * d.local_tokens() : 0;
+}
 }  // namespace
 
 template <class T>
-Buffer<T> embedding_forward(const LayerDims& d, const int32_t* tokens, const T* wte_local, ElementRange vocab,
-                            const T* wpe, LayerContext<T>& c) {
+Buffer<T> embedding_forward(const LayerDims& d, const int32_t* tokens, const T* wte_local,
+                            ElementRange vocab, const T* wpe, LayerContext<T>& c) {
   const int64_t H = d.hidden;
-  Buffer<T> partial = c.allocate(MemoryCategory::buffers, d.tokens() * H, "token embedding partial sums");
+  Buffer<T> partial =
+      c.allocate(MemoryCategory::buffers, d.tokens() * H, "token embedding partial sums");
   for (int64_t t = 0; t < d.tokens(); ++t)
     if (tokens[t] >= vocab.begin && tokens[t] < vocab.end)
       std::copy_n(wte_local + (tokens[t] - vocab.begin) * H, H, partial.data() + t * H);
@@ -30,8 +34,8 @@ Buffer<T> embedding_forward(const LayerDims& d, const int32_t* tokens, const T* 
 }
 
 template <class T>
-void embedding_backward(const LayerDims& d, const int32_t* tokens, const T* dout, ElementRange vocab, T* dwte_local,
-                        T* dwpe, LayerContext<T>& c) {
+void embedding_backward(const LayerDims& d, const int32_t* tokens, const T* dout,
+                        ElementRange vocab, T* dwte_local, T* dwpe, LayerContext<T>& c) {
   const int64_t H = d.hidden;
   const int64_t first = first_local_token(d, c.tp.rank());
   for (int64_t r = 0; r < d.local_tokens(); ++r) {
@@ -47,11 +51,11 @@ void embedding_backward(const LayerDims& d, const int32_t* tokens, const T* dout
   }
 }
 
-#define SHARDPLAN_INSTANTIATE(T)                                                                            \
-  template Buffer<T> embedding_forward<T>(const LayerDims&, const int32_t*, const T*, ElementRange, const T*, \
-                                          LayerContext<T>&);                                               \
-  template void embedding_backward<T>(const LayerDims&, const int32_t*, const T*, ElementRange, T*, T*,       \
-                                      LayerContext<T>&);
+#define SHARDPLAN_INSTANTIATE(T)                                                                \
+  template Buffer<T> embedding_forward<T>(const LayerDims&, const int32_t*, const T*,           \
+                                          ElementRange, const T*, LayerContext<T>&);            \
+  template void embedding_backward<T>(const LayerDims&, const int32_t*, const T*, ElementRange, \
+                                      T*, T*, LayerContext<T>&);
 SHARDPLAN_INSTANTIATE(float)
 SHARDPLAN_INSTANTIATE(double)
 #undef SHARDPLAN_INSTANTIATE

@@ -6,7 +6,8 @@
 
 namespace shardplan {
 
-LayerDims layer_dims(const Model& m, const RankShard& shard, int64_t batch, int64_t seq, bool sequence_parallel) {
+LayerDims layer_dims(const Model& m, const RankShard& shard, int64_t batch, int64_t seq,
+                     bool sequence_parallel) {
   LayerDims d;
   d.batch = batch;
   d.seq = seq;
@@ -20,8 +21,9 @@ LayerDims layer_dims(const Model& m, const RankShard& shard, int64_t batch, int6
   d.tp = shard.tp;
   d.sequence_parallel = sequence_parallel && shard.tp > 1;
   if (d.sequence_parallel && d.tokens() % shard.tp != 0)
-    throw InputError("layout", "sequence_parallel",
-                     fmt::format("tp={} does not divide the micro-batch's {} tokens", shard.tp, d.tokens()));
+    throw InputError(
+        "layout", "sequence_parallel",
+        fmt::format("tp={} does not divide the micro-batch's {} tokens", shard.tp, d.tokens()));
   if (seq > m.max_seq)
     throw InputError("training", "seq_len",
                      fmt::format("{} exceeds max_position_embeddings={}", seq, m.max_seq));

@@ -26,7 +26,8 @@ struct LayerDims {
   bool sequence_parallel = false;  // the residual stream split over the tp ranks by tokens
 
   int64_t tokens() const { return batch * seq; }
-  // Rows of the residual stream this rank holds: all tokens, or its 1/tp under sequence parallelism.
+  // Rows of the residual stream this rank holds: all tokens, or its 1/tp under sequence
+  // parallelism.
   int64_t local_tokens() const { return sequence_parallel ? tokens() / tp : tokens(); }
   int64_t qkv_width() const { return (heads + 2 * kv_heads) * head_dim; }
   int64_t fc1_width() const { return activation == Activation::swiglu ? 2 * ffn : ffn; }
@@ -34,7 +35,8 @@ struct LayerDims {
 
 // The dims of rank `shard` on a micro-batch of batch × seq tokens. Throws InputError when sequence
 // parallelism cannot split the micro-batch's tokens evenly.
-LayerDims layer_dims(const Model& m, const RankShard& shard, int64_t batch, int64_t seq, bool sequence_parallel);
+LayerDims layer_dims(const Model& m, const RankShard& shard, int64_t batch, int64_t seq,
+                     bool sequence_parallel);
 
 template <class T>
 struct LayerContext {

@@ -12,11 +12,12 @@ namespace shardplan {
 template <class P>
 struct HeadTensors {
   P norm_weight = nullptr;
-  P norm_bias = nullptr;  // null under RMSNorm
+  P norm_bias = nullptr;     // null under RMSNorm
   P vocab_weight = nullptr;  // [local vocab rows, hidden]: lm_head, or wte when tied on this rank
 };
 
-// The head's tensors within `base`, which holds the layout's flat buffer from element base_offset on.
+// The head's tensors within `base`, which holds the layout's flat buffer from element base_offset
+// on.
 template <class T>
 HeadTensors<T*> head_tensors(const ParamLayout& layout, T* base, int64_t base_offset = 0) {
   const auto at = [&](const char* name) { return base + (layout.get(name).offset - base_offset); };
@@ -37,17 +38,21 @@ struct HeadSaved {
   Buffer<T> sum_exp;           // [tokens]: all-reduced Σ exp(logit − row max)
 };
 
+// Collectives on LayerContext::tp when tp > 1: forward [SP: all-gather the norm's output], then
+// all-reduce max of [tokens] row maxima and all-reduce sum of [2·tokens] (Σexp and target logits);
+// backward: all-reduce (SP: reduce-scatter) of the norm output's gradient partial sums.
+//
 // Takes the last layer's output x[local_tokens, hidden]; targets holds every token's target.
 // Returns the sum of the micro-batch's token losses (the same on every tp rank).
 template <class T>
-double head_forward(const LayerDims& d, const HeadTensors<const T*>& w, ElementRange vocab, Buffer<T> x,
-                    const int32_t* targets, HeadSaved<T>& saved, LayerContext<T>& c);
+double head_forward(const LayerDims& d, const HeadTensors<const T*>& w, ElementRange vocab,
+                    Buffer<T> x, const int32_t* targets, HeadSaved<T>& saved, LayerContext<T>& c);
 
 // Gradients of loss_scale·(sum of token losses): accumulates into `grad`, consumes `saved`, returns
 // d x[local_tokens, hidden] (buffers).
 template <class T>
-Buffer<T> head_backward(const LayerDims& d, const HeadTensors<const T*>& w, const HeadTensors<T*>& grad,
-                        ElementRange vocab, const int32_t* targets, HeadSaved<T>&& saved, T loss_scale,
-                        LayerContext<T>& c);
+Buffer<T> head_backward(const LayerDims& d, const HeadTensors<const T*>& w,
+                        const HeadTensors<T*>& grad, ElementRange vocab, const int32_t* targets,
+                        HeadSaved<T>&& saved, T loss_scale, LayerContext<T>& c);
 
 }  // namespace shardplan

@@ -5,8 +5,8 @@
 namespace shardplan {
 
 template <class T>
-void norm_forward(Norm kind, const T* x, const T* weight, const T* bias, int64_t rows, int64_t hidden, T* y,
-                  T* mean, T* rstd) {
+void norm_forward(Norm kind, const T* x, const T* weight, const T* bias, int64_t rows,
+                  int64_t hidden, T* y, T* mean, T* rstd) {
   const T n = static_cast<T>(hidden);
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * hidden;
@@ -27,8 +27,8 @@ void norm_forward(Norm kind, const T* x, const T* weight, const T* bias, int64_t
 }
 
 template <class T>
-void norm_backward(Norm kind, const T* x, const T* weight, const T* mean, const T* rstd, const T* dy, int64_t rows,
-                   int64_t hidden, T* dx, T* dweight, T* dbias) {
+void norm_backward(Norm kind, const T* x, const T* weight, const T* mean, const T* rstd,
+                   const T* dy, int64_t rows, int64_t hidden, T* dx, T* dweight, T* dbias) {
   const T n = static_cast<T>(hidden);
   for (int64_t r = 0; r < rows; ++r) {
     const T *xr = x + r * hidden, *dyr = dy + r * hidden;
@@ -51,10 +51,10 @@ void norm_backward(Norm kind, const T* x, const T* weight, const T* mean, const 
   }
 }
 
-#define SHARDPLAN_INSTANTIATE(T)                                                                             \
-  template void norm_forward<T>(Norm, const T*, const T*, const T*, int64_t, int64_t, T*, T*, T*);            \
-  template void norm_backward<T>(Norm, const T*, const T*, const T*, const T*, const T*, int64_t, int64_t, T*, \
-                                 T*, T*);
+#define SHARDPLAN_INSTANTIATE(T)                                                                   \
+  template void norm_forward<T>(Norm, const T*, const T*, const T*, int64_t, int64_t, T*, T*, T*); \
+  template void norm_backward<T>(Norm, const T*, const T*, const T*, const T*, const T*, int64_t,  \
+                                 int64_t, T*, T*, T*);
 SHARDPLAN_INSTANTIATE(float)
 SHARDPLAN_INSTANTIATE(double)
 #undef SHARDPLAN_INSTANTIATE

@@ -15,12 +15,12 @@ inline constexpr double kNormEps = 1e-5;
 // y = norm(x)·weight (+ bias for LayerNorm; bias is null for RMSNorm). Saves each row's mean (0 for
 // RMSNorm) and 1/σ for the backward pass.
 template <class T>
-void norm_forward(Norm kind, const T* x, const T* weight, const T* bias, int64_t rows, int64_t hidden, T* y,
-                  T* mean, T* rstd);
+void norm_forward(Norm kind, const T* x, const T* weight, const T* bias, int64_t rows,
+                  int64_t hidden, T* y, T* mean, T* rstd);
 
 // dx += ∂L/∂x (accumulated: the residual stream's gradient is already there); dweight, dbias +=.
 template <class T>
-void norm_backward(Norm kind, const T* x, const T* weight, const T* mean, const T* rstd, const T* dy, int64_t rows,
-                   int64_t hidden, T* dx, T* dweight, T* dbias);
+void norm_backward(Norm kind, const T* x, const T* weight, const T* mean, const T* rstd,
+                   const T* dy, int64_t rows, int64_t hidden, T* dx, T* dweight, T* dbias);
 
 }  // namespace shardplan

@@ -1,9 +1,9 @@
 #include "executor/param_layout.h"
 
+#include <fmt/format.h>
+
 #include <cassert>
 #include <numeric>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 
@@ -66,11 +66,13 @@ void check_supported(const Model& m, int tp) {
     throw InputError("model", "num_local_experts", "the executor runs dense models only",
                      "plan and price it with estimate/plan; execute a dense model");
   if (m.position_embedding != PositionEmbedding::learned)
-    throw InputError("model", "position_embedding", "the executor implements learned position embeddings only");
+    throw InputError("model", "position_embedding",
+                     "the executor implements learned position embeddings only");
   if (m.num_heads % tp != 0 || m.num_kv_heads % tp != 0)
-    throw InputError("model", "num_attention_heads",
-                     fmt::format("tp={} does not divide num_attention_heads={} and num_key_value_heads={}", tp,
-                                 m.num_heads, m.num_kv_heads));
+    throw InputError(
+        "model", "num_attention_heads",
+        fmt::format("tp={} does not divide num_attention_heads={} and num_key_value_heads={}", tp,
+                    m.num_heads, m.num_kv_heads));
 }
 
 // Appends tensors and assigns offsets in order.
@@ -78,8 +80,8 @@ struct LayoutBuilder {
   const RankShard& shard;
   ParamLayout out;
 
-  void add(std::string name, ParamComponent component, ParamInit init, int layer, int64_t rows, int64_t cols,
-           TensorSplit split, std::string init_name = "") {
+  void add(std::string name, ParamComponent component, ParamInit init, int layer, int64_t rows,
+           int64_t cols, TensorSplit split, std::string init_name = "") {
     ParamTensor t;
     t.init_name = init_name.empty() ? name : std::move(init_name);
     t.name = std::move(name);
@@ -89,7 +91,8 @@ struct LayoutBuilder {
     t.rows = rows;
     t.cols = cols;
     t.split = split;
-    const ElementRange r = split_range(split == TensorSplit::rows ? rows : cols, shard.tp, shard.tp_rank);
+    const ElementRange r =
+        split_range(split == TensorSplit::rows ? rows : cols, shard.tp, shard.tp_rank);
     t.row_begin = split == TensorSplit::rows ? r.begin : 0;
     t.local_rows = split == TensorSplit::rows ? r.count() : rows;
     t.col_begin = split == TensorSplit::cols ? r.begin : 0;
@@ -100,9 +103,11 @@ struct LayoutBuilder {
   }
 
   void add_norm(const Model& m, const std::string& prefix, int layer) {
-    add(prefix + ".weight", ParamComponent::norms, ParamInit::ones, layer, m.hidden, 1, TensorSplit::replicated);
+    add(prefix + ".weight", ParamComponent::norms, ParamInit::ones, layer, m.hidden, 1,
+        TensorSplit::replicated);
     if (m.norm == Norm::layernorm)
-      add(prefix + ".bias", ParamComponent::norms, ParamInit::zeros, layer, m.hidden, 1, TensorSplit::replicated);
+      add(prefix + ".bias", ParamComponent::norms, ParamInit::zeros, layer, m.hidden, 1,
+          TensorSplit::replicated);
   }
 
   void add_layer(const Model& m, int layer) {
@@ -118,18 +123,25 @@ struct LayoutBuilder {
       add(p + "attn.bk", attn, ParamInit::zeros, layer, kv_rows, 1, TensorSplit::rows);
       add(p + "attn.bv", attn, ParamInit::zeros, layer, kv_rows, 1, TensorSplit::rows);
     }
-    add(p + "attn.wo", attn, ParamInit::residual_normal, layer, m.hidden, q_rows, TensorSplit::cols);
-    if (m.out_bias) add(p + "attn.bo", attn, ParamInit::zeros, layer, m.hidden, 1, TensorSplit::replicated);
+    add(p + "attn.wo", attn, ParamInit::residual_normal, layer, m.hidden, q_rows,
+        TensorSplit::cols);
+    if (m.out_bias)
+      add(p + "attn.bo", attn, ParamInit::zeros, layer, m.hidden, 1, TensorSplit::replicated);
     add_norm(m, p + "ln2", layer);
     const bool gated = m.activation == Activation::swiglu;
-    if (gated) add(p + "mlp.w_gate", mlp, ParamInit::normal, layer, m.ffn_hidden, m.hidden, TensorSplit::rows);
+    if (gated)
+      add(p + "mlp.w_gate", mlp, ParamInit::normal, layer, m.ffn_hidden, m.hidden,
+          TensorSplit::rows);
     add(p + "mlp.w_fc1", mlp, ParamInit::normal, layer, m.ffn_hidden, m.hidden, TensorSplit::rows);
     if (m.mlp_bias) {
-      if (gated) add(p + "mlp.b_gate", mlp, ParamInit::zeros, layer, m.ffn_hidden, 1, TensorSplit::rows);
+      if (gated)
+        add(p + "mlp.b_gate", mlp, ParamInit::zeros, layer, m.ffn_hidden, 1, TensorSplit::rows);
       add(p + "mlp.b_fc1", mlp, ParamInit::zeros, layer, m.ffn_hidden, 1, TensorSplit::rows);
     }
-    add(p + "mlp.w_fc2", mlp, ParamInit::residual_normal, layer, m.hidden, m.ffn_hidden, TensorSplit::cols);
-    if (m.mlp_bias) add(p + "mlp.b_fc2", mlp, ParamInit::zeros, layer, m.hidden, 1, TensorSplit::replicated);
+    add(p + "mlp.w_fc2", mlp, ParamInit::residual_normal, layer, m.hidden, m.ffn_hidden,
+        TensorSplit::cols);
+    if (m.mlp_bias)
+      add(p + "mlp.b_fc2", mlp, ParamInit::zeros, layer, m.hidden, 1, TensorSplit::replicated);
   }
 };
 
@@ -139,7 +151,8 @@ ParamLayout param_layout(const Model& m, const RankShard& shard) {
   check_supported(m, shard.tp);
   LayoutBuilder b{shard, {}};
   if (shard.embedding) {
-    b.add("wte", ParamComponent::embedding, ParamInit::normal, -1, m.vocab, m.hidden, TensorSplit::rows);
+    b.add("wte", ParamComponent::embedding, ParamInit::normal, -1, m.vocab, m.hidden,
+          TensorSplit::rows);
     b.add("wpe", ParamComponent::position_embedding, ParamInit::normal, -1, m.max_seq, m.hidden,
           TensorSplit::replicated);
   }
@@ -147,9 +160,11 @@ ParamLayout param_layout(const Model& m, const RankShard& shard) {
   if (shard.head) {
     b.add_norm(m, "final_norm", -1);
     if (!m.tied_embeddings)
-      b.add("lm_head", ParamComponent::head, ParamInit::normal, -1, m.vocab, m.hidden, TensorSplit::rows);
+      b.add("lm_head", ParamComponent::head, ParamInit::normal, -1, m.vocab, m.hidden,
+            TensorSplit::rows);
     else if (!shard.embedding)
-      b.add("lm_head", ParamComponent::head, ParamInit::normal, -1, m.vocab, m.hidden, TensorSplit::rows, "wte");
+      b.add("lm_head", ParamComponent::head, ParamInit::normal, -1, m.vocab, m.hidden,
+            TensorSplit::rows, "wte");
   }
   return std::move(b.out);
 }

@@ -1,6 +1,6 @@
 // The flat parameter layout of one rank: where each tensor of its shard (tensor-parallel part, the
-// pipeline stage's layers, embedding and head) lies in one contiguous buffer, so data parallelism and
-// ZeRO can reduce-scatter and all-gather contiguous ranges and byte counts are exact integers.
+// pipeline stage's layers, embedding and head) lies in one contiguous buffer, so data parallelism
+// and ZeRO can reduce-scatter and all-gather contiguous ranges and byte counts are exact integers.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,8 @@ namespace shardplan {
 //   rows: a column-parallel weight [out, in] split along out (q/k/v, fc1, gate; their biases; the
 //         vocab-parallel embedding's vocabulary rows);
 //   cols: a row-parallel weight [out, in] split along in (the attention output projection, fc2);
-//   replicated: whole on every tp rank (norms, position embedding, the biases of row-parallel layers).
+//   replicated: whole on every tp rank (norms, position embedding, the biases of row-parallel
+//   layers).
 enum class TensorSplit { replicated, rows, cols };
 
 // The ParamCounts field a tensor counts toward (core/model.h).
@@ -36,12 +37,13 @@ inline constexpr EnumNames<ParamComponent, 6> kParamComponentNames{
 enum class ParamInit { normal, residual_normal, zeros, ones };
 
 struct ParamTensor {
-  std::string name;       // "layers.3.attn.wq", "wte", "lm_head"
-  std::string init_name;  // whose initial values it takes: its own name, or "wte" for a tied LM-head copy
+  std::string name;  // "layers.3.attn.wq", "wte", "lm_head"
+  std::string
+      init_name;  // whose initial values it takes: its own name, or "wte" for a tied LM-head copy
   ParamComponent component = ParamComponent::attention;
   ParamInit init = ParamInit::normal;
-  int layer = -1;               // -1 outside the transformer layers
-  int64_t rows = 0, cols = 1;   // the full tensor; vectors have cols = 1
+  int layer = -1;              // -1 outside the transformer layers
+  int64_t rows = 0, cols = 1;  // the full tensor; vectors have cols = 1
   TensorSplit split = TensorSplit::replicated;
   int64_t row_begin = 0, local_rows = 0;  // this rank's rows of the full tensor
   int64_t col_begin = 0, local_cols = 0;  // this rank's columns
@@ -54,9 +56,10 @@ struct ParamTensor {
 struct RankShard {
   int tp = 1;
   int tp_rank = 0;
-  std::vector<int> layers;  // its layers in execution order (a pipeline stage, all its virtual chunks)
-  bool embedding = true;    // first pipeline stage: token and position embeddings
-  bool head = true;         // last pipeline stage: final norm and LM head
+  std::vector<int>
+      layers;  // its layers in execution order (a pipeline stage, all its virtual chunks)
+  bool embedding = true;  // first pipeline stage: token and position embeddings
+  bool head = true;       // last pipeline stage: final norm and LM head
 };
 
 // Every layer, tp = 1: the single-rank model.
@@ -86,10 +89,10 @@ ElementRange split_range(int64_t length, int parts, int index);
 // The layout of `shard`'s parameters. Within a layer the order is ln1, wq wk wv, bq bk bv, wo, bo,
 // ln2, [w_gate] w_fc1, [b_gate] b_fc1, w_fc2, b_fc2, so that a rank's q/k/v rows form one matrix
 // [(heads + 2·kv_heads)·head_dim / tp, hidden] and its gate/up rows another (one GEMM each).
-// With tied embeddings the LM head is the embedding; a last stage that is not also the first holds a
-// copy "lm_head" initialised equal to wte (Megatron-LM; the caller all-reduces the two gradients).
-// Throws InputError (file "model", the field) for models the executor does not run: mixture of
-// experts, rotary position embeddings, or a tp that does not divide the heads.
+// With tied embeddings the LM head is the embedding; a last stage that is not also the first holds
+// a copy "lm_head" initialised equal to wte (Megatron-LM; the caller all-reduces the two
+// gradients). Throws InputError (file "model", the field) for models the executor does not run:
+// mixture of experts, rotary position embeddings, or a tp that does not divide the heads.
 ParamLayout param_layout(const Model& m, const RankShard& shard);
 
 // Full-tensor element index (row-major over rows × cols) of element i of the rank's part of t.

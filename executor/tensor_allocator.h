@@ -1,11 +1,14 @@
 // The executor's one accounting allocator: every buffer a rank owns is charged to a memory category
 // named as the cost model itemises memory, and the allocator keeps current and peak bytes per
-// category and in total. Buffers are RAII (move-only); running out of memory throws AllocationError.
+// category and in total. Buffers are RAII (move-only); running out of memory throws
+// AllocationError. Freed blocks are cached for reuse by the next request of the same size (as
+// PyTorch's caching allocator does), since every micro-batch asks for the same sizes again.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -86,7 +89,8 @@ class Buffer {
 
 class TensorAllocator {
  public:
-  // `owner` names the rank in errors ("rank 3"); capacity_bytes = 0 means no limit beyond the system's.
+  // `owner` names the rank in errors ("rank 3"); capacity_bytes = 0 means no limit beyond the
+  // system's.
   explicit TensorAllocator(std::string owner = "", int64_t capacity_bytes = 0);
   TensorAllocator(const TensorAllocator&) = delete;
   TensorAllocator& operator=(const TensorAllocator&) = delete;
@@ -96,7 +100,8 @@ class TensorAllocator {
   template <class T>
   Buffer<T> allocate(MemoryCategory category, int64_t count, std::string_view what) {
     Buffer<T> b;
-    b.data_ = static_cast<T*>(allocate_bytes(category, count * static_cast<int64_t>(sizeof(T)), what));
+    b.data_ =
+        static_cast<T*>(allocate_bytes(category, count * static_cast<int64_t>(sizeof(T)), what));
     b.count_ = count;
     b.category_ = category;
     b.owner_ = this;
@@ -113,12 +118,15 @@ class TensorAllocator {
   const MemoryBytes& at_peak() const { return at_peak_; }
   // Starts the peaks afresh from what is in use now (e.g. after the first, warm-up step).
   void reset_peaks();
+  // Bytes held in freed blocks kept for reuse (not in use by any buffer, so in no category).
+  int64_t cached_bytes() const { return cached_bytes_; }
 
  private:
   template <class T>
   friend class Buffer;
   void* allocate_bytes(MemoryCategory category, int64_t bytes, std::string_view what);
   void release(void* p, MemoryCategory category, int64_t bytes);
+  void free_cache();
 
   std::string owner_;
   int64_t capacity_bytes_ = 0;
@@ -126,6 +134,8 @@ class TensorAllocator {
   MemoryBytes peak_by_category_;
   MemoryBytes at_peak_;
   int64_t peak_total_ = 0;
+  std::multimap<int64_t, void*> cache_;  // freed blocks by their allocated (rounded-up) size
+  int64_t cached_bytes_ = 0;
 };
 
 template <class T>

@@ -12,19 +12,21 @@
 namespace shardplan {
 
 // The full [tokens, hidden] input of a column-parallel layer: under sequence parallelism the ranks'
-// local rows all-gathered into `scratch`; otherwise `local` itself, which already holds every token.
+// local rows all-gathered into `scratch`; otherwise `local` itself, which already holds every
+// token.
 template <class T>
 const T* gather_tokens(const LayerDims& d, LayerContext<T>& c, const T* local, Buffer<T>& scratch) {
   if (!d.sequence_parallel) return local;
   const int64_t n = d.local_tokens() * d.hidden;
-  scratch = c.allocate(MemoryCategory::buffers, d.tokens() * d.hidden, "sequence-parallel all-gather");
+  scratch =
+      c.allocate(MemoryCategory::buffers, d.tokens() * d.hidden, "sequence-parallel all-gather");
   c.tp.all_gather(std::span<const T>(local, static_cast<size_t>(n)), scratch.span());
   return scratch.data();
 }
 
 // A row-parallel layer's partial sums [tokens, hidden] → this rank's rows of their sum in `out`
-// [local_tokens, hidden]: all-reduce, or reduce-scatter under sequence parallelism. `partial` may be
-// overwritten.
+// [local_tokens, hidden]: all-reduce, or reduce-scatter under sequence parallelism. `partial` may
+// be overwritten.
 template <class T>
 void reduce_partial_sums(const LayerDims& d, LayerContext<T>& c, Buffer<T>& partial, T* out) {
   const auto n = static_cast<size_t>(d.local_tokens() * d.hidden);
