@@ -1,0 +1,34 @@
+// Activation memory one rank keeps for the backward pass, per micro-batch, after Korthikanti et
+// al. 2022 "Reducing Activation Recomputation in Large Transformer Models" §4 (Table 2), written
+// term by term so that it also covers GQA, SwiGLU, MoE, flash attention and models without dropout,
+// and reduces exactly to the paper's closed forms for a GPT layer (ffn = 4h, MHA, GeLU, dropout).
+#pragma once
+
+#include <cstdint>
+
+#include "core/layout.h"
+#include "core/model.h"
+#include "core/training.h"
+#include "simulator/execution_options.h"
+#include "simulator/rank_shape.h"
+
+namespace shardplan {
+
+// One transformer layer, one micro-batch, one rank.
+int64_t layer_activation_bytes(const Model& m, Dtype dtype, const RankShape& r, bool moe_layer,
+                               Recompute recompute, const ExecutionOptions& x);
+
+// First stage: the embedding dropout mask (Korthikanti §4.3: sbhp/t over p in-flight
+// micro-batches).
+int64_t input_layer_activation_bytes(const Model& m, const RankShape& r, const ExecutionOptions& x);
+
+// Last stage: the inputs of the final norm and of the LM head (Korthikanti §4.3: 4sbh/t with SP).
+int64_t output_layer_activation_bytes(const Model& m, Dtype dtype, const RankShape& r);
+
+// Last stage: the fp32 softmax the vocab-parallel cross entropy keeps for backward (Korthikanti
+// §4.3: 4sbv/t), and the transient compute-dtype logits (the head's output before the fp32 cast,
+// and their gradient after).
+int64_t loss_softmax_bytes(const Model& m, const RankShape& r);
+int64_t logits_bytes(const Model& m, Dtype dtype, const RankShape& r);
+
+}  // namespace shardplan

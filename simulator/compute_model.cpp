@@ -1,0 +1,264 @@
+#include "simulator/compute_model.h"
+
+#include "simulator/rank_shape.h"
+
+namespace shardplan {
+
+double PassCost::flops() const {
+  return kinds[0].flops + kinds[1].flops + kinds[2].flops;
+}
+double PassCost::time_s() const {
+  return kinds[0].time_s + kinds[1].time_s + kinds[2].time_s;
+}
+
+namespace {
+
+double as_double(int64_t v) {
+  return static_cast<double>(v);
+}
+
+// Backward of a flash attention kernel: five matmuls against the forward's two, counted as
+// 2.5× the forward FLOPs (Dao 2023, FlashAttention-2 §4.1 benchmark convention).
+constexpr double kFlashBackwardFactor = 2.5;
+// A causal mask lets flash attention skip the blocks above the diagonal: half the products
+// (Dao 2023 §3.1.1). Unfused attention computes the full s×s scores and masks them.
+constexpr double kCausalFraction = 0.5;
+
+// Bytes per element of the memory-bound kernels, each counted as one read of every input and one
+// write of every output (fused as Megatron-Core/TransformerEngine fuse them):
+//   norm:     forward reads x, writes y; backward reads x and dy, writes dx.
+//   residual: bias-dropout-add reads the branch and the residual, writes the sum (and the dropout
+//             mask, 1 byte); backward adds the two incoming gradients (2 reads, 1 write) and runs
+//             the dropout backward (reads dy and the mask, writes dx).
+//   GeLU:     forward reads u, writes g(u); backward reads u and dg, writes du.
+//   SwiGLU:   forward reads gate and up, writes silu(gate)·up; backward reads both and dy,
+//             writes both gradients.
+//   softmax:  forward reads scores, writes probabilities; backward reads them and dy, writes dx.
+constexpr double kNormForward = 2, kNormBackward = 3;
+constexpr double kResidualForward = 3, kResidualBackward = 3;
+constexpr double kSoftmaxForward = 2, kSoftmaxBackward = 3;
+constexpr double kMaskBytes = 1;
+
+// Accumulates operations into the three passes. `recomputed` marks operations that the
+// recomputation mode runs again inside the backward.
+struct PassBuilder {
+  const DeviceRates& rates;
+  int64_t elem_bytes;
+  MicrobatchCompute& out;
+
+  void add(OpKind k, double flops_fwd, double flops_bwd, double bytes_fwd, double bytes_bwd,
+           double time_fwd, double time_bwd, bool recomputed) {
+    KindCost& f = out.forward[k];
+    f.flops += flops_fwd, f.bytes += bytes_fwd, f.time_s += time_fwd;
+    KindCost& b = out.backward[k];
+    b.flops += flops_bwd, b.bytes += bytes_bwd, b.time_s += time_bwd;
+    if (!recomputed) return;
+    KindCost& rc = out.recompute[k];
+    rc.flops += flops_fwd, rc.bytes += bytes_fwd, rc.time_s += time_fwd;
+  }
+
+  // `count` GEMMs Y = X·W of (m×k)·(k×n). Backward: dX = dY·Wᵀ, (m×n)·(n×k), and
+  // dW = Xᵀ·dY, (k×m)·(m×n): twice the forward FLOPs, their own output tiles.
+  void gemm(int64_t m, int64_t k, int64_t n, bool recomputed, int64_t count = 1) {
+    const double flops = 2.0 * as_double(m) * as_double(k) * as_double(n) * as_double(count);
+    const double forward = gemm_time_s(rates, m, k, n, elem_bytes, count);
+    const double backward = gemm_time_s(rates, m, n, k, elem_bytes, count) +
+                            gemm_time_s(rates, k, m, n, elem_bytes, count);
+    add(OpKind::matmul, flops, 2 * flops, 0, 0, forward, backward, recomputed);
+  }
+
+  void flash_attention(double flops_fwd, bool recomputed) {
+    const double flops_bwd = kFlashBackwardFactor * flops_fwd;
+    add(OpKind::attention, flops_fwd, flops_bwd, 0, 0,
+        flops_fwd / rates.attention_forward_flops_per_s,
+        flops_bwd / rates.attention_backward_flops_per_s, recomputed);
+  }
+
+  void memory(double bytes_fwd, double bytes_bwd, bool recomputed) {
+    add(OpKind::memory_bound, 0, 0, bytes_fwd, bytes_bwd, memory_time_s(rates, bytes_fwd),
+        memory_time_s(rates, bytes_bwd), recomputed);
+  }
+};
+
+void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute rc,
+                   const ExecutionOptions& x) {
+  const double e = as_double(b.elem_bytes);
+  const bool full = rc == Recompute::full;
+  const bool core_again = rc != Recompute::none;  // selective recomputes exactly the core
+  const int64_t heads = shard_size(m.num_heads, r.tp);
+  const int64_t q = heads * m.head_dim;
+  const int64_t kv = shard_size(m.num_kv_heads, r.tp) * m.head_dim;
+  const int64_t t = r.tokens();
+  b.gemm(t, m.hidden, q + 2 * kv, full);  // column-parallel QKV
+  if (m.position_embedding == PositionEmbedding::rope) {
+    const double qk_bytes = 2 * e * as_double(t * (q + kv));  // read and write q and k
+    b.memory(qk_bytes, qk_bytes, full);
+  }
+  if (x.flash_attention) {
+    // QKᵀ and the product with V: 2·2·s·s_kv·d per head.
+    b.flash_attention(
+        kCausalFraction * 4.0 * as_double(r.batch * heads * r.seq * r.kv_seq * m.head_dim),
+        core_again);
+  } else {
+    b.gemm(r.seq, m.head_dim, r.kv_seq, core_again, r.batch * heads);  // scores
+    b.gemm(r.seq, r.kv_seq, m.head_dim, core_again, r.batch * heads);  // probabilities · V
+    const double scores = as_double(r.batch * heads * r.seq * r.kv_seq);
+    const double dropout_bytes = x.dropout ? 2 * e + kMaskBytes : 0;
+    b.memory(scores * (kSoftmaxForward * e + dropout_bytes),
+             scores * (kSoftmaxBackward * e + dropout_bytes), core_again);
+  }
+  b.gemm(t, q, m.hidden, full);  // row-parallel output projection
+}
+
+void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r, bool moe,
+             bool full) {
+  const double e = as_double(b.elem_bytes);
+  const bool swiglu = m.activation == Activation::swiglu;
+  const int64_t up_widths = swiglu ? 2 : 1;
+  const double act_fwd = swiglu ? 3 : 2, act_bwd = swiglu ? 5 : 3;  // element passes, see above
+  const int64_t t = r.tokens();
+  if (!moe) {
+    const int64_t ffn = shard_size(m.ffn_hidden, r.tp);
+    b.gemm(t, m.hidden, up_widths * ffn, full);
+    b.memory(act_fwd * e * as_double(t * ffn), act_bwd * e * as_double(t * ffn), full);
+    b.gemm(t, ffn, m.hidden, full);
+    return;
+  }
+  // MoE with balanced routing: t·top_k token copies per rank spread over its num_experts/ep
+  // experts.
+  const int64_t copies = t * m.moe.top_k;
+  const int64_t local_experts = m.moe.num_experts / l.ep;
+  const int64_t rows = shard_size(copies, local_experts);
+  const int64_t ffn = shard_size(m.moe.expert_ffn_hidden, r.tp);
+  b.gemm(t, m.hidden, m.moe.num_experts, full);  // router
+  // Permute into expert order and back (read and write every copy once each way).
+  const double permute_bytes = 2 * e * as_double((t + copies) * m.hidden);
+  b.memory(permute_bytes, permute_bytes, full);
+  b.gemm(rows, m.hidden, up_widths * ffn, full, local_experts);
+  b.memory(act_fwd * e * as_double(copies * ffn), act_bwd * e * as_double(copies * ffn), full);
+  b.gemm(rows, ffn, m.hidden, full, local_experts);
+}
+
+void add_layer(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r, bool moe,
+               const ExecutionOptions& x) {
+  const double e = as_double(b.elem_bytes);
+  const bool full = l.recompute == Recompute::full;
+  const double region = as_double(r.region_tokens() * m.hidden);
+  const double mask = x.dropout ? kMaskBytes : 0;
+  const double dropout_bwd = x.dropout ? 2 * e + kMaskBytes : 0;
+  // Two norms and two residual adds per layer.
+  b.memory(2 * kNormForward * e * region, 2 * kNormBackward * e * region, full);
+  b.memory(2 * (kResidualForward * e + mask) * region,
+           2 * (kResidualBackward * e + dropout_bwd) * region, full);
+  add_attention(b, m, r, l.recompute, x);
+  add_mlp(b, m, l, r, moe, full);
+}
+
+}  // namespace
+
+MicrobatchCompute microbatch_compute(const Model& m, const Training& t, const Layout& l,
+                                     const StageLayers& s, const DeviceRates& rates,
+                                     const ExecutionOptions& x) {
+  MicrobatchCompute out;
+  PassBuilder b{rates, dtype_bytes(t.dtype), out};
+  const RankShape r = rank_shape(t, l);
+  const double e = as_double(b.elem_bytes);
+  // Build one layer of each kind, then scale: every layer of a kind costs the same.
+  for (const auto& [moe, count] :
+       {std::pair{false, s.dense_layers}, std::pair{true, s.moe_layers}}) {
+    if (count == 0) continue;
+    MicrobatchCompute one;
+    PassBuilder lb{rates, b.elem_bytes, one};
+    add_layer(lb, m, l, r, moe, x);
+    for (auto [dst, src] :
+         {std::pair{&out.forward, &one.forward}, std::pair{&out.backward, &one.backward},
+          std::pair{&out.recompute, &one.recompute}})
+      for (size_t k = 0; k < src->kinds.size(); ++k) {
+        dst->kinds[k].flops += count * src->kinds[k].flops;
+        dst->kinds[k].bytes += count * src->kinds[k].bytes;
+        dst->kinds[k].time_s += count * src->kinds[k].time_s;
+      }
+  }
+  const int64_t tokens = r.tokens();
+  const int64_t vocab = shard_size(m.vocab, l.tp);
+  if (s.first) {
+    // Embedding lookup writes t·h; its backward scatter-adds dy into the gradient rows.
+    const double rows = as_double(tokens * m.hidden);
+    b.memory(2 * e * rows, 3 * e * rows, false);
+  }
+  if (s.last) {
+    const double region = as_double(r.region_tokens() * m.hidden);
+    b.memory(kNormForward * e * region, kNormBackward * e * region, false);  // final norm
+    b.gemm(tokens, m.hidden, vocab, false);                                  // LM head
+    // Fused vocab-parallel cross entropy: reads the logits, writes the fp32 softmax; backward
+    // reads it and writes the logits' gradient.
+    const double ce = (e + as_double(dtype_bytes(Dtype::fp32))) * as_double(tokens * vocab);
+    b.memory(ce, ce, false);
+  }
+  return out;
+}
+
+double optimizer_step_bytes(const Training& t, int64_t elements) {
+  const int64_t fp32 = dtype_bytes(Dtype::fp32);
+  const int64_t e = dtype_bytes(t.dtype);
+  const bool master = t.master_weights && e < fp32;
+  const int64_t moments = t.optimizer == Optimizer::adam ? 2 * fp32 : 0;
+  // Read and write the updated state (master or the weight itself, moments); write the
+  // compute-dtype copy of a master weight; read the gradient twice (norm, update).
+  const int64_t state = (master ? fp32 : e) + moments;
+  const int64_t per_element = 2 * state + (master ? e : 0) + 2 * dtype_bytes(t.grad_dtype);
+  return as_double(per_element) * as_double(elements);
+}
+
+namespace {
+
+// QKᵀ and the product with V over the full s×s scores: 2·s²·(a·d) each.
+double attention_core_flops(const Model& m, double s) {
+  return 4 * s * s * as_double(int64_t{m.num_heads} * m.head_dim);
+}
+
+// Forward matmul FLOPs of one layer for one sequence of s tokens, attention over the full s×s.
+double layer_forward_flops(const Model& m, double s, bool moe) {
+  const double h = as_double(m.hidden);
+  const double q = as_double(int64_t{m.num_heads} * m.head_dim);
+  const double kv = as_double(int64_t{m.num_kv_heads} * m.head_dim);
+  const double mlp_widths = m.activation == Activation::swiglu ? 3 : 2;  // up (+gate) and down
+  const double projections = 2 * s * h * (q + 2 * kv) + 2 * s * q * h;
+  const double mlp =
+      moe ? 2 * s * h * as_double(m.moe.num_experts) +
+                m.moe.top_k * 2 * s * h * mlp_widths * as_double(m.moe.expert_ffn_hidden)
+          : 2 * s * h * mlp_widths * as_double(m.ffn_hidden);
+  return projections + attention_core_flops(m, s) + mlp;
+}
+
+// Forward matmul FLOPs of every layer of the model for one sequence.
+double layers_forward_flops(const Model& m, double s) {
+  const int moe_layers = m.num_moe_layers();
+  return (m.num_layers - moe_layers) * layer_forward_flops(m, s, false) +
+         moe_layers * layer_forward_flops(m, s, true);
+}
+
+}  // namespace
+
+double model_flops_per_step(const Model& m, int64_t global_batch, int64_t seq_len) {
+  const double s = as_double(seq_len);
+  const double layers = layers_forward_flops(m, s);
+  const double head = 2 * s * as_double(m.hidden) * as_double(m.vocab);
+  return 3 * as_double(global_batch) * (layers + head);  // forward + backward (2× forward)
+}
+
+double recompute_flops_per_step(const Model& m, int64_t global_batch, int64_t seq_len,
+                                Recompute r) {
+  const double s = as_double(seq_len);
+  switch (r) {
+    case Recompute::none:
+      return 0;
+    case Recompute::selective:
+      return as_double(global_batch) * m.num_layers * attention_core_flops(m, s);
+    case Recompute::full:
+      return as_double(global_batch) * layers_forward_flops(m, s);
+  }
+  return 0;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,68 @@
+// Compute of one micro-batch on one pipeline stage of one rank: every matmul and attention product
+// of the stage (forward; backward = dgrad + wgrad = 2× forward, Narayanan et al. 2021 §5.1;
+// the re-forward that recomputation adds), the memory-bound kernels between them (norms,
+// activations, softmax, dropout, residual adds, RoPE, embedding, cross entropy) timed by the bytes
+// they move, and the optimizer step. Also the model and hardware FLOPs of a step for MFU and HFU.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "core/enum_names.h"
+#include "core/layout.h"
+#include "core/model.h"
+#include "core/training.h"
+#include "simulator/device_efficiency.h"
+#include "simulator/execution_options.h"
+#include "simulator/param_shard.h"
+
+namespace shardplan {
+
+enum class OpKind { matmul, attention, memory_bound };
+inline constexpr EnumNames<OpKind, 3> kOpKindNames{{{OpKind::matmul, "matmul"},
+                                                    {OpKind::attention, "attention"},
+                                                    {OpKind::memory_bound, "memory_bound"}}};
+
+struct KindCost {
+  double flops = 0;  // executed FLOPs (causal flash attention skips the masked half)
+  double bytes = 0;  // bytes moved by memory-bound kernels
+  double time_s = 0;
+};
+
+// One pass over the stage for one micro-batch, by kind of operation.
+struct PassCost {
+  std::array<KindCost, 3> kinds{};
+
+  KindCost& operator[](OpKind k) { return kinds[static_cast<size_t>(k)]; }
+  const KindCost& operator[](OpKind k) const { return kinds[static_cast<size_t>(k)]; }
+  double flops() const;
+  double time_s() const;
+};
+
+struct MicrobatchCompute {
+  PassCost forward, backward, recompute;  // recompute: the re-forward done inside the backward
+  double time_s() const { return forward.time_s() + backward.time_s() + recompute.time_s(); }
+};
+
+MicrobatchCompute microbatch_compute(const Model& m, const Training& t, const Layout& l,
+                                     const StageLayers& s, const DeviceRates& r,
+                                     const ExecutionOptions& x);
+
+// Bytes the optimizer step moves for `elements` parameters: the global gradient norm for clipping
+// reads every gradient once; Adam reads and writes the fp32 master weight and both moments, reads
+// the gradient and writes the compute-dtype weight (the tensors of apex/Megatron FusedAdam and
+// Megatron-LM's clip_grad_norm). SGD (torch.optim.SGD, momentum 0) keeps no moments.
+double optimizer_step_bytes(const Training& t, int64_t elements);
+
+// Model FLOPs of one step, Narayanan et al. 2021 eq. 3 without recomputation (Korthikanti et al.
+// 2022 §6: 72·B·s·l·h²·(1 + s/6h + V/12lh) for GPT), generalised term by term to GQA, SwiGLU and
+// MoE (top_k experts per token, plus the router): 3 × the forward matmul FLOPs of every layer and
+// the head, attention counted over the full s×s scores.
+double model_flops_per_step(const Model& m, int64_t global_batch, int64_t seq_len);
+
+// The FLOPs recomputation adds to a step in the same convention (full: every layer's forward
+// again, 96 instead of 72 in eq. 3; selective: the attention core QKᵀ and the product with V).
+// Model + recompute FLOPs are the hardware FLOPs of HFU (Chowdhery et al. 2022, Appendix B).
+double recompute_flops_per_step(const Model& m, int64_t global_batch, int64_t seq_len, Recompute r);
+
+}  // namespace shardplan

@@ -1,0 +1,87 @@
+// The cost model's prediction for one (model, cluster, training, layout): memory of every pipeline
+// stage's ranks, compute and communication of the slowest stage, and the step's totals (step time,
+// tokens/s, TFLOP/s per device, MFU, HFU, time and cost to train). Pure and allocation-light:
+// the planner calls it for every candidate layout.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/layout.h"
+#include "core/model.h"
+#include "core/placement.h"
+#include "core/training.h"
+#include "simulator/collective_cost.h"
+#include "simulator/comm_volume.h"
+#include "simulator/compute_model.h"
+#include "simulator/execution_options.h"
+#include "simulator/memory_model.h"
+
+namespace shardplan {
+
+// One collective of a step on the slowest stage, priced on the level its group spans.
+struct CollectiveEstimate {
+  CollectiveCall call;
+  GroupSpan span;
+  std::string level_name;      // of span.level ("nvlink", "infiniband")
+  CollectiveCost cost;         // one call
+  int64_t calls_per_step = 0;  // per-micro-batch calls × micro-batches, or the per-step calls
+  double volume_bytes = 0;     // sent by one rank per step (comm_volume.h)
+  double total_s = 0;          // per step
+  double exposed_s = 0;        // per step, not hidden under computation
+};
+
+// Where the step's time goes on the critical path; the parts add up to the step time.
+struct StepTime {
+  double compute_s = 0;          // forward and backward of every micro-batch on the slowest stage
+  double recompute_s = 0;        // the re-forward of recomputation
+  double microbatch_comm_s = 0;  // exposed tp, cp, ep, pp and ZeRO-3 communication
+  double bubble_s = 0;           // pipeline fill and drain
+  double step_comm_s = 0;  // exposed data-parallel reductions and gathers, embedding all-reduce
+  double optimizer_s = 0;
+};
+
+struct Estimate {
+  int64_t world = 0;
+  int64_t tokens_per_step = 0;
+  double peak_flops_per_device = 0;  // dense peak for the training dtype
+  ExecutionOptions options;
+
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double tflops_per_device = 0;  // model FLOPs / step time / world, in 10^12 FLOP/s
+  double mfu = 0;                // model FLOPs (Narayanan et al. 2021 eq. 3, no recompute) / peak
+  double hfu = 0;                // hardware FLOPs (with recompute) / peak
+  double bubble_fraction = 0;    // of the pipeline time (pipeline_model.h)
+  double exposed_comm_s = 0;     // sum of the collectives' exposed time
+  double model_flops_per_step = 0;
+  double hardware_flops_per_step = 0;
+  double train_time_s = 0;  // for Training::tokens_to_train (0 when not asked)
+  double train_cost = 0;    // for Training::price_per_device_hour (0 when not asked)
+  StepTime time;
+
+  // Memory: one entry per pipeline stage; the worst is the largest peak.
+  std::vector<RankMemory> stages;
+  int worst_stage = 0;
+  int64_t worst_rank = 0;  // tp = cp = dp = 0 rank of the worst stage
+  bool fits = true;
+  std::optional<MemoryOverflow> overflow;  // of the worst stage, when it does not fit
+  const RankMemory& memory() const { return stages[static_cast<size_t>(worst_stage)]; }
+
+  // Compute and communication of the slowest stage.
+  int slowest_stage = 0;
+  std::vector<double> stage_microbatch_s;  // per stage: one micro-batch, compute + exposed comm
+  MicrobatchCompute compute;               // one micro-batch on the slowest stage
+  double optimizer_bytes = 0;              // moved by the optimizer step on the slowest stage
+  std::vector<CollectiveEstimate> collectives;
+};
+
+// Assumes a layout that validate_layout accepted for this model, cluster and training. Throws
+// InputError when the device has no peak for the training dtype.
+Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Layout& l,
+                  const ExecutionOptions& x = {});
+
+}  // namespace shardplan

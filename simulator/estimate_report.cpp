@@ -1,0 +1,211 @@
+#include "simulator/estimate_report.h"
+
+#include <fmt/format.h>
+
+#include "core/human_format.h"
+
+namespace shardplan {
+
+namespace {
+
+using nlohmann::json;
+
+json memory_to_json(const RankMemory& r) {
+  json items = json::object();
+  for (const MemoryItem& item : memory_items(r))
+    items[std::string(item.name) + "_bytes"] = item.bytes;
+  return json{{"stage", r.stage},
+              {"parameters_bytes", r.state.parameters},
+              {"gradients_bytes", r.state.gradients},
+              {"optimizer_bytes", r.state.optimizer()},
+              {"activations_bytes", r.activations_bytes()},
+              {"other_bytes", r.other_bytes()},
+              {"peak_bytes", r.peak_bytes()},
+              {"runtime_reserved_bytes", r.runtime_reserved_bytes},
+              {"capacity_bytes", r.capacity_bytes},
+              {"inflight_microbatches", r.inflight_microbatches},
+              {"fits", r.fits()},
+              {"items", items}};
+}
+
+json pass_to_json(const PassCost& p) {
+  json j = json::object();
+  for (const auto& [kind, name] : kOpKindNames) {
+    const KindCost& k = p[kind];
+    j[std::string(name)] = {{"flops", k.flops}, {"bytes", k.bytes}, {"time_s", k.time_s}};
+  }
+  j["time_s"] = p.time_s();
+  return j;
+}
+
+json collective_to_json(const CollectiveEstimate& c) {
+  return json{{"name", c.call.name},
+              {"collective", enum_name(c.call.collective, kCollectiveNames)},
+              {"group", enum_name(c.call.group, kGroupNames)},
+              {"group_size", c.span.size},
+              {"nodes", c.span.nodes},
+              {"level", c.span.level},
+              {"level_name", c.level_name},
+              {"algorithm", enum_name(c.cost.algorithm, kAlgorithmNames)},
+              {"bytes", c.call.bytes},
+              {"frequency", enum_name(c.call.frequency, kCommFrequencyNames)},
+              {"calls_per_step", c.calls_per_step},
+              {"overlaps", enum_name(c.call.window, kCommWindowNames)},
+              {"time_s", c.cost.time_s},
+              {"algbw_GBps", c.cost.algbw_GBps},
+              {"busbw_GBps", c.cost.busbw_GBps},
+              {"total_s", c.total_s},
+              {"exposed_s", c.exposed_s},
+              {"volume_bytes", c.volume_bytes}};
+}
+
+}  // namespace
+
+json estimate_to_json(const Estimate& e) {
+  json j{{"step_time_s", e.step_time_s},
+         {"tokens_per_s", e.tokens_per_s},
+         {"tflops_per_device", e.tflops_per_device},
+         {"mfu", e.mfu},
+         {"hfu", e.hfu},
+         {"bubble_fraction", e.bubble_fraction},
+         {"exposed_comm_s", e.exposed_comm_s},
+         {"fits", e.fits},
+         {"world", e.world},
+         {"tokens_per_step", e.tokens_per_step},
+         {"model_flops_per_step", e.model_flops_per_step},
+         {"hardware_flops_per_step", e.hardware_flops_per_step},
+         {"peak_flops_per_device", e.peak_flops_per_device},
+         {"options",
+          {{"flash_attention", e.options.flash_attention}, {"dropout", e.options.dropout}}}};
+  j["time"] = {{"compute_s", e.time.compute_s},
+               {"recompute_s", e.time.recompute_s},
+               {"microbatch_comm_s", e.time.microbatch_comm_s},
+               {"bubble_s", e.time.bubble_s},
+               {"step_comm_s", e.time.step_comm_s},
+               {"optimizer_s", e.time.optimizer_s}};
+  j["memory"] = memory_to_json(e.memory());
+  j["memory"]["rank"] = e.worst_rank;
+  if (e.overflow)
+    j["memory"]["overflow"] = {{"item", e.overflow->item},
+                               {"needed_bytes", e.overflow->needed_bytes},
+                               {"free_bytes", e.overflow->free_bytes}};
+  j["stages"] = json::array();
+  for (size_t i = 0; i < e.stages.size(); ++i) {
+    json s = memory_to_json(e.stages[i]);
+    s["microbatch_s"] = e.stage_microbatch_s[i];
+    j["stages"].push_back(std::move(s));
+  }
+  j["compute"] = {{"stage", e.slowest_stage},
+                  {"forward", pass_to_json(e.compute.forward)},
+                  {"backward", pass_to_json(e.compute.backward)},
+                  {"recompute", pass_to_json(e.compute.recompute)},
+                  {"optimizer_bytes", e.optimizer_bytes}};
+  j["collectives"] = json::array();
+  for (const CollectiveEstimate& c : e.collectives)
+    j["collectives"].push_back(collective_to_json(c));
+  j["train"] = {{"time_s", e.train_time_s}, {"cost", e.train_cost}};
+  return j;
+}
+
+namespace {
+
+double as_double(int64_t v) {
+  return static_cast<double>(v);
+}
+
+// One line of the step breakdown: label, time, and what it is.
+std::string step_line(const char* label, double s, const std::string& note = "") {
+  const std::string line = fmt::format("    {:20} {:>12}   {}", label, format_seconds(s), note);
+  return line.substr(0, line.find_last_not_of(' ') + 1) + "\n";
+}
+
+void append_step(std::string& out, const Estimate& e) {
+  const StepTime& t = e.time;
+  out += fmt::format("Step ({} devices, {} tokens)\n", e.world, e.tokens_per_step);
+  out += fmt::format("  {:22} {:>12}\n", "step time", format_seconds(e.step_time_s));
+  out += step_line("compute", t.compute_s,
+                   fmt::format("forward + backward, slowest stage ({})", e.slowest_stage));
+  out += step_line("recompute", t.recompute_s);
+  out += step_line("exposed comm", t.microbatch_comm_s, "per micro-batch: tp, cp, ep, pp, ZeRO-3");
+  out += step_line("pipeline bubble", t.bubble_s,
+                   format_percent(e.bubble_fraction) + " of the pipeline time");
+  out += step_line("exposed comm", t.step_comm_s, "per step: data parallel, embedding");
+  out += step_line("optimizer", t.optimizer_s);
+  out += fmt::format("  {:22} {:>12.1f}\n", "tokens/s", e.tokens_per_s);
+  out += fmt::format("  {:22} {:>12.4e}   Narayanan et al. 2021 eq. 3, no recompute\n",
+                     "model FLOPs/step", e.model_flops_per_step);
+  out += fmt::format("  {:22} {:>12.4e}   with recompute\n", "hardware FLOPs/step",
+                     e.hardware_flops_per_step);
+  out += fmt::format("  {:22} {:>12.4g}   model FLOPs / step time / {} devices / 1e12\n",
+                     "TFLOP/s per device", e.tflops_per_device, e.world);
+  out += fmt::format("  {:22} {:>12}   of {:.4g} TFLOP/s dense peak per device\n", "MFU",
+                     format_percent(e.mfu), e.peak_flops_per_device / 1e12);
+  out += fmt::format("  {:22} {:>12}\n", "HFU", format_percent(e.hfu));
+}
+
+void append_memory(std::string& out, const Estimate& e) {
+  const RankMemory& r = e.memory();
+  out += fmt::format("\nMemory of the worst rank (rank {}, stage {}, {} micro-batches in flight)\n",
+                     e.worst_rank, r.stage, r.inflight_microbatches);
+  const auto line = [&](std::string_view name, int64_t bytes, std::string_view note = "") {
+    out += fmt::format("  {:26} {:>16} B {:>12}", name, bytes, format_gib(as_double(bytes)));
+    out += note.empty() ? "\n" : fmt::format("  {}\n", note);
+  };
+  for (const MemoryItem& item : memory_items(r)) line(item.name, item.bytes);
+  line("peak", r.peak_bytes(), "the items after runtime_reserved");
+  line("capacity", r.capacity_bytes);
+  if (e.overflow)
+    out += fmt::format("  does not fit: {} needs {}, {} free\n", e.overflow->item,
+                       format_gib(as_double(e.overflow->needed_bytes)),
+                       format_gib(as_double(e.overflow->free_bytes)));
+  else
+    out += fmt::format(
+        "  fits: {} free\n",
+        format_gib(as_double(r.capacity_bytes - r.runtime_reserved_bytes - r.peak_bytes())));
+}
+
+void append_compute(std::string& out, const Estimate& e) {
+  out += fmt::format("\nCompute of one micro-batch on stage {}\n", e.slowest_stage);
+  out +=
+      fmt::format("  {:10} {:14} {:>12} {:>12} {:>12}\n", "pass", "kind", "FLOPs", "bytes", "time");
+  const std::pair<const char*, const PassCost*> passes[] = {{"forward", &e.compute.forward},
+                                                            {"backward", &e.compute.backward},
+                                                            {"recompute", &e.compute.recompute}};
+  for (const auto& [pass, cost] : passes)
+    for (const auto& [kind, name] : kOpKindNames) {
+      const KindCost& k = (*cost)[kind];
+      out += fmt::format("  {:10} {:14} {:>12.4e} {:>12.4e} {:>12}\n", pass, name, k.flops, k.bytes,
+                         format_seconds(k.time_s));
+    }
+  out += fmt::format("  optimizer step moves {:.4e} bytes\n", e.optimizer_bytes);
+}
+
+void append_collectives(std::string& out, const Estimate& e) {
+  out += fmt::format("\nCollectives of stage {} per step (busbw as nccl-tests, GB/s)\n",
+                     e.slowest_stage);
+  out +=
+      fmt::format("  {:32} {:>9} {:>13} {:>12} {:>6} {:>10} {:>7} {:>10} {:>10}\n", "name", "group",
+                  "level", "size (B)", "calls", "per call", "busbw", "total", "exposed");
+  for (const CollectiveEstimate& c : e.collectives)
+    out += fmt::format("  {:32} {:>5}({:>3}) {:>13} {:>12} {:>6} {:>10} {:>7.1f} {:>10} {:>10}\n",
+                       c.call.name, enum_name(c.call.group, kGroupNames), c.span.size, c.level_name,
+                       c.call.bytes, c.calls_per_step, format_seconds(c.cost.time_s),
+                       c.cost.busbw_GBps, format_seconds(c.total_s), format_seconds(c.exposed_s));
+  out += fmt::format("  exposed in all {}\n", format_seconds(e.exposed_comm_s));
+}
+
+}  // namespace
+
+std::string format_estimate_table(const Estimate& e) {
+  std::string out;
+  append_step(out, e);
+  append_memory(out, e);
+  append_compute(out, e);
+  append_collectives(out, e);
+  if (e.train_time_s > 0)
+    out += fmt::format("\nTraining run: {} ({:.2f} days), cost {:.2f} at the given price\n",
+                       format_seconds(e.train_time_s), e.train_time_s / 86400, e.train_cost);
+  return out;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,82 @@
+// Memory one rank needs at its peak, itemised: model state (parameters, gradients, fp32 master
+// weights, optimizer moments) divided as ZeRO divides it over the data-parallel group,
+// activations of the micro-batches in flight, logits and loss buffers, ZeRO's gather buffers and
+// communication buckets, and the runtime's reserve; whether it fits and which item overflows.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "core/cluster.h"
+#include "core/layout.h"
+#include "core/model.h"
+#include "core/training.h"
+#include "simulator/execution_options.h"
+#include "simulator/param_shard.h"
+
+namespace shardplan {
+
+// Model state of `params` parameters replicated over `dp` data-parallel ranks. ZeRO (Rajbhandari
+// et al. 2020 §5): stage 1 partitions the optimizer state (fp32 master weights and Adam moments),
+// stage 2 also the gradients, stage 3 (= FSDP full shard) also the parameters. A partitioned
+// buffer is padded to a multiple of dp, each rank holding ceil(params/dp) elements (DeepSpeed
+// flattens and pads each group; FSDP pads its FlatParameter to the world size).
+struct ModelStateBytes {
+  int64_t parameters = 0;         // compute dtype
+  int64_t gradients = 0;          // grad dtype
+  int64_t master_weights = 0;     // fp32 copy, only under mixed precision
+  int64_t optimizer_moments = 0;  // Adam: fp32 first and second moments
+
+  int64_t optimizer() const { return master_weights + optimizer_moments; }
+  int64_t total() const { return parameters + gradients + optimizer(); }
+};
+
+ModelStateBytes model_state_bytes(int64_t params, int64_t dp, int zero, const Training& t);
+
+// The peak of one rank of a pipeline stage (every tp, cp and dp rank of a stage needs the same).
+struct RankMemory {
+  int stage = 0;
+  int64_t inflight_microbatches = 0;  // model-chunk micro-batches whose activations are held
+  ModelStateBytes state;
+  int64_t layer_activations_bytes = 0;      // the stage's layers × micro-batches in flight
+  int64_t embedding_activations_bytes = 0;  // input layer (first stage)
+  int64_t output_activations_bytes = 0;     // final norm and head inputs (last stage)
+  int64_t recompute_working_bytes = 0;      // one layer's activations re-materialised in backward
+  int64_t logits_bytes = 0;            // fp32 loss softmax and compute-dtype logits (last stage)
+  int64_t zero3_gathered_bytes = 0;    // ZeRO-3 full parameters and gradients of live units
+  int64_t comm_buffer_bytes = 0;       // gradient bucket awaiting its reduce-scatter (ZeRO-2)
+  int64_t runtime_reserved_bytes = 0;  // CUDA context, NCCL and allocator reserve
+  int64_t capacity_bytes = 0;
+
+  int64_t activations_bytes() const {
+    return layer_activations_bytes + embedding_activations_bytes + output_activations_bytes +
+           recompute_working_bytes;
+  }
+  int64_t other_bytes() const { return logits_bytes + zero3_gathered_bytes + comm_buffer_bytes; }
+  // What the training process allocates at its peak (the runtime's reserve not included).
+  int64_t peak_bytes() const { return state.total() + activations_bytes() + other_bytes(); }
+  bool fits() const { return peak_bytes() + runtime_reserved_bytes <= capacity_bytes; }
+};
+
+RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
+                       const Device& d, const ExecutionOptions& x);
+
+struct MemoryItem {
+  std::string_view name;
+  int64_t bytes = 0;
+};
+
+// Every item, in the order a training process allocates them (the reserve first).
+std::array<MemoryItem, 12> memory_items(const RankMemory& r);
+
+// The first item that does not fit into what the items before it left free.
+struct MemoryOverflow {
+  std::string_view item;
+  int64_t needed_bytes = 0;
+  int64_t free_bytes = 0;
+};
+std::optional<MemoryOverflow> first_overflow(const RankMemory& r);
+
+}  // namespace shardplan

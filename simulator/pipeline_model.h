@@ -1,0 +1,33 @@
+// Pipeline schedules in closed form: how many micro-batches' activations a stage holds at its
+// peak, and how long a step of m micro-batches takes through p stages (the bubble).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "core/layout.h"
+
+namespace shardplan {
+
+// Micro-batches of one model chunk that pipeline rank `stage` has run forward but not yet
+// backward at its peak, in chunk units (a rank holds vpp chunks):
+//   GPipe: all m (Huang et al. 2019).
+//   1F1B: min(p − stage, m): p − stage − 1 warm-up forwards plus the one in flight
+//     (Narayanan et al. 2021 §2.2.1; Megatron-LM schedules.py num_warmup_microbatches).
+//   interleaved: min(2(p − stage − 1) + (v − 1)·p + 1, m·v) (Megatron-LM's interleaved warm-up);
+//     for the first stage p·v + p − 1 chunks, i.e. p·(1 + (p − 1)/(p·v)) stages' worth
+//     (Korthikanti et al. 2022 §4.2.3).
+int64_t inflight_chunk_microbatches(const Layout& l, int stage);
+
+// The step's pipeline time from the forward+backward time of one micro-batch on each stage (all
+// of its chunks). With identical jobs the critical path of a flow shop runs every micro-batch
+// through the slowest stage and one micro-batch through all the others:
+//   (m·v − 1)·max_i T_i / v + Σ_i T_i / v,
+// which for equal stages is (m + (p − 1)/v)·T, Narayanan et al. 2021 §2.2.1–2.2.2.
+double pipeline_time_s(const Layout& l, std::span<const double> stage_time_s);
+
+// Share of the pipeline time the slowest stage idles: 1 − m·max_i T_i / pipeline time; for equal
+// stages (p − 1)/(m·v + p − 1).
+double bubble_fraction(const Layout& l, std::span<const double> stage_time_s);
+
+}  // namespace shardplan

@@ -1,0 +1,111 @@
+#include "simulator/compute_model.h"
+
+#include <catch2/catch.hpp>
+
+#include "simulator_fixtures.h"
+
+using namespace shardplan;
+
+
+TEST_CASE("model FLOPs are Narayanan et al. 2021 eq. 3 for GPT", "[compute][flops]") {
+  const Model m = test::preset_model("gpt3-175b");
+  const double B = 1536, s = 2048, l = 96, h = 12288, V = 50257;
+  // Without recompute: 72·B·s·l·h²·(1 + s/6h + V/12lh) (Korthikanti et al. 2022 §6).
+  const double model = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+  CHECK(model_flops_per_step(m, 1536, 2048) == Approx(model).epsilon(1e-12));
+  // With full recompute: eq. 3 as printed, 96·B·s·l·h²·(1 + s/6h + V/16lh).
+  const double full = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  CHECK(model + recompute_flops_per_step(m, 1536, 2048, Recompute::full) ==
+        Approx(full).epsilon(1e-12));
+  // Selective recompute adds QKᵀ and the product with V again: 4·B·s²·h per layer.
+  CHECK(recompute_flops_per_step(m, 1536, 2048, Recompute::selective) ==
+        Approx(4 * B * s * s * h * l).epsilon(1e-12));
+  CHECK(recompute_flops_per_step(m, 1536, 2048, Recompute::none) == 0);
+}
+
+TEST_CASE("GEMM time is a roofline", "[compute][gemm]") {
+  const DeviceRates r{100e12, 50e12, 40e12, 1e12};
+  // 8192³: 2·8192³ = 1.0995e12 FLOPs in 10.995 ms; 3·8192²·2 B in 0.403 ms → compute-bound.
+  CHECK(gemm_time_s(r, 8192, 8192, 8192, 2) ==
+        Approx(2.0 * 8192 * 8192 * 8192 / 100e12).epsilon(1e-12));
+  // 1×8192×8192: 1.34e8 FLOPs in 1.3 µs; (8192 + 8192² + 8192)·2 B in 134 µs → memory-bound.
+  CHECK(gemm_time_s(r, 1, 8192, 8192, 2) ==
+        Approx((8192.0 + 8192.0 * 8192 + 8192) * 2 / 1e12).epsilon(1e-12));
+  CHECK(gemm_time_s(r, 1, 8192, 8192, 2, 3) == Approx(3 * gemm_time_s(r, 1, 8192, 8192, 2)));
+}
+
+TEST_CASE("device efficiency table", "[compute][gemm]") {
+  Device d;
+  d.name = "H100-SXM5-80GB";
+  CHECK(device_efficiency(d).matmul == 0.803);
+  d.name = "A100-SXM4-80GB";
+  CHECK(device_efficiency(d).matmul == 0.869);
+  d.name = "GH200";
+  CHECK(device_efficiency(d).device == "H200");
+  d.name = "cpu";
+  CHECK(device_efficiency(d).device.empty());
+  d.name = "A100-SXM4-80GB";
+  d.peak_tflops_bf16 = 312;
+  d.memory_GBps = 2039;
+  const DeviceRates r = device_rates(d, Dtype::bf16);
+  CHECK(r.matmul_flops_per_s == Approx(0.869 * 312e12));
+  CHECK(r.memory_bytes_per_s == Approx(0.9 * 2039e9));
+}
+
+TEST_CASE("FLOPs of one micro-batch on a stage, counted by hand", "[compute][flops]") {
+  const Model m = test::preset_model("gpt-tiny");
+  Training t = test::training(4, 32);
+  Layout l;
+  l.tp = 2;
+  l.micro_batch = 2;
+  const DeviceRates r{1e12, 1e12, 1e12, 1e11};
+  const ExecutionOptions unfused{false, false};
+  const MicrobatchCompute c = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, unfused);
+  // gpt-tiny: h = 64, 4 heads of 16, MLP 256, vocabulary 256, 4 layers, GeLU.
+  // T = 2·32 = 64 tokens, tp = 2, per layer:
+  //   QKV 2·64·64·96 = 786,432; output 2·64·32·64 = 262,144; MLP 2 × 2·64·64·128 = 2,097,152;
+  //   scores and P·V: 2 heads × 2 sequences × 2·32·16·32 each = 131,072 + 131,072.
+  // Four layers: 4 × 3,407,872; the (tied) head 2·64·64·128 = 1,048,576.
+  CHECK(c.forward[OpKind::matmul].flops == 4 * 3'407'872.0 + 1'048'576);
+  CHECK(c.backward[OpKind::matmul].flops == 2 * c.forward[OpKind::matmul].flops);
+  CHECK(c.recompute.flops() == 0);
+
+  // Full recompute runs the layers' forward again, not the head.
+  l.recompute = Recompute::full;
+  const MicrobatchCompute full = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, unfused);
+  CHECK(full.recompute[OpKind::matmul].flops == 4 * 3'407'872.0);
+  // Selective recompute runs the attention core again: scores and P·V.
+  l.recompute = Recompute::selective;
+  const MicrobatchCompute sel = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, unfused);
+  CHECK(sel.recompute[OpKind::matmul].flops == 4 * 262'144.0);
+
+  // Flash attention: half of the 4·b·a·s²·d products under the causal mask, backward 2.5×.
+  l.recompute = Recompute::none;
+  const MicrobatchCompute flash = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, {});
+  CHECK(flash.forward[OpKind::attention].flops == 4 * 0.5 * 262'144.0);
+  CHECK(flash.backward[OpKind::attention].flops == 2.5 * flash.forward[OpKind::attention].flops);
+}
+
+TEST_CASE("memory-bound kernels are timed by bytes", "[compute][memory_bound]") {
+  const Model m = test::preset_model("gpt-tiny");
+  Training t = test::training(4, 32);
+  Layout l;
+  l.pp = 2;  // stage 0: two layers and the embedding, no head
+  const DeviceRates r{1e12, 1e12, 1e12, 1e11};
+  const MicrobatchCompute c = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, {});
+  // T = 32 tokens, h = 64, 2-byte elements, no dropout, learned positions, per layer:
+  //   two norms 2·2·2·32·64 = 16,384; two residual adds 2·3·2·32·64 = 24,576;
+  //   GeLU 2·2·32·256 = 32,768; and once the embedding 2·2·32·64 = 8,192.
+  const double forward = 2 * (16'384 + 24'576 + 32'768) + 8'192;
+  CHECK(c.forward[OpKind::memory_bound].bytes == forward);
+  CHECK(c.forward[OpKind::memory_bound].time_s == Approx(forward / 1e11));
+}
+
+TEST_CASE("optimizer step bytes", "[compute][optimizer]") {
+  Training t = test::training(1, 1);
+  // Mixed-precision Adam with bf16 gradients: read and write the fp32 master and both moments
+  // (2·12), write the bf16 weight (2), read the gradient twice (2·2): 30 bytes per parameter.
+  CHECK(optimizer_step_bytes(t, 1000) == 30'000);
+  t.grad_dtype = Dtype::fp32;
+  CHECK(optimizer_step_bytes(t, 1000) == 34'000);
+}

@@ -1,0 +1,199 @@
+#include "simulator/memory_model.h"
+
+#include <catch2/catch.hpp>
+
+#include "simulator/param_shard.h"
+#include "simulator_fixtures.h"
+
+using namespace shardplan;
+
+namespace {
+
+Training mixed_precision_adam() {
+  Training t = test::training(64, 2048);
+  t.dtype = Dtype::bf16;
+  t.grad_dtype = Dtype::bf16;
+  t.master_weights = true;
+  t.optimizer = Optimizer::adam;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("ZeRO paper example: 7.5B parameters, Nd = 64, mixed-precision Adam", "[memory][zero]") {
+  // Rajbhandari et al. 2020 Figure 1: (2 + 2 + K)·Ψ with K = 12, Ψ = 7.5e9, Nd = 64.
+  const Training t = mixed_precision_adam();
+  const int64_t psi = 7'500'000'000;  // 7.5e9 / 64 = 117,187,500 exactly
+  // stage 0: 16Ψ = 120e9
+  CHECK(model_state_bytes(psi, 64, 0, t).total() == 120'000'000'000);
+  // stage 1: 2Ψ + 2Ψ + 12Ψ/64 = 30e9 + 1.40625e9 = 31.40625e9 ("31.4 GB")
+  CHECK(model_state_bytes(psi, 64, 1, t).total() == 31'406'250'000);
+  // stage 2: 2Ψ + (2 + 12)Ψ/64 = 15e9 + 1.640625e9 ("16.6 GB")
+  CHECK(model_state_bytes(psi, 64, 2, t).total() == 16'640'625'000);
+  // stage 3: 16Ψ/64 = 1.875e9 ("1.9 GB")
+  CHECK(model_state_bytes(psi, 64, 3, t).total() == 1'875'000'000);
+
+  const ModelStateBytes s1 = model_state_bytes(psi, 64, 1, t);
+  CHECK(s1.parameters == 15'000'000'000);
+  CHECK(s1.gradients == 15'000'000'000);
+  CHECK(s1.master_weights == 4 * 117'187'500);
+  CHECK(s1.optimizer_moments == 8 * 117'187'500);
+}
+
+TEST_CASE("ZeRO pads a partition that does not divide", "[memory][zero]") {
+  const Training t = mixed_precision_adam();
+  // 10 parameters over 4 ranks: ceil(10/4) = 3 each.
+  const ModelStateBytes s = model_state_bytes(10, 4, 3, t);
+  CHECK(s.parameters == 2 * 3);
+  CHECK(s.gradients == 2 * 3);
+  CHECK(s.optimizer() == 12 * 3);
+}
+
+TEST_CASE("fp32 training keeps no master copy, SGD no moments", "[memory][zero]") {
+  Training t = mixed_precision_adam();
+  t.dtype = Dtype::fp32;
+  t.grad_dtype = Dtype::fp32;
+  CHECK(model_state_bytes(100, 1, 0, t).master_weights == 0);
+  CHECK(model_state_bytes(100, 1, 0, t).total() == 100 * (4 + 4 + 8));
+  t.optimizer = Optimizer::sgd;
+  CHECK(model_state_bytes(100, 1, 0, t).total() == 100 * (4 + 4));
+}
+
+TEST_CASE("stage shards of one tensor-parallel rank add up to the model", "[memory][shard]") {
+  for (const char* name : {"llama3-8b", "gpt3-175b", "mixtral-8x7b", "llama3-405b"}) {
+    const Model m = test::preset_model(name);
+    const ParamCounts counts = count_parameters(m);
+    Layout l;
+    CHECK(param_shard(m, l, stage_layers(m, l, 0)).total() == counts.total());
+
+    // Pipeline stages partition the layers; a tied head adds the last stage's copy.
+    l.pp = 2;
+    int64_t sum = 0;
+    for (int s = 0; s < l.pp; ++s) sum += param_shard(m, l, stage_layers(m, l, s)).total();
+    CHECK(sum == counts.total() + (m.tied_embeddings ? m.vocab * m.hidden : 0));
+  }
+}
+
+TEST_CASE("tensor parallelism splits weights and keeps row-parallel biases and norms whole",
+          "[memory][shard]") {
+  const Model m = test::preset_model("gpt3-175b");  // biases everywhere, LayerNorm, tied
+  // Attention on 8 ranks: q,k,v weights 12288 × 36864/8 = 12288 × 4608 and their biases 4608;
+  // output projection 1536 × 12288, its bias 12288 whole.
+  CHECK(attention_params_shard(m, 8) == 12288 * 4608 + 4608 + 1536 * 12288 + 12288);
+  // MLP: up 12288 × 6144 + 6144, down 6144 × 12288 + 12288.
+  CHECK(mlp_params_shard(m, m.ffn_hidden, 8) == 12288 * 6144 + 6144 + 6144 * 12288 + 12288);
+  // Summed over the 8 ranks the replicated biases count 8 times.
+  CHECK(8 * attention_params_shard(m, 8) == attention_params_per_layer(m) + 7 * 12288);
+  CHECK(8 * mlp_params_shard(m, m.ffn_hidden, 8) == mlp_params_per_layer(m) + 7 * 12288);
+
+  // Llama 3 8B (GQA, SwiGLU, no biases): everything divides by 8.
+  const Model llama = test::preset_model("llama3-8b");
+  CHECK(8 * attention_params_shard(llama, 8) == attention_params_per_layer(llama));
+  CHECK(8 * mlp_params_shard(llama, llama.ffn_hidden, 8) == mlp_params_per_layer(llama));
+
+  // Vocab-parallel embedding on the first stage: ceil(50257 / 8) = 6283 rows, plus the 2048
+  // learned positions, replicated. The tied head's copy sits on the last stage.
+  Layout l;
+  l.tp = 8;
+  l.pp = 8;
+  const ParamShard first = param_shard(m, l, stage_layers(m, l, 0));
+  CHECK(first.embedding == 6283 * 12288 + 2048 * 12288);
+  CHECK(first.head == 0);
+  const ParamShard last = param_shard(m, l, stage_layers(m, l, 7));
+  CHECK(last.embedding == 0);
+  CHECK(last.head == 6283 * 12288);
+  CHECK(last.norms == 12 * 2 * 2 * 12288 + 2 * 12288);  // 12 layers × 2 LayerNorms + final
+}
+
+TEST_CASE("interleaved stages take every pp-th chunk", "[memory][shard]") {
+  Model m = test::preset_model("mixtral-8x7b");
+  m.moe.layer_freq = 2;  // layers 1, 3, 5, ... are MoE
+  Layout l;
+  l.pp = 4;
+  l.vpp = 2;  // 8 chunks of 4 layers; stage 1 holds layers 4–7 and 20–23
+  const StageLayers s = stage_layers(m, l, 1);
+  CHECK(s.layers() == 8);
+  CHECK(s.moe_layers == 4);
+  CHECK_FALSE(s.first);
+  CHECK_FALSE(s.last);
+}
+
+TEST_CASE("expert parallelism shares the experts, ZeRO divides them over dp/ep",
+          "[memory][shard]") {
+  const Model m = test::preset_model("mixtral-8x7b");
+  const Training t = mixed_precision_adam();
+  Layout l;
+  l.dp = 8;
+  l.ep = 8;
+  l.zero = 1;
+  const StageLayers s = stage_layers(m, l, 0);
+  const ParamShard p = param_shard(m, l, s);
+  // One expert per rank per layer: 3 × 4096 × 14336 each, 32 layers.
+  CHECK(p.experts == 32 * 3 * int64_t{4096} * 14336);
+  // dp/ep = 1: the experts' optimizer state is not divided; the dense part is divided by 8.
+  const RankMemory r = rank_memory(m, t, l, s, test::preset_cluster("dgx-h100", 1).device, {});
+  CHECK(r.state.optimizer_moments == 8 * p.experts + 8 * shard_size(p.dense(), 8));
+}
+
+TEST_CASE("doubling dp halves the optimizer state under ZeRO-1", "[memory][zero]") {
+  const Model m = test::preset_model("llama3-8b");
+  const Training t = mixed_precision_adam();
+  const Device d = test::preset_cluster("dgx-h100", 1).device;
+  Layout l = test::layout(16, 64, 2, 1, 1, 1);  // dp = 8
+  const StageLayers s = stage_layers(m, l, 0);
+  const RankMemory dp8 = rank_memory(m, t, l, s, d, {});
+  l.dp = 16;
+  const RankMemory dp16 = rank_memory(m, t, l, s, d, {});
+  // 8,030,261,248 parameters, of which the 65 RMSNorms (65 × 4096 = 266,240) are replicated on
+  // both tp ranks: 4,015,263,744 per rank, which 16 divides: 250,953,984 per rank, 12 bytes each.
+  const int64_t per_tp_rank = param_shard(m, l, s).total();
+  CHECK(per_tp_rank == (count_parameters(m).total() + 266'240) / 2);
+  CHECK(dp16.state.optimizer() == 12 * per_tp_rank / 16);
+  CHECK(dp8.state.optimizer() == 2 * dp16.state.optimizer());
+  CHECK(dp8.state.parameters == dp16.state.parameters);
+  CHECK(dp8.state.gradients == dp16.state.gradients);
+}
+
+TEST_CASE("a layout that does not fit names the item that overflows", "[memory][fit]") {
+  const Model m = test::preset_model("gpt3-175b");
+  const Training t = mixed_precision_adam();
+  const Device d = test::preset_cluster("dgx-a100", 1).device;  // 80 GiB, 1.5 GiB reserved
+  Layout l;
+  const RankMemory r = rank_memory(m, t, l, stage_layers(m, l, 0), d, {});
+  CHECK_FALSE(r.fits());
+  const auto overflow = first_overflow(r);
+  REQUIRE(overflow);
+  // 175B bf16 parameters need 2 bytes each; 78.5 GiB are left after the reserve.
+  CHECK(overflow->item == "parameters");
+  CHECK(overflow->needed_bytes == 2 * count_parameters(m).total());
+  CHECK(overflow->free_bytes == int64_t{157} * 512 * 1024 * 1024);
+
+  // Llama 3 8B on 8 ranks with ZeRO-3 fits its state (16 bytes × 8,030,261,248 / 8 = 16.06e9),
+  // but 16 sequences of 8192 tokens of activations do not.
+  const Model llama = test::preset_model("llama3-8b");
+  Training long_seq = mixed_precision_adam();
+  long_seq.seq_len = 8192;
+  Layout big = test::layout(8, 128, 1, 1, 16, 3);
+  const RankMemory a = rank_memory(llama, long_seq, big, stage_layers(llama, big, 0), d, {});
+  const auto o = first_overflow(a);
+  REQUIRE(o);
+  CHECK(o->item == "layer_activations");
+  CHECK(a.state.total() == int64_t{16} * 1'003'782'656);
+}
+
+TEST_CASE("ZeRO-3 gather buffers and ZeRO-2 gradient bucket", "[memory][zero]") {
+  const Model m = test::preset_model("llama3-8b");
+  const Training t = mixed_precision_adam();
+  const Device d = test::preset_cluster("dgx-h100", 1).device;
+  Layout l = test::layout(8, 64, 1, 1, 1, 3);
+  const StageLayers s = stage_layers(m, l, 0);
+  // The largest unit is the embedding (and the head): 128,256 × 4096 = 525,336,576 parameters,
+  // more than a layer (41,943,040 attention + 176,160,768 MLP + 8192 norms). Two of them gathered
+  // in bf16 and one's bf16 gradients: 6 bytes each.
+  CHECK(rank_memory(m, t, l, s, d, {}).zero3_gathered_bytes == int64_t{6} * 525'336'576);
+  CHECK(rank_memory(m, t, l, s, d, {}).comm_buffer_bytes == 0);
+  // ZeRO-2: one bucket of max(40M, 1M·8) bf16 gradients awaits its reduce-scatter.
+  l.zero = 2;
+  CHECK(rank_memory(m, t, l, s, d, {}).comm_buffer_bytes == 2 * 40'000'000);
+  CHECK(rank_memory(m, t, l, s, d, {}).zero3_gathered_bytes == 0);
+}

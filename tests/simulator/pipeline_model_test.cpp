@@ -1,0 +1,33 @@
+#include "simulator/pipeline_model.h"
+
+#include <catch2/catch.hpp>
+#include <vector>
+
+using namespace shardplan;
+
+TEST_CASE("pipeline time and bubble in closed form", "[pipeline]") {
+  Layout l;
+  l.pp = 4;
+  l.num_microbatches = 8;
+  const std::vector<double> equal(4, 1.0);
+  // 1F1B / GPipe: (m + p − 1)·T = 11, bubble (p − 1)/(m + p − 1) = 3/11 (Narayanan 2021 §2.2.1).
+  CHECK(pipeline_time_s(l, equal) == Approx(11.0));
+  CHECK(bubble_fraction(l, equal) == Approx(3.0 / 11));
+  // Interleaved, v = 2: (m + (p − 1)/v)·T = 9.5, bubble (p − 1)/(m·v + p − 1) = 3/19 (§2.2.2).
+  l.vpp = 2;
+  l.schedule = Schedule::interleaved;
+  CHECK(pipeline_time_s(l, equal) == Approx(9.5));
+  CHECK(bubble_fraction(l, equal) == Approx(3.0 / 19));
+  // Unequal stages: every micro-batch through the slowest, one through the others:
+  // (m − 1)·2 + (1 + 2 + 1 + 1) = 19.
+  l.vpp = 1;
+  l.schedule = Schedule::one_f_one_b;
+  const std::vector<double> unequal{1, 2, 1, 1};
+  CHECK(pipeline_time_s(l, unequal) == Approx(19.0));
+  CHECK(bubble_fraction(l, unequal) == Approx(1 - 16.0 / 19));
+  // One stage: no bubble.
+  l.pp = 1;
+  const std::vector<double> one{2.0};
+  CHECK(pipeline_time_s(l, one) == Approx(16.0));
+  CHECK(bubble_fraction(l, one) == Approx(0.0).margin(1e-15));
+}
