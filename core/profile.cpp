@@ -2,13 +2,13 @@
 // lookups the cost model makes (GEMM rate by shape, collective fit by group).
 #include "core/profile.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <set>
 #include <tuple>
-
-#include <fmt/format.h>
 
 #include "core/json_reader.h"
 #include "core/model_fields.h"
@@ -62,7 +62,8 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
 
 nlohmann::json profile_to_json(const Profile& p) {
   nlohmann::json gemm = nlohmann::json::array();
-  for (const auto& g : p.gemm) gemm.push_back({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"tflops", g.tflops}});
+  for (const auto& g : p.gemm)
+    gemm.push_back({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"tflops", g.tflops}});
   nlohmann::json collectives = nlohmann::json::array();
   for (const auto& f : p.collectives)
     collectives.push_back({{"collective", enum_name(f.collective, kCollectiveNames)},
@@ -79,10 +80,13 @@ nlohmann::json profile_to_json(const Profile& p) {
           {"collectives", collectives}};
 }
 
-Profile read_profile_file(const std::string& path) { return profile_from_json(read_json_file(path), path); }
+Profile read_profile_file(const std::string& path) {
+  return profile_from_json(read_json_file(path), path);
+}
 
 void validate_profile(const Profile& p, const std::string& file) {
-  if (p.ranks < 1) throw InputError(file, "ranks", fmt::format("must be positive, found {}", p.ranks));
+  if (p.ranks < 1)
+    throw InputError(file, "ranks", fmt::format("must be positive, found {}", p.ranks));
   if (!(p.memory_GBps > 0))
     throw InputError(file, "memory_GBps", fmt::format("must be positive, found {}", p.memory_GBps));
   if (p.gemm.empty())
@@ -101,10 +105,12 @@ void validate_profile(const Profile& p, const std::string& file) {
     const CollectiveFit& f = p.collectives[i];
     const std::string field = fmt::format("collectives[{}]", i);
     if (f.ranks < 2 || f.ranks > p.ranks)
-      throw InputError(file, field + ".ranks",
-                       fmt::format("must be between 2 and the profile's {} ranks, found {}", p.ranks, f.ranks));
+      throw InputError(
+          file, field + ".ranks",
+          fmt::format("must be between 2 and the profile's {} ranks, found {}", p.ranks, f.ranks));
     if (!(f.alpha_us >= 0) || !(f.algbw_GBps > 0))
-      throw InputError(file, field, "alpha_us must not be negative and algbw_GBps must be positive");
+      throw InputError(file, field,
+                       "alpha_us must not be negative and algbw_GBps must be positive");
     if (!groups.emplace(f.collective, f.level, f.ranks).second)
       throw InputError(file, field,
                        fmt::format("{} on level {} over {} ranks given twice",
@@ -116,15 +122,17 @@ Cluster apply_profile(Cluster c, const Profile& p, const std::string& file) {
   c.device.memory_GBps = p.memory_GBps;
   for (size_t i = 0; i < p.collectives.size(); ++i) {
     if (p.collectives[i].level < c.levels.size()) continue;
-    throw InputError(file, fmt::format("collectives[{}].level", i),
-                     fmt::format("cluster {} has {} interconnect levels, the profile measured level {}",
-                                 c.name, c.levels.size(), p.collectives[i].level),
-                     "calibrate on a machine this cluster describes");
+    throw InputError(
+        file, fmt::format("collectives[{}].level", i),
+        fmt::format("cluster {} has {} interconnect levels, the profile measured level {}", c.name,
+                    c.levels.size(), p.collectives[i].level),
+        "calibrate on a machine this cluster describes");
   }
   for (size_t level = 0; level < c.levels.size(); ++level) {
     const CollectiveFit* link = nullptr;  // the smallest send_recv group on this level
     for (const auto& f : p.collectives)
-      if (f.collective == Collective::send_recv && f.level == level && (!link || f.ranks < link->ranks))
+      if (f.collective == Collective::send_recv && f.level == level &&
+          (!link || f.ranks < link->ranks))
         link = &f;
     if (!link) continue;
     InterconnectLevel& l = c.levels[level];

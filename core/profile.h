@@ -1,13 +1,12 @@
-// A calibration profile: what `shardplan calibrate` measured on a real backend — GEMM rates by
-// shape, memory bandwidth, and an alpha-beta fit per collective, interconnect level and group size —
-// and how it overlays a cluster description (`--profile profile.json` on plan, estimate, simulate).
+// A calibration profile: what `shardplan calibrate` measured on a real backend (GEMM rates by
+// shape, memory bandwidth, an alpha-beta fit per collective, level and group size), and how it
+// overlays a cluster description (`--profile profile.json` on plan, estimate, simulate).
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/cluster.h"
 #include "core/collective.h"
@@ -17,7 +16,8 @@
 namespace shardplan {
 
 enum class Backend { cpu, cuda };
-inline constexpr EnumNames<Backend, 2> kBackendNames{{{Backend::cpu, "cpu"}, {Backend::cuda, "cuda"}}};
+inline constexpr EnumNames<Backend, 2> kBackendNames{
+    {{Backend::cpu, "cpu"}, {Backend::cuda, "cuda"}}};
 
 // The achieved rate of one GEMM C[m×n] = A[m×k]·B[k×n] (2·m·n·k FLOPs), one rank per device with
 // every rank running at once, as training runs them.
@@ -49,12 +49,12 @@ struct CollectiveFit {
 
 struct Profile {
   Backend backend = Backend::cpu;
-  std::string device;      // what was measured: "AMD EPYC core", "NVIDIA H100 80GB HBM3"
-  int ranks = 1;           // ranks the calibration ran on
-  Dtype dtype = Dtype::fp32;  // the GEMMs' compute dtype
-  double memory_GBps = 0;  // per device, every device streaming at once (STREAM triad)
-  std::vector<GemmRate> gemm;               // at least one
-  std::vector<CollectiveFit> collectives;   // none when it ran on one rank
+  std::string device;          // what was measured: "AMD EPYC core", "NVIDIA H100 80GB HBM3"
+  int ranks = 1;               // ranks the calibration ran on
+  Dtype dtype = Dtype::fp32;   // the GEMMs' compute dtype
+  double memory_GBps = 0;      // per device, every device streaming at once (STREAM triad)
+  std::vector<GemmRate> gemm;  // at least one
+  std::vector<CollectiveFit> collectives;  // none when it ran on one rank
 
   bool operator==(const Profile&) const = default;
 };

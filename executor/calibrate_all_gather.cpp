@@ -6,10 +6,13 @@ namespace shardplan {
 
 namespace {
 
-BufferElements buffers(int64_t count, int n) { return {count, count * n}; }
+BufferElements buffers(int64_t count, int n) {
+  return {count, count * n};
+}
 
 void run(const float* send, float* recv, int64_t count, MPI_Comm comm) {
-  MPI_Allgather(send, static_cast<int>(count), MPI_FLOAT, recv, static_cast<int>(count), MPI_FLOAT, comm);
+  MPI_Allgather(send, static_cast<int>(count), MPI_FLOAT, recv, static_cast<int>(count), MPI_FLOAT,
+                comm);
 }
 
 }  // namespace

@@ -6,7 +6,9 @@ namespace shardplan {
 
 namespace {
 
-BufferElements buffers(int64_t count, int) { return {count, count}; }
+BufferElements buffers(int64_t count, int) {
+  return {count, count};
+}
 
 void run(const float* send, float* recv, int64_t count, MPI_Comm comm) {
   MPI_Allreduce(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm);

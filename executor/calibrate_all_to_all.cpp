@@ -7,10 +7,13 @@ namespace shardplan {
 
 namespace {
 
-BufferElements buffers(int64_t count, int n) { return {count * n, count * n}; }
+BufferElements buffers(int64_t count, int n) {
+  return {count * n, count * n};
+}
 
 void run(const float* send, float* recv, int64_t count, MPI_Comm comm) {
-  MPI_Alltoall(send, static_cast<int>(count), MPI_FLOAT, recv, static_cast<int>(count), MPI_FLOAT, comm);
+  MPI_Alltoall(send, static_cast<int>(count), MPI_FLOAT, recv, static_cast<int>(count), MPI_FLOAT,
+               comm);
 }
 
 }  // namespace

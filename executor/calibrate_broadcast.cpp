@@ -9,7 +9,9 @@ namespace {
 
 constexpr int kRoot = 0;
 
-BufferElements buffers(int64_t count, int) { return {count, count}; }
+BufferElements buffers(int64_t count, int) {
+  return {count, count};
+}
 
 void run(const float* send, float* recv, int64_t count, MPI_Comm comm) {
   int rank = 0;

@@ -3,11 +3,11 @@
 // prints nccl-tests' columns (size, count, type, time, algbw, busbw) and fits alpha and beta.
 #pragma once
 
+#include <mpi.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <vector>
-
-#include <mpi.h>
 
 #include "core/collective.h"
 #include "core/profile.h"
@@ -61,9 +61,9 @@ float send_value(int rank, int64_t i);
 std::vector<float> run_collective_once(const CollectiveBench& b, int64_t count, MPI_Comm comm);
 
 struct SweepOptions {
-  int64_t min_bytes = 8;         // nccl-tests' -b
-  int64_t max_bytes = 4 << 20;   // nccl-tests' -e
-  int64_t step_factor = 2;       // nccl-tests' -f
+  int64_t min_bytes = 8;        // nccl-tests' -b
+  int64_t max_bytes = 4 << 20;  // nccl-tests' -e
+  int64_t step_factor = 2;      // nccl-tests' -f
   TimingOptions timing;
 };
 
@@ -80,7 +80,8 @@ struct CollectiveSweep {
 
 // Every rank of `group` calls this together; `level` is the interconnect level the group spans.
 // Needs two counts at least (sweep_counts) to fit.
-CollectiveSweep sweep_collective(const CollectiveBench& b, const SweepOptions& o, MPI_Comm group, size_t level);
+CollectiveSweep sweep_collective(const CollectiveBench& b, const SweepOptions& o, MPI_Comm group,
+                                 size_t level);
 
 // The nccl-tests table of a sweep, then its fit.
 void print_sweep(std::FILE* out, const CollectiveSweep& s, int groups);

@@ -1,10 +1,10 @@
 #include "executor/calibrate_cpu.h"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <string>
 #include <type_traits>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "executor/calibrate_gemm.h"
@@ -21,7 +21,8 @@ std::string cpu_model_name() {
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("model name", 0) != 0) continue;
     const size_t colon = line.find(':');
-    if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1)) + " core";
+    if (colon != std::string::npos)
+      return line.substr(line.find_first_not_of(' ', colon + 1)) + " core";
   }
   return "CPU core";
 }
@@ -56,7 +57,8 @@ std::vector<GemmCall> model_gemm_calls(const CalibrateOptions& o) {
 
 // Every collective on groups of each size (consecutive ranks, as tp groups are; every group at
 // once; ranks left over when the size does not divide the world sit out).
-std::vector<CollectiveFit> measure_collectives(const CalibrateOptions& o, MPI_Comm world, std::FILE* out) {
+std::vector<CollectiveFit> measure_collectives(const CalibrateOptions& o, MPI_Comm world,
+                                               std::FILE* out) {
   int rank = 0, world_size = 0;
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &world_size);
@@ -91,16 +93,18 @@ void validate_calibrate_options(const CalibrateOptions& o, int world) {
   for (const Model& m : o.models)
     for (int tp : o.tp)
       if (tp < 1 || m.num_heads % tp != 0 || m.num_kv_heads % tp != 0)
-        throw InputError("--tp", "",
-                         fmt::format("{} does not divide {}'s num_attention_heads={} and num_key_value_heads={}",
-                                     tp, m.name, m.num_heads, m.num_kv_heads));
+        throw InputError(
+            "--tp", "",
+            fmt::format("{} does not divide {}'s num_attention_heads={} and num_key_value_heads={}",
+                        tp, m.name, m.num_heads, m.num_kv_heads));
   for (int n : calibration_group_sizes(world))
     for (const CollectiveBench* b : collective_benches())
       if (sweep_counts(*b, o.sweep, n).size() < 2)
-        throw InputError("--max-bytes", "",
-                         fmt::format("{} B leaves {} on {} ranks fewer than two sizes to fit alpha and beta",
-                                     o.sweep.max_bytes, enum_name(b->collective, kCollectiveNames), n),
-                         "leave --max-bytes at its default of 4194304");
+        throw InputError(
+            "--max-bytes", "",
+            fmt::format("{} B leaves {} on {} ranks fewer than two sizes to fit alpha and beta",
+                        o.sweep.max_bytes, enum_name(b->collective, kCollectiveNames), n),
+            "leave --max-bytes at its default of 4194304");
 }
 
 std::vector<int> calibration_group_sizes(int world) {
@@ -121,8 +125,8 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
   p.ranks = world_size;
   p.dtype = Dtype::fp32;
   if (rank == 0)
-    fmt::print(out, "# shardplan calibrate: {} rank{} of {}, fp32\n\n", world_size, world_size == 1 ? "" : "s",
-               p.device);
+    fmt::print(out, "# shardplan calibrate: {} rank{} of {}, fp32\n\n", world_size,
+               world_size == 1 ? "" : "s", p.device);
 
   const auto gemm = time_gemm_calls(model_gemm_calls(o), o.timing, world);
   if (rank == 0) print_gemm_timings(out, gemm);
@@ -135,7 +139,9 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
 
   p.collectives = measure_collectives(o, world, out);
   if (rank == 0 && world_size == 1)
-    fmt::print(out, "# collectives: none on one rank (--ranks N, or mpirun -np N shardplan calibrate ...)\n");
+    fmt::print(
+        out,
+        "# collectives: none on one rank (--ranks N, or mpirun -np N shardplan calibrate ...)\n");
   if (rank == 0) std::fflush(out);
   return p;
 }

@@ -3,11 +3,11 @@
 // Profile. Rank 0 prints nccl-tests-style tables as it goes.
 #pragma once
 
+#include <mpi.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <vector>
-
-#include <mpi.h>
 
 #include "core/model.h"
 #include "core/profile.h"
@@ -17,13 +17,13 @@
 namespace shardplan {
 
 struct CalibrateOptions {
-  std::vector<Model> models;                // GEMM shapes from their layers
-  std::vector<int> tp = {1, 2};             // tensor-parallel shares of those layers
-  std::vector<int64_t> micro_batches = {1}; // sequences per micro-batch
-  int64_t seq = 0;                          // tokens per sequence; 0: each model's max_position_embeddings
-  int64_t stream_elements = 0;              // 0: stream_elements()
-  TimingOptions timing;                     // GEMM and STREAM timing
-  SweepOptions sweep;                       // collective sizes and timing
+  std::vector<Model> models;                 // GEMM shapes from their layers
+  std::vector<int> tp = {1, 2};              // tensor-parallel shares of those layers
+  std::vector<int64_t> micro_batches = {1};  // sequences per micro-batch
+  int64_t seq = 0;              // tokens per sequence; 0: each model's max_position_embeddings
+  int64_t stream_elements = 0;  // 0: stream_elements()
+  TimingOptions timing;         // GEMM and STREAM timing
+  SweepOptions sweep;           // collective sizes and timing
 };
 
 // Throws InputError naming --tp when a tp does not divide a model's heads, and --max-bytes when a

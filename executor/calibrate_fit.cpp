@@ -26,14 +26,16 @@ AlphaBeta fit_alpha_beta(const std::vector<SizeTime>& points) {
   assert(det > 0 && "the sweep needs two distinct sizes");
   AlphaBeta f{(swt * sws2 - sws * swst) / det, (sw * swst - sws * swt) / det};
   if (f.alpha_s < 0) f = {0, swst / sws2};  // the same problem with alpha fixed at 0
-  if (!(f.beta_s_per_byte > 0)) throw std::runtime_error("the measured time does not grow with the size");
+  if (!(f.beta_s_per_byte > 0))
+    throw std::runtime_error("the measured time does not grow with the size");
   return f;
 }
 
 double max_relative_error(const AlphaBeta& fit, const std::vector<SizeTime>& points) {
   double worst = 0;
   for (const auto& p : points)
-    worst = std::max(worst, std::abs(fit.alpha_s + fit.beta_s_per_byte * p.bytes - p.time_s) / p.time_s);
+    worst = std::max(worst,
+                     std::abs(fit.alpha_s + fit.beta_s_per_byte * p.bytes - p.time_s) / p.time_s);
   return worst;
 }
 

@@ -12,8 +12,8 @@ struct SizeTime {
 };
 
 struct AlphaBeta {
-  double alpha_s = 0;           // latency
-  double beta_s_per_byte = 0;   // 1 / bandwidth
+  double alpha_s = 0;          // latency
+  double beta_s_per_byte = 0;  // 1 / bandwidth
 };
 
 // Least squares on the relative error, min Σ ((alpha + beta·bytes − t) / t)², i.e. weights 1/t²

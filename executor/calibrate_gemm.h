@@ -3,13 +3,13 @@
 // head, timed through the executor's own gemm() with every rank running at once.
 #pragma once
 
+#include <mpi.h>
+
 #include <compare>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <mpi.h>
 
 #include "core/profile.h"
 #include "executor/calibrate_timing.h"
@@ -29,12 +29,15 @@ struct GemmCall {
     return std::tie(m, n, k, op_a, op_b, acc) <=> std::tie(o.m, o.n, o.k, o.op_a, o.op_b, o.acc);
   }
   bool operator==(const GemmCall& o) const { return (*this <=> o) == 0; }
-  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+  double flops() const {
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  }
 };
 
 // The GEMM calls of one layer's forward and backward pass and of the LM head's (over `vocab_rows`
 // rows of the vocabulary), for the rank share `d`; `label` prefixes each call's `what`.
-std::vector<GemmCall> layer_gemm_calls(const LayerDims& d, int64_t vocab_rows, const std::string& label);
+std::vector<GemmCall> layer_gemm_calls(const LayerDims& d, int64_t vocab_rows,
+                                       const std::string& label);
 
 // Adds the calls not already in `into` (equal shape, ops and accumulation), keeping order.
 void add_distinct(std::vector<GemmCall>& into, const std::vector<GemmCall>& calls);
@@ -45,7 +48,8 @@ struct GemmTiming {
 };
 
 // Times each call through gemm(), every rank of `comm` running it at once.
-std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, const TimingOptions& t, MPI_Comm comm);
+std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, const TimingOptions& t,
+                                        MPI_Comm comm);
 
 // One rate per distinct (m, n, k): the FLOPs of one call of each variant (ops, accumulation) over
 // their summed time, the rate a step making each once would see.

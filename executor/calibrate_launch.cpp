@@ -47,12 +47,15 @@ MpiSession::MpiSession() {
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
 }
 
-MpiSession::~MpiSession() { MPI_Finalize(); }
+MpiSession::~MpiSession() {
+  MPI_Finalize();
+}
 
 int rerun_under_mpirun(int ranks) {
   std::vector<std::string> args{SHARDPLAN_MPIEXEC, "-np", std::to_string(ranks)};
 #ifdef OMPI_MAJOR_VERSION
-  if (static_cast<unsigned>(ranks) > std::thread::hardware_concurrency()) args.push_back("--oversubscribe");
+  if (static_cast<unsigned>(ranks) > std::thread::hardware_concurrency())
+    args.push_back("--oversubscribe");
 #endif
   for (auto& a : own_command_line()) args.push_back(std::move(a));
   std::vector<char*> argv;
@@ -64,7 +67,8 @@ int rerun_under_mpirun(int ranks) {
     throw InputError("--ranks", "", "cannot run " + args[0],
                      "install Open MPI, or start shardplan under mpirun -np N yourself");
   int status = 0;
-  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return static_cast<int>(ExitCode::internal_error);
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+    return static_cast<int>(ExitCode::internal_error);
   return WEXITSTATUS(status);
 }
 

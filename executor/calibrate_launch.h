@@ -28,8 +28,9 @@ class MpiSession {
 };
 
 // Runs this process's own command line (/proc/self/cmdline, the executable from /proc/self/exe)
-// again as `mpirun -np ranks ...` (with --oversubscribe under Open MPI when ranks exceed the cores),
-// waits for it, and returns its exit code (2 when it could not start or was killed).
+// again as `mpirun -np ranks ...` (with --oversubscribe under Open MPI when ranks exceed the
+// cores), waits for it and returns its exit code (2 when it was killed). InputError naming
+// --ranks when mpirun cannot be run.
 int rerun_under_mpirun(int ranks);
 
 }  // namespace shardplan

@@ -1,12 +1,12 @@
 #include "executor/calibrate_memory.h"
 
+#include <fmt/format.h>
+
+#include <Eigen/Core>
 #include <algorithm>
 #include <cassert>
 #include <fstream>
 #include <functional>
-
-#include <Eigen/Core>
-#include <fmt/format.h>
 
 namespace shardplan {
 
@@ -61,16 +61,18 @@ std::vector<StreamResult> measure_stream(int64_t elements, const TimingOptions& 
 }
 
 double triad_GBps(const std::vector<StreamResult>& results) {
-  const auto it = std::find_if(results.begin(), results.end(), [](const auto& r) { return r.kernel == "triad"; });
+  const auto it = std::find_if(results.begin(), results.end(),
+                               [](const auto& r) { return r.kernel == "triad"; });
   assert(it != results.end());
   return it->GBps;
 }
 
 void print_stream(std::FILE* out, const std::vector<StreamResult>& results, int64_t elements) {
-  fmt::print(out, "# STREAM, fp32 arrays of {} elements ({:.0f} MiB each), every rank at once\n", elements,
-             static_cast<double>(elements) * sizeof(float) / (1 << 20));
+  fmt::print(out, "# STREAM, fp32 arrays of {} elements ({:.0f} MiB each), every rank at once\n",
+             elements, static_cast<double>(elements) * sizeof(float) / (1 << 20));
   fmt::print(out, "# {:>8} {:>10} {:>10}\n", "kernel", "time (us)", "GB/s");
-  for (const auto& r : results) fmt::print(out, "  {:>8} {:>10.1f} {:>10.2f}\n", r.kernel, r.time_s * 1e6, r.GBps);
+  for (const auto& r : results)
+    fmt::print(out, "  {:>8} {:>10.1f} {:>10.2f}\n", r.kernel, r.time_s * 1e6, r.GBps);
   fmt::print(out, "\n");
 }
 

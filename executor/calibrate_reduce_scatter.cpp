@@ -7,7 +7,9 @@ namespace shardplan {
 
 namespace {
 
-BufferElements buffers(int64_t count, int n) { return {count * n, count}; }
+BufferElements buffers(int64_t count, int n) {
+  return {count * n, count};
+}
 
 void run(const float* send, float* recv, int64_t count, MPI_Comm comm) {
   MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm);

@@ -7,15 +7,17 @@ namespace shardplan {
 
 namespace {
 
-BufferElements buffers(int64_t count, int) { return {count, count}; }
+BufferElements buffers(int64_t count, int) {
+  return {count, count};
+}
 
 void run(const float* send, float* recv, int64_t count, MPI_Comm comm) {
   int rank = 0, n = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &n);
   const int c = static_cast<int>(count);
-  MPI_Sendrecv(send, c, MPI_FLOAT, (rank + 1) % n, 0, recv, c, MPI_FLOAT, (rank + n - 1) % n, 0, comm,
-               MPI_STATUS_IGNORE);
+  MPI_Sendrecv(send, c, MPI_FLOAT, (rank + 1) % n, 0, recv, c, MPI_FLOAT, (rank + n - 1) % n, 0,
+               comm, MPI_STATUS_IGNORE);
 }
 
 }  // namespace

@@ -26,7 +26,9 @@ double median(std::vector<double> values) {
   std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
   if (values.size() % 2 == 1) return values[mid];
   const double upper = values[mid];
-  return (*std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
+  return (*std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid)) +
+          upper) /
+         2;
 }
 
 double median_time_s(const std::function<void()>& op, const TimingOptions& t, MPI_Comm comm) {

@@ -3,10 +3,10 @@
 // slowest rank's time; the median sample is the result.
 #pragma once
 
+#include <mpi.h>
+
 #include <functional>
 #include <vector>
-
-#include <mpi.h>
 
 namespace shardplan {
 

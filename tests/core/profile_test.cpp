@@ -1,12 +1,12 @@
 // The calibration profile: JSON round trip, strict reading, the cluster overlay, and the GEMM-rate
 // and collective-fit lookups, against numbers computed by hand.
+#include "core/profile.h"
+
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <string>
 
-#include <catch2/catch.hpp>
-
 #include "core/json_reader.h"
-#include "core/profile.h"
 
 namespace shardplan {
 namespace {
@@ -96,7 +96,8 @@ TEST_CASE("profile: a collective fit prices a size as alpha + bytes / algbw", "[
   CHECK(find_collective_fit(p, Collective::all_gather, 0, 2) == nullptr);
 }
 
-TEST_CASE("profile: GEMM rate is exact on measured shapes and inverse-distance between", "[profile]") {
+TEST_CASE("profile: GEMM rate is exact on measured shapes and inverse-distance between",
+          "[profile]") {
   const Profile p = sample_profile();  // 64³ at 1 TFLOP/s, 256³ at 2 TFLOP/s
   CHECK(gemm_rate_flops(p, 64, 64, 64) == 1e12);
   CHECK(gemm_rate_flops(p, 256, 256, 256) == 2e12);
@@ -118,8 +119,8 @@ TEST_CASE("profile: GEMM interpolation weighs only the 8 nearest shapes", "[prof
   for (int64_t m : {64, 256}) p.gemm.push_back({m, 128, 128, 1.0});
   for (int64_t n : {64, 256}) p.gemm.push_back({128, n, 128, 1.0});
   for (int64_t k : {64, 256}) p.gemm.push_back({128, 128, k, 1.0});
-  p.gemm.push_back({64, 64, 128, 1.0});   // distance² 2
-  p.gemm.push_back({256, 256, 128, 1.0}); // distance² 2
+  p.gemm.push_back({64, 64, 128, 1.0});     // distance² 2
+  p.gemm.push_back({256, 256, 128, 1.0});   // distance² 2
   p.gemm.push_back({512, 128, 128, 10.0});  // distance² 4: the ninth, left out
   CHECK(gemm_rate_flops(p, 128, 128, 128) == Approx(1e12).epsilon(1e-12));
 }
@@ -136,7 +137,7 @@ TEST_CASE("profile: overlay on a cluster", "[profile]") {
   const Cluster o = apply_profile(c, sample_profile(), "profile.json");
   CHECK(o.device.memory_GBps == 30.5);
   CHECK(o.device.peak_tflops_fp32 == 67);  // the datasheet's, for MFU
-  CHECK(o.levels[0].latency_us == 0.5);     // the 2-rank send_recv, not the 4-rank one
+  CHECK(o.levels[0].latency_us == 0.5);    // the 2-rank send_recv, not the 4-rank one
   CHECK(o.levels[0].bandwidth_GBps == 6.0);
   CHECK(o.levels[1].latency_us == 4.0);
   CHECK(o.levels[1].nic_GBps == 12.0);

@@ -1,10 +1,9 @@
 // The collective driver's columns (size, count, algbw, busbw) and size sweep, computed by hand for
 // fake timings; no MPI call is made.
-#include <vector>
+#include "executor/calibrate_collective.h"
 
 #include <catch2/catch.hpp>
-
-#include "executor/calibrate_collective.h"
+#include <vector>
 
 namespace shardplan {
 namespace {
@@ -17,13 +16,14 @@ TEST_CASE("collective driver: algbw and busbw columns for a fake timing", "[cali
     double time_s;
     int64_t size_bytes;  // by hand: the larger buffer of one rank
     double algbw_GBps;   // size / time
-    double busbw_GBps;   // × 2(n−1)/n for all_reduce, (n−1)/n for the next three, 1 for the last two
+    double busbw_GBps;  // × 2(n−1)/n for all_reduce, (n−1)/n for the next three, 1 for the last two
   };
   const Case cases[] = {
-      {&kAllReduceBench, 4, 262144, 1e-3, 1048576, 1.048576, 1.572864},      // 1 MiB in 1 ms
-      {&kReduceScatterBench, 4, 65536, 0.5e-3, 1048576, 2.097152, 1.572864}, // size: the 1 MiB input
-      {&kAllGatherBench, 2, 1024, 4e-6, 8192, 2.048, 1.024},                 // size: the 8 KiB output
-      {&kAllToAllBench, 8, 16, 1e-6, 512, 0.512, 0.448},                     // 16 floats per peer
+      {&kAllReduceBench, 4, 262144, 1e-3, 1048576, 1.048576, 1.572864},  // 1 MiB in 1 ms
+      {&kReduceScatterBench, 4, 65536, 0.5e-3, 1048576, 2.097152,
+       1.572864},                                             // size: the 1 MiB input
+      {&kAllGatherBench, 2, 1024, 4e-6, 8192, 2.048, 1.024},  // size: the 8 KiB output
+      {&kAllToAllBench, 8, 16, 1e-6, 512, 0.512, 0.448},      // 16 floats per peer
       {&kBroadcastBench, 8, 1000, 2e-6, 4000, 2.0, 2.0},
       {&kSendRecvBench, 8, 1000, 2e-6, 4000, 2.0, 2.0},
   };

@@ -1,10 +1,10 @@
 // What `calibrate --backend cpu` checks before measuring, and the group sizes it measures on.
-#include <string>
+#include "executor/calibrate_cpu.h"
 
 #include <catch2/catch.hpp>
+#include <string>
 
 #include "core/json_reader.h"
-#include "executor/calibrate_cpu.h"
 
 namespace shardplan {
 namespace {
@@ -24,7 +24,8 @@ InputError options_error(const CalibrateOptions& o, int world) {
   throw;  // not reached: FAIL throws
 }
 
-TEST_CASE("calibrate: group sizes are powers of two up to the world, and the world", "[calibrate]") {
+TEST_CASE("calibrate: group sizes are powers of two up to the world, and the world",
+          "[calibrate]") {
   CHECK(calibration_group_sizes(1).empty());
   CHECK(calibration_group_sizes(2) == std::vector<int>{2});
   CHECK(calibration_group_sizes(6) == std::vector<int>{2, 4, 6});
@@ -46,7 +47,8 @@ TEST_CASE("calibrate: options are checked against the models and the world", "[c
   CHECK_THAT(bytes.reason, Catch::Contains("fewer than two sizes"));
   o.sweep.max_bytes = 32;  // 8, 16, 32 B: three counts of every collective on 2 ranks
   CHECK_NOTHROW(validate_calibrate_options(o, 2));
-  CHECK_THROWS_AS(validate_calibrate_options(o, 8), InputError);  // reduce_scatter on 8 ranks: 32 B per float each
+  CHECK_THROWS_AS(validate_calibrate_options(o, 8),
+                  InputError);  // reduce_scatter on 8 ranks: 32 B per float each
 }
 
 }  // namespace

@@ -1,9 +1,8 @@
 // The alpha-beta fit of a collective's size sweep, against synthetic sweeps with known answers.
-#include <vector>
+#include "executor/calibrate_fit.h"
 
 #include <catch2/catch.hpp>
-
-#include "executor/calibrate_fit.h"
+#include <vector>
 
 namespace shardplan {
 namespace {
@@ -11,7 +10,8 @@ namespace {
 TEST_CASE("alpha-beta fit recovers alpha and beta from an exact sweep", "[calibrate]") {
   const double alpha_s = 5e-6, beta = 1 / 2e9;  // 5 us, 2 GB/s
   std::vector<SizeTime> sweep;
-  for (double bytes = 8; bytes <= 4 << 20; bytes *= 2) sweep.push_back({bytes, alpha_s + beta * bytes});
+  for (double bytes = 8; bytes <= 4 << 20; bytes *= 2)
+    sweep.push_back({bytes, alpha_s + beta * bytes});
   const AlphaBeta f = fit_alpha_beta(sweep);
   CHECK(f.alpha_s == Approx(alpha_s).epsilon(1e-9));
   CHECK(f.beta_s_per_byte == Approx(beta).epsilon(1e-9));

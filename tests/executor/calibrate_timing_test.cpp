@@ -1,7 +1,7 @@
 // The median the calibration keeps of its timed samples.
-#include <catch2/catch.hpp>
-
 #include "executor/calibrate_timing.h"
+
+#include <catch2/catch.hpp>
 
 namespace shardplan {
 namespace {

@@ -1,10 +1,10 @@
 // Each collective of the calibration driver gives the right numbers on 2 ranks (run under
 // `mpirun -np 2`): rank r's send buffer holds (r+1)·1000 + i, so every expected value is written
 // out by hand below.
-#include <vector>
+#include <mpi.h>
 
 #include <catch2/catch.hpp>
-#include <mpi.h>
+#include <vector>
 
 #include "executor/calibrate_collective.h"
 #include "executor/calibrate_timing.h"
