@@ -1,4 +1,4 @@
-#include "tools/cmd_plan.h"
+#include "tools/subcommand.h"
 
 #include <unistd.h>
 

@@ -7,7 +7,6 @@
 #include <fmt/core.h>
 
 #include "core/error.h"
-#include "tools/cmd_plan.h"
 #include "tools/subcommand.h"
 
 namespace {
@@ -36,8 +35,7 @@ int main(int argc, char** argv) {
                        "the executor issues"),
       cli::add_pending(app, "compare", "Compare predicted with measured times and memory",
                        "the calibration issue"),
-      cli::add_pending(app, "calibrate", "Measure this machine and fit the cost model",
-                       "the calibration issue"),
+      cli::add_calibrate(app),
       cli::add_describe(app),
   };
 
