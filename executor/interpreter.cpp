@@ -283,16 +283,18 @@ struct RankInterpreter::State {
   }
 
   // Gradient sums over `comm` of the tensors in `range` (replicated norms over tp, the tied
-  // embedding over the first and last stage), wherever this rank keeps them: the whole buffer, or
-  // under ZeRO-2/3 its dp shard (gathered for the sum, then put back).
+  // embedding over the first and last stage) where this rank keeps its reduced gradients: the
+  // whole buffer, or under ZeRO its dp shard (gathered over dp for the sum, then put back: the
+  // two stages' shards cover different tensors).
   void all_reduce_tensor_grads(MPI_Comm comm, ElementRange range) {
-    if (l.zero < 2) return all_reduce_sum(comm, {grads.data() + range.begin, static_cast<size_t>(range.count())});
+    if (l.zero == 0) return all_reduce_sum(comm, {grads.data() + range.begin, static_cast<size_t>(range.count())});
     const ElementRange mine = dp.mine();
     const int64_t begin = std::clamp(range.begin, mine.begin, mine.end), end = std::clamp(range.end, mine.begin, mine.end);
+    float* owned = l.zero >= 2 ? grad_shard.data() + (begin - mine.begin) : grads.data() + begin;
     Buffer<float> full = alloc.allocate<float>(MemoryCategory::buffers, range.count(), "gradient gather");
-    all_gather_range(groups.get(Group::dp), dp, range, grad_shard.data() + (begin - mine.begin), full.data());
+    all_gather_range(groups.get(Group::dp), dp, range, owned, full.data());
     all_reduce_sum(comm, full.span());
-    std::copy(full.data() + (begin - range.begin), full.data() + (end - range.begin), grad_shard.data() + (begin - mine.begin));
+    std::copy(full.data() + (begin - range.begin), full.data() + (end - range.begin), owned);
   }
 
   void grad_reduce(const Action& a) {

@@ -58,6 +58,7 @@ void check_layout(Layout l) {
       m, text(), kSteps, l.micro_batch, static_cast<int>(kGlobalBatch / l.micro_batch), kSeq,
       Recompute::none, settings.adam, settings.seed);
 
+  INFO(to_string(l));
   RankInterpreter run(m, t, l, text(), settings);
   for (int step = 0; step < kSteps; ++step) {
     const StepMeasurement s = run.run_step(step);
