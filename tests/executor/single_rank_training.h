@@ -19,6 +19,7 @@ struct TrainingRun {
   double step_cpu_seconds = 0;  // the steps' CPU time, initialisation left out
   MemoryBytes at_peak;          // the allocator's categories at its peak
   int64_t peak_bytes = 0;
+  std::vector<float> final_params;  // after the last step, in the whole model's flat layout
 };
 
 inline TrainingRun train_single_rank(const Model& m, const TextTokens& text, int steps,
@@ -62,6 +63,7 @@ inline TrainingRun train_single_rank(const Model& m, const TextTokens& text, int
   run.step_cpu_seconds = thread_cpu_seconds() - cpu_start;
   run.at_peak = alloc.at_peak();
   run.peak_bytes = alloc.peak_bytes();
+  run.final_params.assign(params.data(), params.data() + params.size());
   return run;
 }
 

@@ -1,0 +1,443 @@
+#include "executor/interpreter.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cassert>
+#include <csignal>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "core/error.h"
+#include "executor/block.h"
+#include "executor/embedding.h"
+#include "executor/lm_head.h"
+#include "executor/mpi_comm.h"
+#include "executor/param_init.h"
+
+namespace shardplan {
+
+namespace {
+
+enum class UnitKind { embedding, layer, head };
+
+UnitKind unit_of(const Action& a) {
+  if (has_part(a.parts, Part::embedding)) return UnitKind::embedding;
+  if (has_part(a.parts, Part::head)) return UnitKind::head;
+  return UnitKind::layer;
+}
+
+// Consecutive compute and collective actions of one unit's pass (recompute belongs to backward):
+// the interpreter runs them as one call into the layer code.
+bool same_unit_pass(const Action& a, const Action& b) {
+  const auto in_pass = [](const Action& x) {
+    return x.kind == ActionKind::compute || x.kind == ActionKind::collective;
+  };
+  return in_pass(a) && in_pass(b) && a.micro_batch == b.micro_batch && a.chunk == b.chunk &&
+         a.layer_begin == b.layer_begin && a.layer_end == b.layer_end &&
+         unit_of(a) == unit_of(b) && (a.pass == Pass::forward) == (b.pass == Pass::forward);
+}
+
+ElementRange rows_of(const ParamTensor& t) { return {t.row_begin, t.row_begin + t.local_rows}; }
+
+// Elements of the tensors `pick` selects (they are contiguous in the layout).
+template <class Pick>
+ElementRange tensors_range(const ParamLayout& layout, Pick pick) {
+  ElementRange r{layout.total, 0};
+  for (const ParamTensor& t : layout.tensors)
+    if (pick(t)) {
+      r.begin = std::min(r.begin, t.offset);
+      r.end = std::max(r.end, t.offset + t.count());
+    }
+  return r.end > r.begin ? r : ElementRange{};
+}
+
+RankShard rank_shard(const Model& m, const Layout& l, const RankCoord& c) {
+  RankShard s;
+  s.tp = l.tp;
+  s.tp_rank = c.tp;
+  for (int chunk = 0; chunk < l.vpp; ++chunk) {
+    const LayerRange r = virtual_stage_layers(m, l, virtual_stage(l, c.pp, chunk));
+    for (int layer = r.begin; layer < r.end; ++layer) s.layers.push_back(layer);
+  }
+  s.embedding = c.pp == 0;
+  s.head = c.pp == l.pp - 1;
+  return s;
+}
+
+const Program& checked(const Program& p, const Layout& l) {
+  if (l.cp > 1) throw InputError("layout", "layout.cp", "the executor does not run context parallelism", "use cp=1");
+  if (l.ep > 1) throw InputError("layout", "layout.ep", "the executor does not run expert parallelism", "use ep=1");
+  int world = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (world != l.world())
+    throw InputError("layout", "layout", "needs " + std::to_string(l.world()) + " ranks, mpirun started " + std::to_string(world),
+                     "run it under mpirun -np " + std::to_string(l.world()));
+  return p;
+}
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+}  // namespace
+
+// One micro-batch's chunk between its forward and its backward.
+struct MicroBatch {
+  Buffer<int32_t> inputs, targets;
+  Buffer<float> x;     // the stream between units going forward
+  Buffer<float> grad;  // its gradient going backward
+  std::map<int, BlockSaved<float>> layers;
+  HeadSaved<float> head;
+};
+
+struct RankInterpreter::State {
+  const Model& m;
+  Training t;
+  Layout l;
+  const TextTokens& text;
+  InterpreterSettings settings;
+  Program program;
+  MpiGroups groups;
+  MpiTpComm tp;
+  TensorAllocator alloc;
+  RankShard shard;
+  ParamLayout layout;
+  LayerDims dims;
+  MatmulStats matmul;
+  LayerContext<float> ctx{alloc, tp, &matmul};
+  FlatShards dp;
+  Buffer<float> params, grads;            // the full flat buffers (work copies under ZeRO-3 / 2+)
+  Buffer<float> param_shard, grad_shard;  // ZeRO-3 / ZeRO-2+: this rank's padded shard
+  AdamState adam;
+  std::map<std::pair<int, int>, MicroBatch> live;  // by (micro-batch, chunk)
+  std::vector<std::pair<MPI_Request, Buffer<float>>> sends;
+  std::vector<TimedCall> calls;
+  int64_t step = 0;
+  double step_start = 0;
+  double loss_sum = 0;
+
+  State(const Model& model, const Training& training, const Layout& lay, const TextTokens& tx,
+        const InterpreterSettings& st)
+      : m(model), t(training), l(lay), text(tx), settings(st),
+        program(checked(build_program(model, training, lay, world_rank()), lay)),
+        groups(program), tp(groups.get(Group::tp)), alloc("rank " + std::to_string(program.rank)),
+        shard(rank_shard(model, lay, program.coord)), layout(param_layout(model, shard)),
+        dims(layer_dims(model, shard, lay.micro_batch, training.seq_len,
+                        lay.sequence_parallel && lay.tp > 1)),
+        dp{layout.total, lay.dp, program.coord.dp} {
+    const bool zero3 = l.zero >= 3, zero2 = l.zero >= 2;
+    params = alloc.allocate<float>(zero3 ? MemoryCategory::buffers : MemoryCategory::parameters,
+                                   layout.total, zero3 ? "gathered parameters" : "parameters");
+    grads = alloc.allocate<float>(zero2 ? MemoryCategory::buffers : MemoryCategory::gradients,
+                                  layout.total, zero2 ? "gradient accumulation" : "gradients");
+    init_parameters(m, layout, settings.seed, params.span());
+    if (zero3) {
+      param_shard = alloc.allocate<float>(MemoryCategory::parameters, dp.padded(), "parameter shard");
+      const ElementRange mine = dp.mine();
+      std::copy(params.data() + mine.begin, params.data() + mine.end, param_shard.data());
+    }
+    if (zero2) grad_shard = alloc.allocate<float>(MemoryCategory::gradients, dp.padded(), "gradient shard");
+    adam = adam_state(alloc, l.zero >= 1 ? dp.padded() : layout.total);
+  }
+
+  ElementRange embedding_range() const {
+    return tensors_range(layout, [](const ParamTensor& x) {
+      return x.component == ParamComponent::embedding || x.component == ParamComponent::position_embedding;
+    });
+  }
+  ElementRange head_range() const {
+    return tensors_range(layout, [](const ParamTensor& x) { return x.layer < 0 && (x.component == ParamComponent::norms || x.component == ParamComponent::head); });
+  }
+
+  // The flat-buffer ranges of a bucket or gather: its units' tensors, adjacent ones merged.
+  std::vector<ElementRange> ranges_of(const Action& a) const {
+    std::vector<ElementRange> out;
+    const auto add = [&](ElementRange r) {
+      if (r.count() == 0) return;
+      if (!out.empty() && out.back().end == r.begin) out.back().end = r.end;
+      else out.push_back(r);
+    };
+    if (has_part(a.parts, Part::embedding)) add(embedding_range());
+    for (int layer = a.layer_begin; layer < a.layer_end; ++layer) add(layout.layer_range(layer));
+    if (has_part(a.parts, Part::head)) add(head_range());
+    return out;
+  }
+
+  MicroBatch& micro_batch(const Action& a) {
+    auto [it, fresh] = live.try_emplace({a.micro_batch, a.chunk});
+    MicroBatch& mb = it->second;
+    if (fresh) {
+      mb.inputs = alloc.allocate<int32_t>(MemoryCategory::buffers, dims.tokens(), "input tokens");
+      mb.targets = alloc.allocate<int32_t>(MemoryCategory::buffers, dims.tokens(), "target tokens");
+      sample_micro_batch(text, settings.seed, step,
+                         first_sequence(program.coord.dp, a.micro_batch, l.micro_batch, l.num_microbatches),
+                         l.micro_batch, t.seq_len, mb.inputs.span(), mb.targets.span());
+    }
+    return mb;
+  }
+
+  void reap_sends(bool wait) {
+    std::erase_if(sends, [&](auto& s) {
+      int done = 0;
+      if (wait) MPI_Wait(&s.first, MPI_STATUS_IGNORE), done = 1;
+      else MPI_Test(&s.first, &done, MPI_STATUS_IGNORE);
+      return done != 0;
+    });
+  }
+
+  void p2p(const Action& a) {
+    const bool forward = a.pass == Pass::forward;
+    const int64_t n = dims.local_tokens() * dims.hidden;
+    const int peer = static_cast<int>(a.peer), tag = static_cast<int>(a.tag % 32768);
+    MicroBatch& mb = micro_batch(a);
+    if (a.kind == ActionKind::recv) {
+      Buffer<float>& into = forward ? mb.x : mb.grad;
+      into = alloc.allocate<float>(forward ? MemoryCategory::activations : MemoryCategory::buffers, n,
+                                   forward ? "received activation" : "received gradient");
+      MPI_Recv(into.data(), static_cast<int>(n), MPI_FLOAT, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+      Buffer<float> out = std::move(forward ? mb.x : mb.grad);
+      assert(out.size() == n);
+      MPI_Request r = MPI_REQUEST_NULL;
+      MPI_Isend(out.data(), static_cast<int>(n), MPI_FLOAT, peer, tag, MPI_COMM_WORLD, &r);
+      sends.emplace_back(r, std::move(out));
+      if (!forward) live.erase({a.micro_batch, a.chunk});
+    }
+    reap_sends(false);
+  }
+
+  // One unit's pass of a micro-batch: actions [first, last) of the program.
+  void unit_pass(size_t first, size_t last, std::vector<ActionTiming>& timings) {
+    const Action& a = program.actions[first];
+    MicroBatch& mb = micro_batch(a);
+    const float* w = params.data();
+    float* g = grads.data();
+    calls.clear();
+    tp.calls = &calls;
+    const double t0 = MPI_Wtime();
+    const bool forward = a.pass == Pass::forward;
+    switch (unit_of(a)) {
+      case UnitKind::embedding: {
+        const ParamTensor& wte = layout.get("wte");
+        const float* wpe = w + layout.get("wpe").offset;
+        if (forward) {
+          mb.x = embedding_forward(dims, mb.inputs.data(), w + wte.offset, rows_of(wte), wpe, ctx);
+        } else {
+          embedding_backward(dims, mb.inputs.data(), mb.grad.data(), rows_of(wte), g + wte.offset,
+                             g + layout.get("wpe").offset, ctx);
+          live.erase({a.micro_batch, a.chunk});
+        }
+        break;
+      }
+      case UnitKind::layer: {
+        const int layer = a.layer_begin;
+        const auto wt = block_tensors(layout, layer, w);
+        if (forward) mb.x = block_forward(dims, wt, std::move(mb.x), l.recompute, mb.layers[layer], ctx);
+        else mb.grad = block_backward(dims, wt, block_tensors(layout, layer, g),
+                                      std::move(mb.layers.at(layer)), mb.grad.data(), ctx);
+        break;
+      }
+      case UnitKind::head: {
+        if (forward) {
+          loss_sum += head_forward(dims, head_tensors(layout, w), head_vocab(layout), std::move(mb.x),
+                                   mb.targets.data(), mb.head, ctx);
+        } else {
+          const auto tokens = static_cast<float>(t.global_batch * t.seq_len);
+          mb.grad = head_backward(dims, head_tensors(layout, w), head_tensors(layout, g), head_vocab(layout),
+                                  mb.targets.data(), std::move(mb.head), 1.0f / tokens, ctx);
+        }
+        break;
+      }
+    }
+    const double t1 = MPI_Wtime();
+    tp.calls = nullptr;
+    attribute(first, last, t0, t1, timings);
+  }
+
+  // The layers' tp calls matched in order to the pass's collective actions (the vocabulary-parallel
+  // cross-entropy's small all-reduces are inside the head's compute action, as the schedule says);
+  // a compute action runs from the collective before it to the one after it.
+  void attribute(size_t first, size_t last, double t0, double t1, std::vector<ActionTiming>& timings) {
+    size_t next = 0;
+    for (size_t i = first; i < last; ++i) {
+      const Action& a = program.actions[i];
+      if (a.kind != ActionKind::collective) continue;
+      while (next < calls.size() && calls[next].op != a.op) ++next;
+      const double at = i > first ? timings[i - 1].end_s + step_start : t0;
+      timings[i] = next < calls.size() ? ActionTiming{calls[next].start_s - step_start, calls[next].end_s - step_start}
+                                       : ActionTiming{at - step_start, at - step_start};
+      if (next < calls.size()) ++next;
+    }
+    double cursor = t0 - step_start;
+    for (size_t i = first; i < last; ++i) {
+      if (program.actions[i].kind == ActionKind::collective) { cursor = timings[i].end_s; continue; }
+      size_t j = i + 1;
+      while (j < last && program.actions[j].kind != ActionKind::collective) ++j;
+      timings[i] = {cursor, j < last ? timings[j].start_s : t1 - step_start};
+    }
+  }
+
+  // Gradient sums over `comm` of the tensors in `range` (replicated norms over tp, the tied
+  // embedding over the first and last stage) where this rank keeps its reduced gradients: the
+  // whole buffer, or under ZeRO its dp shard (gathered over dp for the sum, then put back: the
+  // two stages' shards cover different tensors).
+  void all_reduce_tensor_grads(MPI_Comm comm, ElementRange range) {
+    if (l.zero == 0) return all_reduce_sum(comm, {grads.data() + range.begin, static_cast<size_t>(range.count())});
+    const ElementRange mine = dp.mine();
+    const int64_t begin = std::clamp(range.begin, mine.begin, mine.end), end = std::clamp(range.end, mine.begin, mine.end);
+    float* owned = l.zero >= 2 ? grad_shard.data() + (begin - mine.begin) : grads.data() + begin;
+    Buffer<float> full = alloc.allocate<float>(MemoryCategory::buffers, range.count(), "gradient gather");
+    all_gather_range(groups.get(Group::dp), dp, range, owned, full.data());
+    all_reduce_sum(comm, full.span());
+    std::copy(full.data() + (begin - range.begin), full.data() + (end - range.begin), owned);
+  }
+
+  void grad_reduce(const Action& a) {
+    if (a.group == Group::tp) {
+      for (const ParamTensor& x : layout.tensors)
+        if (x.split == TensorSplit::replicated) all_reduce_tensor_grads(groups.get(Group::tp), {x.offset, x.offset + x.count()});
+      return;
+    }
+    if (a.group == Group::pp) {
+      const ParamTensor& x = layout.get(shard.embedding ? "wte" : "lm_head");
+      return all_reduce_tensor_grads(groups.embedding(), {x.offset, x.offset + x.count()});
+    }
+    const MPI_Comm comm = groups.get(a.group);
+    const ElementRange mine = dp.mine();
+    for (const ElementRange r : ranges_of(a)) {
+      if (a.op == Collective::all_reduce) {
+        all_reduce_sum(comm, {grads.data() + r.begin, static_cast<size_t>(r.count())});
+        continue;
+      }
+      const int64_t begin = std::clamp(r.begin, mine.begin, mine.end), end = std::clamp(r.end, mine.begin, mine.end);
+      Buffer<float> part = alloc.allocate<float>(MemoryCategory::buffers, end - begin, "reduce-scatter output");
+      reduce_scatter_range(comm, dp, r, grads.data() + r.begin, part.data());
+      if (l.zero == 1) {
+        std::copy(part.data(), part.data() + part.size(), grads.data() + begin);
+      } else {  // ZeRO-2/3 keep the shard; the accumulation buffer starts the next micro-batch at 0
+        float* into = grad_shard.data() + (begin - mine.begin);
+        for (int64_t i = 0; i < part.size(); ++i) into[i] += part[i];
+        std::fill(grads.data() + r.begin, grads.data() + r.end, 0.0f);
+      }
+    }
+  }
+
+  void param_gather(const Action& a) {
+    const ElementRange mine = dp.mine();
+    for (const ElementRange r : ranges_of(a)) {
+      const int64_t begin = std::clamp(r.begin, mine.begin, mine.end);
+      const float* part = l.zero >= 3 ? param_shard.data() + (begin - mine.begin) : params.data() + begin;
+      all_gather_range(groups.get(a.group), dp, r, part, params.data() + r.begin);
+    }
+  }
+
+  // Adam on what this rank owns: everything, or its dp shard (stored padded under ZeRO; a shard
+  // shorter than the padding is stepped through a padded copy).
+  void optimizer_step() {
+    if (l.zero == 0) return adam_step(settings.adam, adam, params.span(), grads.span());
+    const ElementRange mine = dp.mine();
+    const auto n = static_cast<size_t>(dp.padded());
+    const auto padded = [&](float* p, Buffer<float>& scratch) {
+      if (mine.count() == dp.padded()) return std::span<float>(p, n);
+      scratch = alloc.allocate<float>(MemoryCategory::buffers, dp.padded(), "padded shard");
+      std::copy(p, p + mine.count(), scratch.data());
+      return scratch.span();
+    };
+    Buffer<float> p_scratch, g_scratch;
+    const std::span<float> p = l.zero >= 3 ? param_shard.span() : padded(params.data() + mine.begin, p_scratch);
+    const std::span<float> g = l.zero >= 2 ? grad_shard.span() : padded(grads.data() + mine.begin, g_scratch);
+    adam_step(settings.adam, adam, p, g);
+    if (!p_scratch.empty()) std::copy(p.data(), p.data() + mine.count(), params.data() + mine.begin);
+  }
+
+  void inject_fault(size_t action) {
+    const InjectedFault& f = settings.fault;
+    if (f.rank != program.rank || f.step != step || action != program.actions.size() / 2) return;
+    if (f.kill) std::raise(SIGKILL);
+    throw std::runtime_error("injected fault in step " + std::to_string(step));
+  }
+};
+
+RankInterpreter::RankInterpreter(const Model& m, const Training& t, const Layout& l,
+                                 const TextTokens& text, const InterpreterSettings& settings)
+    : s_(std::make_unique<State>(m, t, l, text, settings)) {}
+
+RankInterpreter::~RankInterpreter() = default;
+
+const Program& RankInterpreter::program() const { return s_->program; }
+const TensorAllocator& RankInterpreter::allocator() const { return s_->alloc; }
+
+StepMeasurement RankInterpreter::run_step(int64_t step) {
+  State& s = *s_;
+  s.step = step;
+  s.loss_sum = 0;
+  std::fill(s.grads.data(), s.grads.data() + s.grads.size(), 0.0f);
+  if (!s.grad_shard.empty()) std::fill(s.grad_shard.data(), s.grad_shard.data() + s.grad_shard.size(), 0.0f);
+  StepMeasurement out;
+  const auto& actions = s.program.actions;
+  out.timings.resize(actions.size());
+  MPI_Barrier(MPI_COMM_WORLD);
+  s.step_start = MPI_Wtime();
+  for (size_t i = 0; i < actions.size();) {
+    s.inject_fault(i);
+    const Action& a = actions[i];
+    if (a.kind == ActionKind::compute || a.kind == ActionKind::collective) {
+      size_t j = i + 1;
+      while (j < actions.size() && same_unit_pass(a, actions[j])) ++j;
+      s.unit_pass(i, j, out.timings);
+      i = j;
+      continue;
+    }
+    const double t0 = MPI_Wtime();
+    switch (a.kind) {
+      case ActionKind::send:
+      case ActionKind::recv: s.p2p(a); break;
+      case ActionKind::grad_reduce: s.grad_reduce(a); break;
+      case ActionKind::param_gather: s.param_gather(a); break;
+      case ActionKind::optimizer_step: s.optimizer_step(); break;
+      default: assert(false);
+    }
+    out.timings[i] = {t0 - s.step_start, MPI_Wtime() - s.step_start};
+    ++i;
+  }
+  s.reap_sends(true);
+  assert(s.live.empty());
+  const double elapsed = MPI_Wtime() - s.step_start;
+  MPI_Allreduce(&elapsed, &out.step_time_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  // The loss is the same on every tp rank of the last stage: count tp rank 0's.
+  const double mine = s.shard.head && s.program.coord.tp == 0 ? s.loss_sum : 0.0;
+  MPI_Allreduce(&mine, &out.loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  out.loss /= static_cast<double>(s.t.global_batch * s.t.seq_len);
+  return out;
+}
+
+std::vector<float> RankInterpreter::gather_full_parameters() {
+  State& s = *s_;
+  if (s.l.zero >= 1) {
+    const ElementRange all{0, s.layout.total};
+    const ElementRange mine = s.dp.mine();
+    const float* part = s.l.zero >= 3 ? s.param_shard.data() : s.params.data() + mine.begin;
+    all_gather_range(s.groups.get(Group::dp), s.dp, all, part, s.params.data());
+  }
+  const ParamLayout whole = param_layout(s.m, whole_model(s.m));
+  std::vector<float> full(static_cast<size_t>(whole.total), 0.0f);
+  if (s.program.coord.dp == 0)
+    for (const ParamTensor& x : s.layout.tensors) {
+      if (!whole.has(x.name) || (x.split == TensorSplit::replicated && s.program.coord.tp != 0)) continue;
+      const int64_t base = whole.get(x.name).offset;
+      for (int64_t i = 0; i < x.count(); ++i)
+        full[static_cast<size_t>(base + full_index(x, i))] = s.params[x.offset + i];
+    }
+  const bool root = s.program.rank == 0;
+  MPI_Reduce(root ? MPI_IN_PLACE : full.data(), full.data(), static_cast<int>(full.size()), MPI_FLOAT,
+             MPI_SUM, 0, MPI_COMM_WORLD);
+  if (!root) full.clear();
+  return full;
+}
+
+}  // namespace shardplan

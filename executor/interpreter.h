@@ -1,0 +1,70 @@
+// The MPI interpreter of one rank's step program (core/schedule.h): every action — compute over a
+// layer's parts, the tp collectives between them, pipeline sends and receives, gradient reductions,
+// ZeRO gathers, the optimizer step — run for real on this rank's shard and timed.
+//
+// Streams are not overlapped: one thread runs the actions in program order (a topological order of
+// the program), which a CPU run gains little from overlapping; the timings show each action where
+// it ran. Pipeline sends are non-blocking (MPI_Isend, as Megatron-LM's p2p ops), receives block.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/layout.h"
+#include "core/model.h"
+#include "core/schedule.h"
+#include "core/training.h"
+#include "executor/adam.h"
+#include "executor/data.h"
+#include "executor/tensor_allocator.h"
+#include "simulator/trace.h"
+
+namespace shardplan {
+
+// A fault to inject, for the fault-handling tests: rank `rank` fails halfway through step `step`,
+// by throwing (kill = false) or by SIGKILL.
+struct InjectedFault {
+  int64_t rank = -1;
+  int64_t step = -1;
+  bool kill = false;
+};
+
+struct InterpreterSettings {
+  uint64_t seed = 1234;  // initial parameters and data
+  AdamConfig adam;
+  InjectedFault fault;
+};
+
+struct StepMeasurement {
+  double loss = 0;         // mean token loss of the global batch (every rank)
+  double step_time_s = 0;  // slowest rank, barrier to barrier (every rank)
+  std::vector<ActionTiming> timings;  // this rank's actions, seconds from the step's start
+};
+
+class RankInterpreter {
+ public:
+  // Collective over MPI_COMM_WORLD, whose size must be l.world(). Throws InputError for layouts
+  // the executor does not run (cp > 1, ep > 1, and the models param_layout rejects).
+  RankInterpreter(const Model& m, const Training& t, const Layout& l, const TextTokens& text,
+                  const InterpreterSettings& settings);
+  ~RankInterpreter();
+  RankInterpreter(const RankInterpreter&) = delete;
+  RankInterpreter& operator=(const RankInterpreter&) = delete;
+
+  // Step `step` of training; collective.
+  StepMeasurement run_step(int64_t step);
+
+  const Program& program() const;
+  const TensorAllocator& allocator() const;
+
+  // Every parameter of the model in the single-rank flat layout (param_layout of whole_model), on
+  // rank 0 (empty elsewhere). Collective.
+  std::vector<float> gather_full_parameters();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace shardplan

@@ -1,0 +1,159 @@
+// The MPI interpreter against the single-rank run: for every layout family the per-step losses and
+// the final parameters (gathered into the whole model's flat layout) equal one rank's training of
+// the same steps within 1e-5 relative, and each rank's parameter, gradient and optimizer bytes
+// equal the cost model's (simulator/memory_model.h) exactly. 2-rank layouts run in the default
+// instance, 4-rank ones ("[world4]") in the 4-rank instance.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "core/presets.h"
+#include "executor/interpreter.h"
+#include "simulator/memory_model.h"
+#include "simulator/param_shard.h"
+#include "tests/executor/single_rank_training.h"
+
+namespace shardplan {
+namespace {
+
+constexpr int kSteps = 3;
+constexpr int64_t kSeq = 16;
+constexpr int64_t kGlobalBatch = 4;
+
+Training fp32_training() {
+  Training t;
+  t.global_batch = kGlobalBatch;
+  t.seq_len = kSeq;
+  t.dtype = t.grad_dtype = Dtype::fp32;
+  t.master_weights = false;
+  return t;
+}
+
+const TextTokens& text() {
+  static const TextTokens tokens =
+      load_text_tokens(std::string(SHARDPLAN_SOURCE_DIR) + "/" + kDefaultTextFile, kSeq + 1);
+  return tokens;
+}
+
+int world_size() {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-30); }
+
+// Trains `l` for kSteps on the world and checks it against the single-rank run.
+void check_layout(Layout l) {
+  REQUIRE(l.world() == world_size());
+  const Model m = load_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/gpt-tiny.json");
+  const Training t = fp32_training();
+  l.num_microbatches = static_cast<int>(kGlobalBatch / (l.micro_batch * l.dp));
+  const InterpreterSettings settings;
+  const test::TrainingRun reference = test::train_single_rank(
+      m, text(), kSteps, l.micro_batch, static_cast<int>(kGlobalBatch / l.micro_batch), kSeq,
+      Recompute::none, settings.adam, settings.seed);
+
+  INFO(to_string(l));
+  RankInterpreter run(m, t, l, text(), settings);
+  for (int step = 0; step < kSteps; ++step) {
+    const StepMeasurement s = run.run_step(step);
+    INFO("step " << step);
+    CHECK(relative(s.loss, reference.losses[static_cast<size_t>(step)]) < 1e-5);
+  }
+  const std::vector<float> params = run.gather_full_parameters();
+  if (run.program().rank == 0) {
+    REQUIRE(params.size() == reference.final_params.size());
+    // Relative to the whole model's norm: Adam divides every gradient by its own running RMS, so
+    // elements whose gradient is near zero (the key bias's is exactly 0 — softmax ignores a shift of
+    // a query's scores — and float rounding gives it noise) take steps of up to lr from rounding
+    // alone, and no per-element relative bound holds for them in any summation order.
+    double diff2 = 0, ref2 = 0;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const double d = double{params[i]} - reference.final_params[i];
+      diff2 += d * d;
+      ref2 += double{reference.final_params[i]} * reference.final_params[i];
+    }
+    CHECK(std::sqrt(diff2 / ref2) < 1e-5);
+  }
+  const ParamShard shard = param_shard(m, l, stage_layers(m, l, run.program().coord.pp));
+  const ModelStateBytes predicted = model_state_bytes(shard.dense(), l.dp, l.zero, t);
+  const MemoryBytes& measured = run.allocator().at_peak();
+  CHECK(measured[MemoryCategory::parameters] == predicted.parameters);
+  CHECK(measured[MemoryCategory::gradients] == predicted.gradients);
+  CHECK(measured[MemoryCategory::optimizer] == predicted.optimizer());
+}
+
+Layout layout(int dp, int tp, int pp) {
+  Layout l;
+  l.dp = dp;
+  l.tp = tp;
+  l.pp = pp;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("interpreter: dp2 equals one rank", "[interpreter]") {
+  if (world_size() != 2) return;
+  check_layout(layout(2, 1, 1));
+}
+
+TEST_CASE("interpreter: tp2, tp2 with sequence parallelism", "[interpreter]") {
+  if (world_size() != 2) return;
+  Layout l = layout(1, 2, 1);
+  check_layout(l);
+  l.sequence_parallel = true;
+  check_layout(l);
+}
+
+TEST_CASE("interpreter: pp2 under gpipe, 1f1b and interleaved", "[interpreter]") {
+  if (world_size() != 2) return;
+  Layout l = layout(1, 1, 2);
+  l.schedule = Schedule::gpipe;
+  check_layout(l);
+  l.schedule = Schedule::one_f_one_b;
+  check_layout(l);
+  l.schedule = Schedule::interleaved;
+  l.vpp = 2;
+  check_layout(l);
+}
+
+TEST_CASE("interpreter: ZeRO 1, 2 and 3 over dp2", "[interpreter]") {
+  if (world_size() != 2) return;
+  for (int zero = 1; zero <= 3; ++zero) {
+    INFO("zero " << zero);
+    Layout l = layout(2, 1, 1);
+    l.zero = zero;
+    check_layout(l);
+  }
+}
+
+TEST_CASE("interpreter: every recompute mode", "[interpreter]") {
+  if (world_size() != 2) return;
+  for (const Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+    INFO(enum_name(r, kRecomputeNames));
+    Layout tp = layout(1, 2, 1);
+    tp.recompute = r;
+    tp.sequence_parallel = true;
+    check_layout(tp);
+    Layout pp = layout(1, 1, 2);
+    pp.recompute = r;
+    check_layout(pp);
+  }
+}
+
+TEST_CASE("interpreter: dp2·tp2, dp2·pp2, tp2·pp2", "[world4]") {
+  if (world_size() != 4) return;
+  check_layout(layout(2, 2, 1));
+  Layout dp_pp = layout(2, 1, 2);
+  dp_pp.zero = 1;
+  check_layout(dp_pp);
+  check_layout(layout(1, 2, 2));
+}
+
+}  // namespace shardplan
