@@ -15,17 +15,15 @@ namespace {
 // Round figures for hand arithmetic: one GEMM shape at 100 TFLOP/s, 2000 GB/s of memory, an
 // all-reduce of 8 ranks on NVLink (level 0) and a send/recv pair on each level.
 Profile hand_profile() {
-  Profile p;
-  p.backend = Backend::cuda;
-  p.device = "test GPU";
-  p.ranks = 16;
-  p.dtype = Dtype::bf16;
-  p.memory_GBps = 2000;
-  p.gemm = {{1024, 2048, 512, 100}, {4096, 4096, 4096, 400}};
-  p.collectives = {{Collective::all_reduce, 0, 8, 20, 150},
-                   {Collective::send_recv, 0, 2, 4, 300},
-                   {Collective::send_recv, 1, 2, 10, 40}};
-  return p;
+  return Profile{.backend = Backend::cuda,
+                 .device = "test GPU",
+                 .ranks = 16,
+                 .dtype = Dtype::bf16,
+                 .memory_GBps = 2000,
+                 .gemm = {{1024, 2048, 512, 100}, {4096, 4096, 4096, 400}},
+                 .collectives = {{Collective::all_reduce, 0, 8, 20, 150},
+                                 {Collective::send_recv, 0, 2, 4, 300},
+                                 {Collective::send_recv, 1, 2, 10, 40}}};
 }
 
 Device datasheet_device() {
