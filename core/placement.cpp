@@ -49,15 +49,32 @@ struct Grid {
   std::array<int64_t, kNumAxes> stride{};
 };
 
+// The axes of a rank order that validate_rank_order accepted: five two-letter names at fixed
+// places, told apart by their first letter. Called for every placement query, so it reads five
+// characters instead of parsing.
+AxisOrder axis_order(std::string_view order) {
+  assert(order.size() == 3 * kNumAxes - 1 && "rank_order is checked by validate_rank_order");
+  AxisOrder axes{};
+  for (size_t i = 0; i < axes.size(); ++i) {
+    switch (order[3 * i]) {
+      case 't': axes[i] = kTp; break;
+      case 'c': axes[i] = kCp; break;
+      case 'e': axes[i] = kEp; break;
+      case 'd': axes[i] = kEdp; break;
+      default: axes[i] = kPp; break;
+    }
+  }
+  [[maybe_unused]] AxisOrder parsed{};
+  assert(parse_rank_order(order, parsed).empty() && parsed == axes);
+  return axes;
+}
+
 Grid grid_of(const Layout& l) {
   assert(l.ep >= 1 && l.dp % l.ep == 0 && "ep divides dp (validate_layout)");
-  AxisOrder order{};
-  [[maybe_unused]] const std::string problem = parse_rank_order(l.rank_order, order);
-  assert(problem.empty() && "rank_order is checked by validate_rank_order");
   Grid g;
   g.size = {l.tp, l.cp, l.ep, l.dp / l.ep, l.pp};
   int64_t stride = 1;
-  for (Axis a : order) {
+  for (Axis a : axis_order(l.rank_order)) {
     g.stride[a] = stride;
     stride *= g.size[a];
   }
@@ -152,28 +169,123 @@ DeviceLocation device_of(const Cluster& c, int64_t rank) {
   return {static_cast<int>(rank / c.devices_per_node), static_cast<int>(rank % c.devices_per_node)};
 }
 
+namespace {
+
+// A group as ranks base + Σ k_i·stride_i (0 ≤ k_i < size_i) over its axes of more than one member,
+// by increasing stride. The grid is mixed-radix, so stride_{i+1} ≥ stride_i·size_i: counting
+// k in that order (k_0 fastest) visits the members in increasing rank. Axes adjacent in the rank
+// order (stride_{i+1} = stride_i·size_i) merge into one.
+struct Progressions {
+  struct Step {
+    int64_t stride = 1, size = 1;
+  };
+  int64_t base = 0;
+  std::array<Step, 3> axes{};  // dp_cp, the widest group, has three
+  size_t count = 0;
+
+  int64_t last() const {
+    int64_t r = base;
+    for (size_t i = 0; i < count; ++i) r += (axes[i].size - 1) * axes[i].stride;
+    return r;
+  }
+};
+
+Progressions progressions(const Layout& l, int64_t rank, Group g) {
+  const Grid grid = grid_of(l);
+  const auto c = grid_coords(grid, rank);
+  Progressions p;
+  p.base = rank;
+  for (Axis a : group_axes(g)) {
+    p.base -= c[a] * grid.stride[a];
+    if (grid.size[a] == 1) continue;
+    size_t i = p.count++;  // insertion by stride
+    for (; i > 0 && p.axes[i - 1].stride > grid.stride[a]; --i) p.axes[i] = p.axes[i - 1];
+    p.axes[i] = {grid.stride[a], grid.size[a]};
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < p.count; ++i) {
+    if (kept > 0 && p.axes[i].stride == p.axes[kept - 1].stride * p.axes[kept - 1].size)
+      p.axes[kept - 1].size *= p.axes[i].size;
+    else
+      p.axes[kept++] = p.axes[i];
+  }
+  p.count = kept;
+  return p;
+}
+
+struct NodeCount {
+  int nodes = 0;
+  int max_per_node = 0;
+};
+
+// Members base + k·stride (0 ≤ k < size) on nodes of d devices, with stride < d. No node between
+// the first and the last is skipped (a step is shorter than a node). Node q holds the k with
+// q·d ≤ base + k·stride < (q+1)·d; the inner nodes' counts repeat with the offset
+// (q·d − base) mod stride, every stride / gcd(stride, d) ≤ stride nodes, so the first and last node
+// and at most `stride` inner ones decide the maximum.
+NodeCount count_dense_progression(int64_t base, int64_t stride, int64_t size, int64_t d) {
+  const int64_t last = base + (size - 1) * stride;
+  const int64_t first_node = base / d, last_node = last / d;
+  const auto members_on = [&](int64_t q) {
+    const int64_t lo = std::max(base, q * d), hi = std::min(last, q * d + d - 1);
+    const int64_t k_lo = (lo - base + stride - 1) / stride, k_hi = (hi - base) / stride;
+    return static_cast<int>(k_hi - k_lo + 1);
+  };
+  NodeCount n{static_cast<int>(last_node - first_node + 1),
+              std::max(members_on(first_node), members_on(last_node))};
+  const int64_t inner_end = std::min(last_node, first_node + 1 + stride);
+  for (int64_t q = first_node + 1; q < inner_end; ++q)
+    n.max_per_node = std::max(n.max_per_node, members_on(q));
+  return n;
+}
+
+// Any group: walk its members in increasing rank and count the runs on one node.
+NodeCount count_by_walking(const Progressions& p, int64_t d) {
+  NodeCount n;
+  std::array<int64_t, 3> k{};
+  int64_t rank = p.base, node = -1;
+  int run = 0;
+  for (;;) {
+    if (rank / d != node) {
+      node = rank / d;
+      ++n.nodes;
+      run = 0;
+    }
+    n.max_per_node = std::max(n.max_per_node, ++run);
+    size_t i = 0;  // next member: increment the mixed-radix counter
+    for (; i < p.count && ++k[i] == p.axes[i].size; ++i) {
+      rank -= (p.axes[i].size - 1) * p.axes[i].stride;
+      k[i] = 0;
+    }
+    if (i == p.count) return n;
+    rank += p.axes[i].stride;
+  }
+}
+
+}  // namespace
+
 GroupSpan group_span(const Cluster& c, const Layout& l, int64_t rank, Group g) {
   assert(c.world() == l.world() && "validate_layout checks the layout fills the cluster");
-  const std::vector<int64_t> members = group_ranks(l, rank, g);
+  assert_rank(l, rank);
+  const Progressions p = progressions(l, rank, g);
+  const int64_t last = p.last();
+  const int64_t d = c.devices_per_node;
   GroupSpan s;
   s.group = g;
-  s.size = static_cast<int>(members.size());
+  s.size = group_size(l, g);
   // Domains are runs of consecutive devices, so the lowest and highest member decide the level.
-  const auto [lo, hi] = std::minmax_element(members.begin(), members.end());
-  s.level = level_joining(c, *lo, *hi);
-  std::vector<int64_t> nodes(members.size());
-  std::transform(members.begin(), members.end(), nodes.begin(),
-                 [&](int64_t r) { return r / c.devices_per_node; });
-  std::sort(nodes.begin(), nodes.end());
-  s.nodes = 0;
-  s.max_ranks_per_node = 0;
-  for (size_t i = 0; i < nodes.size();) {
-    size_t j = i;
-    while (j < nodes.size() && nodes[j] == nodes[i]) ++j;
-    ++s.nodes;
-    s.max_ranks_per_node = std::max(s.max_ranks_per_node, static_cast<int>(j - i));
-    i = j;
-  }
+  s.level = level_joining(c, p.base, last);
+  NodeCount n;
+  if (p.base / d == last / d)
+    n = {1, s.size};
+  else if (p.count == 1 && p.axes[0].stride >= d)
+    n = {s.size, 1};  // every member a node or more from the next
+  else if (p.count == 1)
+    n = count_dense_progression(p.base, p.axes[0].stride, p.axes[0].size, d);
+  else
+    n = count_by_walking(p, d);
+  s.nodes = n.nodes;
+  s.max_ranks_per_node = n.max_per_node;
   return s;
 }
 

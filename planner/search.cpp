@@ -139,7 +139,7 @@ class Search {
       return;
     }
     ++p.fitting;
-    const Estimate e = estimate(m_, c_, t_, l);
+    const Estimate e = estimate(m_, c_, t_, l, o_.execution);
     const Key k{objective_value(o_.objective, e, c_, t_), e.memory().peak_bytes(), index};
     keep_smallest(p.top, k, static_cast<size_t>(o_.top_k));
     for (size_t a = 0; a < kAxisCount; ++a) {
@@ -224,7 +224,7 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
   r.fitting = all.fitting;
   const auto ranked = [&](const Key& k) {
     const Layout& l = layouts[static_cast<size_t>(k.index)];
-    return Ranked{l, estimate(model, cluster, training, l), k.objective, k.index};
+    return Ranked{l, estimate(model, cluster, training, l, options.execution), k.objective, k.index};
   };
   for (const Key& k : all.top) r.top.push_back(ranked(k));
   if (!r.top.empty()) {

@@ -30,6 +30,7 @@ struct SearchOptions {
   bool keep_pruned = false;             // keep every layout pruned for memory (--explain)
   int threads = 2;
   bool progress = false;                // a progress line on stderr
+  ExecutionOptions execution;           // how every candidate is priced (--profile)
 };
 
 struct Ranked {

@@ -22,6 +22,7 @@ struct GroupShape {
   int per_node;     // m: most members on one node
   size_t level;     // innermost level holding the whole group
   int nic_sharers;  // devices sharing a node's NICs at once (>= per_node)
+  const Profile* profile;  // levels with a send_recv fit carry measured rates
 };
 
 struct Timing {
@@ -58,13 +59,25 @@ bool inside_node(const Cluster& c, size_t i) {
 // NICs, nic_GBps · max(1, nics_per_node / devices_per_node), and at most its share of the node's
 // nics_per_node · nic_GBps among the devices using them at once, over the fabric's oversubscription
 // (a lone flow in an oversubscribed fabric still runs at its NIC's rate).
+// A level the profile measured (apply_profile put its send_recv fit's algbw there) is taken as
+// achieved: NCCL's efficiency factors describe datasheet rates only.
+bool measured(const GroupShape& g, size_t i) {
+  if (!g.profile) return false;
+  for (const CollectiveFit& f : g.profile->collectives)
+    if (f.collective == Collective::send_recv && f.level == i) return true;
+  return false;
+}
+
 double level_bytes_per_s(const GroupShape& g, size_t i, int senders) {
   const InterconnectLevel& l = g.cluster.levels[i];
-  if (!l.is_scale_out()) return l.bandwidth_GBps * kBytesPerGB * kNcclScaleUpEfficiency;
+  const bool as_measured = measured(g, i);
+  if (!l.is_scale_out())
+    return l.bandwidth_GBps * kBytesPerGB * (as_measured ? 1 : kNcclScaleUpEfficiency);
   double own_GBps =
       l.nic_GBps * std::max(1.0, static_cast<double>(l.nics_per_node) / g.cluster.devices_per_node);
   double share_GBps = l.nics_per_node * l.nic_GBps / (g.nic_sharers * l.oversubscription);
-  return senders * std::min(own_GBps, share_GBps) * kBytesPerGB * kNcclScaleOutEfficiency;
+  return senders * std::min(own_GBps, share_GBps) * kBytesPerGB *
+         (as_measured ? 1 : kNcclScaleOutEfficiency);
 }
 
 enum class Where { inside_node, beyond_node };
@@ -246,8 +259,16 @@ CollectiveCost collective_cost(const Cluster& cluster, Collective c, int64_t byt
                .nodes = span.nodes,
                .per_node = span.max_ranks_per_node,
                .level = span.level,
-               .nic_sharers = std::max(options.nic_sharing_devices, span.max_ranks_per_node)};
+               .nic_sharers = std::max(options.nic_sharing_devices, span.max_ranks_per_node),
+               .profile = options.profile};
   Timing t = time_collective(g, c, static_cast<double>(bytes), options.all_reduce_algorithm);
+  const bool forced = c == Collective::all_reduce && options.all_reduce_algorithm;
+  if (const CollectiveFit* fit = options.profile && !forced ? find_collective_fit(
+                                     *options.profile, c, span.level, span.size)
+                                                            : nullptr) {
+    t.time_s = fit->time_s(bytes);  // Hockney's alpha + bytes·beta, as calibrate fitted it
+    cost.from_profile = true;
+  }
   cost.time_s = t.time_s;
   cost.algorithm = t.algorithm;
   cost.level = t.level;

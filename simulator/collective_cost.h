@@ -1,7 +1,8 @@
 // Time of one collective (or a point-to-point transfer) on the interconnect level its group spans:
 // the alpha-beta model with the algorithm NCCL would pick (ring or tree; hierarchical when asked),
 // NICs shared by the devices of a node, and fabric oversubscription. Bus bandwidth as nccl-tests
-// defines it (doc/PERFORMANCE.md of nccl-tests).
+// defines it (doc/PERFORMANCE.md of nccl-tests). With a calibration profile, a collective it
+// measured on the same level and group size takes the profile's alpha-beta fit instead.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include "core/collective.h"
 #include "core/enum_names.h"
 #include "core/placement.h"
+#include "core/profile.h"
 
 namespace shardplan {
 
@@ -45,6 +47,7 @@ struct CollectiveCost {
   double busbw_GBps = 0;  // algbw × bus_bandwidth_factor
   Algorithm algorithm = Algorithm::ring;
   size_t level = 0;       // interconnect level whose links bound the time
+  bool from_profile = false;  // time from the profile's fit (algorithm: what NCCL would pick)
 };
 
 
@@ -61,6 +64,12 @@ struct CollectiveOptions {
   // elsewhere, and unset, the algorithm NCCL picks. Hierarchical is not one NCCL picks by itself:
   // it is the reduce-scatter / all-reduce / all-gather composition some frameworks run.
   std::optional<Algorithm> all_reduce_algorithm;
+  // Measurements to price with (ExecutionOptions::profile; the cluster carries its apply_profile
+  // overlay). A fit for this collective on span.level over span.size ranks gives the time as
+  // alpha + bytes·beta, unless all_reduce_algorithm forces an algorithm on an all-reduce. Without
+  // one the analytical model runs, and on the levels the profile measured (a send_recv fit) takes
+  // their bandwidth as achieved: no NCCL efficiency factor on top.
+  const Profile* profile = nullptr;
 };
 
 // `bytes` is nccl-tests' "size": the full buffer of one rank (for reduce-scatter the input, for

@@ -28,17 +28,20 @@ double wave_utilization(int64_t m, int64_t n, int64_t count, int sm_count) {
 
 }  // namespace
 
-DeviceRates device_rates(const Device& d, Dtype dtype) {
+DeviceRates device_rates(const Device& d, Dtype dtype, const Profile* profile) {
   const DeviceEfficiency& eff = d.efficiency;
   const double peak = d.peak_tflops(dtype) * 1e12;
+  const double memory_bytes_per_s =
+      profile ? profile->memory_GBps * 1e9 : d.memory_GBps * 1e9 * eff.memory;
   return DeviceRates{peak * eff.matmul, peak * eff.attention_forward, peak * eff.attention_backward,
-                     d.memory_GBps * 1e9 * eff.memory, eff.sm_count};
+                     memory_bytes_per_s, eff.sm_count, profile};
 }
 
 double gemm_time_s(const DeviceRates& r, int64_t m, int64_t k, int64_t n, int64_t elem_bytes,
                    int64_t count) {
   const double flops =
       2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
+  if (r.profile) return static_cast<double>(count) * flops / gemm_rate_flops(*r.profile, m, n, k);
   const double bytes =
       static_cast<double>(elem_bytes) * (static_cast<double>(m) * static_cast<double>(k) +
                                          static_cast<double>(k) * static_cast<double>(n) +

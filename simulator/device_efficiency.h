@@ -3,13 +3,16 @@
 // SMs (NVIDIA "Matrix Multiplication Background User's Guide": math and memory bounds, tile and
 // wave quantization), so efficiency falls for small and skinny shapes; flash attention at its
 // published rate; memory-bound kernels at the achievable memory bandwidth. The fractions of peak
-// come from the device description (Device::efficiency, each with its source).
+// come from the device description (Device::efficiency, each with its source). With a calibration
+// profile, GEMMs run at the rates it measured for their shapes and memory-bound kernels at its
+// measured bandwidth, with no datasheet efficiency on top.
 #pragma once
 
 #include <cstdint>
 
 #include "core/cluster.h"
 #include "core/dtype.h"
+#include "core/profile.h"
 
 namespace shardplan {
 
@@ -20,14 +23,20 @@ struct DeviceRates {
   double attention_backward_flops_per_s = 0;
   double memory_bytes_per_s = 0;
   int sm_count = 0;
+  // Measured GEMM rates (gemm_rate_flops) that replace matmul_flops_per_s and the roofline; null
+  // when pricing from the datasheet. Not owned.
+  const Profile* profile = nullptr;
 };
 
-DeviceRates device_rates(const Device& d, Dtype dtype);
+// From the datasheet peaks × Device::efficiency; with a profile, memory_bytes_per_s is the
+// profile's memory_GBps as measured, and GEMMs are priced from its rates (gemm_time_s).
+DeviceRates device_rates(const Device& d, Dtype dtype, const Profile* profile = nullptr);
 
 // count GEMMs of (m×k)·(k×n) with elements of elem_bytes: the slower of computing them and of
 // moving A, B and C once at the memory rate (roofline). Computing runs the count·⌈m/tm⌉·⌈n/tn⌉
 // output tiles of 128×256 (or 256×128, whichever wastes less) in waves of sm_count tiles, each
-// wave as long as a full one at the matmul rate.
+// wave as long as a full one at the matmul rate. With a profile: count · 2mkn FLOPs at
+// gemm_rate_flops for the shape, which measured the memory traffic along with the math.
 double gemm_time_s(const DeviceRates& r, int64_t m, int64_t k, int64_t n, int64_t elem_bytes,
                    int64_t count = 1);
 

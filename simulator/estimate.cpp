@@ -134,9 +134,11 @@ StageTiming time_stage(const Context& ctx, const StageLayers& s, SpanCache& span
   std::array<WindowLoad, kWindows> per_mb{}, per_step{};
   double fill_drain_s = 0;  // interleaved pipeline: p2p of the fill and drain
   if (records) records->clear();
+  CollectiveOptions priced;
+  priced.profile = ctx.x.profile;
   for (const CollectiveCall& call : calls) {
     const GroupSpan span = call_span(spans, call);
-    const CollectiveCost cost = collective_cost(ctx.c, call.collective, call.bytes, span);
+    const CollectiveCost cost = collective_cost(ctx.c, call.collective, call.bytes, span, priced);
     const bool mb = call.frequency == CommFrequency::per_microbatch;
     WindowLoad& load = (mb ? per_mb : per_step)[static_cast<size_t>(call.window)];
     load.total_s += static_cast<double>(call.calls) * cost.time_s;
@@ -285,7 +287,7 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
                   const ExecutionOptions& x) {
   assert(l.world() == c.world());
   check_dtype(c, t.dtype);
-  const Context ctx{m, c, t, l, x, device_rates(c.device, t.dtype)};
+  const Context ctx{m, c, t, l, x, device_rates(c.device, t.dtype, x.profile)};
   Estimate e;
   e.world = l.world();
   e.tokens_per_step = l.global_batch() * t.seq_len;

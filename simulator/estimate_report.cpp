@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/human_format.h"
 
 namespace shardplan {
@@ -56,7 +58,27 @@ json collective_to_json(const CollectiveEstimate& c) {
               {"busbw_GBps", c.cost.busbw_GBps},
               {"total_s", c.total_s},
               {"exposed_s", c.exposed_s},
-              {"volume_bytes", c.volume_bytes}};
+              {"volume_bytes", c.volume_bytes},
+              {"from_profile", c.cost.from_profile}};
+}
+
+size_t collectives_from_profile(const Estimate& e) {
+  return static_cast<size_t>(std::count_if(e.collectives.begin(), e.collectives.end(),
+                                           [](const auto& c) { return c.cost.from_profile; }));
+}
+
+// Which figures came from the calibration profile and which from the datasheets; null without one.
+json profile_to_json(const Estimate& e) {
+  const Profile* p = e.options.profile;
+  if (!p) return nullptr;
+  return json{{"device", p->device},
+              {"backend", enum_name(p->backend, kBackendNames)},
+              {"matmul", "profile"},
+              {"memory_bound", "profile"},
+              {"optimizer", "profile"},
+              {"attention", "datasheet"},
+              {"collectives_from_profile", collectives_from_profile(e)},
+              {"collectives_from_model", e.collectives.size() - collectives_from_profile(e)}};
 }
 
 }  // namespace
@@ -76,7 +98,8 @@ json estimate_to_json(const Estimate& e) {
          {"hardware_flops_per_step", e.hardware_flops_per_step},
          {"peak_flops_per_device", e.peak_flops_per_device},
          {"options",
-          {{"flash_attention", e.options.flash_attention}, {"dropout", e.options.dropout}}}};
+          {{"flash_attention", e.options.flash_attention}, {"dropout", e.options.dropout}}},
+         {"profile", profile_to_json(e)}};
   j["time"] = {{"compute_s", e.time.compute_s},
                {"recompute_s", e.time.recompute_s},
                {"microbatch_comm_s", e.time.microbatch_comm_s},
@@ -192,6 +215,12 @@ void append_collectives(std::string& out, const Estimate& e) {
                        c.call.bytes, c.calls_per_step, format_seconds(c.cost.time_s),
                        c.cost.busbw_GBps, format_seconds(c.total_s), format_seconds(c.exposed_s));
   out += fmt::format("  exposed in all {}\n", format_seconds(e.exposed_comm_s));
+  if (const Profile* p = e.options.profile)
+    out += fmt::format(
+        "\nPriced with the profile of {}: GEMMs, memory-bound kernels and the optimizer at its "
+        "measured rates,\n  {} of {} collectives by its fits (the rest by the model on its "
+        "measured links), attention from the datasheet\n",
+        p->device, collectives_from_profile(e), e.collectives.size());
 }
 
 }  // namespace

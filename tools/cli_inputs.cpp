@@ -1,7 +1,10 @@
 #include "tools/cli_inputs.h"
 
 #include <sstream>
+#include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "core/error.h"
 #include "core/json_reader.h"
@@ -21,6 +24,9 @@ void add_input_options(CLI::App* app, InputOptions& o, LayoutInput layout) {
   app->add_option("--seq", o.seq, "Sequence length in tokens")->check(CLI::PositiveNumber);
   app->add_option("--dtype", o.dtype, "Compute dtype: bf16 (default), fp16, fp32")
       ->check(CLI::IsMember({"bf16", "fp16", "fp32", "tf32"}));
+  app->add_option("--profile", o.profile_file,
+                  "Price with what `shardplan calibrate` measured (GEMM rates by shape, memory "
+                  "bandwidth, collective fits) instead of the datasheet efficiencies");
   if (layout == LayoutInput::none) return;
   auto* opt = app->add_option(
       "--layout,-l", o.layout,
@@ -86,6 +92,21 @@ Plan resolve_plan(const InputOptions& o) {
   Layout layout = resolve_layout(spec, in.model, in.cluster, in.training, source);
   return Plan{std::move(in.model), std::move(in.cluster), in.training, std::move(layout),
               nlohmann::json::object()};
+}
+
+std::optional<Profile> apply_profile_option(const InputOptions& o, Cluster& cluster,
+                                            const Training& training) {
+  if (o.profile_file.empty()) return std::nullopt;
+  Profile p = read_profile_file(o.profile_file);
+  if (p.dtype != training.dtype)
+    throw InputError(o.profile_file, "dtype",
+                     fmt::format("the profile measured {} GEMMs, the training computes in {}",
+                                 enum_name(p.dtype, kDtypeNames),
+                                 enum_name(training.dtype, kDtypeNames)),
+                     fmt::format("pass --dtype {}, or calibrate in {}", enum_name(p.dtype, kDtypeNames),
+                                 enum_name(training.dtype, kDtypeNames)));
+  cluster = apply_profile(std::move(cluster), p, o.profile_file);
+  return p;
 }
 
 }  // namespace shardplan::cli

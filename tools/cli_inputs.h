@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/plan.h"
+#include "core/profile.h"
 
 namespace shardplan::cli {
 
@@ -24,12 +25,13 @@ struct InputOptions {
   std::string layout;            // the compact string
   std::string megatron;          // Megatron-LM flags in one string
   std::string deepspeed_config;  // a DeepSpeed JSON
+  std::string profile_file;      // a calibration profile (shardplan calibrate) to price with
 };
 
 enum class LayoutInput { required, optional, none };
 
-// Adds --model, --cluster, --nodes, --training, --gbs, --seq, --dtype and, unless `layout` is
-// none, --layout, --megatron and --deepspeed-config.
+// Adds --model, --cluster, --nodes, --training, --gbs, --seq, --dtype, --profile and, unless
+// `layout` is none, --layout, --megatron and --deepspeed-config.
 void add_input_options(CLI::App* app, InputOptions& o, LayoutInput layout);
 
 // Model, cluster and training resolved from the options (no layout).
@@ -42,5 +44,11 @@ Inputs resolve_inputs(const InputOptions& o);
 
 // A full plan: from --plan's file, or from the options with the layout resolved and validated.
 Plan resolve_plan(const InputOptions& o);
+
+// --profile's file, read, checked against the training's dtype (its GEMM rates are for the dtype
+// it measured) and overlaid on `cluster` (apply_profile); none without --profile. Set
+// ExecutionOptions::profile to the result, which must outlive the estimates made with it.
+std::optional<Profile> apply_profile_option(const InputOptions& o, Cluster& cluster,
+                                            const Training& training);
 
 }  // namespace shardplan::cli

@@ -1,6 +1,7 @@
 // `shardplan estimate`: price one layout with the analytical cost model — itemised memory of the
 // worst rank, compute by kind, every collective on the level it spans, and the step's totals.
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <fmt/core.h>
@@ -25,10 +26,12 @@ struct EstimateOptions {
 };
 
 int run_estimate(const EstimateOptions& o) {
-  const Plan p = resolve_plan(o.inputs);
+  Plan p = resolve_plan(o.inputs);
+  const std::optional<Profile> profile = apply_profile_option(o.inputs, p.cluster, p.training);
   ExecutionOptions x;
   x.flash_attention = !o.no_flash_attention;
   x.dropout = o.dropout;
+  x.profile = profile ? &*profile : nullptr;
   const Estimate e = estimate(p.model, p.cluster, p.training, p.layout, x);
   const nlohmann::json j = estimate_to_json(e);
   if (!o.json_file.empty()) write_json_file(o.json_file, j);

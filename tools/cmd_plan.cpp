@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include <fmt/core.h>
@@ -95,6 +96,7 @@ int run_plan(const PlanOptions& o) {
   if (in.training.global_batch == 0)
     throw InputError("--gbs", "training.global_batch", "not given", "pass --gbs 512, or global_batch in --training FILE");
   if (fixed.dtype) in.training.dtype = *fixed.dtype;
+  const std::optional<Profile> profile = apply_profile_option(o.inputs, in.cluster, in.training);
 
   SearchOptions search;
   search.objective = *enum_from_name(o.objective, kObjectiveNames);
@@ -103,6 +105,7 @@ int run_plan(const PlanOptions& o) {
   search.keep_pruned = o.explain;
   search.threads = o.threads;
   search.progress = isatty(fileno(stderr)) != 0;
+  search.execution.profile = profile ? &*profile : nullptr;
 
   const Cluster& c = in.cluster;
   fmt::print("plan {} on {} ({} node{} x {} {} = {} devices), gbs {}, seq {}, {}; objective: {}\n", in.model.name,

@@ -1,10 +1,12 @@
 #include "core/placement.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "tests/core/thrown_input_error.h"
@@ -150,6 +152,80 @@ TEST_CASE("group spans of every rank of 16,384", "[placement]") {
   CHECK(dp.size == 128);
   CHECK(dp.nodes == 128);
   CHECK(dp.max_ranks_per_node == 1);
+}
+
+namespace {
+
+// group_span by its definition: list the members, sort their nodes, count.
+GroupSpan brute_force_span(const Cluster& c, const Layout& l, int64_t rank, Group g) {
+  Ranks members = group_ranks(l, rank, g);
+  std::sort(members.begin(), members.end());
+  GroupSpan s;
+  s.group = g;
+  s.size = static_cast<int>(members.size());
+  s.level = level_joining(c, members.front(), members.back());
+  s.nodes = 0;
+  s.max_ranks_per_node = 0;
+  for (size_t i = 0; i < members.size();) {
+    size_t j = i;
+    while (j < members.size() && members[j] / c.devices_per_node == members[i] / c.devices_per_node) ++j;
+    ++s.nodes;
+    s.max_ranks_per_node = std::max(s.max_ranks_per_node, static_cast<int>(j - i));
+    i = j;
+  }
+  return s;
+}
+
+// `nodes` nodes of d devices: NVLink inside a node, a rack level over two nodes when there is an
+// even number of them, InfiniBand over all.
+Cluster cluster_of(int nodes, int d) {
+  static const Cluster dgx = load_cluster("dgx-h100", 1);
+  Cluster c = dgx;
+  c.nodes = nodes;
+  c.devices_per_node = d;
+  c.levels[0].span_devices = d;
+  if (nodes % 2 == 0) {
+    InterconnectLevel rack = c.levels[0];
+    rack.name = "rack";
+    rack.span_devices = 2 * d;
+    c.levels.insert(c.levels.begin() + 1, rack);
+  }
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("group_span agrees with listing the members, for every rank order", "[placement]") {
+  struct Sizes {
+    int tp, cp, ep, dp, pp;
+  };
+  const Sizes layouts[] = {{2, 2, 2, 4, 2}, {3, 1, 1, 8, 2}, {1, 2, 2, 6, 3}, {3, 1, 1, 32, 1},
+                           {2, 3, 1, 4, 1}, {1, 1, 1, 24, 2}, {4, 1, 2, 4, 3}, {1, 1, 1, 64, 1}};
+  std::vector<std::string> axes{"cp", "dp", "ep", "pp", "tp"};  // sorted for next_permutation
+  int64_t compared = 0, wrong = 0;
+  do {
+    const std::string order = fmt::format("{}", fmt::join(axes, "-"));
+    for (const Sizes& z : layouts) {
+      const Layout l = make_layout(z.tp, z.cp, z.ep, z.dp, z.pp, order);
+      for (int d : {2, 3, 4, 6, 8}) {
+        if (l.world() % d != 0) continue;
+        const Cluster c = cluster_of(static_cast<int>(l.world() / d), d);
+        for (int64_t rank = 0; rank < l.world(); rank += 5)
+          for (const auto& [g, name] : kGroupNames) {
+            const GroupSpan fast = group_span(c, l, rank, g), slow = brute_force_span(c, l, rank, g);
+            ++compared;
+            if (fast == slow) continue;
+            ++wrong;
+            FAIL_CHECK(fmt::format("{} {}x{}x{}x{}x{} d={} rank {}", order, z.tp, z.cp, z.ep, z.dp,
+                                   z.pp, d, rank)
+                       << ": " << Catch::StringMaker<GroupSpan>::convert(fast) << " vs "
+                       << Catch::StringMaker<GroupSpan>::convert(slow));
+          }
+      }
+    }
+  } while (std::next_permutation(axes.begin(), axes.end()));
+  CHECK(compared > 100000);
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("rank_order must be a permutation of the five axes", "[placement]") {

@@ -1,0 +1,144 @@
+// Pricing with a calibration profile: GEMMs at its measured rate for their shape, memory-bound
+// kernels at its bandwidth, collectives by its alpha-beta fits, and no datasheet efficiency on top
+// of any measured figure. Every expected number is worked out by hand from the profile.
+#include <catch2/catch.hpp>
+
+#include "simulator/collective_cost.h"
+#include "simulator/device_efficiency.h"
+#include "simulator/estimate.h"
+#include "simulator/estimate_report.h"
+#include "simulator_fixtures.h"
+
+namespace shardplan {
+namespace {
+
+// Round figures for hand arithmetic: one GEMM shape at 100 TFLOP/s, 2000 GB/s of memory, an
+// all-reduce of 8 ranks on NVLink (level 0) and a send/recv pair on each level.
+Profile hand_profile() {
+  return Profile{.backend = Backend::cuda,
+                 .device = "test GPU",
+                 .ranks = 16,
+                 .dtype = Dtype::bf16,
+                 .memory_GBps = 2000,
+                 .gemm = {{1024, 2048, 512, 100}, {4096, 4096, 4096, 400}},
+                 .collectives = {{Collective::all_reduce, 0, 8, 20, 150},
+                                 {Collective::send_recv, 0, 2, 4, 300},
+                                 {Collective::send_recv, 1, 2, 10, 40}}};
+}
+
+Device datasheet_device() {
+  Device d;
+  d.name = "test GPU";
+  d.memory_GBps = 3350;
+  d.peak_tflops_bf16 = 989.5;
+  d.efficiency = {.matmul = 0.7, .attention_forward = 0.5, .attention_backward = 0.4,
+                  .memory = 0.9, .sm_count = 132};
+  return d;
+}
+
+GroupSpan one_node(int size) {
+  GroupSpan s;
+  s.size = size;
+  s.max_ranks_per_node = size;
+  return s;
+}
+
+TEST_CASE("profile pricing: a GEMM takes flops / the profile's rate for its shape",
+          "[profile][compute]") {
+  const Profile p = hand_profile();
+  const DeviceRates r = device_rates(datasheet_device(), Dtype::bf16, &p);
+  // (m×k)·(k×n) with m = 1024, k = 512, n = 2048: the profile's first shape (m, n, k).
+  const double flops = 2.0 * 1024 * 512 * 2048;
+  CHECK(gemm_time_s(r, 1024, 512, 2048, 2) == flops / 100e12);
+  CHECK(gemm_time_s(r, 1024, 512, 2048, 2, 3) == 3 * flops / 100e12);
+  CHECK(gemm_time_s(r, 4096, 4096, 4096, 2) == 2.0 * 4096 * 4096 * 4096 / 400e12);
+  // Memory-bound kernels at the measured 2000 GB/s, not × Device::efficiency.memory.
+  CHECK(r.memory_bytes_per_s == 2000e9);
+  CHECK(memory_time_s(r, 1e9) == 1e9 / 2000e9);
+
+  // Without a profile, the datasheet: 3350 GB/s × 0.9 and the roofline.
+  const DeviceRates d = device_rates(datasheet_device(), Dtype::bf16);
+  CHECK(d.memory_bytes_per_s == Approx(3350e9 * 0.9));
+  CHECK(gemm_time_s(d, 1024, 512, 2048, 2) != flops / 100e12);
+}
+
+TEST_CASE("profile pricing: a measured collective takes alpha + bytes / algbw from its fit",
+          "[profile][collective]") {
+  const Profile p = hand_profile();
+  const Cluster c = apply_profile(test::preset_cluster("dgx-h100", 2), p, "hand.json");
+  CollectiveOptions with;
+  with.profile = &p;
+  constexpr int64_t kBytes = 1'000'000'000;
+
+  const CollectiveCost measured = collective_cost(c, Collective::all_reduce, kBytes, one_node(8), with);
+  CHECK(measured.from_profile);
+  CHECK(measured.time_s == 20e-6 + 1e9 / 150e9);
+  CHECK(measured.algbw_GBps == Approx(1e9 / (20e-6 + 1e9 / 150e9) / 1e9));
+
+  // send/recv is measured on both levels.
+  GroupSpan pair = one_node(2);
+  CHECK(collective_cost(c, Collective::send_recv, kBytes, pair, with).time_s == 4e-6 + 1e9 / 300e9);
+  pair.level = 1, pair.nodes = 2, pair.max_ranks_per_node = 1;
+  CHECK(collective_cost(c, Collective::send_recv, kBytes, pair, with).time_s == 10e-6 + 1e9 / 40e9);
+
+  // A forced algorithm is not what calibrate measured: the model prices it.
+  CollectiveOptions forced = with;
+  forced.all_reduce_algorithm = Algorithm::ring;
+  CHECK_FALSE(collective_cost(c, Collective::all_reduce, kBytes, one_node(8), forced).from_profile);
+}
+
+TEST_CASE("profile pricing: unmeasured groups fall back to the model on the measured links",
+          "[profile][collective]") {
+  const Profile p = hand_profile();
+  const Cluster c = apply_profile(test::preset_cluster("dgx-h100", 2), p, "hand.json");
+  constexpr int64_t kBytes = 8'000'000'000;
+  // All-gather over 8 ranks of a node: no fit, so the ring of collective_cost.cpp on NVLink at the
+  // send/recv fit's 300 GB/s per device as achieved (no NCCL efficiency factor) and its 4 us alpha
+  // per hop: base + 7·alpha + 7 · (bytes / 8) / 300 GB/s.
+  CollectiveOptions with;
+  with.profile = &p;
+  const CollectiveCost ag = collective_cost(c, Collective::all_gather, kBytes, one_node(8), with);
+  CHECK_FALSE(ag.from_profile);
+  CHECK(ag.time_s == Approx(kNcclBaseLatency_us * 1e-6 + 7 * 4e-6 + 7 * 1e9 / 300e9).epsilon(1e-12));
+
+  // Without the profile, the same cluster's NVLink figure takes NCCL's efficiency.
+  const CollectiveCost model = collective_cost(c, Collective::all_gather, kBytes, one_node(8));
+  CHECK(model.time_s == Approx(kNcclBaseLatency_us * 1e-6 + 7 * 4e-6 +
+                               7 * 1e9 / (300e9 * kNcclScaleUpEfficiency))
+                            .epsilon(1e-12));
+}
+
+TEST_CASE("profile pricing: estimate takes the profile's rates and says which figures it used",
+          "[profile][estimate]") {
+  Profile p = hand_profile();
+  p.gemm = {{4096, 4096, 4096, 400}};  // one shape: every GEMM at 400 TFLOP/s
+  const Cluster c = apply_profile(test::preset_cluster("dgx-h100", 2), p, "hand.json");
+  const Model m = test::preset_model("llama3-8b");
+  const Training t = test::training(32, 4096);
+  ExecutionOptions x;
+  x.profile = &p;
+  const Estimate e = estimate(m, c, t, test::layout(16, 32, 8, 1), x);
+
+  for (const PassCost* pass : {&e.compute.forward, &e.compute.backward}) {
+    CHECK((*pass)[OpKind::matmul].time_s == Approx((*pass)[OpKind::matmul].flops / 400e12));
+    CHECK((*pass)[OpKind::memory_bound].time_s ==
+          Approx((*pass)[OpKind::memory_bound].bytes / 2000e9));
+  }
+  // The tp all-reduce over 8 ranks of a node is the measured one.
+  bool tp_measured = false;
+  for (const CollectiveEstimate& ce : e.collectives)
+    if (ce.call.name == "tp_all_reduce") {
+      tp_measured = ce.cost.from_profile;
+      CHECK(ce.cost.time_s == 20e-6 + static_cast<double>(ce.call.bytes) / 150e9);
+    }
+  CHECK(tp_measured);
+
+  const nlohmann::json j = estimate_to_json(e);
+  CHECK(j["profile"]["matmul"] == "profile");
+  CHECK(j["profile"]["attention"] == "datasheet");
+  CHECK(j["profile"]["collectives_from_profile"].get<int>() >= 1);
+  CHECK(estimate_to_json(estimate(m, c, t, test::layout(16, 32, 8, 1)))["profile"].is_null());
+}
+
+}  // namespace
+}  // namespace shardplan
