@@ -154,7 +154,11 @@ DeviceLocation device_of(const Cluster& c, int64_t rank) {
 
 GroupSpan group_span(const Cluster& c, const Layout& l, int64_t rank, Group g) {
   assert(c.world() == l.world() && "validate_layout checks the layout fills the cluster");
-  const std::vector<int64_t> members = group_ranks(l, rank, g);
+  return ranks_span(c, g, group_ranks(l, rank, g));
+}
+
+GroupSpan ranks_span(const Cluster& c, Group g, std::span<const int64_t> members) {
+  assert(!members.empty());
   GroupSpan s;
   s.group = g;
   s.size = static_cast<int>(members.size());

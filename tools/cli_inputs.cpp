@@ -31,6 +31,13 @@ void add_input_options(CLI::App* app, InputOptions& o, LayoutInput layout) {
   if (layout == LayoutInput::required) opt->needs(app->get_option("--model"));
 }
 
+void add_execution_options(CLI::App* app, ExecutionOptions& x) {
+  app->add_flag_callback("--no-flash-attention", [&x] { x.flash_attention = false; },
+                         "Price attention that materialises the s x s scores (Korthikanti's 5as/h term)");
+  app->add_flag_callback("--dropout", [&x] { x.dropout = true; },
+                         "Price dropout after attention and MLP (GPT-3 style)");
+}
+
 namespace {
 
 std::vector<std::string> split_words(const std::string& s) {

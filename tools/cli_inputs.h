@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/plan.h"
+#include "simulator/execution_options.h"
 
 namespace shardplan::cli {
 
@@ -31,6 +32,9 @@ enum class LayoutInput { required, optional, none };
 // Adds --model, --cluster, --nodes, --training, --gbs, --seq, --dtype and, unless `layout` is
 // none, --layout, --megatron and --deepspeed-config.
 void add_input_options(CLI::App* app, InputOptions& o, LayoutInput layout);
+
+// --no-flash-attention and --dropout: how the framework runs the layers.
+void add_execution_options(CLI::App* app, ExecutionOptions& x);
 
 // Model, cluster and training resolved from the options (no layout).
 struct Inputs {

@@ -20,16 +20,12 @@ struct EstimateOptions {
   InputOptions inputs;
   std::string json_file;
   std::string format = "table";
-  bool no_flash_attention = false;
-  bool dropout = false;
+  ExecutionOptions execution;
 };
 
 int run_estimate(const EstimateOptions& o) {
   const Plan p = resolve_plan(o.inputs);
-  ExecutionOptions x;
-  x.flash_attention = !o.no_flash_attention;
-  x.dropout = o.dropout;
-  const Estimate e = estimate(p.model, p.cluster, p.training, p.layout, x);
+  const Estimate e = estimate(p.model, p.cluster, p.training, p.layout, o.execution);
   const nlohmann::json j = estimate_to_json(e);
   if (!o.json_file.empty()) write_json_file(o.json_file, j);
   if (o.format == "json") fmt::print("{}\n", j.dump(2));
@@ -52,9 +48,7 @@ Subcommand add_estimate(CLI::App& root) {
   app->add_option("--json", o->json_file, "Also write every figure as JSON to this file");
   app->add_option("--format", o->format, "table (default) or json on stdout")
       ->check(CLI::IsMember({"table", "json"}));
-  app->add_flag("--no-flash-attention", o->no_flash_attention,
-                "Price attention that materialises the s x s scores (Korthikanti's 5as/h term)");
-  app->add_flag("--dropout", o->dropout, "Price dropout after attention and MLP (GPT-3 style)");
+  add_execution_options(app, o->execution);
   return {app, [o] { return run_estimate(*o); }};
 }
 

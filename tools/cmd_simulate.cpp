@@ -1,0 +1,91 @@
+// `shardplan simulate`: run one step of a plan event by event — every rank's program of compute,
+// pipeline transfers and collectives priced by the cost model — and print where the time goes,
+// beside the closed-form estimate; optionally write the timeline as a Chrome trace.
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/core.h>
+
+#include "core/error.h"
+#include "core/json_reader.h"
+#include "simulator/plan_simulation.h"
+#include "simulator/simulation_report.h"
+#include "simulator/trace.h"
+#include "tools/cli_inputs.h"
+#include "tools/subcommand.h"
+
+namespace shardplan::cli {
+
+namespace {
+
+struct SimulateOptions {
+  InputOptions inputs;
+  std::string trace_file;
+  std::string json_file;
+  std::string format = "table";
+  bool no_symmetry = false;
+  ExecutionOptions execution;
+};
+
+// A schedule that cannot finish, or collectives whose members disagree, is a bug in the schedule.
+[[noreturn]] void throw_broken(const SimResult& r) {
+  std::string what = "the simulated step did not finish";
+  if (!r.errors.empty()) what += ": " + r.errors.front();
+  else what += fmt::format(": rank {} ({}) waits for {}", r.deadlock.front().rank,
+                           enum_name(r.deadlock.front().stream, kStreamNames),
+                           r.deadlock.front().waiting_for);
+  throw std::logic_error(what);
+}
+
+int run_simulate(const SimulateOptions& o) {
+  const Plan p = resolve_plan(o.inputs);
+  const PlanSimulation s =
+      simulate_plan(p.model, p.cluster, p.training, p.layout, o.execution, !o.no_symmetry);
+  if (!s.result.ok()) throw_broken(s.result);
+  const nlohmann::json j = simulation_to_json(s);
+  if (!o.json_file.empty()) write_json_file(o.json_file, j);
+  if (!o.trace_file.empty())
+    write_json_file(o.trace_file,
+                    chrome_trace(s.step.programs, s.result.timings, s.result.ranks_per_program));
+  if (o.format == "json") {
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("{}: {} on {} x {} ({} devices)\n", to_string(p.layout), p.model.name,
+               p.cluster.name, p.cluster.nodes, p.cluster.world());
+    fmt::print("{}", format_simulation_table(s));
+    if (!o.trace_file.empty())
+      fmt::print("\nTrace: {} ({} actions; open it in ui.perfetto.dev)\n", o.trace_file,
+                 s.result.events);
+  }
+  return static_cast<int>(s.fits ? ExitCode::ok : ExitCode::nothing_fits);
+}
+
+}  // namespace
+
+Subcommand add_simulate(CLI::App& root) {
+  auto o = std::make_shared<SimulateOptions>();
+  CLI::App* app = root.add_subcommand(
+      "simulate",
+      "Simulate one step of a plan event by event: every rank's compute, pipeline transfers and "
+      "collectives priced by the cost model, run with their real dependencies. Prints the step "
+      "time beside the estimate, each rank's busy, idle, exposed-communication and bubble time, "
+      "the critical path, and memory with the simulated activation peak; MFU counts model FLOPs "
+      "(Narayanan et al. 2021 eq. 3, without recompute), HFU hardware FLOPs (with recompute). "
+      "Ranks that run the same program (the tp, cp, ep and dp peers of a pipeline stage) are "
+      "simulated once unless --no-symmetry. Exits 3 when the plan does not fit.");
+  app->add_option("plan", o->inputs.plan_file, "A plan JSON (instead of --model/--cluster/--layout)");
+  add_input_options(app, o->inputs, LayoutInput::optional);
+  app->add_option("--trace", o->trace_file,
+                  "Write the timeline as Chrome trace JSON (pid = rank, tid = stream) for "
+                  "ui.perfetto.dev");
+  app->add_option("--json", o->json_file, "Also write every figure as JSON to this file");
+  app->add_option("--format", o->format, "table (default) or json on stdout")
+      ->check(CLI::IsMember({"table", "json"}));
+  app->add_flag("--no-symmetry", o->no_symmetry,
+                "Simulate every rank, not one per pipeline stage");
+  add_execution_options(app, o->execution);
+  return {app, [o] { return run_simulate(*o); }};
+}
+
+}  // namespace shardplan::cli
