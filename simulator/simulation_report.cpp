@@ -141,23 +141,33 @@ void append_step(std::string& out, const PlanSimulation& s) {
   row("fits", s.fits ? "yes" : "no", e.fits ? "yes" : "no");
 }
 
+// Consecutive ranks whose rows read the same share one row ("16-31").
 void append_ranks(std::string& out, const PlanSimulation& s) {
   const SimResult& r = s.result;
   out += r.ranks_per_program > 1
              ? fmt::format("\nRanks (one per pipeline stage, each standing for {} ranks)\n",
                            r.ranks_per_program)
-             : std::string("\nRanks\n");
-  out += fmt::format("  {:>6} {:>5} {:>11} {:>11} {:>12} {:>11} {:>6} {:>12} {:>12}\n", "rank",
+             : std::string("\nRanks (consecutive ranks with the same figures on one row)\n");
+  out += fmt::format("  {:>11} {:>5} {:>11} {:>11} {:>12} {:>11} {:>6} {:>12} {:>12}\n", "rank",
                      "stage", "busy", "idle", "exposed comm", "bubble", "chunks", "activations",
                      "peak memory");
-  for (size_t i = 0; i < r.ranks.size(); ++i) {
+  const auto figures = [&](size_t i) {
     const RankStats& k = r.ranks[i];
     const SimulatedMemory& m = s.memory[i];
-    out += fmt::format("  {:>6} {:>5} {:>11} {:>11} {:>12} {:>11} {:>6} {:>12} {:>12}\n", k.rank,
-                       m.stage, format_seconds(k.busy_s), format_seconds(k.idle_s),
+    return fmt::format("{:>5} {:>11} {:>11} {:>12} {:>11} {:>6} {:>12} {:>12}", m.stage,
+                       format_seconds(k.busy_s), format_seconds(k.idle_s),
                        format_seconds(k.exposed_comm_s), format_seconds(k.bubble_s),
                        m.peak_activation_chunks, format_gib(as_double(m.activations_bytes())),
                        format_gib(as_double(m.peak_bytes())));
+  };
+  for (size_t i = 0; i < r.ranks.size();) {
+    const std::string row = figures(i);
+    size_t j = i + 1;
+    while (j < r.ranks.size() && r.ranks[j].rank == r.ranks[j - 1].rank + 1 && figures(j) == row) ++j;
+    const std::string ranks = j == i + 1 ? fmt::format("{}", r.ranks[i].rank)
+                                         : fmt::format("{}-{}", r.ranks[i].rank, r.ranks[j - 1].rank);
+    out += fmt::format("  {:>11} {}\n", ranks, row);
+    i = j;
   }
   out += "  busy: compute stream running; exposed comm: compute idle while the rank communicates;\n"
          "  bubble: idle otherwise (waiting on other ranks); chunks: micro-batch chunk activations\n"
