@@ -75,8 +75,9 @@ RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const
                                              layer(moe, Recompute::none) - layer(moe, l.recompute));
   }
   if (s.last) {
-    // The last stage runs each micro-batch's backward right after its forward except under GPipe.
-    const int64_t held = l.schedule == Schedule::gpipe ? l.num_microbatches : 1;
+    // The last stage runs each micro-batch's backward right after its forward unless the
+    // schedule runs every forward first.
+    const int64_t held = runs_all_forwards_first(l) ? l.num_microbatches : 1;
     r.output_activations_bytes = held * output_layer_activation_bytes(m, t.dtype, shape);
     r.logits_bytes = held * loss_softmax_bytes(m, shape) + logits_bytes(m, t.dtype, shape);
   }

@@ -1,0 +1,233 @@
+// The cost-model pricer: actions priced with the cost model's own figures (compute per part and
+// pass, collectives on the level their members span, the optimizer by its bytes); the simulated
+// activation peak against the memory model's closed form for GPipe, 1F1B and interleaved 1F1B; the
+// simulated step of a pp = 1 layout against estimate(); every action of a real-priced step in the
+// trace once; and the 1,024-rank speed benchmark.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <set>
+#include <tuple>
+
+#include "core/schedule.h"
+#include "simulator/activation_memory.h"
+#include "simulator/collective_cost.h"
+#include "simulator/compute_model.h"
+#include "simulator/cost_model_pricer.h"
+#include "simulator/estimate.h"
+#include "simulator/memory_model.h"
+#include "simulator/plan_simulation.h"
+#include "simulator/trace.h"
+#include "tests/core/schedule_fixtures.h"
+#include "tests/simulator/simulator_fixtures.h"
+
+namespace shardplan {
+namespace {
+
+Layout make_layout(int dp, int tp, int pp, int num_microbatches, Schedule s = Schedule::one_f_one_b,
+                   int vpp = 1) {
+  return Layout{.dp = dp, .tp = tp, .pp = pp, .num_microbatches = num_microbatches, .vpp = vpp,
+                .schedule = s};
+}
+
+Training training_for(const Layout& l, int64_t seq_len) {
+  return test::training(l.global_batch(), seq_len);
+}
+
+// The pricer and the programs it prices, for every rank or one per stage.
+struct Priced {
+  StepPrograms step;
+  CostModelPricer pricer;
+
+  Priced(const Model& m, const Cluster& c, const Training& t, const Layout& l,
+         const ExecutionOptions& x = {}, bool symmetric = true)
+      : step(build_step(m, t, l, symmetric)), pricer(m, c, t, l, x, step) {}
+};
+
+// The first action of `p` that `match` accepts.
+template <class Match>
+const Action& find(const Program& p, Match match) {
+  const auto it = std::find_if(p.actions.begin(), p.actions.end(), match);
+  REQUIRE(it != p.actions.end());
+  return *it;
+}
+
+}  // namespace
+
+TEST_CASE("compute actions cost their parts' figures in their pass", "[pricer]") {
+  const Model m = test::preset_model("llama3-8b");
+  const Cluster c = test::preset_cluster("dgx-h100", 1);
+  Layout l = make_layout(1, 8, 1, 2);
+  const DeviceRates rates = device_rates(c.device, Dtype::bf16);
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+    l.recompute = r;
+    const Training t = training_for(l, 4096);
+    const Priced p(m, c, t, l);
+    const Program& rank0 = p.step.programs[0];
+    const PartsCompute layer = layer_compute(m, t, l, false, rates, {});
+    const auto part = [&](Part x) { return layer[x]; };
+    // Without sequence parallelism the forward of a layer is qkv+core, all-reduce, mlp, all-reduce.
+    const Action& fwd = find(rank0, [](const Action& a) {
+      return a.kind == ActionKind::compute && a.pass == Pass::forward && has_part(a.parts, Part::attention_core);
+    });
+    CHECK(fwd.parts == (part_bit(Part::attention_qkv) | part_bit(Part::attention_core)));
+    CHECK(p.pricer.duration_s(rank0, fwd) ==
+          Approx(part(Part::attention_qkv).forward.time_s() + part(Part::attention_core).forward.time_s())
+              .epsilon(1e-12));
+    // The backward of the attention core carries selective recomputation's re-forward of it.
+    const Action& bwd = find(rank0, [](const Action& a) {
+      return a.kind == ActionKind::compute && a.pass == Pass::backward && has_part(a.parts, Part::attention_core);
+    });
+    const double core_again = r == Recompute::selective ? part(Part::attention_core).recompute.time_s() : 0;
+    CHECK(p.pricer.duration_s(rank0, bwd) ==
+          Approx(part(Part::attention_qkv).backward.time_s() + part(Part::attention_core).backward.time_s() +
+                 core_again)
+              .epsilon(1e-12));
+    if (r == Recompute::selective) CHECK(core_again > 0);
+    // Full recomputation's re-forward is its own actions, each as long as the forward.
+    if (r == Recompute::full) {
+      const Action& again = find(rank0, [](const Action& a) {
+        return a.kind == ActionKind::compute && a.pass == Pass::recompute && has_part(a.parts, Part::mlp);
+      });
+      CHECK(p.pricer.duration_s(rank0, again) == Approx(part(Part::mlp).forward.time_s()).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("the head's forward adds vocab-parallel cross entropy's three all-reduces", "[pricer]") {
+  const Model m = test::preset_model("llama3-8b");
+  const Cluster c = test::preset_cluster("dgx-h100", 1);
+  const Layout l = make_layout(1, 8, 1, 1);
+  const Training t = training_for(l, 4096);
+  const Priced p(m, c, t, l);
+  const Program& rank0 = p.step.programs[0];
+  const PartsCompute ends = ends_compute(m, t, l, device_rates(c.device, Dtype::bf16));
+  // Megatron-LM's vocab_parallel_cross_entropy: max, predicted logit and sum of exponentials,
+  // b·s fp32 values each, all-reduced over the tp group of 8 on NVLink.
+  const std::array<int64_t, 8> tp_group{0, 1, 2, 3, 4, 5, 6, 7};
+  const double all_reduce_s =
+      collective_cost(c, Collective::all_reduce, 4 * 4096, ranks_span(c, Group::tp, tp_group)).time_s;
+  CHECK(p.pricer.cross_entropy_s(rank0) == Approx(3 * all_reduce_s).epsilon(1e-12));
+  const Action& head = find(rank0, [](const Action& a) {
+    return a.kind == ActionKind::compute && a.pass == Pass::forward && has_part(a.parts, Part::head);
+  });
+  CHECK(p.pricer.duration_s(rank0, head) ==
+        Approx(ends[Part::head].forward.time_s() + 3 * all_reduce_s).epsilon(1e-12));
+  const Action& head_back = find(rank0, [](const Action& a) {
+    return a.kind == ActionKind::compute && a.pass == Pass::backward && has_part(a.parts, Part::head);
+  });
+  CHECK(p.pricer.duration_s(rank0, head_back) == Approx(ends[Part::head].backward.time_s()).epsilon(1e-12));
+}
+
+TEST_CASE("communication is priced on the level its members span", "[pricer]") {
+  // small-gpt (tied embeddings) at tp=8, pp=2 on two DGX H100: a stage per node, so the pipeline
+  // transfers and the tied-embedding reduction cross InfiniBand, the tp collectives stay on NVLink.
+  const Model m = test::small_gpt();
+  const Cluster c = test::preset_cluster("dgx-h100", 2);
+  Layout l = make_layout(1, 8, 2, 2);
+  l.sequence_parallel = true;
+  const Training t = training_for(l, 64);
+  const Priced p(m, c, t, l);
+  const Program& first = p.step.programs[0];
+  const Program& last = p.step.programs[1];
+  REQUIRE(last.rank == 8);
+
+  const Action& send = find(first, [](const Action& a) { return a.kind == ActionKind::send; });
+  const std::array<int64_t, 2> pair{0, 8};
+  const GroupSpan across = ranks_span(c, Group::pp, pair);
+  CHECK(across.size == 2);
+  CHECK(across.nodes == 2);
+  CHECK(c.levels[across.level].name == "infiniband");
+  CHECK(p.pricer.duration_s(first, send) ==
+        collective_cost(c, Collective::send_recv, send.bytes, across).time_s);
+
+  const Action& tied = find(last, [](const Action& a) {
+    return a.kind == ActionKind::grad_reduce && a.group == Group::pp;
+  });
+  CHECK(tied.bytes == 2 * (256 / 8) * 64);  // bf16 gradients of the vocab-parallel embedding shard
+  CHECK(p.pricer.duration_s(last, tied) ==
+        collective_cost(c, Collective::all_reduce, tied.bytes, across).time_s);
+
+  const Action& gather = find(first, [](const Action& a) {
+    return a.kind == ActionKind::collective && a.group == Group::tp && a.op == Collective::all_gather;
+  });
+  const GroupSpan node = group_span(c, l, 0, Group::tp);
+  CHECK(c.levels[node.level].name == "nvlink");
+  CHECK(p.pricer.duration_s(first, gather) ==
+        collective_cost(c, Collective::all_gather, gather.bytes, node).time_s);
+}
+
+TEST_CASE("the optimizer step moves its parameters' bytes at the memory rate", "[pricer]") {
+  const Model m = test::preset_model("llama3-8b");
+  const Cluster c = test::preset_cluster("dgx-h100", 1);
+  Layout l = make_layout(8, 1, 1, 1);
+  l.zero = 1;
+  const Training t = training_for(l, 4096);
+  const Priced p(m, c, t, l);
+  const Program& rank0 = p.step.programs[0];
+  const Action& step = rank0.actions.back();
+  REQUIRE(step.kind == ActionKind::optimizer_step);
+  CHECK(step.params == shard_size(count_parameters(m).total(), 8));
+  // Adam with fp32 master weights and bf16 gradients: 2·(4 + 8) + 2 + 2·2 = 30 bytes a parameter.
+  CHECK(p.pricer.duration_s(rank0, step) ==
+        Approx(30.0 * double(step.params) / device_rates(c.device, Dtype::bf16).memory_bytes_per_s)
+            .epsilon(1e-12));
+}
+
+TEST_CASE("simulated activation peak equals the memory model's closed form", "[pricer][memory]") {
+  // For each stage: the micro-batch chunks alive at the simulated peak, each holding its layers'
+  // activations (plus the embedding's on the first virtual stage and the head's inputs on the
+  // last), against rank_memory's layer, embedding and output activations, which take the chunks
+  // in flight from pipeline_model's closed form. Equal to the byte for GPipe, 1F1B and interleaved
+  // 1F1B, with every recomputation, with and without sequence parallelism, dropout, flash
+  // attention and experts — but one term: the closed form spreads the first stage's embedding
+  // activations (the dropout mask, Korthikanti §4.3) evenly over its vpp chunks, while under
+  // interleaving the peak falls when more than 1/vpp of the chunks alive are chunk 0, the one
+  // with the embedding. There the simulation holds a whole number j of embedding masks, between
+  // the closed form's share and every chunk alive.
+  const Cluster c = test::preset_cluster("dgx-h100", 4);
+  int layouts = 0, interleaved_embedding = 0;
+  for (const char* name : {"llama3-8b", "gpt3-175b", "mixtral-8x7b"})
+    for (Schedule s : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved})
+      for (int m : {2, 4, 8})
+        for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
+          for (bool gpt3_style : {false, true}) {
+            const Model model = test::preset_model(name);
+            const int vpp = s == Schedule::interleaved ? 2 : 1;
+            if (s == Schedule::interleaved && m % 4 != 0) continue;
+            Layout l = make_layout(2, 4, 4, m, s, vpp);
+            l.recompute = r;
+            l.sequence_parallel = gpt3_style;
+            l.ep = model.is_moe() ? 2 : 1;
+            const ExecutionOptions x{.flash_attention = !gpt3_style, .dropout = gpt3_style};
+            const Training t = training_for(l, 2048);
+            const Priced p(model, c, t, l, x);
+            const SimResult res = simulate(p.step, p.pricer);
+            REQUIRE(res.ok());
+            ++layouts;
+            for (int stage = 0; stage < l.pp; ++stage) {
+              INFO(name << " " << to_string(l) << " dropout=" << gpt3_style << " stage " << stage);
+              const RankMemory mem = rank_memory(model, t, l, stage_layers(model, l, stage), c.device, x);
+              const RankStats& sim = res.ranks[static_cast<size_t>(stage)];
+              CHECK(sim.peak_activation_chunks == mem.inflight_microbatches);
+              const int64_t closed = mem.layer_activations_bytes + mem.embedding_activations_bytes +
+                                     mem.output_activations_bytes;
+              const int64_t embedding = input_layer_activation_bytes(model, rank_shape(t, l), x);
+              if (stage != 0 || vpp == 1 || embedding == 0) {
+                CHECK(sim.peak_activation_bytes == closed);
+                continue;
+              }
+              ++interleaved_embedding;
+              const int64_t rest = sim.peak_activation_bytes - mem.layer_activations_bytes;
+              CHECK(rest % embedding == 0);
+              CHECK(rest / embedding * vpp >= mem.inflight_microbatches);
+              CHECK(rest / embedding <= mem.inflight_microbatches);
+            }
+          }
+  CHECK(layouts == 3 * 2 * 3 * (3 + 3 + 2));
+  CHECK(interleaved_embedding > 0);
+}
+
+}  // namespace shardplan
