@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/human_format.h"
+#include "simulator/estimate_report.h"
 
 namespace shardplan {
 
@@ -67,18 +68,6 @@ json critical_path_to_json(const PlanSimulation& s) {
               {"ranks", c.ranks}};
 }
 
-json estimate_summary(const Estimate& e) {
-  return json{{"step_time_s", e.step_time_s},
-              {"tokens_per_s", e.tokens_per_s},
-              {"tflops_per_device", e.tflops_per_device},
-              {"mfu", e.mfu},
-              {"hfu", e.hfu},
-              {"bubble_fraction", e.bubble_fraction},
-              {"exposed_comm_s", e.exposed_comm_s},
-              {"peak_bytes", e.memory().peak_bytes()},
-              {"fits", e.fits}};
-}
-
 }  // namespace
 
 json simulation_to_json(const PlanSimulation& s) {
@@ -101,7 +90,7 @@ json simulation_to_json(const PlanSimulation& s) {
   j["ranks"] = json::array();
   for (size_t i = 0; i < r.ranks.size(); ++i) j["ranks"].push_back(rank_to_json(s, i));
   j["critical_path"] = critical_path_to_json(s);
-  j["estimate"] = estimate_summary(s.estimate);
+  j["estimate"] = estimate_to_json(s.estimate);
   return j;
 }
 

@@ -3,6 +3,8 @@
 #include <sstream>
 #include <vector>
 
+#include <fmt/core.h>
+
 #include "core/error.h"
 #include "core/json_reader.h"
 #include "core/layout.h"
@@ -29,6 +31,28 @@ void add_input_options(CLI::App* app, InputOptions& o, LayoutInput layout) {
                   "The layout as Megatron-LM flags in one string: \"--tp 8 --pp 4 --sequence-parallel\"");
   app->add_option("--deepspeed-config", o.deepspeed_config, "A DeepSpeed config JSON (ZeRO stage, batch sizes)");
   if (layout == LayoutInput::required) opt->needs(app->get_option("--model"));
+}
+
+void add_plan_options(CLI::App* app, InputOptions& o) {
+  app->add_option("plan", o.plan_file, "A plan JSON (instead of --model/--cluster/--layout)");
+  add_input_options(app, o, LayoutInput::optional);
+}
+
+void add_report_options(CLI::App* app, ReportOptions& o) {
+  app->add_option("--json", o.json_file, "Also write every figure as JSON to this file");
+  app->add_option("--format", o.format, "table (default) or json on stdout")
+      ->check(CLI::IsMember({"table", "json"}));
+}
+
+int print_report(const ReportOptions& o, const Plan& p, const nlohmann::json& j,
+                 const std::string& table, bool fits) {
+  if (!o.json_file.empty()) write_json_file(o.json_file, j);
+  if (o.format == "json")
+    fmt::print("{}\n", j.dump(2));
+  else
+    fmt::print("{}: {} on {} x {} ({} devices)\n\n{}", to_string(p.layout), p.model.name,
+               p.cluster.name, p.cluster.nodes, p.cluster.world(), table);
+  return static_cast<int>(fits ? ExitCode::ok : ExitCode::nothing_fits);
 }
 
 void add_execution_options(CLI::App* app, ExecutionOptions& x) {

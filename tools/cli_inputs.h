@@ -33,6 +33,23 @@ enum class LayoutInput { required, optional, none };
 // none, --layout, --megatron and --deepspeed-config.
 void add_input_options(CLI::App* app, InputOptions& o, LayoutInput layout);
 
+// The plan positional argument and the input options (layout optional): what every subcommand
+// that prices one plan takes.
+void add_plan_options(CLI::App* app, InputOptions& o);
+
+// How a pricing subcommand reports: a table, or JSON on stdout (--format json), and JSON to a file
+// besides (--json FILE).
+struct ReportOptions {
+  std::string json_file;
+  std::string format = "table";
+};
+void add_report_options(CLI::App* app, ReportOptions& o);
+
+// Writes --json's file and prints the JSON, or the plan's title line and `table`. Returns the exit
+// code: ok, or nothing_fits unless `fits`.
+int print_report(const ReportOptions& o, const Plan& p, const nlohmann::json& j,
+                 const std::string& table, bool fits);
+
 // --no-flash-attention and --dropout: how the framework runs the layers.
 void add_execution_options(CLI::App* app, ExecutionOptions& x);
 

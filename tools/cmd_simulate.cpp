@@ -7,7 +7,6 @@
 
 #include <fmt/core.h>
 
-#include "core/error.h"
 #include "core/json_reader.h"
 #include "simulator/plan_simulation.h"
 #include "simulator/simulation_report.h"
@@ -21,9 +20,8 @@ namespace {
 
 struct SimulateOptions {
   InputOptions inputs;
+  ReportOptions report;
   std::string trace_file;
-  std::string json_file;
-  std::string format = "table";
   bool no_symmetry = false;
   ExecutionOptions execution;
 };
@@ -43,22 +41,14 @@ int run_simulate(const SimulateOptions& o) {
   const PlanSimulation s =
       simulate_plan(p.model, p.cluster, p.training, p.layout, o.execution, !o.no_symmetry);
   if (!s.result.ok()) throw_broken(s.result);
-  const nlohmann::json j = simulation_to_json(s);
-  if (!o.json_file.empty()) write_json_file(o.json_file, j);
-  if (!o.trace_file.empty())
+  std::string table = format_simulation_table(s);
+  if (!o.trace_file.empty()) {
     write_json_file(o.trace_file,
                     chrome_trace(s.step.programs, s.result.timings, s.result.ranks_per_program));
-  if (o.format == "json") {
-    fmt::print("{}\n", j.dump(2));
-  } else {
-    fmt::print("{}: {} on {} x {} ({} devices)\n", to_string(p.layout), p.model.name,
-               p.cluster.name, p.cluster.nodes, p.cluster.world());
-    fmt::print("{}", format_simulation_table(s));
-    if (!o.trace_file.empty())
-      fmt::print("\nTrace: {} ({} actions; open it in ui.perfetto.dev)\n", o.trace_file,
-                 s.result.events);
+    table += fmt::format("\nTrace: {} ({} actions; open it in ui.perfetto.dev)\n", o.trace_file,
+                         s.result.events);
   }
-  return static_cast<int>(s.fits ? ExitCode::ok : ExitCode::nothing_fits);
+  return print_report(o.report, p, simulation_to_json(s), table, s.fits);
 }
 
 }  // namespace
@@ -74,14 +64,11 @@ Subcommand add_simulate(CLI::App& root) {
       "(Narayanan et al. 2021 eq. 3, without recompute), HFU hardware FLOPs (with recompute). "
       "Ranks that run the same program (the tp, cp, ep and dp peers of a pipeline stage) are "
       "simulated once unless --no-symmetry. Exits 3 when the plan does not fit.");
-  app->add_option("plan", o->inputs.plan_file, "A plan JSON (instead of --model/--cluster/--layout)");
-  add_input_options(app, o->inputs, LayoutInput::optional);
+  add_plan_options(app, o->inputs);
   app->add_option("--trace", o->trace_file,
                   "Write the timeline as Chrome trace JSON (pid = rank, tid = stream) for "
                   "ui.perfetto.dev");
-  app->add_option("--json", o->json_file, "Also write every figure as JSON to this file");
-  app->add_option("--format", o->format, "table (default) or json on stdout")
-      ->check(CLI::IsMember({"table", "json"}));
+  add_report_options(app, o->report);
   app->add_flag("--no-symmetry", o->no_symmetry,
                 "Simulate every rank, not one per pipeline stage");
   add_execution_options(app, o->execution);
