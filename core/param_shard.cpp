@@ -8,14 +8,13 @@ namespace shardplan {
 namespace {
 
 ParamShard operator*(int64_t n, const ParamShard& p) {
-  return {n * p.embedding, n * p.head, n * p.attention, n * p.mlp, n * p.router, n * p.norms,
-          n * p.experts};
+  return {n * p.embedding, n * p.head,  n * p.attention, n * p.mlp,
+          n * p.router,    n * p.norms, n * p.experts};
 }
 
 ParamShard operator+(const ParamShard& a, const ParamShard& b) {
-  return {a.embedding + b.embedding, a.head + b.head,     a.attention + b.attention,
-          a.mlp + b.mlp,             a.router + b.router, a.norms + b.norms,
-          a.experts + b.experts};
+  return {a.embedding + b.embedding, a.head + b.head,   a.attention + b.attention, a.mlp + b.mlp,
+          a.router + b.router,       a.norms + b.norms, a.experts + b.experts};
 }
 
 }  // namespace

@@ -169,8 +169,9 @@ void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r
 }
 
 void add_to(MicrobatchCompute& dst, const MicrobatchCompute& src, double times) {
-  for (auto [d, s] : {std::pair{&dst.forward, &src.forward}, std::pair{&dst.backward, &src.backward},
-                      std::pair{&dst.recompute, &src.recompute}})
+  for (auto [d, s] :
+       {std::pair{&dst.forward, &src.forward}, std::pair{&dst.backward, &src.backward},
+        std::pair{&dst.recompute, &src.recompute}})
     for (size_t k = 0; k < s->kinds.size(); ++k) {
       d->kinds[k].flops += times * s->kinds[k].flops;
       d->kinds[k].bytes += times * s->kinds[k].bytes;

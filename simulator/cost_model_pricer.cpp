@@ -103,8 +103,9 @@ double CostModelPricer::duration_s(const Program& p, const Action& a) const {
       return s;
     }
     case ActionKind::send:
-      return collective_cost(cluster_, Collective::send_recv, a.bytes,
-                             spans(p).pp_peers[static_cast<size_t>(rank_in_group(layout_, a.peer, Group::pp))])
+      return collective_cost(
+                 cluster_, Collective::send_recv, a.bytes,
+                 spans(p).pp_peers[static_cast<size_t>(rank_in_group(layout_, a.peer, Group::pp))])
           .time_s;
     case ActionKind::recv:
       return 0;

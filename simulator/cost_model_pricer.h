@@ -1,8 +1,8 @@
 // The analytical cost model as the step simulator's ActionPricer: every action of a schedule priced
-// with the formulas estimate() uses — compute per layer part and pass (compute_model.h), collectives,
-// gradient reductions, parameter gathers and pipeline transfers on the interconnect level their
-// members span (collective_cost.h), the optimizer step by the bytes it moves — and each micro-batch
-// chunk's activations by activation_memory.h.
+// with the formulas estimate() uses — compute per layer part and pass (compute_model.h),
+// collectives, gradient reductions, parameter gathers and pipeline transfers on the interconnect
+// level their members span (collective_cost.h), the optimizer step by the bytes it moves — and each
+// micro-batch chunk's activations by activation_memory.h.
 #pragma once
 
 #include <array>
@@ -50,7 +50,7 @@ class CostModelPricer : public ActionPricer {
 
  private:
   static constexpr size_t kPartSets = size_t{1} << kPartNames.size();
-  static constexpr size_t kGroupCodes = kGroupNames.size() + 1;  // + the tied-embedding pair
+  static constexpr size_t kGroupCodes = kGroupNames.size() + 1;    // + the tied-embedding pair
   using PassTable = std::array<std::array<double, kPartSets>, 3>;  // forward, backward, recompute
 
   // Where one program's groups and pipeline peers sit.
@@ -68,7 +68,7 @@ class CostModelPricer : public ActionPricer {
   DeviceRates rates_;
   PassTable compute_s_{};  // a compute action's time by pass and part set
   int64_t cross_entropy_bytes_ = 0;
-  std::vector<int64_t> chunk_activation_bytes_;  // by virtual stage
+  std::vector<int64_t> chunk_activation_bytes_;   // by virtual stage
   std::unordered_map<int64_t, RankSpans> spans_;  // by rank
 };
 

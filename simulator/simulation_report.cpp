@@ -11,7 +11,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kCriticalPathRows = 8;   // action names listed in the table
+constexpr size_t kCriticalPathRows = 8;     // action names listed in the table
 constexpr size_t kCriticalPathVisits = 16;  // rank visits listed in the table
 
 double as_double(int64_t v) {
@@ -37,7 +37,8 @@ json memory_to_json(const SimulatedMemory& m) {
 
 json streams_to_json(const std::array<double, kNumStreams>& s) {
   json j = json::object();
-  for (const auto& [stream, name] : kStreamNames) j[std::string(name)] = s[static_cast<size_t>(stream)];
+  for (const auto& [stream, name] : kStreamNames)
+    j[std::string(name)] = s[static_cast<size_t>(stream)];
   return j;
 }
 
@@ -99,13 +100,12 @@ namespace {
 void append_step(std::string& out, const PlanSimulation& s) {
   const Estimate& e = s.estimate;
   const SimResult& r = s.result;
-  out += r.symmetry.empty()
-             ? fmt::format("Simulated every one of the {} ranks.\n", r.world)
-             : fmt::format("Symmetry: {}.\n", r.symmetry);
-  out += fmt::format("  {} actions simulated in {} ({:.1f} M events/s); programs and prices built in {}\n",
-                     r.events, format_seconds(s.simulate_s),
-                     as_double(r.events) / std::max(s.simulate_s, 1e-9) / 1e6,
-                     format_seconds(s.build_s));
+  out += r.symmetry.empty() ? fmt::format("Simulated every one of the {} ranks.\n", r.world)
+                            : fmt::format("Symmetry: {}.\n", r.symmetry);
+  out += fmt::format(
+      "  {} actions simulated in {} ({:.1f} M events/s); programs and prices built in {}\n",
+      r.events, format_seconds(s.simulate_s),
+      as_double(r.events) / std::max(s.simulate_s, 1e-9) / 1e6, format_seconds(s.build_s));
   out += fmt::format("\nStep ({} devices, {} tokens)  {:>14} {:>14}\n", e.world, e.tokens_per_step,
                      "simulated", "estimate");
   const auto row = [&](const char* label, const std::string& sim, const std::string& est,
@@ -152,20 +152,24 @@ void append_ranks(std::string& out, const PlanSimulation& s) {
   for (size_t i = 0; i < r.ranks.size();) {
     const std::string row = figures(i);
     size_t j = i + 1;
-    while (j < r.ranks.size() && r.ranks[j].rank == r.ranks[j - 1].rank + 1 && figures(j) == row) ++j;
-    const std::string ranks = j == i + 1 ? fmt::format("{}", r.ranks[i].rank)
-                                         : fmt::format("{}-{}", r.ranks[i].rank, r.ranks[j - 1].rank);
+    while (j < r.ranks.size() && r.ranks[j].rank == r.ranks[j - 1].rank + 1 && figures(j) == row)
+      ++j;
+    const std::string ranks = j == i + 1
+                                  ? fmt::format("{}", r.ranks[i].rank)
+                                  : fmt::format("{}-{}", r.ranks[i].rank, r.ranks[j - 1].rank);
     out += fmt::format("  {:>11} {}\n", ranks, row);
     i = j;
   }
-  out += "  busy: compute stream running; exposed comm: compute idle while the rank communicates;\n"
-         "  bubble: idle otherwise (waiting on other ranks); chunks: micro-batch chunk activations\n"
-         "  alive at the peak\n";
+  out +=
+      "  busy: compute stream running; exposed comm: compute idle while the rank communicates;\n"
+      "  bubble: idle otherwise (waiting on other ranks); chunks: micro-batch chunk activations\n"
+      "  alive at the peak\n";
 }
 
 void append_critical_path(std::string& out, const PlanSimulation& s) {
   const CriticalPathSummary c = summarize_critical_path(s.step, s.result);
-  out += fmt::format("\nCritical path ({} actions, {})\n", c.actions, format_seconds(s.step_time_s));
+  out +=
+      fmt::format("\nCritical path ({} actions, {})\n", c.actions, format_seconds(s.step_time_s));
   std::string streams;
   for (const auto& [stream, name] : kStreamNames) {
     const double t = s.result.critical_path_s[static_cast<size_t>(stream)];
@@ -211,8 +215,9 @@ void append_memory(std::string& out, const PlanSimulation& s) {
   line("runtime_reserved", m.runtime_reserved_bytes);
   line("capacity", m.capacity_bytes);
   const int64_t free_bytes = m.capacity_bytes - m.runtime_reserved_bytes - m.peak_bytes();
-  out += free_bytes >= 0 ? fmt::format("  fits: {} free\n", format_gib(as_double(free_bytes)))
-                         : fmt::format("  does not fit: {} short\n", format_gib(as_double(-free_bytes)));
+  out += free_bytes >= 0
+             ? fmt::format("  fits: {} free\n", format_gib(as_double(free_bytes)))
+             : fmt::format("  does not fit: {} short\n", format_gib(as_double(-free_bytes)));
 }
 
 }  // namespace

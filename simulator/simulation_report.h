@@ -3,9 +3,8 @@
 // rank's time and memory, and what the critical path is made of).
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "simulator/plan_simulation.h"
 

@@ -1,11 +1,11 @@
 // `shardplan simulate`: run one step of a plan event by event — every rank's program of compute,
 // pipeline transfers and collectives priced by the cost model — and print where the time goes,
 // beside the closed-form estimate; optionally write the timeline as a Chrome trace.
+#include <fmt/core.h>
+
 #include <memory>
 #include <stdexcept>
 #include <string>
-
-#include <fmt/core.h>
 
 #include "core/json_reader.h"
 #include "simulator/plan_simulation.h"
@@ -29,10 +29,12 @@ struct SimulateOptions {
 // A schedule that cannot finish, or collectives whose members disagree, is a bug in the schedule.
 [[noreturn]] void throw_broken(const SimResult& r) {
   std::string what = "the simulated step did not finish";
-  if (!r.errors.empty()) what += ": " + r.errors.front();
-  else what += fmt::format(": rank {} ({}) waits for {}", r.deadlock.front().rank,
-                           enum_name(r.deadlock.front().stream, kStreamNames),
-                           r.deadlock.front().waiting_for);
+  if (!r.errors.empty())
+    what += ": " + r.errors.front();
+  else
+    what += fmt::format(": rank {} ({}) waits for {}", r.deadlock.front().rank,
+                        enum_name(r.deadlock.front().stream, kStreamNames),
+                        r.deadlock.front().waiting_for);
   throw std::logic_error(what);
 }
 
@@ -69,8 +71,7 @@ Subcommand add_simulate(CLI::App& root) {
                   "Write the timeline as Chrome trace JSON (pid = rank, tid = stream) for "
                   "ui.perfetto.dev");
   add_report_options(app, o->report);
-  app->add_flag("--no-symmetry", o->no_symmetry,
-                "Simulate every rank, not one per pipeline stage");
+  app->add_flag("--no-symmetry", o->no_symmetry, "Simulate every rank, not one per pipeline stage");
   add_execution_options(app, o->execution);
   return {app, [o] { return run_simulate(*o); }};
 }

@@ -3,9 +3,10 @@
 // activation peak against the memory model's closed form for GPipe, 1F1B and interleaved 1F1B; the
 // simulated step of a pp = 1 layout against estimate(); every action of a real-priced step in the
 // trace once; and the 1,024-rank speed benchmark.
-#include <catch2/catch.hpp>
+#include "simulator/cost_model_pricer.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <set>
 #include <tuple>
@@ -15,7 +16,6 @@
 #include "simulator/activation_memory.h"
 #include "simulator/collective_cost.h"
 #include "simulator/compute_model.h"
-#include "simulator/cost_model_pricer.h"
 #include "simulator/estimate.h"
 #include "simulator/memory_model.h"
 #include "simulator/plan_simulation.h"
@@ -28,7 +28,11 @@ namespace {
 
 Layout make_layout(int dp, int tp, int pp, int num_microbatches, Schedule s = Schedule::one_f_one_b,
                    int vpp = 1) {
-  return Layout{.dp = dp, .tp = tp, .pp = pp, .num_microbatches = num_microbatches, .vpp = vpp,
+  return Layout{.dp = dp,
+                .tp = tp,
+                .pp = pp,
+                .num_microbatches = num_microbatches,
+                .vpp = vpp,
                 .schedule = s};
 }
 
@@ -76,28 +80,33 @@ TEST_CASE("compute actions cost their parts' figures in their pass", "[pricer]")
     const auto part = [&](Part x) { return layer[x]; };
     // Without sequence parallelism the forward of a layer is qkv+core, all-reduce, mlp, all-reduce.
     const Action& fwd = find(rank0, [](const Action& a) {
-      return a.kind == ActionKind::compute && a.pass == Pass::forward && has_part(a.parts, Part::attention_core);
+      return a.kind == ActionKind::compute && a.pass == Pass::forward &&
+             has_part(a.parts, Part::attention_core);
     });
     CHECK(fwd.parts == (part_bit(Part::attention_qkv) | part_bit(Part::attention_core)));
-    CHECK(p.pricer.duration_s(rank0, fwd) ==
-          Approx(part(Part::attention_qkv).forward.time_s() + part(Part::attention_core).forward.time_s())
-              .epsilon(1e-12));
+    CHECK(p.pricer.duration_s(rank0, fwd) == Approx(part(Part::attention_qkv).forward.time_s() +
+                                                    part(Part::attention_core).forward.time_s())
+                                                 .epsilon(1e-12));
     // The backward of the attention core carries selective recomputation's re-forward of it.
     const Action& bwd = find(rank0, [](const Action& a) {
-      return a.kind == ActionKind::compute && a.pass == Pass::backward && has_part(a.parts, Part::attention_core);
+      return a.kind == ActionKind::compute && a.pass == Pass::backward &&
+             has_part(a.parts, Part::attention_core);
     });
-    const double core_again = r == Recompute::selective ? part(Part::attention_core).recompute.time_s() : 0;
+    const double core_again =
+        r == Recompute::selective ? part(Part::attention_core).recompute.time_s() : 0;
     CHECK(p.pricer.duration_s(rank0, bwd) ==
-          Approx(part(Part::attention_qkv).backward.time_s() + part(Part::attention_core).backward.time_s() +
-                 core_again)
+          Approx(part(Part::attention_qkv).backward.time_s() +
+                 part(Part::attention_core).backward.time_s() + core_again)
               .epsilon(1e-12));
     if (r == Recompute::selective) CHECK(core_again > 0);
     // Full recomputation's re-forward is its own actions, each as long as the forward.
     if (r == Recompute::full) {
       const Action& again = find(rank0, [](const Action& a) {
-        return a.kind == ActionKind::compute && a.pass == Pass::recompute && has_part(a.parts, Part::mlp);
+        return a.kind == ActionKind::compute && a.pass == Pass::recompute &&
+               has_part(a.parts, Part::mlp);
       });
-      CHECK(p.pricer.duration_s(rank0, again) == Approx(part(Part::mlp).forward.time_s()).epsilon(1e-12));
+      CHECK(p.pricer.duration_s(rank0, again) ==
+            Approx(part(Part::mlp).forward.time_s()).epsilon(1e-12));
     }
   }
 }
@@ -114,17 +123,21 @@ TEST_CASE("the head's forward adds vocab-parallel cross entropy's three all-redu
   // b·s fp32 values each, all-reduced over the tp group of 8 on NVLink.
   const std::array<int64_t, 8> tp_group{0, 1, 2, 3, 4, 5, 6, 7};
   const double all_reduce_s =
-      collective_cost(c, Collective::all_reduce, 4 * 4096, ranks_span(c, Group::tp, tp_group)).time_s;
+      collective_cost(c, Collective::all_reduce, 4 * 4096, ranks_span(c, Group::tp, tp_group))
+          .time_s;
   CHECK(p.pricer.cross_entropy_s(rank0) == Approx(3 * all_reduce_s).epsilon(1e-12));
   const Action& head = find(rank0, [](const Action& a) {
-    return a.kind == ActionKind::compute && a.pass == Pass::forward && has_part(a.parts, Part::head);
+    return a.kind == ActionKind::compute && a.pass == Pass::forward &&
+           has_part(a.parts, Part::head);
   });
   CHECK(p.pricer.duration_s(rank0, head) ==
         Approx(ends[Part::head].forward.time_s() + 3 * all_reduce_s).epsilon(1e-12));
   const Action& head_back = find(rank0, [](const Action& a) {
-    return a.kind == ActionKind::compute && a.pass == Pass::backward && has_part(a.parts, Part::head);
+    return a.kind == ActionKind::compute && a.pass == Pass::backward &&
+           has_part(a.parts, Part::head);
   });
-  CHECK(p.pricer.duration_s(rank0, head_back) == Approx(ends[Part::head].backward.time_s()).epsilon(1e-12));
+  CHECK(p.pricer.duration_s(rank0, head_back) ==
+        Approx(ends[Part::head].backward.time_s()).epsilon(1e-12));
 }
 
 TEST_CASE("communication is priced on the level its members span", "[pricer]") {
@@ -157,7 +170,8 @@ TEST_CASE("communication is priced on the level its members span", "[pricer]") {
         collective_cost(c, Collective::all_reduce, tied.bytes, across).time_s);
 
   const Action& gather = find(first, [](const Action& a) {
-    return a.kind == ActionKind::collective && a.group == Group::tp && a.op == Collective::all_gather;
+    return a.kind == ActionKind::collective && a.group == Group::tp &&
+           a.op == Collective::all_gather;
   });
   const GroupSpan node = group_span(c, l, 0, Group::tp);
   CHECK(c.levels[node.level].name == "nvlink");
@@ -215,7 +229,8 @@ TEST_CASE("simulated activation peak equals the memory model's closed form", "[p
             ++layouts;
             for (int stage = 0; stage < l.pp; ++stage) {
               INFO(name << " " << to_string(l) << " dropout=" << gpt3_style << " stage " << stage);
-              const RankMemory mem = rank_memory(model, t, l, stage_layers(model, l, stage), c.device, x);
+              const RankMemory mem =
+                  rank_memory(model, t, l, stage_layers(model, l, stage), c.device, x);
               const RankStats& sim = res.ranks[static_cast<size_t>(stage)];
               CHECK(sim.peak_activation_chunks == mem.inflight_microbatches);
               const int64_t closed = mem.layer_activations_bytes + mem.embedding_activations_bytes +
@@ -236,7 +251,8 @@ TEST_CASE("simulated activation peak equals the memory model's closed form", "[p
   CHECK(interleaved_embedding > 0);
 }
 
-TEST_CASE("without pipelining the simulated step is estimate()'s, but for what only one counts", "[pricer][estimate]") {
+TEST_CASE("without pipelining the simulated step is estimate()'s, but for what only one counts",
+          "[pricer][estimate]") {
   // With pp = 1 both price the same compute, tp collectives and optimizer step, one after another
   // on one stage; they differ by construction only in
   //   - the head's cross-entropy all-reduces, which only the simulation prices (m · 3 all-reduces);
@@ -260,8 +276,9 @@ TEST_CASE("without pipelining the simulated step is estimate()'s, but for what o
     const Training t = training_for(l, 8192);
     Simulated out{simulate_plan(model, c, t, valid(l, model, c, t), {}, true), 0};
     REQUIRE(out.s.result.ok());
-    out.cross_entropy_s = l.num_microbatches * CostModelPricer(model, c, t, l, {}, out.s.step)
-                                                   .cross_entropy_s(out.s.step.programs[0]);
+    out.cross_entropy_s =
+        l.num_microbatches *
+        CostModelPricer(model, c, t, l, {}, out.s.step).cross_entropy_s(out.s.step.programs[0]);
     return out;
   };
   for (int m : {1, 4, 16}) {
@@ -274,17 +291,19 @@ TEST_CASE("without pipelining the simulated step is estimate()'s, but for what o
         const auto [s, cross_entropy_s] = run(l);
         const GroupSpan tp_span = group_span(c, l, 0, Group::tp);
         const double wgrad_gather_s =
-            sp ? collective_cost(c, Collective::all_gather, 2 * 8192 * model.hidden, tp_span).time_s : 0;
+            sp ? collective_cost(c, Collective::all_gather, 2 * 8192 * model.hidden, tp_span).time_s
+               : 0;
         const Program& rank0 = s.step.programs[0];
-        const auto norms = std::find_if(rank0.actions.begin(), rank0.actions.end(), [](const Action& a) {
-          return a.kind == ActionKind::grad_reduce && a.group == Group::tp;
-        });
+        const auto norms =
+            std::find_if(rank0.actions.begin(), rank0.actions.end(), [](const Action& a) {
+              return a.kind == ActionKind::grad_reduce && a.group == Group::tp;
+            });
         REQUIRE((norms != rank0.actions.end()) == sp);
         const double norms_s =
             sp ? collective_cost(c, Collective::all_reduce, norms->bytes, tp_span).time_s : 0;
-        CHECK(s.step_time_s == Approx(s.estimate.step_time_s + cross_entropy_s -
-                                      m * wgrad_gather_s + norms_s)
-                                   .epsilon(1e-12));
+        CHECK(s.step_time_s ==
+              Approx(s.estimate.step_time_s + cross_entropy_s - m * wgrad_gather_s + norms_s)
+                  .epsilon(1e-12));
       }
   }
   for (auto [dp, tp, zero] : {std::tuple{8, 1, 0}, std::tuple{8, 1, 1}, std::tuple{2, 4, 1},
@@ -307,7 +326,8 @@ TEST_CASE("without pipelining the simulated step is estimate()'s, but for what o
   }
 }
 
-TEST_CASE("a real-priced step: every action in the trace once, with end >= start", "[pricer][trace]") {
+TEST_CASE("a real-priced step: every action in the trace once, with end >= start",
+          "[pricer][trace]") {
   // Every parallelism at once on 16 H100s, every rank simulated; small-moe (experts in every
   // other layer), whose 16 layers keep the programs short.
   const Cluster c = test::preset_cluster("dgx-h100", 2);
@@ -323,8 +343,8 @@ TEST_CASE("a real-priced step: every action in the trace once, with end >= start
   const SimResult r = simulate(p.step, p.pricer);
   REQUIRE(r.ok());
   REQUIRE(r.ranks.size() == 16);
-  const nlohmann::json trace = nlohmann::json::parse(
-      chrome_trace(p.step.programs, r.timings, r.ranks_per_program).dump());
+  const nlohmann::json trace =
+      nlohmann::json::parse(chrome_trace(p.step.programs, r.timings, r.ranks_per_program).dump());
 
   using Event = std::tuple<int64_t, int, std::string, double, double>;
   std::multiset<Event> expected, seen;
@@ -344,8 +364,9 @@ TEST_CASE("a real-priced step: every action in the trace once, with end >= start
   for (const auto& e : trace.at("traceEvents")) {
     if (e.at("ph") != "X") continue;
     CHECK(e.at("dur").get<double>() >= 0);
-    seen.insert({e.at("pid").get<int64_t>(), e.at("tid").get<int>(), e.at("name").get<std::string>(),
-                 e.at("ts").get<double>(), e.at("dur").get<double>()});
+    seen.insert({e.at("pid").get<int64_t>(), e.at("tid").get<int>(),
+                 e.at("name").get<std::string>(), e.at("ts").get<double>(),
+                 e.at("dur").get<double>()});
   }
   CHECK(seen.size() == size_t(r.events));
   CHECK(seen == expected);
@@ -357,8 +378,9 @@ TEST_CASE("benchmark: Llama 3 70B on 1024 H100s with 64 micro-batches priced by 
   const Model m = test::preset_model("llama3-70b");
   const Cluster c = test::preset_cluster("dgx-h100", 128);
   for (int variant = 0; variant < 3; ++variant) {
-    Layout l = make_layout(16, 8, 8, 64, variant == 2 ? Schedule::interleaved : Schedule::one_f_one_b,
-                           variant == 2 ? 2 : 1);
+    Layout l =
+        make_layout(16, 8, 8, 64, variant == 2 ? Schedule::interleaved : Schedule::one_f_one_b,
+                    variant == 2 ? 2 : 1);
     l.sequence_parallel = variant > 0;
     l.zero = variant > 0 ? 1 : 0;
     const Training t = training_for(l, 8192);
@@ -372,9 +394,11 @@ TEST_CASE("benchmark: Llama 3 70B on 1024 H100s with 64 micro-batches priced by 
       sim_s = std::min(sim_s, s.simulate_s);
     }
     REQUIRE(s.result.ok());
-    std::printf("%s: %lld actions, build and price %.1f ms, simulate %.1f ms, %.1fM events/s, step %.3f s\n",
-                to_string(l).c_str(), static_cast<long long>(s.result.events), build_s * 1e3,
-                sim_s * 1e3, double(s.result.events) / sim_s / 1e6, s.step_time_s);
+    std::printf(
+        "%s: %lld actions, build and price %.1f ms, simulate %.1f ms, %.1fM events/s, step %.3f "
+        "s\n",
+        to_string(l).c_str(), static_cast<long long>(s.result.events), build_s * 1e3, sim_s * 1e3,
+        double(s.result.events) / sim_s / 1e6, s.step_time_s);
     CHECK(build_s + sim_s < 0.1);
   }
 }
