@@ -43,7 +43,9 @@ void reject_unknown_first(ObjectReader& r, const std::array<std::string_view, N>
 constexpr auto kClusterKeys =
     std::to_array<std::string_view>({"name", "source", "nodes", "devices_per_node", "device", "levels"});
 constexpr auto kDeviceKeys = std::to_array<std::string_view>(
-    {"name", "source", "memory_GiB", "reserved_GiB", "memory_GBps", "peak_tflops"});
+    {"name", "source", "memory_GiB", "reserved_GiB", "memory_GBps", "peak_tflops", "efficiency"});
+constexpr auto kEfficiencyKeys = std::to_array<std::string_view>(
+    {"source", "matmul", "attention_forward", "attention_backward", "memory", "sm_count"});
 constexpr auto kPeakKeys = std::to_array<std::string_view>({"source", "fp32", "tf32", "bf16", "fp16"});
 constexpr auto kLevelKeys = std::to_array<std::string_view>(
     {"name", "kind", "source", "span_devices", "bandwidth_GBps", "nics_per_node", "nic_GBps",
@@ -65,6 +67,13 @@ Device device_from_json(ObjectReader r) {
   ObjectReader peak = r.object("peak_tflops");
   reject_unknown_first(peak, kPeakKeys);
   for (const auto& [dtype, name] : kDtypeNames) peak_slot(d, dtype) = peak.number_or(name, 0);
+  ObjectReader eff = r.object("efficiency");
+  reject_unknown_first(eff, kEfficiencyKeys);
+  d.efficiency.matmul = eff.number("matmul");
+  d.efficiency.attention_forward = eff.number("attention_forward");
+  d.efficiency.attention_backward = eff.number("attention_backward");
+  d.efficiency.memory = eff.number("memory");
+  d.efficiency.sm_count = to_int(eff, "sm_count", eff.integer_or("sm_count", 0));
   return d;
 }
 
@@ -108,6 +117,18 @@ void validate_device(const Device& d, const std::string& file) {
     throw InputError(file, "device.reserved_GiB",
                      fmt::format("{:g} must be at least 0 and below memory_GiB={:g}", d.reserved_GiB,
                                  d.memory_GiB));
+  const DeviceEfficiency& e = d.efficiency;
+  for (const auto& [value, key] : {std::pair{e.matmul, "matmul"},
+                                   {e.attention_forward, "attention_forward"},
+                                   {e.attention_backward, "attention_backward"},
+                                   {e.memory, "memory"}})
+    if (!(value > 0 && value <= 1))
+      throw InputError(file, fmt::format("device.efficiency.{}", key),
+                       fmt::format("must be a fraction of the peak in (0, 1], found {:g}", value),
+                       "achieved rate ÷ datasheet peak, e.g. 0.8 for a GEMM at 80% of peak");
+  if (e.sm_count < 0)
+    throw InputError(file, "device.efficiency.sm_count",
+                     fmt::format("must not be negative, found {}", e.sm_count), "0: no wave quantization");
   bool any = false;
   for (const auto& [dtype, name] : kDtypeNames) {
     const double v = d.peak_tflops(dtype);
@@ -236,7 +257,13 @@ nlohmann::json cluster_to_json(const Cluster& c) {
             {"memory_GiB", d.memory_GiB},
             {"reserved_GiB", d.reserved_GiB},
             {"memory_GBps", d.memory_GBps},
-            {"peak_tflops", peak}}},
+            {"peak_tflops", peak},
+            {"efficiency",
+             {{"matmul", d.efficiency.matmul},
+              {"attention_forward", d.efficiency.attention_forward},
+              {"attention_backward", d.efficiency.attention_backward},
+              {"memory", d.efficiency.memory},
+              {"sm_count", d.efficiency.sm_count}}}}},
           {"levels", levels}};
 }
 

@@ -13,6 +13,18 @@
 
 namespace shardplan {
 
+// What fraction of the datasheet peaks real kernels reach on a device — each figure with its
+// source in the topology file, replaced by measurement once `shardplan calibrate` has run.
+struct DeviceEfficiency {
+  double matmul = 0;              // best achievable GEMM FLOP/s ÷ dense peak
+  double attention_forward = 0;   // fused attention forward FLOP/s ÷ dense peak
+  double attention_backward = 0;  // fused attention backward FLOP/s ÷ dense peak
+  double memory = 0;              // achievable memory bandwidth ÷ memory_GBps
+  int sm_count = 0;               // streaming multiprocessors for wave quantization (0: none)
+
+  bool operator==(const DeviceEfficiency&) const = default;
+};
+
 struct Device {
   std::string name;               // "H100-SXM5-80GB"
   double memory_GiB = 0;          // capacity
@@ -23,6 +35,7 @@ struct Device {
   double peak_tflops_tf32 = 0;
   double peak_tflops_bf16 = 0;
   double peak_tflops_fp16 = 0;
+  DeviceEfficiency efficiency;
 
   double peak_tflops(Dtype d) const;
   int64_t memory_bytes() const;    // memory_GiB in bytes

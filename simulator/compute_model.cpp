@@ -1,4 +1,5 @@
 #include "simulator/compute_model.h"
+#include "simulator/parts_compute.h"
 
 #include "simulator/rank_shape.h"
 

@@ -12,7 +12,6 @@
 #include "core/layout.h"
 #include "core/model.h"
 #include "core/param_shard.h"
-#include "core/schedule.h"
 #include "core/training.h"
 #include "simulator/device_efficiency.h"
 #include "simulator/execution_options.h"
@@ -48,24 +47,6 @@ struct MicrobatchCompute {
 MicrobatchCompute microbatch_compute(const Model& m, const Training& t, const Layout& l,
                                      const StageLayers& s, const DeviceRates& r,
                                      const ExecutionOptions& x);
-
-// One micro-batch's passes over one layer, or over the model's ends, split by the parts the
-// schedule runs as separate compute actions (core/schedule.h): attention_qkv (input norm, QKV
-// projection, rotary embedding), attention_core (attention, output projection, residual add), mlp
-// (pre-MLP norm, MLP, residual add) or router (pre-MLP norm, gate) and experts (permutation,
-// expert MLPs, residual add); embedding (lookup); head (final norm, LM head, cross entropy).
-// microbatch_compute is the sum of these over a stage's layers and ends.
-struct PartsCompute {
-  std::array<MicrobatchCompute, kPartNames.size()> parts{};
-
-  MicrobatchCompute& operator[](Part p) { return parts[static_cast<size_t>(p)]; }
-  const MicrobatchCompute& operator[](Part p) const { return parts[static_cast<size_t>(p)]; }
-};
-
-PartsCompute layer_compute(const Model& m, const Training& t, const Layout& l, bool moe_layer,
-                           const DeviceRates& r, const ExecutionOptions& x);
-// The embedding and head parts, whichever stage holds them.
-PartsCompute ends_compute(const Model& m, const Training& t, const Layout& l, const DeviceRates& r);
 
 // Bytes the optimizer step moves for `elements` parameters: the global gradient norm for clipping
 // reads every gradient once; Adam reads and writes the fp32 master weight and both moments, reads

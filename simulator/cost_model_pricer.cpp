@@ -8,6 +8,7 @@
 #include "simulator/activation_memory.h"
 #include "simulator/collective_cost.h"
 #include "simulator/compute_model.h"
+#include "simulator/parts_compute.h"
 #include "simulator/rank_shape.h"
 
 namespace shardplan {

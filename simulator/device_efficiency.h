@@ -2,29 +2,16 @@
 // built on them: a roofline per GEMM whose compute side counts whole waves of output tiles over the
 // SMs (NVIDIA "Matrix Multiplication Background User's Guide": math and memory bounds, tile and
 // wave quantization), so efficiency falls for small and skinny shapes; flash attention at its
-// published rate; memory-bound kernels at the achievable memory bandwidth. A calibrated profile
-// replaces the table.
+// published rate; memory-bound kernels at the achievable memory bandwidth. The fractions of peak
+// come from the device description (Device::efficiency, each with its source).
 #pragma once
 
 #include <cstdint>
-#include <string_view>
 
 #include "core/cluster.h"
 #include "core/dtype.h"
 
 namespace shardplan {
-
-struct DeviceEfficiency {
-  std::string_view device;        // matched as a substring of Device::name; "" matches every device
-  double matmul = 0;              // best achievable GEMM FLOP/s ÷ dense peak
-  double attention_forward = 0;   // flash attention forward FLOP/s ÷ dense peak
-  double attention_backward = 0;  // flash attention backward FLOP/s ÷ dense peak
-  double memory = 0;              // achievable device-memory bandwidth ÷ datasheet
-  int sm_count = 0;               // streaming multiprocessors (0: waves not modelled)
-};
-
-// The first row of the table whose `device` occurs in d.name (the generic row when none does).
-const DeviceEfficiency& device_efficiency(const Device& d);
 
 // Achievable rates of one device for one compute dtype.
 struct DeviceRates {

@@ -88,6 +88,11 @@ void print_cluster(const Cluster& c) {
              d.memory_GiB, d.reserved_GiB, d.memory_GBps);
   fmt::print("  dense peak: bf16 {:g}, fp16 {:g}, tf32 {:g}, fp32 {:g} TFLOP/s\n",
              d.peak_tflops_bf16, d.peak_tflops_fp16, d.peak_tflops_tf32, d.peak_tflops_fp32);
+  const DeviceEfficiency& e = d.efficiency;
+  fmt::print("  achieved: GEMM {}, attention {} forward / {} backward, memory {} of peak{}\n",
+             format_percent(e.matmul), format_percent(e.attention_forward),
+             format_percent(e.attention_backward), format_percent(e.memory),
+             e.sm_count ? fmt::format(", {} SMs", e.sm_count) : "");
   fmt::print("\n  interconnect levels, innermost first:\n");
   for (size_t i = 0; i < c.levels.size(); ++i) {
     const auto& l = c.levels[i];

@@ -27,15 +27,14 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Help for every subcommand");
 
   std::vector<cli::Subcommand> subcommands{
-      cli::add_pending(app, "plan", "Search every layout and rank what fits", "the planner issue"),
+      cli::add_plan(app),
       cli::add_estimate(app),
       cli::add_simulate(app),
       cli::add_pending(app, "execute", "Run a plan for real on this machine (CPU or CUDA)",
                        "the executor issues"),
       cli::add_pending(app, "compare", "Compare predicted with measured times and memory",
                        "the calibration issue"),
-      cli::add_pending(app, "calibrate", "Measure this machine and fit the cost model",
-                       "the calibration issue"),
+      cli::add_calibrate(app),
       cli::add_describe(app),
   };
 

@@ -19,7 +19,9 @@ json two_node_json() {
   return json::parse(R"({
     "name": "test", "source": "hand-written", "nodes": 2, "devices_per_node": 8,
     "device": {"name": "gpu", "memory_GiB": 80, "reserved_GiB": 2, "memory_GBps": 3350,
-               "peak_tflops": {"fp32": 67, "bf16": 989.5, "source": {"bf16": "datasheet"}}},
+               "peak_tflops": {"fp32": 67, "bf16": 989.5, "source": {"bf16": "datasheet"}},
+               "efficiency": {"matmul": 0.8, "attention_forward": 0.75, "attention_backward": 0.56,
+                              "memory": 0.9, "sm_count": 132}},
     "levels": [
       {"name": "nvlink", "kind": "nvlink", "span_devices": 8, "bandwidth_GBps": 450, "latency_us": 0.5},
       {"name": "ib", "kind": "infiniband", "nics_per_node": 8, "nic_GBps": 50, "latency_us": 2.7,
@@ -84,6 +86,9 @@ TEST_CASE("cluster errors name the file and the field", "[cluster]") {
       {"reserve above memory", P("/device/reserved_GiB"), 80, "device.reserved_GiB"},
       {"negative peak", P("/device/peak_tflops/bf16"), -1, "device.peak_tflops.bf16"},
       {"no memory bandwidth", P("/device/memory_GBps"), 0, "device.memory_GBps"},
+      {"efficiency above the peak", P("/device/efficiency/matmul"), 1.2, "device.efficiency.matmul"},
+      {"zero efficiency", P("/device/efficiency/memory"), 0, "device.efficiency.memory"},
+      {"unknown efficiency key", P("/device/efficiency/gemm"), 0.8, "device.efficiency.gemm"},
       {"no levels", P("/levels"), json::array(), "levels"},
       {"unknown link kind", P("/levels/0/kind"), "nvswitch", "levels[0].kind"},
       {"scale-up level with NICs", P("/levels/0/nics_per_node"), 8, "levels[0].nics_per_node"},

@@ -16,6 +16,7 @@
 #include "simulator/activation_memory.h"
 #include "simulator/collective_cost.h"
 #include "simulator/compute_model.h"
+#include "simulator/parts_compute.h"
 #include "simulator/estimate.h"
 #include "simulator/memory_model.h"
 #include "simulator/plan_simulation.h"

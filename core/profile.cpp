@@ -1,0 +1,173 @@
+// The calibration profile: strict JSON in and out, validation, the overlay on a cluster, and the
+// lookups the cost model makes (GEMM rate by shape, collective fit by group).
+#include "core/profile.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <set>
+#include <tuple>
+
+#include "core/json_reader.h"
+#include "core/model_fields.h"
+
+namespace shardplan {
+
+double CollectiveFit::time_s(int64_t bytes) const {
+  return alpha_us * 1e-6 + static_cast<double>(bytes) / (algbw_GBps * 1e9);
+}
+
+namespace {
+
+GemmRate read_gemm(ObjectReader r) {
+  GemmRate g{r.positive_integer("m"), r.positive_integer("n"), r.positive_integer("k"),
+             r.positive_number("tflops")};
+  r.reject_unknown();
+  return g;
+}
+
+CollectiveFit read_fit(ObjectReader r) {
+  CollectiveFit f;
+  f.collective = enum_field(r, "collective", kCollectiveNames);
+  const int64_t level = r.integer("level");
+  if (level < 0) r.fail("level", fmt::format("must not be negative, found {}", level));
+  f.level = static_cast<size_t>(level);
+  f.ranks = int_field(r, "ranks");
+  f.alpha_us = r.number("alpha_us");  // validate_profile checks the sign
+  f.algbw_GBps = r.positive_number("algbw_GBps");
+  r.reject_unknown();
+  return f;
+}
+
+}  // namespace
+
+Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
+  ObjectReader r(j, file);
+  r.ignore({"source"});  // how and when it was measured
+  Profile p;
+  p.backend = enum_field(r, "backend", kBackendNames);
+  p.device = r.string("device");
+  p.ranks = int_field(r, "ranks");
+  p.dtype = enum_field(r, "dtype", kDtypeNames);
+  p.memory_GBps = r.positive_number("memory_GBps");
+  for (auto& g : r.objects("gemm")) p.gemm.push_back(read_gemm(std::move(g)));
+  if (r.has("collectives"))
+    for (auto& c : r.objects("collectives")) p.collectives.push_back(read_fit(std::move(c)));
+  r.reject_unknown();
+  validate_profile(p, file);
+  return p;
+}
+
+nlohmann::json profile_to_json(const Profile& p) {
+  nlohmann::json gemm = nlohmann::json::array();
+  for (const auto& g : p.gemm)
+    gemm.push_back({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"tflops", g.tflops}});
+  nlohmann::json collectives = nlohmann::json::array();
+  for (const auto& f : p.collectives)
+    collectives.push_back({{"collective", enum_name(f.collective, kCollectiveNames)},
+                           {"level", f.level},
+                           {"ranks", f.ranks},
+                           {"alpha_us", f.alpha_us},
+                           {"algbw_GBps", f.algbw_GBps}});
+  return {{"backend", enum_name(p.backend, kBackendNames)},
+          {"device", p.device},
+          {"ranks", p.ranks},
+          {"dtype", enum_name(p.dtype, kDtypeNames)},
+          {"memory_GBps", p.memory_GBps},
+          {"gemm", gemm},
+          {"collectives", collectives}};
+}
+
+Profile read_profile_file(const std::string& path) {
+  return profile_from_json(read_json_file(path), path);
+}
+
+void validate_profile(const Profile& p, const std::string& file) {
+  if (p.ranks < 1)
+    throw InputError(file, "ranks", fmt::format("must be positive, found {}", p.ranks));
+  if (!(p.memory_GBps > 0))
+    throw InputError(file, "memory_GBps", fmt::format("must be positive, found {}", p.memory_GBps));
+  if (p.gemm.empty())
+    throw InputError(file, "gemm", "no GEMM rate", "run shardplan calibrate to measure some");
+  std::set<std::tuple<int64_t, int64_t, int64_t>> shapes;
+  for (size_t i = 0; i < p.gemm.size(); ++i) {
+    const GemmRate& g = p.gemm[i];
+    const std::string field = fmt::format("gemm[{}]", i);
+    if (g.m <= 0 || g.n <= 0 || g.k <= 0 || !(g.tflops > 0))
+      throw InputError(file, field, "sizes and tflops must be positive");
+    if (!shapes.emplace(g.m, g.n, g.k).second)
+      throw InputError(file, field, fmt::format("shape {}x{}x{} given twice", g.m, g.n, g.k));
+  }
+  std::set<std::tuple<Collective, size_t, int>> groups;
+  for (size_t i = 0; i < p.collectives.size(); ++i) {
+    const CollectiveFit& f = p.collectives[i];
+    const std::string field = fmt::format("collectives[{}]", i);
+    if (f.ranks < 2 || f.ranks > p.ranks)
+      throw InputError(
+          file, field + ".ranks",
+          fmt::format("must be between 2 and the profile's {} ranks, found {}", p.ranks, f.ranks));
+    if (!(f.alpha_us >= 0) || !(f.algbw_GBps > 0))
+      throw InputError(file, field,
+                       "alpha_us must not be negative and algbw_GBps must be positive");
+    if (!groups.emplace(f.collective, f.level, f.ranks).second)
+      throw InputError(file, field,
+                       fmt::format("{} on level {} over {} ranks given twice",
+                                   enum_name(f.collective, kCollectiveNames), f.level, f.ranks));
+  }
+}
+
+Cluster apply_profile(Cluster c, const Profile& p, const std::string& file) {
+  c.device.memory_GBps = p.memory_GBps;
+  for (size_t i = 0; i < p.collectives.size(); ++i) {
+    if (p.collectives[i].level < c.levels.size()) continue;
+    throw InputError(
+        file, fmt::format("collectives[{}].level", i),
+        fmt::format("cluster {} has {} interconnect levels, the profile measured level {}", c.name,
+                    c.levels.size(), p.collectives[i].level),
+        "calibrate on a machine this cluster describes");
+  }
+  for (size_t level = 0; level < c.levels.size(); ++level) {
+    const CollectiveFit* link = nullptr;  // the smallest send_recv group on this level
+    for (const auto& f : p.collectives)
+      if (f.collective == Collective::send_recv && f.level == level &&
+          (!link || f.ranks < link->ranks))
+        link = &f;
+    if (!link) continue;
+    InterconnectLevel& l = c.levels[level];
+    l.latency_us = link->alpha_us;
+    (l.is_scale_out() ? l.nic_GBps : l.bandwidth_GBps) = link->algbw_GBps;
+  }
+  return c;
+}
+
+double gemm_rate_flops(const Profile& p, int64_t m, int64_t n, int64_t k) {
+  assert(!p.gemm.empty() && m > 0 && n > 0 && k > 0);
+  constexpr size_t kNeighbours = 8;  // the corners of a trilinear cell
+  const auto lg = [](int64_t x) { return std::log2(static_cast<double>(x)); };
+  std::vector<std::pair<double, double>> by_distance;  // (squared distance, rate)
+  for (const auto& g : p.gemm) {
+    const double dm = lg(m) - lg(g.m), dn = lg(n) - lg(g.n), dk = lg(k) - lg(g.k);
+    const double d2 = dm * dm + dn * dn + dk * dk;
+    if (d2 == 0) return g.tflops * 1e12;
+    by_distance.emplace_back(d2, g.tflops * 1e12);
+  }
+  const size_t used = std::min(kNeighbours, by_distance.size());
+  std::partial_sort(by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(used),
+                    by_distance.end());
+  double weights = 0, weighted = 0;
+  for (size_t i = 0; i < used; ++i) {
+    weights += 1 / by_distance[i].first;
+    weighted += by_distance[i].second / by_distance[i].first;
+  }
+  return weighted / weights;
+}
+
+const CollectiveFit* find_collective_fit(const Profile& p, Collective c, size_t level, int ranks) {
+  for (const auto& f : p.collectives)
+    if (f.collective == c && f.level == level && f.ranks == ranks) return &f;
+  return nullptr;
+}
+
+}  // namespace shardplan

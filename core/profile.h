@@ -1,0 +1,95 @@
+// A calibration profile: what `shardplan calibrate` measured on a real backend (GEMM rates by
+// shape, memory bandwidth, an alpha-beta fit per collective, level and group size), and how it
+// overlays a cluster description (`--profile profile.json` on plan, estimate, simulate).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/collective.h"
+#include "core/dtype.h"
+#include "core/enum_names.h"
+
+namespace shardplan {
+
+enum class Backend { cpu, cuda };
+inline constexpr EnumNames<Backend, 2> kBackendNames{
+    {{Backend::cpu, "cpu"}, {Backend::cuda, "cuda"}}};
+
+// The achieved rate of one GEMM C[m×n] = A[m×k]·B[k×n] (2·m·n·k FLOPs), one rank per device with
+// every rank running at once, as training runs them.
+struct GemmRate {
+  int64_t m = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  double tflops = 0;  // achieved, 10^12 FLOP/s
+
+  bool operator==(const GemmRate&) const = default;
+};
+
+// Hockney's model of one collective (R. W. Hockney, "The communication challenge for MPP: Intel
+// Paragon and Meiko CS-2", Parallel Computing 20(3), 1994: t = t0 + n / r_inf):
+//   time_s(bytes) = alpha_us·1e-6 + bytes / (algbw_GBps·1e9)
+// with `bytes` nccl-tests' size (one rank's full buffer, as simulator/collective_cost.h prices it).
+// alpha is the latency; beta = 1 / algbw_GBps the time per byte; busbw follows with
+// bus_bandwidth_factor (core/collective.h).
+struct CollectiveFit {
+  Collective collective = Collective::all_reduce;
+  size_t level = 0;       // the interconnect level the group spans (index into Cluster::levels)
+  int ranks = 2;          // group size
+  double alpha_us = 0;    // latency
+  double algbw_GBps = 0;  // 1 / beta: the algbw the collective tends to at large sizes
+
+  double time_s(int64_t bytes) const;
+  bool operator==(const CollectiveFit&) const = default;
+};
+
+struct Profile {
+  Backend backend = Backend::cpu;
+  std::string device;          // what was measured: "AMD EPYC core", "NVIDIA H100 80GB HBM3"
+  int ranks = 1;               // ranks the calibration ran on
+  Dtype dtype = Dtype::fp32;   // the GEMMs' compute dtype
+  double memory_GBps = 0;      // per device, every device streaming at once (STREAM triad)
+  std::vector<GemmRate> gemm;  // at least one
+  std::vector<CollectiveFit> collectives;  // none when it ran on one rank
+
+  bool operator==(const Profile&) const = default;
+};
+
+// Keys: backend, device, ranks, dtype, memory_GBps, gemm [{m, n, k, tflops}], collectives
+// [{collective, level, ranks, alpha_us, algbw_GBps}]; "source" is documentation. Unknown keys are
+// rejected; validated before returning.
+Profile profile_from_json(const nlohmann::json& j, const std::string& file);
+nlohmann::json profile_to_json(const Profile& p);  // reads back to an equal Profile
+
+// The profile in a file, as `--profile profile.json` names it.
+Profile read_profile_file(const std::string& path);
+
+// Positive sizes and rates, at least one GEMM rate, no shape and no (collective, level, ranks)
+// given twice, group sizes of at least 2.
+void validate_profile(const Profile& p, const std::string& file);
+
+// The cluster with what the profile measured in place of the description's figures:
+// device.memory_GBps, and for each level the profile has a send_recv fit for (the smallest group
+// there), latency_us = alpha_us and the per-device rate = algbw_GBps (bandwidth_GBps on scale-up
+// levels, nic_GBps on scale-out ones: one pair of ranks drives one NIC). Peak FLOP/s stay the
+// datasheet's, so MFU keeps its meaning; achieved GEMM rates are looked up with gemm_rate_flops and
+// whole collectives with find_collective_fit. A fit for a level the cluster lacks is an InputError
+// naming `file`.
+Cluster apply_profile(Cluster c, const Profile& p, const std::string& file);
+
+// Achieved FLOP/s of an m×n×k GEMM, interpolated over the measured shapes by inverse distance
+// weighting (D. Shepard, "A two-dimensional interpolation function for irregularly-spaced data",
+// ACM national conference 1968, with Shepard's exponent 2) in (log2 m, log2 n, log2 k): a measured
+// shape returns its own rate; any other shape the weighted mean of the nearest 8 measured shapes
+// (the corners of the cell a trilinear interpolation would use) with weights 1 / distance². The
+// result never leaves the range of the measured rates.
+double gemm_rate_flops(const Profile& p, int64_t m, int64_t n, int64_t k);
+
+// The fit for exactly this collective, level and group size; nullptr when it was not measured.
+const CollectiveFit* find_collective_fit(const Profile& p, Collective c, size_t level, int ranks);
+
+}  // namespace shardplan

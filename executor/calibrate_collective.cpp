@@ -1,0 +1,125 @@
+#include "executor/calibrate_collective.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+#include <climits>
+
+#include "executor/calibrate_fit.h"
+
+namespace shardplan {
+
+namespace {
+
+constexpr int64_t kElementBytes = sizeof(float);
+
+int rank_in(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  return rank;
+}
+
+int size_of(MPI_Comm comm) {
+  int n = 0;
+  MPI_Comm_size(comm, &n);
+  return n;
+}
+
+int64_t size_bytes(const CollectiveBench& b, int n, int64_t count) {
+  const BufferElements e = b.buffers(count, n);
+  return std::max(e.send, e.recv) * kElementBytes;
+}
+
+struct Buffers {
+  std::vector<float> send, recv;
+};
+
+Buffers filled_buffers(const CollectiveBench& b, int64_t count, MPI_Comm comm) {
+  const BufferElements e = b.buffers(count, size_of(comm));
+  assert(e.send <= INT_MAX && e.recv <= INT_MAX);
+  Buffers buf{std::vector<float>(static_cast<size_t>(e.send)),
+              std::vector<float>(static_cast<size_t>(e.recv))};
+  const int rank = rank_in(comm);
+  for (size_t i = 0; i < buf.send.size(); ++i)
+    buf.send[i] = send_value(rank, static_cast<int64_t>(i));
+  return buf;
+}
+
+}  // namespace
+
+std::vector<const CollectiveBench*> collective_benches() {
+  return {&kAllReduceBench, &kReduceScatterBench, &kAllGatherBench,
+          &kAllToAllBench,  &kBroadcastBench,     &kSendRecvBench};
+}
+
+BenchRow bench_row(const CollectiveBench& b, int n, int64_t count, double time_s) {
+  BenchRow r{size_bytes(b, n, count), count, time_s, 0, 0};
+  r.algbw_GBps = static_cast<double>(r.size_bytes) / time_s / 1e9;
+  r.busbw_GBps = r.algbw_GBps * bus_bandwidth_factor(b.collective, n);
+  return r;
+}
+
+int64_t count_for_bytes(const CollectiveBench& b, int n, int64_t bytes) {
+  return bytes / size_bytes(b, n, 1);  // buffers grow linearly with count
+}
+
+float send_value(int rank, int64_t i) {
+  return static_cast<float>((rank + 1) * 1000 + i % 1000);
+}
+
+std::vector<float> run_collective_once(const CollectiveBench& b, int64_t count, MPI_Comm comm) {
+  Buffers buf = filled_buffers(b, count, comm);
+  b.run(buf.send.data(), buf.recv.data(), count, comm);
+  return std::move(buf.recv);
+}
+
+std::vector<int64_t> sweep_counts(const CollectiveBench& b, const SweepOptions& o, int n) {
+  assert(o.min_bytes > 0 && o.step_factor > 1);
+  std::vector<int64_t> counts;
+  for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.step_factor) {
+    const int64_t count = count_for_bytes(b, n, bytes);
+    if (count > 0 && (counts.empty() || counts.back() != count)) counts.push_back(count);
+  }
+  return counts;
+}
+
+CollectiveSweep sweep_collective(const CollectiveBench& b, const SweepOptions& o, MPI_Comm group,
+                                 size_t level) {
+  const int n = size_of(group);
+  CollectiveSweep s;
+  std::vector<SizeTime> points;
+  for (int64_t count : sweep_counts(b, o, n)) {
+    Buffers buf = filled_buffers(b, count, group);
+    const double t = median_time_s([&] { b.run(buf.send.data(), buf.recv.data(), count, group); },
+                                   o.timing, group);
+    s.rows.push_back(bench_row(b, n, count, t));
+    points.push_back({static_cast<double>(s.rows.back().size_bytes), t});
+  }
+  const AlphaBeta f = fit_alpha_beta(points);
+  s.fit = {b.collective, level, n, f.alpha_s * 1e6, 1 / f.beta_s_per_byte / 1e9};
+  s.max_fit_error = max_relative_error(f, points);
+  return s;
+}
+
+void print_sweep(std::FILE* out, const CollectiveSweep& s, int groups) {
+  const CollectiveFit& f = s.fit;
+  fmt::print(out, "# {}: {} group{} of {} ranks at once, interconnect level {}\n",
+             enum_name(f.collective, kCollectiveNames), groups, groups == 1 ? "" : "s", f.ranks,
+             f.level);
+  fmt::print(out, "# {:>10} {:>12} {:>8} {:>10} {:>8} {:>8}\n", "size", "count", "type", "time",
+             "algbw", "busbw");
+  fmt::print(out, "# {:>10} {:>12} {:>8} {:>10} {:>8} {:>8}\n", "(B)", "(elements)", "", "(us)",
+             "(GB/s)", "(GB/s)");
+  for (const BenchRow& r : s.rows)
+    fmt::print(out, "  {:>10} {:>12} {:>8} {:>10.2f} {:>8.2f} {:>8.2f}\n", r.size_bytes, r.count,
+               "float", r.time_s * 1e6, r.algbw_GBps, r.busbw_GBps);
+  fmt::print(
+      out,
+      "# fit t = alpha + size / algbw: alpha {:.2f} us, algbw {:.2f} GB/s (busbw {:.2f} GB/s), "
+      "largest error {:.0f}%\n\n",
+      f.alpha_us, f.algbw_GBps, f.algbw_GBps * bus_bandwidth_factor(f.collective, f.ranks),
+      s.max_fit_error * 100);
+}
+
+}  // namespace shardplan

@@ -1,0 +1,89 @@
+// The collective benchmark driver, as nccl-tests has one: each collective is a short file
+// (calibrate_<name>.cpp) supplying its buffer sizes and its call; this driver sweeps sizes, times,
+// prints nccl-tests' columns (size, count, type, time, algbw, busbw) and fits alpha and beta.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "core/collective.h"
+#include "core/profile.h"
+#include "executor/calibrate_timing.h"
+
+namespace shardplan {
+
+// Elements of one rank's send and receive buffers.
+struct BufferElements {
+  int64_t send = 0;
+  int64_t recv = 0;
+};
+
+// What one collective supplies (nccl-tests' getCollByteCount and runColl). Buffers hold float, the
+// executor's fp32; `count` is the call's count argument, nccl-tests' "count" column.
+struct CollectiveBench {
+  Collective collective;
+  BufferElements (*buffers)(int64_t count, int n);
+  void (*run)(const float* send, float* recv, int64_t count, MPI_Comm comm);
+};
+
+extern const CollectiveBench kAllReduceBench;      // calibrate_all_reduce.cpp
+extern const CollectiveBench kReduceScatterBench;  // calibrate_reduce_scatter.cpp
+extern const CollectiveBench kAllGatherBench;      // calibrate_all_gather.cpp
+extern const CollectiveBench kAllToAllBench;       // calibrate_all_to_all.cpp
+extern const CollectiveBench kBroadcastBench;      // calibrate_broadcast.cpp
+extern const CollectiveBench kSendRecvBench;       // calibrate_send_recv.cpp
+
+// All six, in the order the calibration runs them.
+std::vector<const CollectiveBench*> collective_benches();
+
+// One line of the table. size is nccl-tests' size: the larger of one rank's send and receive
+// buffers in bytes (reduce-scatter's input, all-gather's output); algbw = size / time and
+// busbw = algbw × bus_bandwidth_factor(collective, n).
+struct BenchRow {
+  int64_t size_bytes = 0;
+  int64_t count = 0;
+  double time_s = 0;
+  double algbw_GBps = 0;
+  double busbw_GBps = 0;
+};
+BenchRow bench_row(const CollectiveBench& b, int n, int64_t count, double time_s);
+
+// The count whose size is the largest not above `bytes` (0 when even one element per rank is more).
+int64_t count_for_bytes(const CollectiveBench& b, int n, int64_t bytes);
+
+// Rank r's send buffer holds send_value(r, i) at element i, so results can be checked by hand.
+float send_value(int rank, int64_t i);
+
+// One call on `comm` with the send buffer filled by send_value; returns the receive buffer.
+std::vector<float> run_collective_once(const CollectiveBench& b, int64_t count, MPI_Comm comm);
+
+struct SweepOptions {
+  int64_t min_bytes = 8;        // nccl-tests' -b
+  int64_t max_bytes = 4 << 20;  // nccl-tests' -e
+  int64_t step_factor = 2;      // nccl-tests' -f
+  TimingOptions timing;
+};
+
+// The counts a sweep times on n ranks: sizes from min_bytes to max_bytes, step_factor apart, each
+// rounded down to whole elements per rank; sizes below one element per rank are left out.
+std::vector<int64_t> sweep_counts(const CollectiveBench& b, const SweepOptions& o, int n);
+
+// A sweep of one collective on one group, and its alpha-beta fit.
+struct CollectiveSweep {
+  std::vector<BenchRow> rows;
+  CollectiveFit fit;
+  double max_fit_error = 0;  // the fit's largest relative error over the rows
+};
+
+// Every rank of `group` calls this together; `level` is the interconnect level the group spans.
+// Needs two counts at least (sweep_counts) to fit.
+CollectiveSweep sweep_collective(const CollectiveBench& b, const SweepOptions& o, MPI_Comm group,
+                                 size_t level);
+
+// The nccl-tests table of a sweep, then its fit.
+void print_sweep(std::FILE* out, const CollectiveSweep& s, int groups);
+
+}  // namespace shardplan

@@ -1,0 +1,100 @@
+#include "executor/calibrate_gemm.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace shardplan {
+
+namespace {
+
+// The three GEMMs of a linear layer over `rows` tokens, W stored [out, in] (executor/linear.cpp):
+// forward y = x·Wᵀ, dgrad dx = dy·W, wgrad dW += dyᵀ·x.
+void add_linear(std::vector<GemmCall>& calls, int64_t rows, int64_t in, int64_t out,
+                const std::string& name) {
+  calls.push_back({rows, out, in, Op::none, Op::transpose, Accumulate::overwrite, name + " fwd"});
+  calls.push_back({rows, in, out, Op::none, Op::none, Accumulate::overwrite, name + " dgrad"});
+  calls.push_back({out, in, rows, Op::transpose, Op::none, Accumulate::add, name + " wgrad"});
+}
+
+}  // namespace
+
+std::vector<GemmCall> layer_gemm_calls(const LayerDims& d, int64_t vocab_rows,
+                                       const std::string& label) {
+  const int64_t N = d.tokens(), H = d.hidden, S = d.seq, D = d.head_dim, C = d.heads * d.head_dim;
+  std::vector<GemmCall> calls;
+  add_linear(calls, N, H, d.qkv_width(), label + " qkv");
+  // Per sequence and head (executor/attention.cpp): P = q·kᵀ and ctx = P·v; backward dP = dctx·vᵀ,
+  // dv += Pᵀ·dctx, dq = dS·k, dk += dSᵀ·q.
+  calls.push_back(
+      {S, S, D, Op::none, Op::transpose, Accumulate::overwrite, label + " attn scores"});
+  calls.push_back({S, D, S, Op::none, Op::none, Accumulate::overwrite, label + " attn context"});
+  calls.push_back({S, D, S, Op::transpose, Op::none, Accumulate::add, label + " attn dv/dk"});
+  add_linear(calls, N, C, H, label + " proj");
+  add_linear(calls, N, H, d.fc1_width(), label + " fc1");
+  add_linear(calls, N, d.ffn, H, label + " fc2");
+  add_linear(calls, N, H, vocab_rows, label + " lm head");
+  std::vector<GemmCall> distinct;
+  add_distinct(distinct, calls);
+  return distinct;
+}
+
+void add_distinct(std::vector<GemmCall>& into, const std::vector<GemmCall>& calls) {
+  for (const auto& c : calls)
+    if (std::find(into.begin(), into.end(), c) == into.end()) into.push_back(c);
+}
+
+std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, const TimingOptions& t,
+                                        MPI_Comm comm) {
+  std::vector<GemmTiming> out;
+  for (const GemmCall& g : calls) {
+    // Operands as stored: op(A) is m×k, so A is k×m when transposed; likewise B.
+    const int64_t a_rows = g.op_a == Op::none ? g.m : g.k, a_cols = g.op_a == Op::none ? g.k : g.m;
+    const int64_t b_rows = g.op_b == Op::none ? g.k : g.n, b_cols = g.op_b == Op::none ? g.n : g.k;
+    // Small values keep repeated accumulation (wgrad's +=) far from overflow.
+    std::vector<float> a(static_cast<size_t>(a_rows * a_cols), 1e-3f),
+        b(static_cast<size_t>(b_rows * b_cols), 1e-3f);
+    std::vector<float> c(static_cast<size_t>(g.m * g.n), 0.0f);
+    const auto run = [&] {
+      gemm<float>(view(c.data(), g.m, g.n),
+                  view(static_cast<const float*>(a.data()), a_rows, a_cols), g.op_a,
+                  view(static_cast<const float*>(b.data()), b_rows, b_cols), g.op_b, g.acc,
+                  nullptr);
+    };
+    out.push_back({g, median_time_s(run, t, comm)});
+  }
+  return out;
+}
+
+std::vector<GemmRate> gemm_rates(const std::vector<GemmTiming>& timings) {
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::pair<double, double>>
+      by_shape;  // flops, seconds
+  for (const auto& t : timings) {
+    auto& [flops, seconds] = by_shape[{t.call.m, t.call.n, t.call.k}];
+    flops += t.call.flops();
+    seconds += t.time_s;
+  }
+  std::vector<GemmRate> rates;
+  for (const auto& [shape, fs] : by_shape)
+    rates.push_back(
+        {std::get<0>(shape), std::get<1>(shape), std::get<2>(shape), fs.first / fs.second / 1e12});
+  return rates;
+}
+
+void print_gemm_timings(std::FILE* out, const std::vector<GemmTiming>& timings) {
+  const auto op = [](Op o) { return o == Op::none ? 'N' : 'T'; };
+  fmt::print(out, "# {:>6} {:>6} {:>6} {:>4} {:>10} {:>8}  {}\n", "m", "n", "k", "op", "time",
+             "GFLOP/s", "first made by");
+  fmt::print(out, "# {:>6} {:>6} {:>6} {:>4} {:>10} {:>8}\n", "", "", "", "", "(us)", "");
+  for (const auto& t : timings) {
+    const GemmCall& g = t.call;
+    fmt::print(out, "  {:>6} {:>6} {:>6} {:>2}{}{} {:>10.1f} {:>8.1f}  {}\n", g.m, g.n, g.k,
+               op(g.op_a), op(g.op_b), g.acc == Accumulate::add ? '+' : ' ', t.time_s * 1e6,
+               g.flops() / t.time_s / 1e9, g.what);
+  }
+  fmt::print(out, "\n");
+}
+
+}  // namespace shardplan

@@ -1,0 +1,60 @@
+// GEMM microbenchmarks over the shapes a model's layers use: every GEMM call the executor's layers
+// make (executor/linear.cpp, executor/attention.cpp) for a tp rank's share of a layer and of the LM
+// head, timed through the executor's own gemm() with every rank running at once.
+#pragma once
+
+#include <mpi.h>
+
+#include <compare>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/profile.h"
+#include "executor/calibrate_timing.h"
+#include "executor/layer_context.h"
+#include "executor/matmul.h"
+
+namespace shardplan {
+
+// C[m×n] (+)= op(A)·op(B) with op(A) m×k and op(B) k×n, on packed row-major fp32 matrices.
+struct GemmCall {
+  int64_t m = 0, n = 0, k = 0;
+  Op op_a = Op::none, op_b = Op::none;
+  Accumulate acc = Accumulate::overwrite;
+  std::string what;  // where the first layer making it does ("gpt-small tp=2 fc1 wgrad")
+
+  auto operator<=>(const GemmCall& o) const {
+    return std::tie(m, n, k, op_a, op_b, acc) <=> std::tie(o.m, o.n, o.k, o.op_a, o.op_b, o.acc);
+  }
+  bool operator==(const GemmCall& o) const { return (*this <=> o) == 0; }
+  double flops() const {
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  }
+};
+
+// The GEMM calls of one layer's forward and backward pass and of the LM head's (over `vocab_rows`
+// rows of the vocabulary), for the rank share `d`; `label` prefixes each call's `what`.
+std::vector<GemmCall> layer_gemm_calls(const LayerDims& d, int64_t vocab_rows,
+                                       const std::string& label);
+
+// Adds the calls not already in `into` (equal shape, ops and accumulation), keeping order.
+void add_distinct(std::vector<GemmCall>& into, const std::vector<GemmCall>& calls);
+
+struct GemmTiming {
+  GemmCall call;
+  double time_s = 0;
+};
+
+// Times each call through gemm(), every rank of `comm` running it at once.
+std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, const TimingOptions& t,
+                                        MPI_Comm comm);
+
+// One rate per distinct (m, n, k): the FLOPs of one call of each variant (ops, accumulation) over
+// their summed time, the rate a step making each once would see.
+std::vector<GemmRate> gemm_rates(const std::vector<GemmTiming>& timings);
+
+void print_gemm_timings(std::FILE* out, const std::vector<GemmTiming>& timings);
+
+}  // namespace shardplan

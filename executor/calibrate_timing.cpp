@@ -1,0 +1,43 @@
+#include "executor/calibrate_timing.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+namespace shardplan {
+
+namespace {
+
+// Seconds per call over `calls` back-to-back calls, at the slowest rank.
+double time_batch_s(const std::function<void()>& op, int calls, MPI_Comm comm) {
+  MPI_Barrier(comm);
+  const double start = MPI_Wtime();
+  for (int i = 0; i < calls; ++i) op();
+  double per_call = (MPI_Wtime() - start) / calls;
+  MPI_Allreduce(MPI_IN_PLACE, &per_call, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return per_call;
+}
+
+}  // namespace
+
+double median(std::vector<double> values) {
+  assert(!values.empty());
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+  if (values.size() % 2 == 1) return values[mid];
+  const double upper = values[mid];
+  return (*std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid)) +
+          upper) /
+         2;
+}
+
+double median_time_s(const std::function<void()>& op, const TimingOptions& t, MPI_Comm comm) {
+  assert(t.warmup >= 1 && t.samples >= 1);
+  const double warm_s = time_batch_s(op, t.warmup, comm);
+  const int calls = static_cast<int>(std::clamp(std::ceil(t.min_sample_s / warm_s), 1.0, 1e6));
+  std::vector<double> samples;
+  for (int i = 0; i < t.samples; ++i) samples.push_back(time_batch_s(op, calls, comm));
+  return median(std::move(samples));
+}
+
+}  // namespace shardplan

@@ -1,0 +1,26 @@
+// How every calibration microbenchmark is timed: untimed warm-up calls, then several samples, each
+// a batch of back-to-back calls started together on every rank after a barrier and charged at the
+// slowest rank's time; the median sample is the result.
+#pragma once
+
+#include <mpi.h>
+
+#include <functional>
+#include <vector>
+
+namespace shardplan {
+
+struct TimingOptions {
+  int warmup = 5;              // untimed calls first (nccl-tests' default, -w 5)
+  int samples = 11;            // timed samples; the median is kept
+  double min_sample_s = 1e-3;  // calls per sample are batched until a sample lasts this long
+};
+
+// Seconds per call of `op`, run by every rank of `comm` at once (`op` may itself communicate on
+// `comm`). Every rank returns the same value.
+double median_time_s(const std::function<void()>& op, const TimingOptions& t, MPI_Comm comm);
+
+// The middle value (the mean of the two middle ones for an even count); `values` not empty.
+double median(std::vector<double> values);
+
+}  // namespace shardplan

@@ -1,0 +1,41 @@
+#include "executor/linear.h"
+
+namespace shardplan {
+
+template <class T>
+void linear_forward(const T* x, const T* w, const T* b, int64_t n, int64_t in, int64_t out, T* y,
+                    MatmulStats* stats) {
+  gemm<T>(view(y, n, out), view(x, n, in), Op::none, view(w, out, in), Op::transpose,
+          Accumulate::overwrite, stats);
+  if (b == nullptr) return;
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < out; ++c) y[r * out + c] += b[c];
+}
+
+template <class T>
+void linear_backward(const T* x, const T* w, const T* dy, int64_t n, int64_t in, int64_t out, T* dx,
+                     T* dw, T* db, MatmulStats* stats) {
+  gemm<T>(view(dx, n, in), view(dy, n, out), Op::none, view(w, out, in), Op::none,
+          Accumulate::overwrite, stats);
+  gemm<T>(view(dw, out, in), view(dy, n, out), Op::transpose, view(x, n, in), Op::none,
+          Accumulate::add, stats);
+  if (db != nullptr) bias_backward(dy, n, out, db);
+}
+
+template <class T>
+void bias_backward(const T* dy, int64_t rows, int64_t cols, T* db) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) db[c] += dy[r * cols + c];
+}
+
+#define SHARDPLAN_INSTANTIATE(T)                                                                \
+  template void linear_forward<T>(const T*, const T*, const T*, int64_t, int64_t, int64_t, T*,  \
+                                  MatmulStats*);                                                \
+  template void linear_backward<T>(const T*, const T*, const T*, int64_t, int64_t, int64_t, T*, \
+                                   T*, T*, MatmulStats*);                                       \
+  template void bias_backward<T>(const T*, int64_t, int64_t, T*);
+SHARDPLAN_INSTANTIATE(float)
+SHARDPLAN_INSTANTIATE(double)
+#undef SHARDPLAN_INSTANTIATE
+
+}  // namespace shardplan

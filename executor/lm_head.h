@@ -1,0 +1,58 @@
+// The last stage's output layer: final norm, logits against this rank's vocabulary rows (the LM
+// head, or the token embedding when tied), and the vocabulary-parallel cross-entropy of the tokens.
+#pragma once
+
+#include <cstdint>
+
+#include "executor/layer_context.h"
+
+namespace shardplan {
+
+// The head's tensors in a flat buffer (P = const T* for parameters, T* for gradients).
+template <class P>
+struct HeadTensors {
+  P norm_weight = nullptr;
+  P norm_bias = nullptr;     // null under RMSNorm
+  P vocab_weight = nullptr;  // [local vocab rows, hidden]: lm_head, or wte when tied on this rank
+};
+
+// The head's tensors within `base`, which holds the layout's flat buffer from element base_offset
+// on.
+template <class T>
+HeadTensors<T*> head_tensors(const ParamLayout& layout, T* base, int64_t base_offset = 0) {
+  const auto at = [&](const char* name) { return base + (layout.get(name).offset - base_offset); };
+  HeadTensors<T*> h;
+  h.norm_weight = at("final_norm.weight");
+  if (layout.has("final_norm.bias")) h.norm_bias = at("final_norm.bias");
+  h.vocab_weight = at(layout.has("lm_head") ? "lm_head" : "wte");
+  return h;
+}
+// The vocabulary rows this rank's head covers.
+ElementRange head_vocab(const ParamLayout& layout);
+
+// What the backward pass needs, charged as activations.
+template <class T>
+struct HeadSaved {
+  Buffer<T> x, h;        // the final norm's input and output (this rank's tokens)
+  Buffer<T> exp_logits;  // [tokens, local vocab]: exp(logit − row max)
+  Buffer<T> sum_exp;     // [tokens]: all-reduced Σ exp(logit − row max)
+};
+
+// Collectives on LayerContext::tp when tp > 1: forward [SP: all-gather the norm's output], then
+// all-reduce max of [tokens] row maxima and all-reduce sum of [2·tokens] (Σexp and target logits);
+// backward: all-reduce (SP: reduce-scatter) of the norm output's gradient partial sums.
+//
+// Takes the last layer's output x[local_tokens, hidden]; targets holds every token's target.
+// Returns the sum of the micro-batch's token losses (the same on every tp rank).
+template <class T>
+double head_forward(const LayerDims& d, const HeadTensors<const T*>& w, ElementRange vocab,
+                    Buffer<T> x, const int32_t* targets, HeadSaved<T>& saved, LayerContext<T>& c);
+
+// Gradients of loss_scale·(sum of token losses): accumulates into `grad`, consumes `saved`, returns
+// d x[local_tokens, hidden] (buffers).
+template <class T>
+Buffer<T> head_backward(const LayerDims& d, const HeadTensors<const T*>& w,
+                        const HeadTensors<T*>& grad, ElementRange vocab, const int32_t* targets,
+                        HeadSaved<T>&& saved, T loss_scale, LayerContext<T>& c);
+
+}  // namespace shardplan

@@ -1,0 +1,146 @@
+// The executor's one accounting allocator: every buffer a rank owns is charged to a memory category
+// named as the cost model itemises memory, and the allocator keeps current and peak bytes per
+// category and in total. Buffers are RAII (move-only); running out of memory throws
+// AllocationError. Freed blocks are cached for reuse by the next request of the same size (as
+// PyTorch's caching allocator does), since every micro-batch asks for the same sizes again.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "core/enum_names.h"
+
+namespace shardplan {
+
+// The cost model's memory items (parameters_bytes, gradients_bytes, optimizer_bytes,
+// activations_bytes; buffers are what it reports as other_bytes: communication staging, gathered
+// ZeRO-3 weights, layer workspaces).
+enum class MemoryCategory { parameters, gradients, optimizer, activations, buffers };
+inline constexpr int kNumMemoryCategories = 5;
+inline constexpr EnumNames<MemoryCategory, kNumMemoryCategories> kMemoryCategoryNames{
+    {{MemoryCategory::parameters, "parameters"},
+     {MemoryCategory::gradients, "gradients"},
+     {MemoryCategory::optimizer, "optimizer"},
+     {MemoryCategory::activations, "activations"},
+     {MemoryCategory::buffers, "buffers"}}};
+
+// Bytes by category; index with MemoryCategory.
+struct MemoryBytes {
+  std::array<int64_t, kNumMemoryCategories> by_category{};
+  int64_t& operator[](MemoryCategory c) { return by_category[static_cast<size_t>(c)]; }
+  int64_t operator[](MemoryCategory c) const { return by_category[static_cast<size_t>(c)]; }
+  int64_t total() const;
+};
+
+// An allocation the allocator could not satisfy: over the capacity it was given, or refused by the
+// system. what() names the owner (e.g. "rank 3"), the category, the size and what was in use, so an
+// MPI driver can print it and abort.
+struct AllocationError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class TensorAllocator;
+
+// An owning, 64-byte-aligned array of `count` elements charged to one category. Move-only.
+template <class T>
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& o) noexcept { swap(o); }
+  Buffer& operator=(Buffer&& o) noexcept {
+    Buffer(std::move(o)).swap(*this);
+    return *this;
+  }
+  ~Buffer();
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  int64_t size() const { return count_; }
+  int64_t bytes() const { return count_ * static_cast<int64_t>(sizeof(T)); }
+  bool empty() const { return count_ == 0; }
+  MemoryCategory category() const { return category_; }
+  std::span<T> span() { return {data_, static_cast<size_t>(count_)}; }
+  std::span<const T> span() const { return {data_, static_cast<size_t>(count_)}; }
+  T& operator[](int64_t i) { return data_[i]; }
+  const T& operator[](int64_t i) const { return data_[i]; }
+
+ private:
+  friend class TensorAllocator;
+  void swap(Buffer& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(count_, o.count_);
+    std::swap(category_, o.category_);
+    std::swap(owner_, o.owner_);
+  }
+  T* data_ = nullptr;
+  int64_t count_ = 0;
+  MemoryCategory category_ = MemoryCategory::buffers;
+  TensorAllocator* owner_ = nullptr;
+};
+
+class TensorAllocator {
+ public:
+  // `owner` names the rank in errors ("rank 3"); capacity_bytes = 0 means no limit beyond the
+  // system's.
+  explicit TensorAllocator(std::string owner = "", int64_t capacity_bytes = 0);
+  TensorAllocator(const TensorAllocator&) = delete;
+  TensorAllocator& operator=(const TensorAllocator&) = delete;
+  ~TensorAllocator();  // asserts that every buffer was given back
+
+  // `count` elements of T, zero-filled. `what` names the tensor in errors.
+  template <class T>
+  Buffer<T> allocate(MemoryCategory category, int64_t count, std::string_view what) {
+    Buffer<T> b;
+    b.data_ =
+        static_cast<T*>(allocate_bytes(category, count * static_cast<int64_t>(sizeof(T)), what));
+    b.count_ = count;
+    b.category_ = category;
+    b.owner_ = this;
+    return b;
+  }
+
+  // Bytes counted are the bytes asked for (element count × element size), not the rounded-up
+  // allocation, so that parameters, gradients and optimizer state match the cost model exactly.
+  const MemoryBytes& current() const { return current_; }
+  const MemoryBytes& peak_by_category() const { return peak_by_category_; }  // each its own maximum
+  int64_t peak_bytes() const { return peak_total_; }
+  // The categories at the moment the total peaked: these add up to peak_bytes(), as the cost
+  // model's items add up to its peak.
+  const MemoryBytes& at_peak() const { return at_peak_; }
+  // Starts the peaks afresh from what is in use now (e.g. after the first, warm-up step).
+  void reset_peaks();
+  // Bytes held in freed blocks kept for reuse (not in use by any buffer, so in no category).
+  int64_t cached_bytes() const { return cached_bytes_; }
+
+ private:
+  template <class T>
+  friend class Buffer;
+  void* allocate_bytes(MemoryCategory category, int64_t bytes, std::string_view what);
+  void release(void* p, MemoryCategory category, int64_t bytes);
+  void free_cache();
+
+  std::string owner_;
+  int64_t capacity_bytes_ = 0;
+  MemoryBytes current_;
+  MemoryBytes peak_by_category_;
+  MemoryBytes at_peak_;
+  int64_t peak_total_ = 0;
+  std::multimap<int64_t, void*> cache_;  // freed blocks by their allocated (rounded-up) size
+  int64_t cached_bytes_ = 0;
+};
+
+template <class T>
+Buffer<T>::~Buffer() {
+  if (owner_ != nullptr) owner_->release(data_, category_, bytes());
+}
+
+}  // namespace shardplan

@@ -1,0 +1,78 @@
+// The two places where a tensor-parallel layer meets the residual stream (Shoeybi et al. 2019,
+// Fig. 3's f and g; Korthikanti et al. 2022, §4.2.2's all-gather and reduce-scatter under sequence
+// parallelism): gathering the stream's tokens before a column-parallel layer and reducing a
+// row-parallel layer's partial sums back into it.
+#pragma once
+
+#include <algorithm>
+#include <span>
+
+#include "executor/layer_context.h"
+
+namespace shardplan {
+
+// The full [tokens, hidden] input of a column-parallel layer: under sequence parallelism the ranks'
+// local rows all-gathered into `scratch`; otherwise `local` itself, which already holds every
+// token.
+template <class T>
+const T* gather_tokens(const LayerDims& d, LayerContext<T>& c, const T* local, Buffer<T>& scratch) {
+  if (!d.sequence_parallel) return local;
+  const int64_t n = d.local_tokens() * d.hidden;
+  scratch =
+      c.allocate(MemoryCategory::buffers, d.tokens() * d.hidden, "sequence-parallel all-gather");
+  c.tp.all_gather(std::span<const T>(local, static_cast<size_t>(n)), scratch.span());
+  return scratch.data();
+}
+
+// Two [local_tokens, hidden] tensors for every token, as the backward pass of a layer needs its
+// output gradient and its saved (norm-output) input: under sequence parallelism one all-gather of
+// both, packed side by side, unpacked into first_buffer and second_buffer (the data volume of
+// Megatron-LM's two all-gathers, in one collective); otherwise the local tensors themselves.
+template <class T>
+struct GatheredPair {
+  Buffer<T> first_buffer, second_buffer;
+  const T* first = nullptr;
+  const T* second = nullptr;
+};
+
+template <class T>
+GatheredPair<T> gather_token_pair(const LayerDims& d, LayerContext<T>& c, const T* a, const T* b) {
+  GatheredPair<T> g;
+  g.first = a;
+  g.second = b;
+  if (!d.sequence_parallel) return g;
+  const int64_t n = d.local_tokens() * d.hidden;
+  Buffer<T> packed =
+      c.allocate(MemoryCategory::buffers, 2 * n, "sequence-parallel all-gather input");
+  std::copy(a, a + n, packed.data());
+  std::copy(b, b + n, packed.data() + n);
+  Buffer<T> gathered =
+      c.allocate(MemoryCategory::buffers, d.tp * 2 * n, "sequence-parallel all-gather");
+  c.tp.all_gather(packed.span(), gathered.span());
+  g.first_buffer = c.allocate(MemoryCategory::buffers, d.tokens() * d.hidden, "gathered gradient");
+  g.second_buffer = c.allocate(MemoryCategory::buffers, d.tokens() * d.hidden, "gathered input");
+  for (int r = 0; r < d.tp; ++r) {
+    const T* part = gathered.data() + r * 2 * n;
+    std::copy(part, part + n, g.first_buffer.data() + r * n);
+    std::copy(part + n, part + 2 * n, g.second_buffer.data() + r * n);
+  }
+  g.first = g.first_buffer.data();
+  g.second = g.second_buffer.data();
+  return g;
+}
+
+// A row-parallel layer's partial sums [tokens, hidden] → this rank's rows of their sum in `out`
+// [local_tokens, hidden]: all-reduce, or reduce-scatter under sequence parallelism. `partial` may
+// be overwritten.
+template <class T>
+void reduce_partial_sums(const LayerDims& d, LayerContext<T>& c, Buffer<T>& partial, T* out) {
+  const auto n = static_cast<size_t>(d.local_tokens() * d.hidden);
+  if (d.sequence_parallel) {
+    c.tp.reduce_scatter(partial.span(), std::span<T>(out, n));
+    return;
+  }
+  c.tp.all_reduce(partial.span(), ReduceOp::sum);
+  std::copy(partial.data(), partial.data() + n, out);
+}
+
+}  // namespace shardplan

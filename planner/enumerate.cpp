@@ -1,0 +1,214 @@
+#include "planner/enumerate.h"
+
+#include <algorithm>
+#include <cassert>
+#include <optional>
+
+#include "core/error.h"
+
+namespace shardplan {
+
+std::vector<int> divisors(int64_t n) {
+  assert(n > 0);
+  std::vector<int> small, large;
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    small.push_back(static_cast<int>(d));
+    if (d * d != n) large.push_back(static_cast<int>(n / d));
+  }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
+}
+
+namespace {
+
+template <class T>
+std::vector<T> choices(const std::optional<T>& fixed, std::vector<T> natural) {
+  if (fixed) return {*fixed};
+  return natural;
+}
+
+// Divisors of world / used; {1} when `used` (a fixed value) does not divide the world, so that
+// validate_layout names the rule.
+std::vector<int> divisors_of_rest(int64_t world, int64_t used) {
+  return world % used == 0 ? divisors(world / used) : std::vector<int>{1};
+}
+
+class Enumerator {
+ public:
+  Enumerator(const Model& model, const Cluster& cluster, const Training& training,
+             const LayoutSpec& fixed, std::optional<ExportFormat> runs_on)
+      : model_(model), cluster_(cluster), training_(training), fixed_(fixed), runs_on_(runs_on) {}
+
+  Candidates run() {
+    const int64_t world = cluster_.world();
+    for (int tp : choices(fixed_.tp, divisors(world)))
+      for (int cp : choices(fixed_.cp, divisors_of_rest(world, tp)))
+        for (int pp : pp_choices(world, tp, cp)) {
+          const int64_t used = int64_t{tp} * cp * pp;
+          const int dp = fixed_.dp.value_or(world % used == 0 ? static_cast<int>(world / used) : 1);
+          for (int ep : choices(fixed_.ep, model_.is_moe() ? divisors(dp) : std::vector<int>{1}))
+            shape(Layout{.dp = dp, .tp = tp, .pp = pp, .cp = cp, .ep = ep});
+        }
+    if (out_.shapes == 0) shape(simplest_fixed(world));
+    return std::move(out_);
+  }
+
+ private:
+  // With dp fixed and pp free, pp is what is left of the world (nothing when it does not divide).
+  std::vector<int> pp_choices(int64_t world, int tp, int cp) const {
+    if (fixed_.pp || !fixed_.dp) return choices(fixed_.pp, divisors_of_rest(world, int64_t{tp} * cp));
+    const int64_t used = int64_t{tp} * cp * *fixed_.dp;
+    if (world % used != 0) return {};
+    return {static_cast<int>(world / used)};
+  }
+
+  // When no shape matches the fixed fields, the one they name, so its rule is reported.
+  Layout simplest_fixed(int64_t world) const {
+    Layout l{.tp = fixed_.tp.value_or(1), .pp = fixed_.pp.value_or(1), .cp = fixed_.cp.value_or(1),
+             .ep = fixed_.ep.value_or(1)};
+    l.dp = fixed_.dp.value_or(static_cast<int>(world / (int64_t{l.tp} * l.pp * l.cp)));
+    return l;
+  }
+
+  std::optional<InputError> broken_rule(const Layout& l) const {
+    try {
+      validate_layout(l, model_, cluster_, training_, "plan");
+    } catch (const InputError& e) {
+      return e;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<InputError> unsupported(const Layout& l) const {
+    if (!runs_on_) return std::nullopt;
+    if (auto reason = unsupported_by(*runs_on_, l)) return InputError("", "--export", *reason);
+    return std::nullopt;
+  }
+
+  void reject(const Layout& l, const InputError& e, bool whole_shape) {
+    out_.rejections.push_back({l, whole_shape, e.field, e.reason});
+  }
+
+  int64_t local_batch(const Layout& l) const { return training_.global_batch / l.dp; }
+
+  // Micro-batch sizes: the fixed one, the one a fixed number of micro-batches implies, or every
+  // divisor of the sequences each data-parallel rank takes per step.
+  std::vector<int> micro_batches(const Layout& l) const {
+    if (fixed_.micro_batch) return {*fixed_.micro_batch};
+    if (fixed_.num_microbatches)
+      return {static_cast<int>(std::max<int64_t>(1, local_batch(l) / *fixed_.num_microbatches))};
+    return divisors(std::max<int64_t>(1, local_batch(l)));
+  }
+
+  void set_micro_batch(Layout& l, int micro_batch) const {
+    l.micro_batch = micro_batch;
+    l.num_microbatches = fixed_.num_microbatches.value_or(
+        static_cast<int>(std::max<int64_t>(1, local_batch(l) / micro_batch)));
+  }
+
+  std::vector<int> virtual_stages(const Layout& l) const {
+    if (fixed_.vpp) return {*fixed_.vpp};
+    if (l.pp == 1 || model_.num_layers % l.pp != 0) return {1};
+    return divisors(model_.num_layers / l.pp);
+  }
+
+  std::vector<Schedule> schedules(const Layout& l) const {
+    if (fixed_.schedule) return {*fixed_.schedule};
+    if (l.vpp > 1) return {Schedule::interleaved};
+    if (l.pp == 1) return {Schedule::one_f_one_b};
+    return {Schedule::one_f_one_b, Schedule::gpipe};
+  }
+
+  // The shape's least demanding layout: ZeRO 0, the smallest micro-batch, no recompute, no sp,
+  // one virtual stage unless an interleaved schedule is fixed.
+  Layout simplest(Layout l) const {
+    l.zero = fixed_.zero.value_or(0);
+    set_micro_batch(l, micro_batches(l).front());
+    l.recompute = fixed_.recompute.value_or(Recompute::none);
+    l.sequence_parallel = fixed_.sequence_parallel.value_or(false);
+    const std::vector<int> vpps = virtual_stages(l);
+    l.vpp = fixed_.schedule == Schedule::interleaved && vpps.size() > 1 ? vpps[1] : vpps.front();
+    l.schedule = fixed_.schedule.value_or(implied_schedule(l.vpp));
+    l.rank_order = fixed_.rank_order.value_or(std::string(kDefaultRankOrder));
+    return l;
+  }
+
+  // Whether a rule the simplest layout breaks rejects the whole shape: one on the shape's own
+  // fields (or the batch it must divide), not on a field the inner loops still vary.
+  static bool on_shape(const InputError& e) {
+    constexpr std::string_view kShapeFields[] = {"layout.tp", "layout.cp", "layout.pp", "layout.dp",
+                                                 "layout.ep", "layout.global_batch", "layout.rank_order"};
+    return std::find(std::begin(kShapeFields), std::end(kShapeFields), e.field) != std::end(kShapeFields);
+  }
+
+  void shape(const Layout& s) {
+    ++out_.shapes;
+    const Layout first = simplest(s);
+    std::optional<InputError> e = broken_rule(first);
+    if (e && !on_shape(*e)) e.reset();  // left to the inner loops, layout by layout
+    else if (!e) e = unsupported(first);
+    if (e) {
+      ++out_.shapes_invalid;
+      reject(first, *e, true);
+      return;
+    }
+    Layout l = first;
+    for (int micro_batch : micro_batches(l)) {
+      set_micro_batch(l, micro_batch);
+      for (bool sp : choices(fixed_.sequence_parallel, l.tp > 1 ? std::vector<bool>{false, true}
+                                                                : std::vector<bool>{false})) {
+        l.sequence_parallel = sp;
+        for (int vpp : virtual_stages(l)) {
+          l.vpp = vpp;
+          for (Schedule schedule : schedules(l)) {
+            l.schedule = schedule;
+            stages_and_recomputes(l);
+          }
+        }
+      }
+    }
+  }
+
+  // Every ZeRO stage and recompute of a layout. validate_layout's rules do not involve either
+  // beyond the ranges they are drawn from, so it is asked once, of the first; a rule that breaks
+  // rejects each of them. Whether the framework of --export runs them is asked of each.
+  void stages_and_recomputes(Layout l) {
+    const bool sharded = int64_t{l.dp} * l.cp > 1;
+    const std::vector<int> zeros = choices(fixed_.zero, sharded ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0});
+    const std::vector<Recompute> recomputes =
+        choices(fixed_.recompute, {Recompute::none, Recompute::selective, Recompute::full});
+    l.zero = zeros.front();
+    l.recompute = recomputes.front();
+    const std::optional<InputError> broken = broken_rule(l);
+    for (int zero : zeros) {
+      l.zero = zero;
+      for (Recompute r : recomputes) {
+        l.recompute = r;
+        if (auto e = broken ? broken : unsupported(l)) {
+          ++out_.layouts_invalid;
+          reject(l, *e, false);
+        } else {
+          out_.layouts.push_back(l);
+        }
+      }
+    }
+  }
+
+  const Model& model_;
+  const Cluster& cluster_;
+  const Training& training_;
+  const LayoutSpec& fixed_;
+  std::optional<ExportFormat> runs_on_;
+  Candidates out_;
+};
+
+}  // namespace
+
+Candidates enumerate_layouts(const Model& model, const Cluster& cluster, const Training& training,
+                             const LayoutSpec& fixed, std::optional<ExportFormat> runs_on) {
+  assert(!fixed.global_batch || *fixed.global_batch == training.global_batch);
+  return Enumerator(model, cluster, training, fixed, runs_on).run();
+}
+
+}  // namespace shardplan

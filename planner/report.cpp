@@ -1,0 +1,110 @@
+#include "planner/report.h"
+
+#include <algorithm>
+#include <cassert>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "core/human_format.h"
+#include "planner/enumerate.h"
+#include "simulator/estimate_report.h"
+
+namespace shardplan {
+
+namespace {
+
+// The shape's part of the label: tp, pp, dp and, when not 1, cp and ep.
+std::string shape_label(const Layout& l) {
+  std::string s = fmt::format("tp={},pp={},dp={}", l.tp, l.pp, l.dp);
+  if (l.cp > 1) s += fmt::format(",cp={}", l.cp);
+  if (l.ep > 1) s += fmt::format(",ep={}", l.ep);
+  return s;
+}
+
+std::string gib(int64_t bytes) { return format_gib(static_cast<double>(bytes)); }
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+}  // namespace
+
+std::string layout_label(const Layout& l) {
+  std::string s = shape_label(l) + fmt::format(",zero={},mbs={}", l.zero, l.micro_batch);
+  if (l.sequence_parallel) s += ",sp=1";
+  if (l.vpp > 1) s += fmt::format(",vpp={}", l.vpp);
+  if (l.recompute != Recompute::none) s += fmt::format(",recompute={}", enum_name(l.recompute, kRecomputeNames));
+  if (l.schedule != implied_schedule(l.vpp)) s += fmt::format(",schedule={}", enum_name(l.schedule, kScheduleNames));
+  if (l.rank_order != kDefaultRankOrder) s += ",order=" + l.rank_order;
+  return s;
+}
+
+std::string format_counts(const SearchResult& r) {
+  const Candidates& c = r.candidates;
+  const auto valid = static_cast<int64_t>(c.layouts.size());
+  std::string out = fmt::format("{} shapes (tp, cp, pp, dp, ep): {} invalid; their {} layouts: {} invalid, {} over "
+                                "device memory, {} fit\n",
+                                c.shapes, c.shapes_invalid, valid + c.layouts_invalid, c.layouts_invalid,
+                                r.pruned_for_memory, r.fitting);
+  out += fmt::format("priced {} layouts in {} ({:.0f} layouts/s on {} thread{})\n", valid, format_seconds(r.wall_s),
+                     static_cast<double>(valid) / r.wall_s, r.threads, r.threads == 1 ? "" : "s");
+  return out;
+}
+
+nlohmann::json search_to_json(const SearchResult& r) {
+  const Candidates& c = r.candidates;
+  nlohmann::json top = nlohmann::json::array();
+  for (const Ranked& k : r.top)
+    top.push_back({{"layout", layout_label(k.layout)}, {"objective", k.objective},
+                   {"prediction", estimate_to_json(k.estimate)}});
+  return {{"shapes", c.shapes},
+          {"shapes_invalid", c.shapes_invalid},
+          {"layouts", static_cast<int64_t>(c.layouts.size()) + c.layouts_invalid},
+          {"layouts_invalid", c.layouts_invalid},
+          {"pruned_for_memory", r.pruned_for_memory},
+          {"fitting", r.fitting},
+          {"wall_s", r.wall_s},
+          {"threads", r.threads},
+          {"layouts_per_s", static_cast<double>(c.layouts.size()) / r.wall_s},
+          {"top", top}};
+}
+
+std::string format_top(const SearchResult& r) {
+  size_t width = 6;
+  for (const Ranked& k : r.top) width = std::max(width, layout_label(k.layout).size());
+  std::string out = fmt::format("{:>3}  {:<{}}  {:>17}  {:>10}  {:>8}  {:>6}  {:>12}  {:>6}\n", "#", "layout",
+                                width, "memory (GiB)", "step time", "TFLOP/s", "MFU", "exposed comm", "bubble");
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    const Estimate& e = r.top[i].estimate;
+    const RankMemory& m = e.memory();
+    out += fmt::format("{:>3}  {:<{}}  {:>17}  {:>10}  {:>8.1f}  {:>6}  {:>12}  {:>6}\n", i + 1,
+                       layout_label(r.top[i].layout), width,
+                       fmt::format("{:.1f} / {:.1f}", static_cast<double>(m.peak_bytes()) / kGiB,
+                                   static_cast<double>(m.capacity_bytes - m.runtime_reserved_bytes) / kGiB),
+                       format_seconds(e.step_time_s), e.tflops_per_device, format_percent(e.mfu),
+                       format_seconds(e.exposed_comm_s), format_percent(e.bubble_fraction));
+  }
+  return out;
+}
+
+std::string format_rejections(const SearchResult& r) {
+  std::string out;
+  for (const Rejection& x : r.candidates.rejections)
+    out += fmt::format("invalid  {}: {}: {}\n",
+                       x.whole_shape ? shape_label(x.layout) + " (every layout of the shape)" : layout_label(x.layout),
+                       x.field, x.reason);
+  for (const MemoryMiss& miss : r.pruned) {
+    const RankMemory& m = miss.memory;
+    const std::optional<MemoryOverflow> overflow = first_overflow(m);
+    assert(overflow);  // a pruned layout's worst stage is over its capacity
+    out += fmt::format("memory   {}: {} needs {}, {} free (needs {} of {})\n", layout_label(miss.layout),
+                       overflow->item, gib(overflow->needed_bytes), gib(overflow->free_bytes),
+                       gib(m.peak_bytes() + m.runtime_reserved_bytes), gib(m.capacity_bytes));
+  }
+  return out;
+}
+
+Plan chosen_plan(const Model& model, const Cluster& cluster, const Training& training, const Ranked& best) {
+  return Plan{model, cluster, training, best.layout, estimate_to_json(best.estimate)};
+}
+
+}  // namespace shardplan

@@ -1,0 +1,36 @@
+// What `plan` prints and writes: the search's counts, the top layouts as a table, every rejected
+// layout with its reason (--explain), and the chosen layout as a plan file.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/plan.h"
+#include "planner/search.h"
+
+namespace shardplan {
+
+// The layout as a compact string without the fields at their defaults (cp=1, ep=1, sp off, vpp=1,
+// no recompute, the default schedule), which parse_layout_string reads back: "tp=8,pp=4,dp=2,zero=1,mbs=1".
+std::string layout_label(const Layout& l);
+
+// Shapes and layouts considered, invalid, over memory and fitting, and how fast they were priced:
+// "priced 22161 layouts in 86.50 ms (256197 layouts/s on 2 threads)".
+std::string format_counts(const SearchResult& r);
+
+// The same counts, the speed and the top layouts with their predictions, for machines.
+nlohmann::json search_to_json(const SearchResult& r);
+
+// The top layouts: layout, memory per device against what it can use, step time, TFLOP/s per
+// device, MFU, exposed communication, pipeline bubble.
+std::string format_top(const SearchResult& r);
+
+// Every rejected layout, one a line: invalid shapes and layouts with the rule, then the layouts
+// over memory with the item that overflows.
+std::string format_rejections(const SearchResult& r);
+
+// The winner as a plan file: model, cluster, training, layout and the estimate as its prediction.
+Plan chosen_plan(const Model& model, const Cluster& cluster, const Training& training, const Ranked& best);
+
+}  // namespace shardplan

@@ -1,0 +1,250 @@
+#include "planner/search.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <fmt/core.h>
+
+namespace shardplan {
+
+double objective_value(Objective o, const Estimate& e, const Cluster& cluster, const Training& training) {
+  switch (o) {
+    case Objective::time:
+      return e.step_time_s;
+    case Objective::tokens_per_s:
+      return -e.tokens_per_s;
+    case Objective::cost:  // device-seconds per token
+      return e.step_time_s * static_cast<double>(cluster.world()) / static_cast<double>(training.tokens_per_step());
+  }
+  return e.step_time_s;
+}
+
+namespace {
+
+// The order of the ranking: objective, then less memory, then enumeration order. Total, so the
+// merge of the threads' partial results is the same however the candidates were split.
+struct Key {
+  double objective = 0;
+  int64_t peak_bytes = 0;
+  int64_t index = 0;
+  bool operator<(const Key& o) const {
+    if (objective != o.objective) return objective < o.objective;
+    if (peak_bytes != o.peak_bytes) return peak_bytes < o.peak_bytes;
+    return index < o.index;
+  }
+};
+
+// How far over its device a pruned layout is: (peak + reserve) / capacity, then enumeration order.
+struct MissKey {
+  double over = 0;
+  int64_t index = 0;
+  bool operator<(const MissKey& o) const { return over != o.over ? over < o.over : index < o.index; }
+};
+
+// Fields along which the explanation compares the winner with its neighbours.
+struct Axis {
+  std::string_view name;
+  int (*value)(const Layout&);
+};
+constexpr Axis kAxes[] = {
+    {"tp", [](const Layout& l) { return l.tp; }},
+    {"pp", [](const Layout& l) { return l.pp; }},
+    {"cp", [](const Layout& l) { return l.cp; }},
+    {"dp", [](const Layout& l) { return l.dp; }},
+    {"ep", [](const Layout& l) { return l.ep; }},
+    {"zero", [](const Layout& l) { return l.zero; }},
+    {"mbs", [](const Layout& l) { return l.micro_batch; }},
+    {"recompute", [](const Layout& l) { return static_cast<int>(l.recompute); }},
+    {"sp", [](const Layout& l) { return static_cast<int>(l.sequence_parallel); }},
+    {"vpp", [](const Layout& l) { return l.vpp; }},
+    {"schedule", [](const Layout& l) { return static_cast<int>(l.schedule); }},
+};
+constexpr size_t kAxisCount = std::size(kAxes);
+
+// Keeps the n smallest keys, sorted.
+template <class K>
+void keep_smallest(std::vector<K>& kept, const K& k, size_t n) {
+  if (kept.size() == n && !(k < kept.back())) return;
+  kept.insert(std::upper_bound(kept.begin(), kept.end(), k), k);
+  if (kept.size() > n) kept.pop_back();
+}
+
+// The layouts that came closest to fitting, kept for "nothing fits".
+constexpr size_t kClosestMisses = 8;
+
+// What one thread found; merged in a fixed order afterwards.
+struct Partial {
+  int64_t pruned = 0;
+  int64_t fitting = 0;
+  std::vector<Key> top;
+  std::array<std::map<int, Key>, kAxisCount> best_by_axis;
+  std::vector<MissKey> closest;
+  std::vector<MissKey> all_misses;  // with keep_pruned
+};
+
+// The worst stage's memory, as estimate() takes it (the largest peak), and whether every stage fits.
+struct StageMemory {
+  RankMemory worst;
+  bool fits = true;
+};
+
+StageMemory stage_memory(const Model& m, const Cluster& c, const Training& t, const Layout& l) {
+  StageMemory out;
+  for (int stage = 0; stage < l.pp; ++stage) {
+    RankMemory r = rank_memory(m, t, l, stage_layers(m, l, stage), c.device, {});
+    out.fits = out.fits && r.fits();
+    if (stage == 0 || r.peak_bytes() > out.worst.peak_bytes()) out.worst = r;
+  }
+  return out;
+}
+
+double overflow_ratio(const RankMemory& r) {
+  return static_cast<double>(r.peak_bytes() + r.runtime_reserved_bytes) / static_cast<double>(r.capacity_bytes);
+}
+
+class Search {
+ public:
+  Search(const Model& m, const Cluster& c, const Training& t, const SearchOptions& o, const Candidates& cand)
+      : m_(m), c_(c), t_(t), o_(o), layouts_(cand.layouts) {}
+
+  // Prices candidates in chunks taken from a shared counter until none is left.
+  void work(Partial& p) {
+    for (;;) {
+      const size_t begin = next_.fetch_add(kChunk);
+      if (begin >= layouts_.size()) return;
+      const size_t end = std::min(begin + kChunk, layouts_.size());
+      for (size_t i = begin; i < end; ++i) price(p, static_cast<int64_t>(i));
+      done_.fetch_add(end - begin);
+    }
+  }
+
+  size_t done() const { return done_.load(); }
+
+ private:
+  void price(Partial& p, int64_t index) {
+    const Layout& l = layouts_[static_cast<size_t>(index)];
+    const StageMemory mem = stage_memory(m_, c_, t_, l);
+    if (!mem.fits) {
+      ++p.pruned;
+      const MissKey miss{overflow_ratio(mem.worst), index};
+      keep_smallest(p.closest, miss, kClosestMisses);
+      if (o_.keep_pruned) p.all_misses.push_back(miss);
+      return;
+    }
+    ++p.fitting;
+    const Estimate e = estimate(m_, c_, t_, l);
+    const Key k{objective_value(o_.objective, e, c_, t_), e.memory().peak_bytes(), index};
+    keep_smallest(p.top, k, static_cast<size_t>(o_.top_k));
+    for (size_t a = 0; a < kAxisCount; ++a) {
+      auto [it, inserted] = p.best_by_axis[a].try_emplace(kAxes[a].value(l), k);
+      if (!inserted && k < it->second) it->second = k;
+    }
+  }
+
+  static constexpr size_t kChunk = 256;
+  const Model& m_;
+  const Cluster& c_;
+  const Training& t_;
+  const SearchOptions& o_;
+  const std::vector<Layout>& layouts_;
+  std::atomic<size_t> next_{0};
+  std::atomic<size_t> done_{0};
+};
+
+Partial merge(std::vector<Partial>& parts, size_t top_k) {
+  Partial all;
+  for (Partial& p : parts) {
+    all.pruned += p.pruned;
+    all.fitting += p.fitting;
+    for (const Key& k : p.top) keep_smallest(all.top, k, top_k);
+    for (const MissKey& k : p.closest) keep_smallest(all.closest, k, kClosestMisses);
+    for (size_t a = 0; a < kAxisCount; ++a)
+      for (const auto& [value, k] : p.best_by_axis[a]) {
+        auto [it, inserted] = all.best_by_axis[a].try_emplace(value, k);
+        if (!inserted && k < it->second) it->second = k;
+      }
+    all.all_misses.insert(all.all_misses.end(), p.all_misses.begin(), p.all_misses.end());
+  }
+  std::sort(all.all_misses.begin(), all.all_misses.end());
+  return all;
+}
+
+// Runs `threads` workers; while they run, a progress line on stderr every 0.2 s when asked.
+void run_workers(Search& search, std::vector<Partial>& parts, size_t total, bool progress) {
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  std::vector<std::thread> workers;
+  std::atomic<size_t> running{parts.size()};
+  for (Partial& p : parts)
+    workers.emplace_back([&] {
+      try {
+        search.work(p);
+      } catch (...) {
+        const std::lock_guard lock(failure_mutex);
+        failure = std::current_exception();
+      }
+      running.fetch_sub(1);
+    });
+  bool printed = false;
+  while (progress && running.load() > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    fmt::print(stderr, "\rpricing layouts: {} of {}", search.done(), total);
+    printed = true;
+  }
+  for (std::thread& w : workers) w.join();
+  if (printed) fmt::print(stderr, "\r{:40}\r", "");
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace
+
+SearchResult plan_search(const Model& model, const Cluster& cluster, const Training& training,
+                         const LayoutSpec& fixed, const SearchOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  SearchResult r;
+  r.candidates = enumerate_layouts(model, cluster, training, fixed, options.runs_on);
+  const std::vector<Layout>& layouts = r.candidates.layouts;
+
+  Search search(model, cluster, training, options, r.candidates);
+  const size_t threads = std::clamp<size_t>(static_cast<size_t>(options.threads), 1,
+                                            std::max<size_t>(1, layouts.size() / 1024));
+  r.threads = static_cast<int>(threads);
+  std::vector<Partial> parts(threads);
+  run_workers(search, parts, layouts.size(), options.progress);
+  const Partial all = merge(parts, static_cast<size_t>(options.top_k));
+
+  r.pruned_for_memory = all.pruned;
+  r.fitting = all.fitting;
+  const auto ranked = [&](const Key& k) {
+    const Layout& l = layouts[static_cast<size_t>(k.index)];
+    return Ranked{l, estimate(model, cluster, training, l), k.objective, k.index};
+  };
+  for (const Key& k : all.top) r.top.push_back(ranked(k));
+  if (!r.top.empty()) {
+    const Layout& best = r.top.front().layout;
+    for (size_t a = 0; a < kAxisCount; ++a) {
+      const std::map<int, Key>& by_value = all.best_by_axis[a];
+      const auto own = by_value.find(kAxes[a].value(best));  // the winner fits, so it is there
+      for (auto it = by_value.begin(); it != by_value.end(); ++it) {
+        if (it == own) continue;
+        const bool adjacent = std::next(it) == own || (own != by_value.begin() && std::prev(own) == it);
+        r.alternatives.push_back({kAxes[a].name, it->first, adjacent, ranked(it->second)});
+      }
+    }
+  }
+  for (const MissKey& k : options.keep_pruned ? all.all_misses : all.closest) {
+    const Layout& l = layouts[static_cast<size_t>(k.index)];
+    r.pruned.push_back({l, stage_memory(model, cluster, training, l).worst, k.index});
+  }
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace shardplan

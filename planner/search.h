@@ -1,0 +1,79 @@
+// The search: every candidate layout priced by the cost model — memory first, and only what fits is
+// timed — and ranked by an objective, with ties broken by memory and then by enumeration order, so
+// that every run gives the same answer. Threads (one per core) split the candidates.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/enum_names.h"
+#include "core/layout.h"
+#include "planner/enumerate.h"
+#include "planner/export.h"
+#include "simulator/estimate.h"
+
+namespace shardplan {
+
+// time: shortest step; tokens-per-s: most tokens per second (on one cluster and batch the same
+// order as time); cost: least device time per token (node_count.h also tries fewer nodes).
+enum class Objective { time, tokens_per_s, cost };
+inline constexpr EnumNames<Objective, 3> kObjectiveNames{
+    {{Objective::time, "time"}, {Objective::tokens_per_s, "tokens-per-s"}, {Objective::cost, "cost"}}};
+
+struct SearchOptions {
+  Objective objective = Objective::time;
+  int top_k = 5;
+  std::optional<ExportFormat> runs_on;  // only layouts this framework runs (--export)
+  bool keep_pruned = false;             // keep every layout pruned for memory (--explain)
+  int threads = 2;
+  bool progress = false;                // a progress line on stderr
+};
+
+struct Ranked {
+  Layout layout;
+  Estimate estimate;
+  double objective = 0;  // lower is better
+  int64_t index = 0;     // enumeration order
+};
+
+// The best fitting layout with another value of one field than the winner's.
+struct Alternative {
+  std::string_view field;  // "tp", "pp", "cp", "dp", "ep", "zero", "mbs", "recompute", "sp", "vpp", "schedule"
+  int value = 0;           // the field's value (an enum's index for recompute and schedule)
+  bool adjacent = false;   // the nearest value below or above the winner's among those that fit
+  Ranked best;
+};
+
+// A valid layout that does not fit: its worst stage's memory against what the device offers.
+struct MemoryMiss {
+  Layout layout;
+  RankMemory memory;
+  int64_t index = 0;
+};
+
+struct SearchResult {
+  Candidates candidates;          // layouts and what was invalid
+  int64_t pruned_for_memory = 0;  // valid but over the device's memory
+  int64_t fitting = 0;            // priced and ranked
+  std::vector<Ranked> top;        // best first, at most top_k
+  // The best fitting layout for each value of each field (tp=16, pp=2, zero=3, ...) other than
+  // the winner's, so that the explanation can say why the winner's neighbours lose.
+  std::vector<Alternative> alternatives;
+  // The layouts that came closest to fitting (every pruned one with keep_pruned), smallest
+  // overflow first.
+  std::vector<MemoryMiss> pruned;
+  double wall_s = 0;  // enumeration and pricing
+  int threads = 1;    // that priced the layouts
+};
+
+// Prices every candidate of `model` on `cluster` that `fixed` allows and ranks what fits.
+SearchResult plan_search(const Model& model, const Cluster& cluster, const Training& training,
+                         const LayoutSpec& fixed, const SearchOptions& options);
+
+// The objective's value for one estimate, lower is better.
+double objective_value(Objective o, const Estimate& e, const Cluster& cluster, const Training& training);
+
+}  // namespace shardplan

@@ -1,0 +1,158 @@
+// The calibration profile: JSON round trip, strict reading, the cluster overlay, and the GEMM-rate
+// and collective-fit lookups, against numbers computed by hand.
+#include "core/profile.h"
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <string>
+
+#include "core/json_reader.h"
+
+namespace shardplan {
+namespace {
+
+using nlohmann::json;
+
+Profile sample_profile() {
+  Profile p;
+  p.backend = Backend::cpu;
+  p.device = "AMD EPYC core";
+  p.ranks = 4;
+  p.dtype = Dtype::fp32;
+  p.memory_GBps = 30.5;
+  p.gemm = {{64, 64, 64, 1.0}, {256, 256, 256, 2.0}};
+  p.collectives = {{Collective::all_reduce, 0, 2, 3.5, 4.25},
+                   {Collective::send_recv, 0, 4, 1.0, 9.0},
+                   {Collective::send_recv, 0, 2, 0.5, 6.0},
+                   {Collective::send_recv, 1, 2, 4.0, 12.0}};
+  return p;
+}
+
+InputError read_error(const json& j) {
+  try {
+    profile_from_json(j, "profile.json");
+  } catch (const InputError& e) {
+    return e;
+  }
+  FAIL("expected an InputError reading " << j.dump());
+  throw;  // not reached: FAIL throws
+}
+
+TEST_CASE("profile: JSON round trip", "[profile]") {
+  const Profile p = sample_profile();
+  json j = profile_to_json(p);
+  CHECK(j["collectives"][0]["collective"] == "all_reduce");
+  CHECK(profile_from_json(j, "profile.json") == p);
+  j["source"] = "shardplan calibrate --backend cpu --ranks 4";  // documentation only
+  CHECK(profile_from_json(j, "profile.json") == p);
+  j.erase("collectives");  // one rank measures no collective
+  j["ranks"] = 1;
+  CHECK(profile_from_json(j, "profile.json").collectives.empty());
+}
+
+TEST_CASE("profile: written atomically and read back from a file", "[profile]") {
+  const std::string path = "profile_test_roundtrip.json";  // in the test's working folder
+  write_json_file(path, profile_to_json(sample_profile()));
+  CHECK(read_profile_file(path) == sample_profile());
+  std::remove(path.c_str());
+}
+
+TEST_CASE("profile: unknown keys and bad values are errors naming the field", "[profile]") {
+  const json good = profile_to_json(sample_profile());
+  json j = good;
+  j["memory_GBs"] = 30;
+  CHECK(read_error(j).field == "memory_GBs");
+  j = good;
+  j["gemm"][1]["flops"] = 1e12;
+  CHECK(read_error(j).field == "gemm[1].flops");
+  j = good;
+  j["collectives"][0]["beta"] = 1;
+  CHECK(read_error(j).field == "collectives[0].beta");
+  j = good;
+  j["collectives"][0]["collective"] = "allreduce";
+  const InputError name = read_error(j);
+  CHECK(name.field == "collectives[0].collective");
+  CHECK_THAT(name.hint, Catch::Contains("all_reduce | reduce_scatter"));
+  j = good;
+  j["gemm"][1] = j["gemm"][0];
+  CHECK(read_error(j).field == "gemm[1]");
+  j = good;
+  j["collectives"][1]["ranks"] = 8;  // more than the 4 ranks measured
+  CHECK(read_error(j).field == "collectives[1].ranks");
+  j = good;
+  j["gemm"] = json::array();
+  CHECK(read_error(j).field == "gemm");
+  j = good;
+  j["backend"] = "rocm";
+  CHECK(read_error(j).field == "backend");
+}
+
+TEST_CASE("profile: a collective fit prices a size as alpha + bytes / algbw", "[profile]") {
+  const CollectiveFit f{Collective::all_reduce, 0, 2, 2.0, 4.0};
+  CHECK(f.time_s(8'000'000) == Approx(2e-6 + 8e6 / 4e9).epsilon(1e-12));
+  const Profile p = sample_profile();
+  CHECK(find_collective_fit(p, Collective::send_recv, 0, 4) == &p.collectives[1]);
+  CHECK(find_collective_fit(p, Collective::send_recv, 1, 4) == nullptr);
+  CHECK(find_collective_fit(p, Collective::all_gather, 0, 2) == nullptr);
+}
+
+TEST_CASE("profile: GEMM rate is exact on measured shapes and inverse-distance between",
+          "[profile]") {
+  const Profile p = sample_profile();  // 64³ at 1 TFLOP/s, 256³ at 2 TFLOP/s
+  CHECK(gemm_rate_flops(p, 64, 64, 64) == 1e12);
+  CHECK(gemm_rate_flops(p, 256, 256, 256) == 2e12);
+  // 128³ is log2-distance √3 from both: the plain mean.
+  CHECK(gemm_rate_flops(p, 128, 128, 128) == Approx(1.5e12).epsilon(1e-12));
+  // 64×64×128: squared distances 1 and 2²+2²+1² = 9, weights 1 and 1/9: (1 + 2/9) / (10/9) = 1.1.
+  CHECK(gemm_rate_flops(p, 64, 64, 128) == Approx(1.1e12).epsilon(1e-12));
+  // Far outside the table: still within the measured range.
+  const double far = gemm_rate_flops(p, 8192, 8192, 8192);
+  CHECK(far > 1e12);
+  CHECK(far < 2e12);
+}
+
+TEST_CASE("profile: GEMM interpolation weighs only the 8 nearest shapes", "[profile]") {
+  Profile p = sample_profile();
+  // Around 128³: six shapes at squared log2-distance 1 and two at 2 (rate 1), and a ninth at 4
+  // (rate 10) which would pull the mean to 9.5 / 7.25 = 1.31 if it counted.
+  p.gemm.clear();
+  for (int64_t m : {64, 256}) p.gemm.push_back({m, 128, 128, 1.0});
+  for (int64_t n : {64, 256}) p.gemm.push_back({128, n, 128, 1.0});
+  for (int64_t k : {64, 256}) p.gemm.push_back({128, 128, k, 1.0});
+  p.gemm.push_back({64, 64, 128, 1.0});     // distance² 2
+  p.gemm.push_back({256, 256, 128, 1.0});   // distance² 2
+  p.gemm.push_back({512, 128, 128, 10.0});  // distance² 4: the ninth, left out
+  CHECK(gemm_rate_flops(p, 128, 128, 128) == Approx(1e12).epsilon(1e-12));
+}
+
+TEST_CASE("profile: overlay on a cluster", "[profile]") {
+  Cluster c;
+  c.name = "two-level";
+  c.nodes = 2;
+  c.devices_per_node = 8;
+  c.device.memory_GBps = 3350;
+  c.device.peak_tflops_fp32 = 67;
+  c.levels = {{"nvlink", LinkKind::nvlink, 8, 450, 0, 0, 0.5, 1},
+              {"infiniband", LinkKind::infiniband, 0, 0, 8, 50, 2.0, 1}};
+  const Cluster o = apply_profile(c, sample_profile(), "profile.json");
+  CHECK(o.device.memory_GBps == 30.5);
+  CHECK(o.device.peak_tflops_fp32 == 67);  // the datasheet's, for MFU
+  CHECK(o.levels[0].latency_us == 0.5);    // the 2-rank send_recv, not the 4-rank one
+  CHECK(o.levels[0].bandwidth_GBps == 6.0);
+  CHECK(o.levels[1].latency_us == 4.0);
+  CHECK(o.levels[1].nic_GBps == 12.0);
+  CHECK(o.levels[1].bandwidth_GBps == 0);
+  CHECK(o.levels[1].nics_per_node == 8);
+
+  c.levels.pop_back();
+  try {
+    apply_profile(c, sample_profile(), "profile.json");
+    FAIL("a fit for a level the cluster lacks must be an error");
+  } catch (const InputError& e) {
+    CHECK(e.field == "collectives[3].level");
+    CHECK_THAT(e.reason, Catch::Contains("has 1 interconnect levels"));
+  }
+}
+
+}  // namespace
+}  // namespace shardplan

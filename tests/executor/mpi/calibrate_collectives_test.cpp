@@ -1,0 +1,78 @@
+// Each collective of the calibration driver gives the right numbers on 2 ranks (run under
+// `mpirun -np 2`): rank r's send buffer holds (r+1)·1000 + i, so every expected value is written
+// out by hand below.
+#include <mpi.h>
+
+#include <catch2/catch.hpp>
+#include <vector>
+
+#include "executor/calibrate_collective.h"
+#include "executor/calibrate_timing.h"
+
+namespace shardplan {
+namespace {
+
+int world_rank() {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  REQUIRE(size == 2);
+  return rank;
+}
+
+using Floats = std::vector<float>;
+
+TEST_CASE("mpi: all_reduce sums the ranks' buffers", "[calibrate][mpi]") {
+  world_rank();
+  // (1000 + i) + (2000 + i)
+  CHECK(run_collective_once(kAllReduceBench, 3, MPI_COMM_WORLD) == Floats{3000, 3002, 3004});
+}
+
+TEST_CASE("mpi: reduce_scatter gives rank r block r of the sum", "[calibrate][mpi]") {
+  const int rank = world_rank();
+  const Floats got = run_collective_once(kReduceScatterBench, 2, MPI_COMM_WORLD);
+  CHECK(got == (rank == 0 ? Floats{3000, 3002} : Floats{3004, 3006}));
+}
+
+TEST_CASE("mpi: all_gather concatenates in rank order", "[calibrate][mpi]") {
+  world_rank();
+  CHECK(run_collective_once(kAllGatherBench, 2, MPI_COMM_WORLD) == Floats{1000, 1001, 2000, 2001});
+}
+
+TEST_CASE("mpi: all_to_all sends block p to rank p", "[calibrate][mpi]") {
+  const int rank = world_rank();
+  const Floats got = run_collective_once(kAllToAllBench, 2, MPI_COMM_WORLD);
+  CHECK(got == (rank == 0 ? Floats{1000, 1001, 2000, 2001} : Floats{1002, 1003, 2002, 2003}));
+}
+
+TEST_CASE("mpi: broadcast copies rank 0's buffer to the others", "[calibrate][mpi]") {
+  const int rank = world_rank();
+  const Floats got = run_collective_once(kBroadcastBench, 3, MPI_COMM_WORLD);
+  if (rank == 1) CHECK(got == Floats{1000, 1001, 1002});
+}
+
+TEST_CASE("mpi: send_recv receives the previous rank's buffer", "[calibrate][mpi]") {
+  const int rank = world_rank();
+  const Floats got = run_collective_once(kSendRecvBench, 3, MPI_COMM_WORLD);
+  CHECK(got == (rank == 0 ? Floats{2000, 2001, 2002} : Floats{1000, 1001, 1002}));
+}
+
+TEST_CASE("mpi: a sweep times every count and fits on both ranks alike", "[calibrate][mpi]") {
+  const int rank = world_rank();
+  const SweepOptions o{8, 1024, 4, {1, 3, 1e-5}};  // 8, 32, 128, 512 B
+  const CollectiveSweep s = sweep_collective(kAllReduceBench, o, MPI_COMM_WORLD, 0);
+  REQUIRE(s.rows.size() == 4);
+  CHECK(s.rows[3].size_bytes == 512);
+  CHECK(s.fit.ranks == 2);
+  CHECK(s.fit.algbw_GBps > 0);
+  // Times are the slowest rank's, so both ranks hold the same fit.
+  double fit[2] = {s.fit.alpha_us, s.fit.algbw_GBps};
+  double other[2] = {0, 0};
+  MPI_Sendrecv(fit, 2, MPI_DOUBLE, 1 - rank, 0, other, 2, MPI_DOUBLE, 1 - rank, 0, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+  CHECK(other[0] == fit[0]);
+  CHECK(other[1] == fit[1]);
+}
+
+}  // namespace
+}  // namespace shardplan

@@ -1,0 +1,107 @@
+#include <algorithm>
+#include <set>
+
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "planner/enumerate.h"
+#include "tests/planner/planner_case.h"
+
+using namespace shardplan;
+
+namespace {
+
+bool any_rejection(const Candidates& c, const std::string& field) {
+  return std::any_of(c.rejections.begin(), c.rejections.end(),
+                     [&](const Rejection& r) { return r.field == field; });
+}
+
+}  // namespace
+
+TEST_CASE("divisors are every positive divisor, increasing", "[planner][enumerate]") {
+  CHECK(divisors(1) == std::vector<int>{1});
+  CHECK(divisors(12) == std::vector<int>{1, 2, 3, 4, 6, 12});
+  CHECK(divisors(16) == std::vector<int>{1, 2, 4, 8, 16});
+  CHECK(divisors(126) == std::vector<int>{1, 2, 3, 6, 7, 9, 14, 18, 21, 42, 63, 126});
+}
+
+TEST_CASE("every layout of gpt-tiny on one 8-GPU node, each once and each valid", "[planner][enumerate]") {
+  const PlannerCase c = planner_case("gpt-tiny", 1, 16, 64);  // 4 layers, 4 heads, 4 kv heads
+  const Candidates cand = c.enumerate();
+
+  // tp·cp·pp divides 8: 10 shapes with tp=1, 6 with tp=2, 3 with tp=4, 1 with tp=8.
+  CHECK(cand.shapes == 20);
+  // Rejected whole: tp=8 (does not divide 4 heads) and pp=8 (does not divide 4 layers).
+  CHECK(cand.shapes_invalid == 2);
+  CHECK(any_rejection(cand, "layout.tp"));
+  CHECK(any_rejection(cand, "layout.pp"));
+  // Rejected one by one: the interleaved schedule (pp=2, vpp=2) with one micro-batch, which is
+  // not a multiple of pp. One micro-batch size per shape (16/dp) gives it; over the 6 pp=2 shapes
+  // (tp, cp) = (1,1) (1,2) (1,4): 4 ZeRO stages × 3 recomputes; (2,1) (2,2): × 2 for sp; (4,1):
+  // dp·cp = 1, ZeRO 0 only, 3 recomputes × 2 sp. 12 + 12 + 12 + 24 + 24 + 6 = 90.
+  CHECK(cand.layouts_invalid == 90);
+  for (const Rejection& r : cand.rejections) {
+    if (r.whole_shape) {
+      CHECK((r.layout.tp == 8 || r.layout.pp == 8));
+    } else {
+      CHECK(r.field == "layout.num_microbatches");
+      CHECK((r.layout.schedule == Schedule::interleaved && r.layout.num_microbatches == 1));
+    }
+  }
+
+  std::set<std::string> seen;
+  for (const Layout& l : cand.layouts) {
+    CHECK(l.world() == 8);
+    CHECK(l.global_batch() == 16);
+    CHECK_NOTHROW(validate_layout(l, c.model, c.cluster, c.training, "test"));
+    if (l.tp == 1) CHECK_FALSE(l.sequence_parallel);
+    if (l.pp == 1) CHECK((l.vpp == 1 && l.schedule == Schedule::one_f_one_b));
+    CHECK((l.schedule == Schedule::interleaved) == (l.vpp > 1));
+    CHECK(seen.insert(to_string(l)).second);
+  }
+  // Plain data parallelism is among them, with every ZeRO stage and micro-batch size.
+  const auto plain_dp = std::count_if(cand.layouts.begin(), cand.layouts.end(), [](const Layout& l) {
+    return l.dp == 8 && l.recompute == Recompute::none;
+  });
+  CHECK(plain_dp == 4 * 2);  // zero 0..3 × micro-batch 1, 2 (16 sequences over 8 ranks)
+}
+
+TEST_CASE("fields pinned by --fix stay, the rest still vary", "[planner][enumerate]") {
+  const Candidates cand = planner_case("gpt-tiny", 1, 16, 64, "tp=2,recompute=full").enumerate();
+  REQUIRE_FALSE(cand.layouts.empty());
+  std::set<int> pps;
+  for (const Layout& l : cand.layouts) {
+    CHECK(l.tp == 2);
+    CHECK(l.recompute == Recompute::full);
+    pps.insert(l.pp);
+  }
+  CHECK(pps == std::set<int>{1, 2, 4});
+
+  // A fixed dp leaves pp to fill the world.
+  const Candidates dp2 = planner_case("gpt-tiny", 1, 16, 64, "dp=2").enumerate();
+  REQUIRE_FALSE(dp2.layouts.empty());
+  for (const Layout& l : dp2.layouts) CHECK(l.tp * l.cp * l.pp == 4);
+}
+
+TEST_CASE("an impossible --fix is rejected with the rule it breaks", "[planner][enumerate]") {
+  const Candidates tp3 = planner_case("gpt-tiny", 1, 16, 64, "tp=3").enumerate();
+  CHECK(tp3.layouts.empty());
+  REQUIRE(tp3.rejections.size() == 1);
+  CHECK(tp3.rejections[0].whole_shape);
+
+  // 16 sequences cannot be split over dp=8 in micro-batches of 4.
+  const Candidates mbs4 = planner_case("gpt-tiny", 1, 16, 64, "dp=8,mbs=4").enumerate();
+  CHECK(mbs4.layouts.empty());
+  CHECK(mbs4.shapes_invalid == 1);
+}
+
+TEST_CASE("expert parallelism divides the experts and dp", "[planner][enumerate]") {
+  const PlannerCase c = planner_case("mixtral-8x7b", 4, 64, 4096, "tp=2,pp=4,recompute=full,zero=1");
+  std::set<int> eps;
+  for (const Layout& l : c.enumerate().layouts) {
+    CHECK(c.model.moe.num_experts % l.ep == 0);
+    CHECK(l.dp % l.ep == 0);
+    eps.insert(l.ep);
+  }
+  CHECK(eps == std::set<int>{1, 2, 4});  // cp·dp = 4, so ep = 8 never divides dp
+}

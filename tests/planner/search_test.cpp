@@ -1,0 +1,109 @@
+#include <algorithm>
+
+#include <catch2/catch.hpp>
+
+#include "core/placement.h"
+#include "planner/explain.h"
+#include "planner/report.h"
+#include "planner/search.h"
+#include "tests/planner/planner_case.h"
+
+using namespace shardplan;
+
+
+TEST_CASE("the chosen layouts fit in device memory and what was pruned does not", "[planner][search]") {
+  const PlannerCase c = planner_case("llama3-8b", 1, 32, 4096);
+  const SearchResult r = c.search();
+  REQUIRE(r.top.size() == 5);
+  CHECK(r.fitting + r.pruned_for_memory == static_cast<int64_t>(r.candidates.layouts.size()));
+  CHECK(r.pruned_for_memory > 0);
+  for (const Ranked& k : r.top) {
+    CHECK(k.estimate.fits);
+    const RankMemory& m = k.estimate.memory();
+    CHECK(m.peak_bytes() + m.runtime_reserved_bytes <= c.cluster.device.memory_bytes());
+    CHECK_NOTHROW(validate_layout(k.layout, c.model, c.cluster, c.training, "test"));
+  }
+  for (size_t i = 1; i < r.top.size(); ++i) CHECK(r.top[i - 1].objective <= r.top[i].objective);
+  for (const MemoryMiss& miss : r.pruned) CHECK_FALSE(miss.memory.fits());
+}
+
+TEST_CASE("on one node no group is split across nodes; on two, tensor parallelism stays on NVLink",
+          "[planner][search]") {
+  for (int nodes : {1, 2}) {
+    const PlannerCase c = planner_case("llama3-8b", nodes, 64, 4096);
+    const SearchResult r = c.search();
+    REQUIRE_FALSE(r.top.empty());
+    const Layout& best = r.top.front().layout;
+    for (const auto& [g, name] : kGroupNames) {
+      INFO(name << " of " << layout_label(best) << " on " << nodes << " node(s)");
+      const GroupSpan span = group_span(c.cluster, best, 0, g);
+      if (nodes == 1 || g == Group::tp) CHECK(span.nodes == 1);
+    }
+  }
+}
+
+TEST_CASE("a small model on 8 GPUs picks plain data parallelism", "[planner][search]") {
+  const PlannerCase c = planner_case("gpt-small", 1, 64, 256);
+  const SearchResult r = c.search();
+  REQUIRE_FALSE(r.top.empty());
+  const Layout& best = r.top.front().layout;
+  CHECK(best.dp == 8);
+  CHECK(best.tp == 1);
+  CHECK(best.pp == 1);
+  CHECK(best.cp == 1);
+}
+
+TEST_CASE("identical results on every run and with any number of threads", "[planner][search]") {
+  const PlannerCase c = planner_case("llama3-8b", 2, 64, 4096);
+  SearchOptions one_thread;
+  one_thread.threads = 1;
+  const SearchResult a = c.search(), b = c.search(), single = c.search(one_thread);
+  for (const SearchResult* r : {&b, &single}) {
+    CHECK(format_top(*r) == format_top(a));
+    CHECK(explain_ranking(*r) == explain_ranking(a));
+    CHECK(r->fitting == a.fitting);
+    CHECK(r->pruned_for_memory == a.pruned_for_memory);
+    REQUIRE(r->alternatives.size() == a.alternatives.size());
+    for (size_t i = 0; i < a.alternatives.size(); ++i) CHECK(r->alternatives[i].best.index == a.alternatives[i].best.index);
+  }
+}
+
+TEST_CASE("the objectives rank alike on one cluster and batch", "[planner][search]") {
+  const PlannerCase c = planner_case("llama3-8b", 1, 32, 4096);
+  SearchOptions cost, tokens;
+  cost.objective = Objective::cost;
+  tokens.objective = Objective::tokens_per_s;
+  const SearchResult by_time = c.search(), by_cost = c.search(cost), by_tokens = c.search(tokens);
+  const Estimate& e = by_time.top.front().estimate;
+  CHECK(by_cost.top.front().index == by_time.top.front().index);
+  CHECK(by_tokens.top.front().index == by_time.top.front().index);
+  CHECK(by_cost.top.front().objective == Approx(e.step_time_s * 8 / (32.0 * 4096)));
+  CHECK(by_tokens.top.front().objective == Approx(-e.tokens_per_s));
+}
+
+TEST_CASE("pins from --fix are kept and --export keeps what the framework runs", "[planner][search]") {
+  SearchOptions megatron;
+  megatron.runs_on = ExportFormat::megatron;
+  megatron.top_k = 50;
+  const SearchResult r = planner_case("llama3-8b", 2, 64, 4096, "tp=8,recompute=selective").search(megatron);
+  REQUIRE_FALSE(r.top.empty());
+  for (const Ranked& k : r.top) {
+    CHECK(k.layout.tp == 8);
+    CHECK(k.layout.recompute == Recompute::selective);
+    CHECK_FALSE(unsupported_by(ExportFormat::megatron, k.layout));
+  }
+  CHECK(std::any_of(r.candidates.rejections.begin(), r.candidates.rejections.end(),
+                    [](const Rejection& x) { return x.field == "--export" && x.layout.zero == 2; }));
+}
+
+TEST_CASE("explaining keeps every layout pruned for memory, closest to fitting first", "[planner][search]") {
+  const PlannerCase c = planner_case("llama3-8b", 1, 32, 4096);
+  SearchOptions explain;
+  explain.keep_pruned = true;
+  const SearchResult r = c.search(explain);
+  REQUIRE(static_cast<int64_t>(r.pruned.size()) == r.pruned_for_memory);
+  const auto need = [](const MemoryMiss& m) {
+    return static_cast<double>(m.memory.peak_bytes() + m.memory.runtime_reserved_bytes);
+  };
+  for (size_t i = 1; i < r.pruned.size(); ++i) CHECK(need(r.pruned[i - 1]) <= need(r.pruned[i]));
+}

@@ -1,0 +1,118 @@
+// `shardplan calibrate --backend cpu [--ranks N] --out profile.json`. On several ranks it runs
+// either under a launcher (`mpirun -np 2 shardplan calibrate ...`: the ranks mpirun started) or
+// by itself (`--ranks N`, by default one rank per core: it re-runs the command under mpirun).
+
+#include <fmt/chrono.h>
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "core/json_reader.h"
+#include "core/presets.h"
+#include "core/profile.h"
+#include "executor/calibrate_cpu.h"
+#include "executor/calibrate_launch.h"
+#include "tools/subcommand.h"
+
+namespace shardplan::cli {
+
+namespace {
+
+struct CalibrateCliOptions {
+  std::string backend;
+  std::string out;
+  std::optional<int> ranks;
+  std::vector<std::string> models{"gpt-tiny", "gpt-small"};
+  CalibrateOptions calibrate;
+};
+
+void check_output_folder(const std::string& out) {
+  const std::filesystem::path folder = std::filesystem::path(out).parent_path();
+  if (!folder.empty() && !std::filesystem::is_directory(folder))
+    throw InputError(out, "", "the folder " + folder.string() + " does not exist",
+                     "create it first");
+}
+
+void write_profile(const Profile& p, const std::string& out) {
+  nlohmann::json j = profile_to_json(p);
+  j["source"] =
+      fmt::format("shardplan calibrate --backend {} --ranks {}, {:%Y-%m-%d %H:%M} UTC",
+                  enum_name(p.backend, kBackendNames), p.ranks,
+                  std::chrono::floor<std::chrono::minutes>(std::chrono::system_clock::now()));
+  write_json_file(out, j);
+  fmt::print("# wrote {}\n", out);
+}
+
+int run_calibrate(CalibrateCliOptions& o) {
+  if (o.backend == "cuda")
+    throw InputError("--backend", "", "cuda: no CUDA device (this build has no CUDA backend)",
+                     "use --backend cpu");
+  check_output_folder(o.out);
+  for (const auto& name : o.models) o.calibrate.models.push_back(load_model(name));
+
+  if (!started_by_mpirun()) {
+    const int ranks =
+        o.ranks.value_or(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    validate_calibrate_options(o.calibrate, ranks);  // once, here, rather than on every rank
+    if (ranks > 1) return rerun_under_mpirun(ranks);
+  }
+  MpiSession mpi;
+  if (o.ranks && *o.ranks != mpi.size())
+    throw InputError("--ranks", "",
+                     fmt::format("{}, but mpirun started {} ranks", *o.ranks, mpi.size()),
+                     "leave --ranks out under mpirun, or run without mpirun");
+  const Profile p = calibrate_cpu(o.calibrate, MPI_COMM_WORLD, stdout);
+  if (mpi.rank() == 0) write_profile(p, o.out);
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_calibrate(CLI::App& root) {
+  auto o = std::make_shared<CalibrateCliOptions>();
+  CLI::App* app = root.add_subcommand(
+      "calibrate",
+      "Measure this machine (GEMMs over a model's layer shapes, STREAM memory bandwidth, every "
+      "collective over sizes and group sizes, printed as nccl-tests prints them) and write a "
+      "profile for --profile. Runs on the ranks mpirun started (mpirun -np 2 shardplan calibrate "
+      "...), or re-runs itself under mpirun -np N (--ranks N)");
+  app->add_option("--backend", o->backend, "cpu (Eigen fp32 + MPI, one rank per core) or cuda")
+      ->required()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app->add_option("--out,-o", o->out, "Where to write the profile JSON")->required();
+  app->add_option(
+         "--ranks", o->ranks,
+         "Ranks to measure on; outside mpirun, re-runs under mpirun -np N (default: one per core)")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--model,-m", o->models,
+                  "Models whose layer GEMM shapes to time (presets or JSON)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app->add_option("--tp", o->calibrate.tp, "Tensor-parallel shares of those layers to time")
+      ->delimiter(',')
+      ->capture_default_str();
+  app->add_option("--micro-batch", o->calibrate.micro_batches, "Sequences per micro-batch to time")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app->add_option("--seq", o->calibrate.seq,
+                  "Tokens per sequence (default: the model's max_position_embeddings)")
+      ->check(CLI::PositiveNumber);
+  app->add_option(
+         "--max-bytes", o->calibrate.sweep.max_bytes,
+         "Largest collective size in bytes (nccl-tests' -e; the sweep starts at 8 B, doubling)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  return {app, [o] { return run_calibrate(*o); }};
+}
+
+}  // namespace shardplan::cli

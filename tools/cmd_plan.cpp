@@ -1,0 +1,170 @@
+#include "tools/subcommand.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include <fmt/core.h>
+
+#include "core/error.h"
+#include "core/human_format.h"
+#include "core/json_reader.h"
+#include "planner/explain.h"
+#include "planner/export.h"
+#include "planner/node_count.h"
+#include "planner/report.h"
+#include "planner/search.h"
+#include "planner/suggest.h"
+#include "tools/cli_inputs.h"
+
+namespace shardplan::cli {
+
+namespace {
+
+struct PlanOptions {
+  InputOptions inputs;
+  int top_k = 5;
+  std::string fix;
+  std::string objective = "time";
+  std::string out;
+  std::string json;
+  std::string export_format;
+  bool explain = false;
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+};
+
+void print_export(ExportFormat format, const Plan& p) {
+  if (format == ExportFormat::megatron) {
+    fmt::print("\nMegatron-LM flags:\n{}\n", format_flags(megatron_flags(p)));
+    return;
+  }
+  fmt::print("\nDeepSpeed config (--deepspeed_config ds_config.json):\n{}\n", deepspeed_config(p).dump(2));
+  fmt::print("\nwith these Megatron-DeepSpeed flags for what the config does not hold:\n{}\n",
+             format_flags(megatron_parallel_flags(p)));
+}
+
+int report_nothing_fits(const SearchResult& r, const Inputs& in, const LayoutSpec& fixed,
+                        const SearchOptions& search) {
+  fmt::print("\nnothing fits: every valid layout needs more than a device's {} ({} usable).\n",
+             format_gib(in.cluster.device.memory_GiB * (1 << 30)),
+             format_gib((in.cluster.device.memory_GiB - in.cluster.device.reserved_GiB) * (1 << 30)));
+  if (!r.pruned.empty() && !search.keep_pruned) {
+    fmt::print("closest to fitting:\n");
+    SearchResult closest;
+    closest.pruned = {r.pruned.begin(), r.pruned.begin() + std::min<size_t>(3, r.pruned.size())};
+    fmt::print("{}", format_rejections(closest));
+  }
+  const std::vector<Suggestion> suggestions = suggest_changes(in.model, in.cluster, in.training, fixed, search);
+  if (suggestions.empty()) {
+    fmt::print("no single change tried (a pin relaxed, up to 64x the nodes) makes anything fit; "
+               "CPU offload is not modelled.\n");
+  } else {
+    fmt::print("changes that make something fit:\n");
+    for (const Suggestion& s : suggestions)
+      fmt::print("  {}: {} layouts fit, the best {} at {} per step\n", s.change, s.fitting,
+                 layout_label(s.best.layout), format_seconds(s.best.estimate.step_time_s));
+  }
+  return static_cast<int>(ExitCode::nothing_fits);
+}
+
+// --objective cost: the best layout of each node count tried, the cheapest marked.
+void print_node_counts(const std::vector<NodeCountSearch>& runs, std::optional<size_t> cheapest) {
+  fmt::print("\ncheapest layout per cluster size (device-hours per million tokens):\n");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const SearchResult& r = runs[i].result;
+    const int nodes = runs[i].cluster.nodes;
+    if (r.top.empty()) {
+      fmt::print("  {:>6} node{}  nothing fits\n", nodes, nodes == 1 ? " " : "s");
+      continue;
+    }
+    const Ranked& best = r.top.front();
+    fmt::print("  {:>6} node{}  {:>10.4g}  {:>10} per step  {}{}\n", nodes, nodes == 1 ? " " : "s",
+               best.objective * 1e6 / 3600, format_seconds(best.estimate.step_time_s), layout_label(best.layout),
+               cheapest == i ? "  <- cheapest" : "");
+  }
+  fmt::print("\n");
+}
+
+int run_plan(const PlanOptions& o) {
+  Inputs in = resolve_inputs(o.inputs);
+  const LayoutSpec fixed = parse_layout_string(o.fix, "--fix");
+  if (fixed.global_batch) in.training.global_batch = *fixed.global_batch;
+  if (in.training.global_batch == 0)
+    throw InputError("--gbs", "training.global_batch", "not given", "pass --gbs 512, or global_batch in --training FILE");
+  if (fixed.dtype) in.training.dtype = *fixed.dtype;
+
+  SearchOptions search;
+  search.objective = *enum_from_name(o.objective, kObjectiveNames);
+  search.top_k = o.top_k;
+  if (!o.export_format.empty()) search.runs_on = enum_from_name(o.export_format, kExportFormatNames);
+  search.keep_pruned = o.explain;
+  search.threads = o.threads;
+  search.progress = isatty(fileno(stderr)) != 0;
+
+  const Cluster& c = in.cluster;
+  fmt::print("plan {} on {} ({} node{} x {} {} = {} devices), gbs {}, seq {}, {}; objective: {}\n", in.model.name,
+             c.name, c.nodes, c.nodes == 1 ? "" : "s", c.devices_per_node, c.device.name, c.world(), in.training.global_batch,
+             in.training.seq_len, enum_name(in.training.dtype, kDtypeNames), o.objective);
+  SearchResult r;
+  if (search.objective == Objective::cost) {
+    std::vector<NodeCountSearch> runs = search_node_counts(in.model, c, in.training, fixed, search);
+    require_valid(runs.front().result, in.model, c, in.training, fixed);
+    const std::optional<size_t> best = cheapest(runs);
+    print_node_counts(runs, best);
+    const size_t chosen = best.value_or(0);
+    in.cluster = runs[chosen].cluster;
+    r = std::move(runs[chosen].result);
+  } else {
+    r = plan_search(in.model, c, in.training, fixed, search);
+  }
+  if (o.explain) fmt::print("\nrejected layouts:\n{}", format_rejections(r));
+  require_valid(r, in.model, c, in.training, fixed);
+  fmt::print("{}", format_counts(r));
+  if (!o.json.empty()) write_json_file(o.json, search_to_json(r));
+  if (r.top.empty()) return report_nothing_fits(r, in, fixed, search);
+
+  fmt::print("\n{}\n", format_top(r));
+  for (const std::string& sentence : explain_ranking(r)) fmt::print("{}\n", sentence);
+
+  const Plan plan = chosen_plan(in.model, c, in.training, r.top.front());
+  if (!o.out.empty()) {
+    write_json_file(o.out, plan_to_json(plan));
+    fmt::print("\nwrote {} (estimate, simulate, execute and compare take it as their plan)\n", o.out);
+  }
+  if (search.runs_on) print_export(*search.runs_on, plan);
+  return static_cast<int>(ExitCode::ok);
+}
+
+}  // namespace
+
+Subcommand add_plan(CLI::App& root) {
+  auto o = std::make_shared<PlanOptions>();
+  CLI::App* app = root.add_subcommand(
+      "plan", "Search every layout (dp, tp, pp, cp, ep, ZeRO, micro-batch, recompute, sp, vpp, schedule), "
+              "rank what fits and explain the choice");
+  add_input_options(app, o->inputs, LayoutInput::none);
+  app->add_option("--top", o->top_k, "How many of the best layouts to show")->check(CLI::PositiveNumber);
+  app->add_option("--fix", o->fix,
+                  "Pin part of the layout, the rest is searched: \"tp=8,recompute=full\" (keys of --layout)");
+  app->add_option("--objective", o->objective,
+                  "time (shortest step), tokens-per-s (the same order on one cluster), or cost (least "
+                  "device time per token, also on half, a quarter, ... of the nodes)")
+      ->check(CLI::IsMember({"time", "tokens-per-s", "cost"}));
+  app->add_option("--out", o->out, "Write the chosen plan as JSON (model, cluster, training, layout, prediction)");
+  app->add_option("--json", o->json, "Also write the search's counts, speed and top layouts as JSON to this file");
+  app->add_option("--export", o->export_format,
+                  "Search only layouts this framework runs and print the winner as its flags or config")
+      ->check(CLI::IsMember({"megatron", "deepspeed"}));
+  app->add_flag("--explain", o->explain, "List every rejected layout with its reason");
+  app->add_option("--threads", o->threads, "Threads pricing layouts (default: every core)")
+      ->check(CLI::PositiveNumber);
+  app->footer(
+      "MFU counts model FLOPs (Narayanan et al. 2021 eq. 3, without recomputation) over the dense bf16/fp16 "
+      "peak; exit code 3 when nothing fits.");
+  return {app, [o] { return run_plan(*o); }};
+}
+
+}  // namespace shardplan::cli
