@@ -5,6 +5,7 @@
 #include <cassert>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -286,6 +287,32 @@ GroupSpan group_span(const Cluster& c, const Layout& l, int64_t rank, Group g) {
     n = count_by_walking(p, d);
   s.nodes = n.nodes;
   s.max_ranks_per_node = n.max_per_node;
+  return s;
+}
+
+// Any member list (a subset of a group, such as the first and last pipeline stage): by sorting
+// the members' nodes. group_span above is the allocation-free form for whole groups.
+GroupSpan ranks_span(const Cluster& c, Group g, std::span<const int64_t> members) {
+  assert(!members.empty());
+  GroupSpan s;
+  s.group = g;
+  s.size = static_cast<int>(members.size());
+  // Domains are runs of consecutive devices, so the lowest and highest member decide the level.
+  const auto [lo, hi] = std::minmax_element(members.begin(), members.end());
+  s.level = level_joining(c, *lo, *hi);
+  std::vector<int64_t> nodes(members.size());
+  std::transform(members.begin(), members.end(), nodes.begin(),
+                 [&](int64_t r) { return r / c.devices_per_node; });
+  std::sort(nodes.begin(), nodes.end());
+  s.nodes = 0;
+  s.max_ranks_per_node = 0;
+  for (size_t i = 0; i < nodes.size();) {
+    size_t j = i;
+    while (j < nodes.size() && nodes[j] == nodes[i]) ++j;
+    ++s.nodes;
+    s.max_ranks_per_node = std::max(s.max_ranks_per_node, static_cast<int>(j - i));
+    i = j;
+  }
   return s;
 }
 

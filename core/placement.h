@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -64,6 +65,9 @@ struct GroupSpan {
 };
 
 GroupSpan group_span(const Cluster& c, const Layout& l, int64_t rank, Group g);
+// The same for some ranks of a group of kind g: the first and last pipeline stages that reduce a
+// tied embedding, the two ends of a pipeline transfer.
+GroupSpan ranks_span(const Cluster& c, Group g, std::span<const int64_t> ranks);
 
 // Throws InputError (source, "layout.rank_order") unless the order is a permutation of
 // tp, cp, ep, dp, pp joined by '-'.

@@ -10,8 +10,6 @@ namespace {
 
 Group dense_group(const Layout& l) { return l.cp > 1 ? Group::dp_cp : Group::dp; }
 
-int64_t ceil_div(int64_t n, int64_t d) { return (n + d - 1) / d; }
-
 // Consecutive units, walked in backward order, closed into a bucket once it holds `threshold`
 // parameters of `params_of` (Megatron-LM's DDP buckets are filled in reverse parameter order).
 template <class ParamsOf>
@@ -67,8 +65,8 @@ DataParallel plan_data_parallel(const Training& t, const Layout& l, const Progra
     // ZeRO-3 shards, gathers and reduces each unit on its own, as FSDP does each wrapped
     // transformer block (Zhao et al. 2023 §3); otherwise Megatron-LM's buckets.
     const int64_t threshold = l.zero == 3 ? 1 : grad_bucket_params(l);
-    if (dense) add_buckets(buckets, c, dense_group(l), threshold, [](const Unit& u) { return u.dense_params; });
-    if (expert) add_buckets(buckets, c, Group::expert_dp, threshold, [](const Unit& u) { return u.expert_params; });
+    if (dense) add_buckets(buckets, c, dense_group(l), threshold, [](const Unit& u) { return u.params.dense(); });
+    if (expert) add_buckets(buckets, c, Group::expert_dp, threshold, [](const Unit& u) { return u.params.experts; });
     dp.buckets.push_back(std::move(buckets));
     dp.unit_used.emplace_back(c.units.size(), false);
     dp.bucket_gather.emplace_back();
@@ -160,9 +158,9 @@ void emit_step_end(Program& p, DataParallel& dp, const Model& m, const Layout& l
   int64_t dense = 0, expert = 0, replicated = 0;
   for (const Chunk& c : chunks)
     for (const Unit& u : c.units) {
-      dense += u.dense_params;
-      expert += u.expert_params;
-      replicated += u.replicated_params;
+      dense += u.params.dense();
+      expert += u.params.experts;
+      replicated += u.params.tp_replicated();
     }
   const uint32_t compute_end = last_compute(p);
   std::vector<uint32_t> finals = {dp.last_reduction};
@@ -173,14 +171,13 @@ void emit_step_end(Program& p, DataParallel& dp, const Model& m, const Layout& l
   };
   if (l.sequence_parallel && l.tp > 1) reduce(Group::tp, Stream::tp_comm, replicated);
   if (!p.embedding_group.empty()) {
-    const int64_t embedding = count_parameters(m).embedding;
-    reduce(Group::pp, Stream::pp_comm, ceil_div(embedding, l.tp));
+    reduce(Group::pp, Stream::pp_comm, word_embedding_shard(m, l.tp));
   }
   // ZeRO-1 and above: each rank updates 1/dp of the dense and 1/expert_dp of the expert weights.
   const bool sharded = dp.zero >= 1;
   const Action step{.kind = ActionKind::optimizer_step,
-                    .params = ceil_div(dense, sharded ? size_of(p, dense_group(l)) : 1) +
-                              ceil_div(expert, sharded ? size_of(p, Group::expert_dp) : 1)};
+                    .params = shard_size(dense, sharded ? size_of(p, dense_group(l)) : 1) +
+                              shard_size(expert, sharded ? size_of(p, Group::expert_dp) : 1)};
   emit(p, step, finals);
 }
 

@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "core/param_shard.h"
 #include "core/schedule.h"
 
 namespace shardplan::schedule_detail {
@@ -20,11 +21,9 @@ inline constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 struct Unit {
   int layer_begin = 0, layer_end = 0;  // [l, l+1) for a layer, [0,0) embedding, [L,L) head
   PartSet parts = 0;
-  int64_t dense_params = 0;       // on this rank, after tensor parallelism
-  int64_t expert_params = 0;      // on this rank, after expert and tensor parallelism
-  int64_t replicated_params = 0;  // norms (and routers) whose gradients SP all-reduces over tp
-  int64_t borrowed_params = 0;    // another unit's weights it uses: the tied word embedding in a
-                                  // head on the embedding's rank (ZeRO-3 gathers them for it too)
+  ParamShard params;            // on this rank, after tensor and expert parallelism
+  int64_t borrowed_params = 0;  // another unit's weights it uses: the tied word embedding in a
+                                // head on the embedding's rank (ZeRO-3 gathers them for it too)
   std::vector<Action> forward;
   std::vector<Action> backward;  // under full recompute: the layer's forward (pass recompute) first
 };

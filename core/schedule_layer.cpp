@@ -7,8 +7,6 @@
 namespace shardplan::schedule_detail {
 namespace {
 
-int64_t shard(int64_t n, int64_t parts) { return (n + parts - 1) / parts; }
-
 // Sizes and switches of the collectives inside one layer on this layout.
 struct LayerComm {
   bool tp = false;  // tp > 1
@@ -133,20 +131,13 @@ void layer_backward(PassSteps& s, bool moe) {
 }
 
 Unit layer_unit(const Model& m, const Layout& l, const LayerComm& comm, int layer) {
-  const ParamCounts pc = count_parameters(m);
   const bool moe = m.is_moe_layer(layer);
   Unit u;
   u.layer_begin = layer;
   u.layer_end = layer + 1;
   u.parts = part_bit(Part::attention_qkv) | part_bit(Part::attention_core) |
             (moe ? part_bit(Part::router) | part_bit(Part::experts) : part_bit(Part::mlp));
-  // Shoeybi et al. 2019 §3: attention and MLP weights split over tp, norms replicated. Megatron-
-  // Core's MoE: num_experts/ep experts per rank, each split over tp; the router replicated.
-  const int64_t router = moe ? pc.router / m.num_moe_layers() : 0;
-  u.replicated_params = norm_params_per_layer(m) + router;
-  u.dense_params = shard(attention_params_per_layer(m), l.tp) + u.replicated_params +
-                   (moe ? 0 : shard(mlp_params_per_layer(m), l.tp));
-  u.expert_params = moe ? (m.moe.num_experts / l.ep) * shard(expert_params_per_layer(m), l.tp) : 0;
+  u.params = layer_param_shard(m, l, moe);
   PassSteps fwd{u.forward, Pass::forward, u, comm};
   layer_forward(fwd, moe);
   if (l.recompute == Recompute::full) {
@@ -179,10 +170,9 @@ void end_passes(Unit& u, Part part, const LayerComm& comm) {
 }
 
 Unit embedding_unit(const Model& m, const Layout& l, const LayerComm& comm) {
-  const ParamCounts pc = count_parameters(m);
   Unit u;
   u.parts = part_bit(Part::embedding);
-  u.dense_params = shard(pc.embedding, l.tp) + pc.position_embedding;
+  u.params = first_stage_params(m, l);
   end_passes(u, Part::embedding, comm);
   return u;
 }
@@ -191,18 +181,11 @@ Unit embedding_unit(const Model& m, const Layout& l, const LayerComm& comm) {
 // cross-entropy (Megatron-LM's vocab_parallel_cross_entropy: max, predicted logit, sum of
 // exponentials, b·s/cp fp32 values each) are part of the head action.
 Unit head_unit(const Model& m, const Layout& l, const LayerComm& comm) {
-  const ParamCounts pc = count_parameters(m);
   Unit u;
   u.layer_begin = u.layer_end = m.num_layers;
   u.parts = part_bit(Part::head);
-  const int64_t final_norm = norm_params(m);
-  // Tied embeddings with pp > 1: the last stage keeps its own copy of the word embedding
-  // (Megatron-LM), kept equal by a gradient all-reduce with the first stage.
-  const int64_t head = m.tied_embeddings ? (l.pp > 1 ? shard(pc.embedding, l.tp) : 0)
-                                         : shard(pc.head, l.tp);
-  u.replicated_params = final_norm;
-  u.dense_params = final_norm + head;
-  if (m.tied_embeddings && l.pp == 1) u.borrowed_params = shard(pc.embedding, l.tp);
+  u.params = last_stage_params(m, l);
+  if (m.tied_embeddings && l.pp == 1) u.borrowed_params = word_embedding_shard(m, l.tp);
   end_passes(u, Part::head, comm);
   return u;
 }

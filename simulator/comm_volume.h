@@ -13,7 +13,7 @@
 #include "core/placement.h"
 #include "core/training.h"
 #include "simulator/collective_cost.h"
-#include "simulator/param_shard.h"
+#include "core/param_shard.h"
 
 namespace shardplan {
 

@@ -1,4 +1,5 @@
 #include "simulator/compute_model.h"
+#include "simulator/parts_compute.h"
 
 #include "simulator/rank_shape.h"
 
@@ -39,21 +40,23 @@ constexpr double kResidualForward = 3, kResidualBackward = 3;
 constexpr double kSoftmaxForward = 2, kSoftmaxBackward = 3;
 constexpr double kMaskBytes = 1;
 
-// Accumulates operations into the three passes. `recomputed` marks operations that the
-// recomputation mode runs again inside the backward.
+// Accumulates operations into the three passes of the part being built. `recomputed` marks
+// operations that the recomputation mode runs again inside the backward.
 struct PassBuilder {
   const DeviceRates& rates;
   int64_t elem_bytes;
-  MicrobatchCompute& out;
+  PartsCompute& out;
+  Part part = Part::attention_qkv;
 
   void add(OpKind k, double flops_fwd, double flops_bwd, double bytes_fwd, double bytes_bwd,
            double time_fwd, double time_bwd, bool recomputed) {
-    KindCost& f = out.forward[k];
+    MicrobatchCompute& c = out[part];
+    KindCost& f = c.forward[k];
     f.flops += flops_fwd, f.bytes += bytes_fwd, f.time_s += time_fwd;
-    KindCost& b = out.backward[k];
+    KindCost& b = c.backward[k];
     b.flops += flops_bwd, b.bytes += bytes_bwd, b.time_s += time_bwd;
     if (!recomputed) return;
-    KindCost& rc = out.recompute[k];
+    KindCost& rc = c.recompute[k];
     rc.flops += flops_fwd, rc.bytes += bytes_fwd, rc.time_s += time_fwd;
   }
 
@@ -80,8 +83,24 @@ struct PassBuilder {
   }
 };
 
+// A layer's norm and residual add: the memory-bound kernels around each of its two blocks.
+struct BlockEdges {
+  double norm_fwd = 0, norm_bwd = 0, residual_fwd = 0, residual_bwd = 0;
+};
+
+BlockEdges block_edges(const Model& m, const RankShape& r, int64_t elem_bytes,
+                       const ExecutionOptions& x) {
+  const double e = as_double(elem_bytes);
+  const double region = as_double(r.region_tokens() * m.hidden);
+  const double mask = x.dropout ? kMaskBytes : 0;
+  const double dropout_bwd = x.dropout ? 2 * e + kMaskBytes : 0;
+  return {kNormForward * e * region, kNormBackward * e * region,
+          (kResidualForward * e + mask) * region, (kResidualBackward * e + dropout_bwd) * region};
+}
+
+// attention_qkv: norm, QKV, RoPE; attention_core: attention, output projection, residual add.
 void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute rc,
-                   const ExecutionOptions& x) {
+                   const BlockEdges& edges, const ExecutionOptions& x) {
   const double e = as_double(b.elem_bytes);
   const bool full = rc == Recompute::full;
   const bool core_again = rc != Recompute::none;  // selective recomputes exactly the core
@@ -89,11 +108,14 @@ void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute
   const int64_t q = heads * m.head_dim;
   const int64_t kv = shard_size(m.num_kv_heads, r.tp) * m.head_dim;
   const int64_t t = r.tokens();
+  b.part = Part::attention_qkv;
+  b.memory(edges.norm_fwd, edges.norm_bwd, full);
   b.gemm(t, m.hidden, q + 2 * kv, full);  // column-parallel QKV
   if (m.position_embedding == PositionEmbedding::rope) {
     const double qk_bytes = 2 * e * as_double(t * (q + kv));  // read and write q and k
     b.memory(qk_bytes, qk_bytes, full);
   }
+  b.part = Part::attention_core;
   if (x.flash_attention) {
     // QKᵀ and the product with V: 2·2·s·s_kv·d per head.
     b.flash_attention(
@@ -108,20 +130,26 @@ void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute
              scores * (kSoftmaxBackward * e + dropout_bytes), core_again);
   }
   b.gemm(t, q, m.hidden, full);  // row-parallel output projection
+  b.memory(edges.residual_fwd, edges.residual_bwd, full);
 }
 
+// mlp: norm, MLP, residual add; or router: norm, gate, and experts: permutation, experts,
+// residual add.
 void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r, bool moe,
-             bool full) {
+             bool full, const BlockEdges& edges) {
   const double e = as_double(b.elem_bytes);
   const bool swiglu = m.activation == Activation::swiglu;
   const int64_t up_widths = swiglu ? 2 : 1;
   const double act_fwd = swiglu ? 3 : 2, act_bwd = swiglu ? 5 : 3;  // element passes, see above
   const int64_t t = r.tokens();
+  b.part = moe ? Part::router : Part::mlp;
+  b.memory(edges.norm_fwd, edges.norm_bwd, full);
   if (!moe) {
     const int64_t ffn = shard_size(m.ffn_hidden, r.tp);
     b.gemm(t, m.hidden, up_widths * ffn, full);
     b.memory(act_fwd * e * as_double(t * ffn), act_bwd * e * as_double(t * ffn), full);
     b.gemm(t, ffn, m.hidden, full);
+    b.memory(edges.residual_fwd, edges.residual_bwd, full);
     return;
   }
   // MoE with balanced routing: t·top_k token copies per rank spread over its num_experts/ep
@@ -131,69 +159,79 @@ void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r
   const int64_t rows = shard_size(copies, local_experts);
   const int64_t ffn = shard_size(m.moe.expert_ffn_hidden, r.tp);
   b.gemm(t, m.hidden, m.moe.num_experts, full);  // router
+  b.part = Part::experts;
   // Permute into expert order and back (read and write every copy once each way).
   const double permute_bytes = 2 * e * as_double((t + copies) * m.hidden);
   b.memory(permute_bytes, permute_bytes, full);
   b.gemm(rows, m.hidden, up_widths * ffn, full, local_experts);
   b.memory(act_fwd * e * as_double(copies * ffn), act_bwd * e * as_double(copies * ffn), full);
   b.gemm(rows, ffn, m.hidden, full, local_experts);
+  b.memory(edges.residual_fwd, edges.residual_bwd, full);
 }
 
-void add_layer(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r, bool moe,
-               const ExecutionOptions& x) {
-  const double e = as_double(b.elem_bytes);
-  const bool full = l.recompute == Recompute::full;
-  const double region = as_double(r.region_tokens() * m.hidden);
-  const double mask = x.dropout ? kMaskBytes : 0;
-  const double dropout_bwd = x.dropout ? 2 * e + kMaskBytes : 0;
-  // Two norms and two residual adds per layer.
-  b.memory(2 * kNormForward * e * region, 2 * kNormBackward * e * region, full);
-  b.memory(2 * (kResidualForward * e + mask) * region,
-           2 * (kResidualBackward * e + dropout_bwd) * region, full);
-  add_attention(b, m, r, l.recompute, x);
-  add_mlp(b, m, l, r, moe, full);
+void add_to(MicrobatchCompute& dst, const MicrobatchCompute& src, double times) {
+  for (auto [d, s] :
+       {std::pair{&dst.forward, &src.forward}, std::pair{&dst.backward, &src.backward},
+        std::pair{&dst.recompute, &src.recompute}})
+    for (size_t k = 0; k < s->kinds.size(); ++k) {
+      d->kinds[k].flops += times * s->kinds[k].flops;
+      d->kinds[k].bytes += times * s->kinds[k].bytes;
+      d->kinds[k].time_s += times * s->kinds[k].time_s;
+    }
 }
 
 }  // namespace
+
+PartsCompute layer_compute(const Model& m, const Training& t, const Layout& l, bool moe_layer,
+                           const DeviceRates& rates, const ExecutionOptions& x) {
+  PartsCompute out;
+  PassBuilder b{rates, dtype_bytes(t.dtype), out};
+  const RankShape r = rank_shape(t, l);
+  // Each block has a norm before it and a residual add after it.
+  const BlockEdges edges = block_edges(m, r, b.elem_bytes, x);
+  add_attention(b, m, r, l.recompute, edges, x);
+  add_mlp(b, m, l, r, moe_layer, l.recompute == Recompute::full, edges);
+  return out;
+}
+
+PartsCompute ends_compute(const Model& m, const Training& t, const Layout& l,
+                          const DeviceRates& rates) {
+  PartsCompute out;
+  PassBuilder b{rates, dtype_bytes(t.dtype), out};
+  const RankShape r = rank_shape(t, l);
+  const double e = as_double(b.elem_bytes);
+  const int64_t tokens = r.tokens();
+  const int64_t vocab = shard_size(m.vocab, l.tp);
+  // Embedding lookup writes t·h; its backward scatter-adds dy into the gradient rows.
+  b.part = Part::embedding;
+  const double rows = as_double(tokens * m.hidden);
+  b.memory(2 * e * rows, 3 * e * rows, false);
+  b.part = Part::head;
+  const double region = as_double(r.region_tokens() * m.hidden);
+  b.memory(kNormForward * e * region, kNormBackward * e * region, false);  // final norm
+  b.gemm(tokens, m.hidden, vocab, false);                                  // LM head
+  // Fused vocab-parallel cross entropy: reads the logits, writes the fp32 softmax; backward
+  // reads it and writes the logits' gradient.
+  const double ce = (e + as_double(dtype_bytes(Dtype::fp32))) * as_double(tokens * vocab);
+  b.memory(ce, ce, false);
+  return out;
+}
 
 MicrobatchCompute microbatch_compute(const Model& m, const Training& t, const Layout& l,
                                      const StageLayers& s, const DeviceRates& rates,
                                      const ExecutionOptions& x) {
   MicrobatchCompute out;
-  PassBuilder b{rates, dtype_bytes(t.dtype), out};
-  const RankShape r = rank_shape(t, l);
-  const double e = as_double(b.elem_bytes);
-  // Build one layer of each kind, then scale: every layer of a kind costs the same.
+  // Every layer of a kind costs the same: build one of each kind, then scale.
   for (const auto& [moe, count] :
        {std::pair{false, s.dense_layers}, std::pair{true, s.moe_layers}}) {
     if (count == 0) continue;
-    MicrobatchCompute one;
-    PassBuilder lb{rates, b.elem_bytes, one};
-    add_layer(lb, m, l, r, moe, x);
-    for (auto [dst, src] :
-         {std::pair{&out.forward, &one.forward}, std::pair{&out.backward, &one.backward},
-          std::pair{&out.recompute, &one.recompute}})
-      for (size_t k = 0; k < src->kinds.size(); ++k) {
-        dst->kinds[k].flops += count * src->kinds[k].flops;
-        dst->kinds[k].bytes += count * src->kinds[k].bytes;
-        dst->kinds[k].time_s += count * src->kinds[k].time_s;
-      }
+    for (const MicrobatchCompute& part : layer_compute(m, t, l, moe, rates, x).parts)
+      add_to(out, part, count);
   }
-  const int64_t tokens = r.tokens();
-  const int64_t vocab = shard_size(m.vocab, l.tp);
-  if (s.first) {
-    // Embedding lookup writes t·h; its backward scatter-adds dy into the gradient rows.
-    const double rows = as_double(tokens * m.hidden);
-    b.memory(2 * e * rows, 3 * e * rows, false);
-  }
-  if (s.last) {
-    const double region = as_double(r.region_tokens() * m.hidden);
-    b.memory(kNormForward * e * region, kNormBackward * e * region, false);  // final norm
-    b.gemm(tokens, m.hidden, vocab, false);                                  // LM head
-    // Fused vocab-parallel cross entropy: reads the logits, writes the fp32 softmax; backward
-    // reads it and writes the logits' gradient.
-    const double ce = (e + as_double(dtype_bytes(Dtype::fp32))) * as_double(tokens * vocab);
-    b.memory(ce, ce, false);
+  if (s.first || s.last) {
+    const PartsCompute ends = ends_compute(m, t, l, rates);
+    if (s.first) add_to(out, ends[Part::embedding], 1);
+    if (s.last) add_to(out, ends[Part::head], 1);
   }
   return out;
 }

@@ -11,10 +11,10 @@
 #include "core/enum_names.h"
 #include "core/layout.h"
 #include "core/model.h"
+#include "core/param_shard.h"
 #include "core/training.h"
 #include "simulator/device_efficiency.h"
 #include "simulator/execution_options.h"
-#include "simulator/param_shard.h"
 
 namespace shardplan {
 

@@ -38,14 +38,10 @@ ModelStateBytes operator+(const ModelStateBytes& a, const ModelStateBytes& b) {
 // the rate limiter allows two all-gathers in flight). The embedding and the head are units too.
 int64_t zero3_gathered_bytes(const Model& m, const Training& t, const Layout& l,
                              const StageLayers& s) {
-  const int64_t attention = attention_params_shard(m, l.tp) + norm_params_per_layer(m);
   int64_t unit = 0;
-  if (s.dense_layers > 0) unit = attention + mlp_params_shard(m, m.ffn_hidden, l.tp);
-  if (s.moe_layers > 0)
-    unit = std::max(
-        unit, attention + m.hidden * m.moe.num_experts +
-                  (m.moe.num_experts / l.ep) * mlp_params_shard(m, m.moe.expert_ffn_hidden, l.tp));
-  if (s.first || s.last) unit = std::max(unit, shard_size(m.vocab, l.tp) * m.hidden);
+  if (s.dense_layers > 0) unit = layer_param_shard(m, l, false).total();
+  if (s.moe_layers > 0) unit = std::max(unit, layer_param_shard(m, l, true).total());
+  if (s.first || s.last) unit = std::max(unit, word_embedding_shard(m, l.tp));
   return unit * (2 * dtype_bytes(t.dtype) + dtype_bytes(t.grad_dtype));
 }
 
@@ -79,8 +75,9 @@ RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const
                                              layer(moe, Recompute::none) - layer(moe, l.recompute));
   }
   if (s.last) {
-    // The last stage runs each micro-batch's backward right after its forward except under GPipe.
-    const int64_t held = l.schedule == Schedule::gpipe ? l.num_microbatches : 1;
+    // The last stage runs each micro-batch's backward right after its forward unless the
+    // schedule runs every forward first.
+    const int64_t held = runs_all_forwards_first(l) ? l.num_microbatches : 1;
     r.output_activations_bytes = held * output_layer_activation_bytes(m, t.dtype, shape);
     r.logits_bytes = held * loss_softmax_bytes(m, shape) + logits_bytes(m, t.dtype, shape);
   }

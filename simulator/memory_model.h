@@ -14,7 +14,7 @@
 #include "core/model.h"
 #include "core/training.h"
 #include "simulator/execution_options.h"
-#include "simulator/param_shard.h"
+#include "core/param_shard.h"
 
 namespace shardplan {
 

@@ -6,18 +6,20 @@
 
 namespace shardplan {
 
+bool runs_all_forwards_first(const Layout& l) {
+  // megatron/core/pipeline_parallel/schedules.py: all_warmup_microbatches when
+  // num_microbatches == pipeline_parallel_size.
+  return l.schedule == Schedule::gpipe ||
+         (l.schedule == Schedule::interleaved && l.num_microbatches == l.pp);
+}
+
 int64_t inflight_chunk_microbatches(const Layout& l, int stage) {
   assert(stage >= 0 && stage < l.pp);
   const int64_t m = l.num_microbatches;
-  switch (l.schedule) {
-    case Schedule::gpipe:
-      return m * l.vpp;
-    case Schedule::one_f_one_b:
-      return std::min<int64_t>(l.pp - stage, m);
-    case Schedule::interleaved:
-      return std::min<int64_t>(2 * (l.pp - stage - 1) + int64_t{l.vpp - 1} * l.pp + 1, m * l.vpp);
-  }
-  return m;
+  if (runs_all_forwards_first(l)) return m * l.vpp;
+  if (l.schedule == Schedule::interleaved)
+    return std::min<int64_t>(2 * (l.pp - stage - 1) + int64_t{l.vpp - 1} * l.pp + 1, m * l.vpp);
+  return std::min<int64_t>(l.pp - stage, m);
 }
 
 double pipeline_time_s(const Layout& l, std::span<const double> stage_time_s) {

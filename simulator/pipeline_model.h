@@ -14,10 +14,15 @@ namespace shardplan {
 //   GPipe: all m (Huang et al. 2019).
 //   1F1B: min(p − stage, m): p − stage − 1 warm-up forwards plus the one in flight
 //     (Narayanan et al. 2021 §2.2.1; Megatron-LM schedules.py num_warmup_microbatches).
-//   interleaved: min(2(p − stage − 1) + (v − 1)·p + 1, m·v) (Megatron-LM's interleaved warm-up);
-//     for the first stage p·v + p − 1 chunks, i.e. p·(1 + (p − 1)/(p·v)) stages' worth
-//     (Korthikanti et al. 2022 §4.2.3).
+//   interleaved: min(2(p − stage − 1) + (v − 1)·p + 1, m·v) (Megatron-LM's interleaved warm-up),
+//     all m·v when m == p (Megatron-LM then runs every forward first); for the first stage
+//     p·v + p − 1 chunks, i.e. p·(1 + (p − 1)/(p·v)) stages' worth (Korthikanti et al. 2022 §4.2.3).
 int64_t inflight_chunk_microbatches(const Layout& l, int stage);
+
+// Whether every forward runs before any backward: GPipe, and Megatron-LM's interleaved schedule
+// when num_microbatches == pp. The last stage then holds all m micro-batches' head inputs and
+// softmax, otherwise one at a time.
+bool runs_all_forwards_first(const Layout& l);
 
 // The step's pipeline time from the forward+backward time of one micro-batch on each stage (all
 // of its chunks). With identical jobs the critical path of a flow shop runs every micro-batch

@@ -7,7 +7,7 @@
 
 #include "core/layout.h"
 #include "core/training.h"
-#include "simulator/param_shard.h"
+#include "core/param_shard.h"
 
 namespace shardplan {
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "core/error.h"
 #include "core/json_reader.h"
@@ -35,6 +36,35 @@ void add_input_options(CLI::App* app, InputOptions& o, LayoutInput layout) {
                   "The layout as Megatron-LM flags in one string: \"--tp 8 --pp 4 --sequence-parallel\"");
   app->add_option("--deepspeed-config", o.deepspeed_config, "A DeepSpeed config JSON (ZeRO stage, batch sizes)");
   if (layout == LayoutInput::required) opt->needs(app->get_option("--model"));
+}
+
+void add_plan_options(CLI::App* app, InputOptions& o) {
+  app->add_option("plan", o.plan_file, "A plan JSON (instead of --model/--cluster/--layout)");
+  add_input_options(app, o, LayoutInput::optional);
+}
+
+void add_report_options(CLI::App* app, ReportOptions& o) {
+  app->add_option("--json", o.json_file, "Also write every figure as JSON to this file");
+  app->add_option("--format", o.format, "table (default) or json on stdout")
+      ->check(CLI::IsMember({"table", "json"}));
+}
+
+int print_report(const ReportOptions& o, const Plan& p, const nlohmann::json& j,
+                 const std::string& table, bool fits) {
+  if (!o.json_file.empty()) write_json_file(o.json_file, j);
+  if (o.format == "json")
+    fmt::print("{}\n", j.dump(2));
+  else
+    fmt::print("{}: {} on {} x {} ({} devices)\n\n{}", to_string(p.layout), p.model.name,
+               p.cluster.name, p.cluster.nodes, p.cluster.world(), table);
+  return static_cast<int>(fits ? ExitCode::ok : ExitCode::nothing_fits);
+}
+
+void add_execution_options(CLI::App* app, ExecutionOptions& x) {
+  app->add_flag_callback("--no-flash-attention", [&x] { x.flash_attention = false; },
+                         "Price attention that materialises the s x s scores (Korthikanti's 5as/h term)");
+  app->add_flag_callback("--dropout", [&x] { x.dropout = true; },
+                         "Price dropout after attention and MLP (GPT-3 style)");
 }
 
 namespace {

@@ -10,6 +10,7 @@
 
 #include "core/plan.h"
 #include "core/profile.h"
+#include "simulator/execution_options.h"
 
 namespace shardplan::cli {
 
@@ -33,6 +34,26 @@ enum class LayoutInput { required, optional, none };
 // Adds --model, --cluster, --nodes, --training, --gbs, --seq, --dtype, --profile and, unless
 // `layout` is none, --layout, --megatron and --deepspeed-config.
 void add_input_options(CLI::App* app, InputOptions& o, LayoutInput layout);
+
+// The plan positional argument and the input options (layout optional): what every subcommand
+// that prices one plan takes.
+void add_plan_options(CLI::App* app, InputOptions& o);
+
+// How a pricing subcommand reports: a table, or JSON on stdout (--format json), and JSON to a file
+// besides (--json FILE).
+struct ReportOptions {
+  std::string json_file;
+  std::string format = "table";
+};
+void add_report_options(CLI::App* app, ReportOptions& o);
+
+// Writes --json's file and prints the JSON, or the plan's title line and `table`. Returns the exit
+// code: ok, or nothing_fits unless `fits`.
+int print_report(const ReportOptions& o, const Plan& p, const nlohmann::json& j,
+                 const std::string& table, bool fits);
+
+// --no-flash-attention and --dropout: how the framework runs the layers.
+void add_execution_options(CLI::App* app, ExecutionOptions& x);
 
 // Model, cluster and training resolved from the options (no layout).
 struct Inputs {

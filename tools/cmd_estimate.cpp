@@ -4,10 +4,6 @@
 #include <optional>
 #include <string>
 
-#include <fmt/core.h>
-
-#include "core/error.h"
-#include "core/json_reader.h"
 #include "simulator/estimate.h"
 #include "simulator/estimate_report.h"
 #include "tools/cli_inputs.h"
@@ -19,26 +15,17 @@ namespace {
 
 struct EstimateOptions {
   InputOptions inputs;
-  std::string json_file;
-  std::string format = "table";
-  bool no_flash_attention = false;
-  bool dropout = false;
+  ReportOptions report;
+  ExecutionOptions execution;
 };
 
 int run_estimate(const EstimateOptions& o) {
   Plan p = resolve_plan(o.inputs);
   const std::optional<Profile> profile = apply_profile_option(o.inputs, p.cluster, p.training);
-  ExecutionOptions x;
-  x.flash_attention = !o.no_flash_attention;
-  x.dropout = o.dropout;
+  ExecutionOptions x = o.execution;
   x.profile = profile ? &*profile : nullptr;
   const Estimate e = estimate(p.model, p.cluster, p.training, p.layout, x);
-  const nlohmann::json j = estimate_to_json(e);
-  if (!o.json_file.empty()) write_json_file(o.json_file, j);
-  if (o.format == "json") fmt::print("{}\n", j.dump(2));
-  else fmt::print("{}: {} on {} x {} ({} devices)\n\n{}", to_string(p.layout), p.model.name,
-                  p.cluster.name, p.cluster.nodes, p.cluster.world(), format_estimate_table(e));
-  return static_cast<int>(e.fits ? ExitCode::ok : ExitCode::nothing_fits);
+  return print_report(o.report, p, estimate_to_json(e), format_estimate_table(e), e.fits);
 }
 
 }  // namespace
@@ -50,14 +37,9 @@ Subcommand add_estimate(CLI::App& root) {
       "Price one layout: memory per rank item by item, compute, communication, step time, "
       "tokens/s, TFLOP/s per device, MFU (model FLOPs, Narayanan et al. 2021 eq. 3, without "
       "recompute) and HFU (hardware FLOPs, with recompute). Exits 3 when the layout does not fit.");
-  app->add_option("plan", o->inputs.plan_file, "A plan JSON (instead of --model/--cluster/--layout)");
-  add_input_options(app, o->inputs, LayoutInput::optional);
-  app->add_option("--json", o->json_file, "Also write every figure as JSON to this file");
-  app->add_option("--format", o->format, "table (default) or json on stdout")
-      ->check(CLI::IsMember({"table", "json"}));
-  app->add_flag("--no-flash-attention", o->no_flash_attention,
-                "Price attention that materialises the s x s scores (Korthikanti's 5as/h term)");
-  app->add_flag("--dropout", o->dropout, "Price dropout after attention and MLP (GPT-3 style)");
+  add_plan_options(app, o->inputs);
+  add_report_options(app, o->report);
+  add_execution_options(app, o->execution);
   return {app, [o] { return run_estimate(*o); }};
 }
 

@@ -17,6 +17,7 @@
 #include "planner/export.h"
 #include "planner/node_count.h"
 #include "planner/report.h"
+#include "planner/rerank.h"
 #include "planner/search.h"
 #include "planner/suggest.h"
 #include "tools/cli_inputs.h"
@@ -34,6 +35,7 @@ struct PlanOptions {
   std::string json;
   std::string export_format;
   bool explain = false;
+  bool no_simulate = false;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 };
 
@@ -132,7 +134,13 @@ int run_plan(const PlanOptions& o) {
   fmt::print("\n{}\n", format_top(r));
   for (const std::string& sentence : explain_ranking(r)) fmt::print("{}\n", sentence);
 
-  const Plan plan = chosen_plan(in.model, c, in.training, r.top.front());
+  // The closed form ranks every layout; the step simulator orders the best few.
+  std::vector<Resimulated> simulated;
+  if (!o.no_simulate) {
+    simulated = rerank_by_simulation(in.model, c, in.training, r.top, search.objective);
+    fmt::print("\n{}", format_rerank(simulated));
+  }
+  const Plan plan = chosen_plan(in.model, c, in.training, simulated.empty() ? r.top.front() : simulated.front().ranked);
   if (!o.out.empty()) {
     write_json_file(o.out, plan_to_json(plan));
     fmt::print("\nwrote {} (estimate, simulate, execute and compare take it as their plan)\n", o.out);
@@ -162,6 +170,8 @@ Subcommand add_plan(CLI::App& root) {
                   "Search only layouts this framework runs and print the winner as its flags or config")
       ->check(CLI::IsMember({"megatron", "deepspeed"}));
   app->add_flag("--explain", o->explain, "List every rejected layout with its reason");
+  app->add_flag("--no-simulate", o->no_simulate,
+                "Keep the closed form's order: do not re-rank the top layouts by simulating their steps");
   app->add_option("--threads", o->threads, "Threads pricing layouts (default: every core)")
       ->check(CLI::PositiveNumber);
   app->footer(

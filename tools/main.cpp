@@ -29,8 +29,7 @@ int main(int argc, char** argv) {
   std::vector<cli::Subcommand> subcommands{
       cli::add_plan(app),
       cli::add_estimate(app),
-      cli::add_pending(app, "simulate", "Simulate a plan's step event by event, with a timeline",
-                       "the simulator issue"),
+      cli::add_simulate(app),
       cli::add_pending(app, "execute", "Run a plan for real on this machine (CPU or CUDA)",
                        "the executor issues"),
       cli::add_pending(app, "compare", "Compare predicted with measured times and memory",

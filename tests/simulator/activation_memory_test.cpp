@@ -106,4 +106,8 @@ TEST_CASE("micro-batches in flight per schedule", "[memory][pipeline]") {
   // (Korthikanti §4.2.3); last stage: (v − 1)·p + 1 = 5.
   CHECK(inflight_chunk_microbatches(l, 0) == 11);
   CHECK(inflight_chunk_microbatches(l, 3) == 5);
+  // As many micro-batches as stages: Megatron-LM runs all m·v forwards before any backward.
+  l.num_microbatches = 4;
+  CHECK(inflight_chunk_microbatches(l, 0) == 8);
+  CHECK(inflight_chunk_microbatches(l, 3) == 8);
 }

@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "simulator/param_shard.h"
+#include "core/param_shard.h"
 #include "simulator_fixtures.h"
 
 using namespace shardplan;

@@ -14,7 +14,7 @@
 #include "core/presets.h"
 #include "executor/interpreter.h"
 #include "simulator/memory_model.h"
-#include "simulator/param_shard.h"
+#include "core/param_shard.h"
 #include "tests/executor/single_rank_training.h"
 
 namespace shardplan {

@@ -1,7 +1,8 @@
 // Which parameters one rank holds: the model cut by tensor parallelism (Megatron-LM's column- and
 // row-parallel linears, vocab-parallel embedding and head), by pipeline stage (embedding on the
 // first stage, final norm and head on the last) and by expert parallelism. Counts are exact
-// integers; ZeRO's division over the data-parallel group is applied in memory_model.h.
+// integers; ZeRO's division over the data-parallel group is applied by the memory model and the
+// schedule's optimizer step.
 #pragma once
 
 #include <cstdint>
@@ -27,8 +28,9 @@ struct StageLayers {
 // blocks of L/pp layers).
 StageLayers stage_layers(const Model& m, const Layout& l, int stage);
 
-// Parameters on one rank of a stage (tensor-parallel rank 0, which holds the largest shard when a
-// dimension does not divide evenly), not yet divided by ZeRO.
+// Parameters on one rank (tensor-parallel rank 0, which holds the largest shard when a dimension
+// does not divide evenly), not yet divided by ZeRO: of a stage, of one layer, or of the model's
+// ends.
 struct ParamShard {
   int64_t embedding = 0;  // word embedding (vocab-parallel) and learned positions (replicated)
   int64_t head = 0;       // LM head; with tied embeddings and pp > 1 the last stage's copy
@@ -41,9 +43,20 @@ struct ParamShard {
   // Dense parameters are replicated over dp (and cp); expert parameters over dp/ep only.
   int64_t dense() const { return embedding + head + attention + mlp + router + norms; }
   int64_t total() const { return dense() + experts; }
+  // Replicated over tp: their gradients are all-reduced over tp under sequence parallelism.
+  int64_t tp_replicated() const { return router + norms; }
 };
 
 ParamShard param_shard(const Model& m, const Layout& l, const StageLayers& s);
+
+// One transformer layer (dense or MoE): attention, its two norms, and the MLP or the router and
+// this rank's experts.
+ParamShard layer_param_shard(const Model& m, const Layout& l, bool moe_layer);
+
+// The model's ends: the first stage's embedding (`embedding`), the last stage's final norm
+// (`norms`) and head (`head`).
+ParamShard first_stage_params(const Model& m, const Layout& l);
+ParamShard last_stage_params(const Model& m, const Layout& l);
 
 // Per-layer shards on one tensor-parallel rank. Column-parallel: q, k, v and the MLP's up (and
 // gate) projections, weights and biases split by tp. Row-parallel: the attention output and MLP
@@ -51,6 +64,9 @@ ParamShard param_shard(const Model& m, const Layout& l, const StageLayers& s);
 // RowParallelLinear adds its bias after the all-reduce).
 int64_t attention_params_shard(const Model& m, int tp);
 int64_t mlp_params_shard(const Model& m, int64_t ffn_hidden, int tp);  // one MLP of that width
+
+// The vocab-parallel word embedding's shard (VocabParallelEmbedding: ceil(V/tp) rows of h).
+int64_t word_embedding_shard(const Model& m, int tp);
 
 // ceil(n / parts): the size of the first (largest) shard of n elements cut into `parts`.
 constexpr int64_t shard_size(int64_t n, int64_t parts) {

@@ -1,0 +1,105 @@
+// Parameter shards of a rank, a layer and the model's ends.
+#include "core/param_shard.h"
+
+#include <cassert>
+
+namespace shardplan {
+
+namespace {
+
+ParamShard operator*(int64_t n, const ParamShard& p) {
+  return {n * p.embedding, n * p.head,  n * p.attention, n * p.mlp,
+          n * p.router,    n * p.norms, n * p.experts};
+}
+
+ParamShard operator+(const ParamShard& a, const ParamShard& b) {
+  return {a.embedding + b.embedding, a.head + b.head,   a.attention + b.attention, a.mlp + b.mlp,
+          a.router + b.router,       a.norms + b.norms, a.experts + b.experts};
+}
+
+}  // namespace
+
+StageLayers stage_layers(const Model& m, const Layout& l, int stage) {
+  assert(stage >= 0 && stage < l.pp);
+  const int chunks = l.pp * l.vpp;
+  assert(m.num_layers % chunks == 0);
+  const int per_chunk = m.num_layers / chunks;
+  StageLayers s;
+  s.stage = stage;
+  s.first = stage == 0;
+  s.last = stage == l.pp - 1;
+  if (!m.is_moe()) {
+    s.dense_layers = m.num_layers / l.pp;
+    return s;
+  }
+  for (int layer = 0; layer < m.num_layers; ++layer) {
+    if ((layer / per_chunk) % l.pp != stage) continue;
+    if (m.is_moe_layer(layer))
+      ++s.moe_layers;
+    else
+      ++s.dense_layers;
+  }
+  return s;
+}
+
+int64_t attention_params_shard(const Model& m, int tp) {
+  const int64_t q = int64_t{m.num_heads} * m.head_dim;
+  const int64_t kv = int64_t{m.num_kv_heads} * m.head_dim;
+  const int64_t qkv_cols = shard_size(q + 2 * kv, tp);  // column-parallel q, k, v
+  const int64_t o_rows = shard_size(q, tp);             // row-parallel output projection
+  return m.hidden * qkv_cols + (m.qkv_bias ? qkv_cols : 0) + o_rows * m.hidden +
+         (m.out_bias ? m.hidden : 0);
+}
+
+int64_t mlp_params_shard(const Model& m, int64_t ffn_hidden, int tp) {
+  const int64_t up_cols = (m.activation == Activation::swiglu ? 2 : 1) * shard_size(ffn_hidden, tp);
+  const int64_t down_rows = shard_size(ffn_hidden, tp);
+  return m.hidden * up_cols + (m.mlp_bias ? up_cols : 0) + down_rows * m.hidden +
+         (m.mlp_bias ? m.hidden : 0);
+}
+
+int64_t word_embedding_shard(const Model& m, int tp) {
+  return shard_size(m.vocab, tp) * m.hidden;
+}
+
+ParamShard layer_param_shard(const Model& m, const Layout& l, bool moe_layer) {
+  ParamShard p;
+  p.attention = attention_params_shard(m, l.tp);
+  p.norms = norm_params_per_layer(m);  // replicated
+  if (!moe_layer) {
+    p.mlp = mlp_params_shard(m, m.ffn_hidden, l.tp);
+    return p;
+  }
+  // The router is one h×E gate per MoE layer, replicated. Experts are split by tp too: Megatron-
+  // Core's expert_tensor_parallel_size defaults to tp.
+  assert(m.moe.num_experts % l.ep == 0);
+  p.router = m.hidden * m.moe.num_experts;
+  p.experts = (m.moe.num_experts / l.ep) * mlp_params_shard(m, m.moe.expert_ffn_hidden, l.tp);
+  return p;
+}
+
+ParamShard first_stage_params(const Model& m, const Layout& l) {
+  ParamShard p;
+  p.embedding = word_embedding_shard(m, l.tp);  // VocabParallelEmbedding
+  if (m.position_embedding == PositionEmbedding::learned) p.embedding += m.max_seq * m.hidden;
+  return p;
+}
+
+ParamShard last_stage_params(const Model& m, const Layout& l) {
+  ParamShard p;
+  p.norms = norm_params(m);  // the final norm, replicated
+  // An untied head lives on the last stage; a tied one too when pp > 1, as a copy whose gradient
+  // is all-reduced with the first stage's embedding (Megatron-LM's embedding group).
+  if (!m.tied_embeddings || l.pp > 1) p.head = word_embedding_shard(m, l.tp);
+  return p;
+}
+
+ParamShard param_shard(const Model& m, const Layout& l, const StageLayers& s) {
+  ParamShard p = s.dense_layers * layer_param_shard(m, l, false);
+  if (s.moe_layers > 0) p = p + s.moe_layers * layer_param_shard(m, l, true);
+  if (s.first) p = p + first_stage_params(m, l);
+  if (s.last) p = p + last_stage_params(m, l);
+  return p;
+}
+
+}  // namespace shardplan
