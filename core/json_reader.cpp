@@ -20,12 +20,12 @@ nlohmann::json read_json_file(const std::string& path) {
   }
 }
 
-void write_json_file(const std::string& path, const nlohmann::json& j) {
+void write_json_file(const std::string& path, const nlohmann::json& j, JsonStyle style) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
     if (!out) throw InputError(path, "", "cannot write file", "check that the folder exists");
-    out << j.dump(2) << '\n';
+    out << j.dump(style == JsonStyle::indented ? 2 : -1) << '\n';
     if (!out.flush()) throw InputError(path, "", "write failed");
   }
   std::error_code ec;

@@ -20,7 +20,10 @@ namespace shardplan {
 nlohmann::json read_json_file(const std::string& path);
 
 // Writes JSON atomically (temp file + rename): a failure never leaves a half-written file.
-void write_json_file(const std::string& path, const nlohmann::json& j);
+// Indented for people by default; JsonStyle::compact for large machine files (traces).
+enum class JsonStyle { indented, compact };
+void write_json_file(const std::string& path, const nlohmann::json& j,
+                     JsonStyle style = JsonStyle::indented);
 
 class ObjectReader {
  public:
