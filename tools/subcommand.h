@@ -17,6 +17,7 @@ Subcommand add_describe(CLI::App& root);
 Subcommand add_estimate(CLI::App& root);
 Subcommand add_plan(CLI::App& root);
 Subcommand add_calibrate(CLI::App& root);
+Subcommand add_execute(CLI::App& root);
 Subcommand add_pending(CLI::App& root, const char* name, const char* summary, const char* issue);
 
 }  // namespace shardplan::cli
