@@ -145,7 +145,7 @@ int run_rank(const ExecuteOptions& o, const Plan& p) {
   if (mpi.size() != p.layout.world()) {
     if (mpi.rank() != 0) return static_cast<int>(ExitCode::user_error);
     throw InputError(o.inputs.plan_file.empty() ? "--layout" : o.inputs.plan_file, "layout",
-                     fmt::format("needs {} ranks (dp*tp*pp*cp), but mpirun started {}",
+                     fmt::format("needs {} ranks (dp × tp × pp × cp), but mpirun started {}",
                                  p.layout.world(), mpi.size()),
                      fmt::format("run it under mpirun -np {}, or without mpirun", p.layout.world()));
   }
@@ -168,8 +168,10 @@ int run_execute(const ExecuteOptions& o) {
   const Plan given = resolve_plan(o.inputs);
   if (!runs_as_given(given.training) && !started_by_mpirun())
     fmt::print("# the cpu backend runs fp32 weights, activations and gradients without a master "
-               "copy (the plan's {} is priced by estimate, not run)\n",
-               enum_name(given.training.dtype, kDtypeNames));
+               "copy; the plan's dtype {}, grad_dtype {}, master_weights {} is priced by estimate, "
+               "not run\n",
+               enum_name(given.training.dtype, kDtypeNames),
+               enum_name(given.training.grad_dtype, kDtypeNames), given.training.master_weights);
   const Plan p = executed_plan(given);
   parse_fault(o.inject_fault);
   if (p.model.vocab < kByteVocab)
