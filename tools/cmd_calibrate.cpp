@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +20,7 @@
 #include "core/profile.h"
 #include "executor/calibrate_cpu.h"
 #include "executor/calibrate_launch.h"
+#include "tools/output_file.h"
 #include "tools/subcommand.h"
 
 namespace shardplan::cli {
@@ -34,13 +34,6 @@ struct CalibrateCliOptions {
   std::vector<std::string> models{"gpt-tiny", "gpt-small"};
   CalibrateOptions calibrate;
 };
-
-void check_output_folder(const std::string& out) {
-  const std::filesystem::path folder = std::filesystem::path(out).parent_path();
-  if (!folder.empty() && !std::filesystem::is_directory(folder))
-    throw InputError(out, "", "the folder " + folder.string() + " does not exist",
-                     "create it first");
-}
 
 void write_profile(const Profile& p, const std::string& out) {
   nlohmann::json j = profile_to_json(p);

@@ -1,0 +1,220 @@
+// `shardplan execute`: run a plan's training steps for real on this machine's ranks (CPU, fp32,
+// MPI) and report loss, step time and tokens/s per step, every rank's memory and every action's
+// timing (--out measured.json, --trace). Runs on the ranks mpirun started, or re-runs itself under
+// `mpirun -np <the plan's world>`.
+//
+// Faults: an exception on any rank prints "shardplan: error: rank R: <cause>" and calls
+// MPI_Abort(MPI_COMM_WORLD, 1), which ends every rank (none is left waiting in a collective) and
+// makes mpirun exit 1. A rank that dies without a word (SIGKILL, a crash) makes Open MPI's mpirun
+// kill the others and exit non-zero.
+
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "core/json_reader.h"
+#include "core/presets.h"
+#include "executor/calibrate_launch.h"
+#include "executor/data.h"
+#include "executor/interpreter.h"
+#include "tools/cli_inputs.h"
+#include "tools/execute_report.h"
+#include "tools/output_file.h"
+#include "tools/subcommand.h"
+
+namespace shardplan::cli {
+
+namespace {
+
+struct ExecuteOptions {
+  InputOptions inputs;
+  int64_t steps = 10;
+  std::string data;
+  uint64_t seed = InterpreterSettings{}.seed;
+  std::string out;
+  std::string trace;
+  std::string backend = "cpu";
+  std::string inject_fault;  // hidden, for the fault tests: "rank:step:throw|kill"
+};
+
+// "rank:step:kind" with step counted from 1 as printed; InjectedFault counts steps from 0.
+InjectedFault parse_fault(const std::string& spec) {
+  InjectedFault f;
+  if (spec.empty()) return f;
+  const size_t a = spec.find(':'), b = spec.find(':', a == std::string::npos ? a : a + 1);
+  const InputError bad("--inject-fault", "", "'" + spec + "' is not rank:step:kind",
+                       "e.g. 1:2:throw or 0:1:kill");
+  if (b == std::string::npos) throw bad;
+  const std::string kind = spec.substr(b + 1);
+  if (kind != "throw" && kind != "kill") throw bad;
+  try {
+    f.rank = std::stoll(spec.substr(0, a));
+    f.step = std::stoll(spec.substr(a + 1, b - a - 1)) - 1;
+  } catch (const std::exception&) {
+    throw bad;
+  }
+  f.kill = kind == "kill";
+  return f;
+}
+
+// The CPU backend computes in fp32 throughout, with no master copy: the plan it runs is the given
+// one with that training precision (its prediction, made for another precision, dropped).
+bool runs_as_given(const Training& t) {
+  return t.dtype == Dtype::fp32 && t.grad_dtype == Dtype::fp32 && !t.master_weights;
+}
+
+Plan executed_plan(Plan p) {
+  if (runs_as_given(p.training)) return p;
+  p.training.dtype = p.training.grad_dtype = Dtype::fp32;
+  p.training.master_weights = false;
+  p.prediction = nlohmann::json::object();
+  return p;
+}
+
+std::string mib(int64_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+void print_memory(const std::vector<RankMemory>& memory) {
+  for (size_t r = 0; r < memory.size(); ++r) {
+    const RankMemory& m = memory[r];
+    fmt::print("rank {} peak {} = parameters {} + gradients {} + optimizer {} + activations {} + "
+               "other {}\n",
+               r, mib(m.peak_bytes), mib(m.parameters_bytes), mib(m.gradients_bytes),
+               mib(m.optimizer_bytes), mib(m.activations_bytes), mib(m.other_bytes));
+  }
+}
+
+// Every rank: trains o.steps steps; rank 0 prints them and writes the files.
+void execute_steps(const ExecuteOptions& o, const Plan& p, int rank) {
+  const TextTokens text =
+      load_text_tokens(o.data.empty() ? data_dir() + "/" + kDefaultTextFile : o.data,
+                       p.training.seq_len + 1);
+  InterpreterSettings settings;
+  settings.seed = o.seed;
+  settings.fault = parse_fault(o.inject_fault);
+  RankInterpreter run(p.model, p.training, p.layout, text, settings);
+
+  const bool root = rank == 0;
+  ExecutionRecord record{p, {}, {}, {}, {}};
+  if (root) {
+    for (int64_t r = 0; r < p.layout.world(); ++r)
+      record.programs.push_back(build_program(p.model, p.training, p.layout, r));
+    fmt::print("{}: {} on {} ranks (cpu, fp32), {} steps of {} x {} tokens, data {}\n",
+               to_string(p.layout), p.model.name, p.layout.world(), o.steps,
+               p.training.global_batch, p.training.seq_len, text.path);
+    fmt::print("{:>5}  {:>8}  {:>12}  {:>12}\n", "step", "loss", "step_time_s", "tokens_per_s");
+    std::fflush(stdout);
+  }
+  const auto tokens = static_cast<double>(p.training.tokens_per_step());
+  for (int64_t step = 1; step <= o.steps; ++step) {
+    StepMeasurement m = run.run_step(step - 1);
+    std::vector<std::vector<ActionTiming>> timings = gather_timings(m.timings);
+    if (!root) continue;
+    const StepRecord s{step, m.loss, m.step_time_s, tokens / m.step_time_s};
+    fmt::print("{:>5}  {:>8.4f}  {:>12.4f}  {:>12.0f}\n", s.step, s.loss, s.step_time_s,
+               s.tokens_per_s);
+    std::fflush(stdout);
+    record.steps.push_back(s);
+    record.timings.push_back(std::move(timings));
+  }
+  record.memory = gather_memory(run.allocator());
+  if (!root) return;
+  const double median_s = median_step_time_s(record.steps);
+  fmt::print("median of steps {}..{}{}: step_time_s {:.4f}, tokens_per_s {:.0f}\n",
+             o.steps > kWarmupSteps ? kWarmupSteps + 1 : 1, o.steps,
+             o.steps > kWarmupSteps ? " (step 1 is warm-up)" : "", median_s, tokens / median_s);
+  print_memory(record.memory);
+  if (!o.out.empty()) {
+    write_json_file(o.out, measured_json(record));
+    fmt::print("# wrote {}\n", o.out);
+  }
+  if (!o.trace.empty()) {
+    write_json_file(o.trace, measured_trace(record), JsonStyle::compact);
+    fmt::print("# wrote {}\n", o.trace);
+  }
+}
+
+// One rank of the job. Errors end the whole job at once (see the top of the file).
+int run_rank(const ExecuteOptions& o, const Plan& p) {
+  MpiSession mpi;
+  if (mpi.size() != p.layout.world()) {
+    if (mpi.rank() != 0) return static_cast<int>(ExitCode::user_error);
+    throw InputError(o.inputs.plan_file.empty() ? "--layout" : o.inputs.plan_file, "layout",
+                     fmt::format("needs {} ranks (dp × tp × pp × cp), but mpirun started {}",
+                                 p.layout.world(), mpi.size()),
+                     fmt::format("run it under mpirun -np {}, or without mpirun", p.layout.world()));
+  }
+  try {
+    execute_steps(o, p, mpi.rank());
+  } catch (const std::exception& e) {
+    const auto* input = dynamic_cast<const InputError*>(&e);
+    fmt::print(stderr, "shardplan: error: rank {}: {}\n", mpi.rank(), e.what());
+    if (input != nullptr && !input->hint.empty()) fmt::print(stderr, "  hint: {}\n", input->hint);
+    std::fflush(nullptr);
+    MPI_Abort(MPI_COMM_WORLD, static_cast<int>(ExitCode::user_error));
+  }
+  return 0;
+}
+
+int run_execute(const ExecuteOptions& o) {
+  if (o.backend == "cuda")
+    throw InputError("--backend", "", "cuda: no CUDA device (this build has no CUDA backend)",
+                     "use --backend cpu");
+  const Plan given = resolve_plan(o.inputs);
+  if (!runs_as_given(given.training) && !started_by_mpirun())
+    fmt::print("# the cpu backend runs fp32 weights, activations and gradients without a master "
+               "copy; the plan's dtype {}, grad_dtype {}, master_weights {} is priced by estimate, "
+               "not run\n",
+               enum_name(given.training.dtype, kDtypeNames),
+               enum_name(given.training.grad_dtype, kDtypeNames), given.training.master_weights);
+  const Plan p = executed_plan(given);
+  parse_fault(o.inject_fault);
+  if (p.model.vocab < kByteVocab)
+    throw InputError(p.model.name, "vocab_size",
+                     fmt::format("{} is below {}: the executor trains on byte tokens",
+                                 p.model.vocab, kByteVocab),
+                     "use a byte-level model such as gpt-tiny or gpt-small");
+  for (const std::string* file : {&o.out, &o.trace})
+    if (!file->empty()) check_output_folder(*file);
+  if (!started_by_mpirun() && p.layout.world() > 1) return rerun_under_mpirun(static_cast<int>(p.layout.world()));
+  return run_rank(o, p);
+}
+
+}  // namespace
+
+Subcommand add_execute(CLI::App& root) {
+  auto o = std::make_shared<ExecuteOptions>();
+  CLI::App* app = root.add_subcommand(
+      "execute",
+      "Train a plan's layout for real on this machine (cpu: Eigen fp32, one MPI rank per device) "
+      "and print loss, step time and tokens/s per step (step 1 is warm-up: medians leave it out) "
+      "and each rank's peak memory. Runs on the ranks mpirun started, or re-runs itself under "
+      "mpirun -np <the plan's device count>. An error on any rank aborts the whole job (exit 1)");
+  app->add_option("plan", o->inputs.plan_file, "A plan JSON (instead of --model/--cluster/--layout)");
+  add_input_options(app, o->inputs, LayoutInput::optional);
+  app->add_option("--steps", o->steps, "Training steps to run")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app->add_option("--data", o->data, std::string("Text to train on, one token per byte (default: ") +
+                                         kDefaultTextFile + " in the data folder)");
+  app->add_option("--seed", o->seed, "Seed of the initial parameters and of the data order")
+      ->capture_default_str();
+  app->add_option("--out,-o", o->out,
+                  "Write measured.json: steps, per-rank memory, every action's timing, the plan");
+  app->add_option("--trace", o->trace,
+                  "Write the last step's timeline as Chrome trace JSON (as simulate's)");
+  app->add_option("--backend", o->backend, "cpu (Eigen fp32 + MPI) or cuda")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app->add_option("--inject-fault", o->inject_fault,
+                  "rank:step:throw|kill — make a rank fail halfway through a step (tests)")
+      ->group("");
+  return {app, [o] { return run_execute(*o); }};
+}
+
+}  // namespace shardplan::cli
