@@ -1,5 +1,7 @@
 #include "core/cluster.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cassert>
@@ -7,8 +9,6 @@
 #include <cmath>
 #include <set>
 #include <string_view>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "core/json_reader.h"
@@ -23,10 +23,14 @@ constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 template <class D>
 auto& peak_slot(D& d, Dtype t) {
   switch (t) {
-    case Dtype::fp32: return d.peak_tflops_fp32;
-    case Dtype::tf32: return d.peak_tflops_tf32;
-    case Dtype::bf16: return d.peak_tflops_bf16;
-    case Dtype::fp16: return d.peak_tflops_fp16;
+    case Dtype::fp32:
+      return d.peak_tflops_fp32;
+    case Dtype::tf32:
+      return d.peak_tflops_tf32;
+    case Dtype::bf16:
+      return d.peak_tflops_bf16;
+    case Dtype::fp16:
+      return d.peak_tflops_fp16;
   }
   assert(false && "unknown dtype");
   return d.peak_tflops_fp32;
@@ -40,13 +44,14 @@ void reject_unknown_first(ObjectReader& r, const std::array<std::string_view, N>
   r.reject_unknown();
 }
 
-constexpr auto kClusterKeys =
-    std::to_array<std::string_view>({"name", "source", "nodes", "devices_per_node", "device", "levels"});
+constexpr auto kClusterKeys = std::to_array<std::string_view>(
+    {"name", "source", "nodes", "devices_per_node", "device", "levels"});
 constexpr auto kDeviceKeys = std::to_array<std::string_view>(
     {"name", "source", "memory_GiB", "reserved_GiB", "memory_GBps", "peak_tflops", "efficiency"});
 constexpr auto kEfficiencyKeys = std::to_array<std::string_view>(
     {"source", "matmul", "attention_forward", "attention_backward", "memory", "sm_count"});
-constexpr auto kPeakKeys = std::to_array<std::string_view>({"source", "fp32", "tf32", "bf16", "fp16"});
+constexpr auto kPeakKeys =
+    std::to_array<std::string_view>({"source", "fp32", "tf32", "bf16", "fp16"});
 constexpr auto kLevelKeys = std::to_array<std::string_view>(
     {"name", "kind", "source", "span_devices", "bandwidth_GBps", "nics_per_node", "nic_GBps",
      "latency_us", "oversubscription"});
@@ -83,7 +88,8 @@ InterconnectLevel level_from_json(ObjectReader r) {
   l.name = r.string("name");
   const std::string kind = r.string("kind");
   const auto k = enum_from_name(kind, kLinkKindNames);
-  if (!k) r.fail("kind", fmt::format("unknown link kind \"{}\"", kind), enum_choices(kLinkKindNames));
+  if (!k)
+    r.fail("kind", fmt::format("unknown link kind \"{}\"", kind), enum_choices(kLinkKindNames));
   l.kind = *k;
   l.span_devices = r.integer_or("span_devices", 0);
   // Scale-up levels give a per-device bandwidth, scale-out levels NICs shared by a node.
@@ -96,8 +102,10 @@ InterconnectLevel level_from_json(ObjectReader r) {
   } else {
     for (std::string_view key : {"nics_per_node", "nic_GBps"})
       if (r.has(key))
-        r.fail(key, fmt::format("only scale-out levels (infiniband, roce) have NICs, this one is {}", kind),
-               "give bandwidth_GBps per device, one direction");
+        r.fail(
+            key,
+            fmt::format("only scale-out levels (infiniband, roce) have NICs, this one is {}", kind),
+            "give bandwidth_GBps per device, one direction");
     l.bandwidth_GBps = r.number("bandwidth_GBps");
   }
   l.latency_us = r.number("latency_us");
@@ -105,7 +113,9 @@ InterconnectLevel level_from_json(ObjectReader r) {
   return l;
 }
 
-std::string level_field(size_t i, std::string_view key) { return fmt::format("levels[{}].{}", i, key); }
+std::string level_field(size_t i, std::string_view key) {
+  return fmt::format("levels[{}].{}", i, key);
+}
 
 void validate_device(const Device& d, const std::string& file) {
   auto positive = [&](double v, const char* field) {
@@ -115,8 +125,8 @@ void validate_device(const Device& d, const std::string& file) {
   positive(d.memory_GBps, "device.memory_GBps");
   if (!(d.reserved_GiB >= 0 && d.reserved_GiB < d.memory_GiB))
     throw InputError(file, "device.reserved_GiB",
-                     fmt::format("{:g} must be at least 0 and below memory_GiB={:g}", d.reserved_GiB,
-                                 d.memory_GiB));
+                     fmt::format("{:g} must be at least 0 and below memory_GiB={:g}",
+                                 d.reserved_GiB, d.memory_GiB));
   const DeviceEfficiency& e = d.efficiency;
   for (const auto& [value, key] : {std::pair{e.matmul, "matmul"},
                                    {e.attention_forward, "attention_forward"},
@@ -128,7 +138,8 @@ void validate_device(const Device& d, const std::string& file) {
                        "achieved rate ÷ datasheet peak, e.g. 0.8 for a GEMM at 80% of peak");
   if (e.sm_count < 0)
     throw InputError(file, "device.efficiency.sm_count",
-                     fmt::format("must not be negative, found {}", e.sm_count), "0: no wave quantization");
+                     fmt::format("must not be negative, found {}", e.sm_count),
+                     "0: no wave quantization");
   bool any = false;
   for (const auto& [dtype, name] : kDtypeNames) {
     const double v = d.peak_tflops(dtype);
@@ -138,8 +149,9 @@ void validate_device(const Device& d, const std::string& file) {
     any = any || v > 0;
   }
   if (!any)
-    throw InputError(file, "device.peak_tflops", "no dtype has a positive peak",
-                     "give the dense peak of at least one of fp32, tf32, bf16, fp16 in 10^12 FLOP/s");
+    throw InputError(
+        file, "device.peak_tflops", "no dtype has a positive peak",
+        "give the dense peak of at least one of fp32, tf32, bf16, fp16 in 10^12 FLOP/s");
 }
 
 // A scale-up level needs bandwidth_GBps and no NICs; a scale-out level NICs and no bandwidth_GBps.
@@ -147,23 +159,27 @@ void validate_level_links(const InterconnectLevel& l, size_t i, const std::strin
   const std::string_view kind = enum_name(l.kind, kLinkKindNames);
   if (l.is_scale_out()) {
     if (l.nics_per_node <= 0)
-      throw InputError(file, level_field(i, "nics_per_node"),
-                       fmt::format("a {} level needs NICs per node, found {}", kind, l.nics_per_node));
+      throw InputError(
+          file, level_field(i, "nics_per_node"),
+          fmt::format("a {} level needs NICs per node, found {}", kind, l.nics_per_node));
     if (!(l.nic_GBps > 0))
       throw InputError(file, level_field(i, "nic_GBps"),
-                       fmt::format("a {} level needs a positive bandwidth per NIC, found {:g}", kind, l.nic_GBps));
+                       fmt::format("a {} level needs a positive bandwidth per NIC, found {:g}",
+                                   kind, l.nic_GBps));
     if (l.bandwidth_GBps != 0)
       throw InputError(file, level_field(i, "bandwidth_GBps"),
-                       fmt::format("a {} level is described per NIC", kind), "use nics_per_node and nic_GBps");
+                       fmt::format("a {} level is described per NIC", kind),
+                       "use nics_per_node and nic_GBps");
     return;
   }
   if (!(l.bandwidth_GBps > 0))
     throw InputError(file, level_field(i, "bandwidth_GBps"),
-                     fmt::format("a {} level needs a positive bandwidth per device, found {:g}", kind,
-                                 l.bandwidth_GBps));
+                     fmt::format("a {} level needs a positive bandwidth per device, found {:g}",
+                                 kind, l.bandwidth_GBps));
   if (l.nics_per_node != 0 || l.nic_GBps != 0)
-    throw InputError(file, level_field(i, l.nics_per_node != 0 ? "nics_per_node" : "nic_GBps"),
-                     fmt::format("only scale-out levels (infiniband, roce) have NICs, this one is {}", kind));
+    throw InputError(
+        file, level_field(i, l.nics_per_node != 0 ? "nics_per_node" : "nic_GBps"),
+        fmt::format("only scale-out levels (infiniband, roce) have NICs, this one is {}", kind));
 }
 
 // Domains of a level are `span` consecutive devices. They sit inside one node or hold whole nodes,
@@ -174,42 +190,58 @@ void validate_level_span(const Cluster& c, size_t i, const std::string& file) {
   const int64_t span = l.span_devices;
   const int dpn = c.devices_per_node;
   if (span < 0)
-    throw InputError(file, field, fmt::format("must not be negative, found {}", span), "0 means the whole cluster");
+    throw InputError(file, field, fmt::format("must not be negative, found {}", span),
+                     "0 means the whole cluster");
   if (i > 0 && c.levels[i - 1].span_devices == 0)
     throw InputError(file, level_field(i - 1, "span_devices"),
                      "0 (the whole cluster) is for the outermost level only",
                      "levels go innermost first");
   if (span == 0) return;
   if (span < dpn && dpn % span != 0)
-    throw InputError(file, field, fmt::format("domains of {} devices would straddle nodes of {} devices", span, dpn),
-                     "a level smaller than a node must divide devices_per_node");
+    throw InputError(
+        file, field,
+        fmt::format("domains of {} devices would straddle nodes of {} devices", span, dpn),
+        "a level smaller than a node must divide devices_per_node");
   if (span > dpn && span % dpn != 0)
-    throw InputError(file, field, fmt::format("{} is not a whole number of nodes of {} devices", span, dpn));
-  if (l.is_scale_out() && span % dpn != 0)
-    throw InputError(file, field, fmt::format("a scale-out level joins whole nodes, {} < {} devices", span, dpn));
-  if (span < c.world() && c.world() % span != 0) {
-    const int64_t n = span / dpn;  // span holds whole nodes here: it is above a node and is not a divisor
     throw InputError(file, field,
-                     fmt::format("{} does not divide the {} devices ({} nodes x {} devices_per_node)", span,
-                                 c.world(), c.nodes, dpn),
-                     fmt::format("with this node description use at most {} nodes (part of one domain) or a "
-                                 "multiple of {}", n, n));
+                     fmt::format("{} is not a whole number of nodes of {} devices", span, dpn));
+  if (l.is_scale_out() && span % dpn != 0)
+    throw InputError(
+        file, field,
+        fmt::format("a scale-out level joins whole nodes, {} < {} devices", span, dpn));
+  if (span < c.world() && c.world() % span != 0) {
+    const int64_t n =
+        span / dpn;  // span holds whole nodes here: it is above a node and is not a divisor
+    throw InputError(
+        file, field,
+        fmt::format("{} does not divide the {} devices ({} nodes x {} devices_per_node)", span,
+                    c.world(), c.nodes, dpn),
+        fmt::format("with this node description use at most {} nodes (part of one domain) or a "
+                    "multiple of {}",
+                    n, n));
   }
   if (i == 0) return;
   const int64_t inner = c.levels[i - 1].span_devices;
   if (span <= inner || span % inner != 0)
-    throw InputError(file, field,
-                     fmt::format("{} must be a larger multiple of levels[{}]'s span {}", span, i - 1, inner),
-                     "levels go innermost first, each domain made of whole inner domains");
+    throw InputError(
+        file, field,
+        fmt::format("{} must be a larger multiple of levels[{}]'s span {}", span, i - 1, inner),
+        "levels go innermost first, each domain made of whole inner domains");
 }
 
 }  // namespace
 
-double Device::peak_tflops(Dtype d) const { return peak_slot(*this, d); }
+double Device::peak_tflops(Dtype d) const {
+  return peak_slot(*this, d);
+}
 
-int64_t Device::memory_bytes() const { return std::llround(memory_GiB * kBytesPerGiB); }
+int64_t Device::memory_bytes() const {
+  return std::llround(memory_GiB * kBytesPerGiB);
+}
 
-int64_t Device::reserved_bytes() const { return std::llround(reserved_GiB * kBytesPerGiB); }
+int64_t Device::reserved_bytes() const {
+  return std::llround(reserved_GiB * kBytesPerGiB);
+}
 
 int64_t Cluster::level_span(size_t i) const {
   assert(i < levels.size());
@@ -275,23 +307,28 @@ Cluster with_nodes(Cluster c, int nodes, const std::string& file) {
 
 void validate_cluster(const Cluster& c, const std::string& file) {
   if (c.nodes <= 0)
-    throw InputError(file, "nodes", fmt::format("must be positive, found {}", c.nodes), "--nodes N sets it");
+    throw InputError(file, "nodes", fmt::format("must be positive, found {}", c.nodes),
+                     "--nodes N sets it");
   if (c.devices_per_node <= 0)
-    throw InputError(file, "devices_per_node", fmt::format("must be positive, found {}", c.devices_per_node));
+    throw InputError(file, "devices_per_node",
+                     fmt::format("must be positive, found {}", c.devices_per_node));
   validate_device(c.device, file);
   if (c.levels.empty())
     throw InputError(file, "levels", "at least one interconnect level is needed",
-                     "e.g. {\"name\": \"nvlink\", \"kind\": \"nvlink\", \"bandwidth_GBps\": 450, \"latency_us\": 0.6}");
+                     "e.g. {\"name\": \"nvlink\", \"kind\": \"nvlink\", \"bandwidth_GBps\": 450, "
+                     "\"latency_us\": 0.6}");
   std::set<std::string, std::less<>> names;
   for (size_t i = 0; i < c.levels.size(); ++i) {
     const InterconnectLevel& l = c.levels[i];
     if (l.name.empty()) throw InputError(file, level_field(i, "name"), "must not be empty");
     if (!names.insert(l.name).second)
-      throw InputError(file, level_field(i, "name"), fmt::format("\"{}\" names two levels", l.name));
+      throw InputError(file, level_field(i, "name"),
+                       fmt::format("\"{}\" names two levels", l.name));
     validate_level_span(c, i, file);
     validate_level_links(l, i, file);
     if (!(l.latency_us >= 0))
-      throw InputError(file, level_field(i, "latency_us"), fmt::format("must not be negative, found {:g}", l.latency_us));
+      throw InputError(file, level_field(i, "latency_us"),
+                       fmt::format("must not be negative, found {:g}", l.latency_us));
     if (!(l.oversubscription >= 1))
       throw InputError(file, level_field(i, "oversubscription"),
                        fmt::format("must be at least 1, found {:g}", l.oversubscription),
@@ -299,12 +336,13 @@ void validate_cluster(const Cluster& c, const std::string& file) {
   }
   const int64_t outer = c.level_span(c.levels.size() - 1);
   if (outer != c.world())
-    throw InputError(file, "levels",
-                     fmt::format("the outermost level \"{}\" spans {} devices, not all {} ({} nodes x {})",
-                                 c.levels.back().name, outer, c.world(), c.nodes, c.devices_per_node),
-                     fmt::format("to join more nodes add a scale-out level (kind infiniband or roce, "
-                                 "span_devices 0 = the whole cluster); as described, at most {} node(s)",
-                                 std::max<int64_t>(1, outer / c.devices_per_node)));
+    throw InputError(
+        file, "levels",
+        fmt::format("the outermost level \"{}\" spans {} devices, not all {} ({} nodes x {})",
+                    c.levels.back().name, outer, c.world(), c.nodes, c.devices_per_node),
+        fmt::format("to join more nodes add a scale-out level (kind infiniband or roce, "
+                    "span_devices 0 = the whole cluster); as described, at most {} node(s)",
+                    std::max<int64_t>(1, outer / c.devices_per_node)));
 }
 
 size_t level_joining(const Cluster& c, int64_t device_a, int64_t device_b) {

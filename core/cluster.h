@@ -3,10 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/dtype.h"
 #include "core/enum_names.h"
@@ -26,10 +25,10 @@ struct DeviceEfficiency {
 };
 
 struct Device {
-  std::string name;               // "H100-SXM5-80GB"
-  double memory_GiB = 0;          // capacity
-  double reserved_GiB = 0;        // taken by the runtime (CUDA context, NCCL buffers) before us
-  double memory_GBps = 0;         // HBM (or DRAM) bandwidth
+  std::string name;         // "H100-SXM5-80GB"
+  double memory_GiB = 0;    // capacity
+  double reserved_GiB = 0;  // taken by the runtime (CUDA context, NCCL buffers) before us
+  double memory_GBps = 0;   // HBM (or DRAM) bandwidth
   // Dense peak FLOP/s by compute dtype, in 10^12 FLOP/s; 0 = not supported.
   double peak_tflops_fp32 = 0;
   double peak_tflops_tf32 = 0;
@@ -45,25 +44,26 @@ struct Device {
 };
 
 enum class LinkKind { nvlink, pcie, infiniband, roce, shared_memory };
-inline constexpr EnumNames<LinkKind, 5> kLinkKindNames{{{LinkKind::nvlink, "nvlink"},
-                                                         {LinkKind::pcie, "pcie"},
-                                                         {LinkKind::infiniband, "infiniband"},
-                                                         {LinkKind::roce, "roce"},
-                                                         {LinkKind::shared_memory, "shared_memory"}}};
+inline constexpr EnumNames<LinkKind, 5> kLinkKindNames{
+    {{LinkKind::nvlink, "nvlink"},
+     {LinkKind::pcie, "pcie"},
+     {LinkKind::infiniband, "infiniband"},
+     {LinkKind::roce, "roce"},
+     {LinkKind::shared_memory, "shared_memory"}}};
 
 // One level of the interconnect. A level's domain is `span_devices` consecutive devices (8 for an
 // NVLink node, 72 for an NVL72 rack); the outermost level spans the whole cluster (span 0).
 // Scale-up levels (nvlink, pcie, shared_memory) give bandwidth per device; scale-out levels
 // (infiniband, roce) give NICs per node and bandwidth per NIC, which the node's devices share.
 struct InterconnectLevel {
-  std::string name;            // "nvlink", "nvl72", "infiniband"
+  std::string name;  // "nvlink", "nvl72", "infiniband"
   LinkKind kind = LinkKind::nvlink;
-  int64_t span_devices = 0;    // devices in one domain of this level; 0 = the whole cluster
-  double bandwidth_GBps = 0;   // per device, one direction (scale-up levels)
-  int nics_per_node = 0;       // scale-out levels
-  double nic_GBps = 0;         // per NIC, one direction (scale-out levels)
-  double latency_us = 0;       // one hop, as alpha in the alpha-beta model
-  double oversubscription = 1; // fabric oversubscription (1 = non-blocking fat tree)
+  int64_t span_devices = 0;     // devices in one domain of this level; 0 = the whole cluster
+  double bandwidth_GBps = 0;    // per device, one direction (scale-up levels)
+  int nics_per_node = 0;        // scale-out levels
+  double nic_GBps = 0;          // per NIC, one direction (scale-out levels)
+  double latency_us = 0;        // one hop, as alpha in the alpha-beta model
+  double oversubscription = 1;  // fabric oversubscription (1 = non-blocking fat tree)
 
   bool is_scale_out() const { return kind == LinkKind::infiniband || kind == LinkKind::roce; }
 

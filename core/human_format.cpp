@@ -1,8 +1,8 @@
 #include "core/human_format.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 namespace shardplan {
 
@@ -14,7 +14,9 @@ std::string format_count(double n) {
   return fmt::format("{:.0f}", n);
 }
 
-std::string format_gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024)); }
+std::string format_gib(double bytes) {
+  return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024));
+}
 
 std::string format_seconds(double s) {
   const double a = std::fabs(s);
@@ -23,6 +25,8 @@ std::string format_seconds(double s) {
   return fmt::format("{:.2f} us", s * 1e6);
 }
 
-std::string format_percent(double ratio) { return fmt::format("{:.1f}%", ratio * 100.0); }
+std::string format_percent(double ratio) {
+  return fmt::format("{:.1f}%", ratio * 100.0);
+}
 
 }  // namespace shardplan

@@ -1,11 +1,11 @@
 #include "core/json_reader.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 namespace shardplan {
 
@@ -52,7 +52,9 @@ void ObjectReader::fail(std::string_view key, const std::string& reason,
   throw InputError(file_, path(key), reason, hint);
 }
 
-bool ObjectReader::has(std::string_view key) const { return j_.contains(key); }
+bool ObjectReader::has(std::string_view key) const {
+  return j_.contains(key);
+}
 
 const nlohmann::json* ObjectReader::find(std::string_view key) {
   known_.emplace(key);
@@ -109,7 +111,8 @@ int64_t ObjectReader::integer(std::string_view key) {
   const auto& v = require(key);
   if (v.is_number_integer()) return v.get<int64_t>();
   // 4096.0 is an integer written as a float; 40.5 is not.
-  if (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())))
+  if (v.is_number_float() &&
+      v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())))
     return static_cast<int64_t>(v.get<double>());
   wrong_type(*this, key, "an integer", v);
 }
@@ -164,7 +167,9 @@ std::vector<ObjectReader> ObjectReader::objects(std::string_view key) {
   return out;
 }
 
-const nlohmann::json& ObjectReader::raw(std::string_view key) { return require(key); }
+const nlohmann::json& ObjectReader::raw(std::string_view key) {
+  return require(key);
+}
 
 void ObjectReader::ignore(std::initializer_list<std::string_view> keys) {
   for (auto k : keys) {

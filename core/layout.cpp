@@ -1,8 +1,8 @@
 #include "core/layout.h"
 
-#include <tuple>
-
 #include <fmt/format.h>
+
+#include <tuple>
 
 #include "core/json_reader.h"
 #include "core/model_fields.h"

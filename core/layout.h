@@ -5,12 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/cluster.h"
 #include "core/dtype.h"
@@ -45,7 +44,7 @@ struct Layout {
   int num_microbatches = 1;  // per pipeline per step = global_batch / (micro_batch * dp)
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;
-  int vpp = 1;               // model chunks per pipeline rank (virtual pipeline stages)
+  int vpp = 1;  // model chunks per pipeline rank (virtual pipeline stages)
   Schedule schedule = Schedule::one_f_one_b;
   std::string rank_order = std::string(kDefaultRankOrder);
 

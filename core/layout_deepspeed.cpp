@@ -1,9 +1,9 @@
 // The layout from a DeepSpeed config (deepspeed/runtime/config.py and zero/config.py name the
 // keys): the keys that shape the layout are read, the runtime-only ones skipped by name, and
 // anything else is an error, so a setting that would change the step is never silently lost.
-#include <limits>
-
 #include <fmt/format.h>
+
+#include <limits>
 
 #include "core/json_reader.h"
 #include "core/layout.h"

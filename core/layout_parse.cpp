@@ -1,10 +1,10 @@
 // The layout as users type it: the compact string and Megatron-LM's flags. Both go through one
 // table of settings, so a value means the same thing and fails the same way in either form.
-#include <charconv>
-#include <limits>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <charconv>
+#include <limits>
 
 #include "core/error.h"
 #include "core/layout.h"

@@ -1,10 +1,10 @@
 // From what a user wrote to a complete layout (resolve_layout), and every rule a layout must meet
 // on a model, cluster and training (validate_layout). Each rule is one error naming the source,
 // the field and the numbers involved; the rules are Megatron-LM's where it has one.
+#include <fmt/format.h>
+
 #include <limits>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "core/layout.h"

@@ -38,21 +38,26 @@ int64_t attention_params_per_layer(const Model& m) {
   return weights + biases;
 }
 
-int64_t mlp_params_per_layer(const Model& m) { return mlp_params(m, m.ffn_hidden); }
+int64_t mlp_params_per_layer(const Model& m) {
+  return mlp_params(m, m.ffn_hidden);
+}
 
 int64_t expert_params_per_layer(const Model& m) {
   return m.is_moe() ? mlp_params(m, m.moe.expert_ffn_hidden) : 0;
 }
 
 // Two norms per layer: before attention and before the MLP (pre-LN, as in GPT-2, Llama, NeoX).
-int64_t norm_params_per_layer(const Model& m) { return 2 * norm_params(m); }
+int64_t norm_params_per_layer(const Model& m) {
+  return 2 * norm_params(m);
+}
 
 ParamCounts count_parameters(const Model& m) {
   const int64_t moe_layers = m.num_moe_layers();
   const int64_t dense_layers = m.num_layers - moe_layers;
   ParamCounts c;
   c.embedding = m.vocab * m.hidden;
-  c.position_embedding = m.position_embedding == PositionEmbedding::learned ? m.max_seq * m.hidden : 0;
+  c.position_embedding =
+      m.position_embedding == PositionEmbedding::learned ? m.max_seq * m.hidden : 0;
   c.attention = m.num_layers * attention_params_per_layer(m);
   c.mlp = dense_layers * mlp_params_per_layer(m);
   c.experts = moe_layers * m.moe.num_experts * expert_params_per_layer(m);
@@ -87,7 +92,8 @@ void validate_model(const Model& m, const std::string& file) {
          "each key/value head serves a whole group of query heads");
 
   const Moe& e = m.moe;
-  if (e.num_experts < 0) fail("num_local_experts", fmt::format("must not be negative, found {}", e.num_experts));
+  if (e.num_experts < 0)
+    fail("num_local_experts", fmt::format("must not be negative, found {}", e.num_experts));
   if (e.num_experts == 0) {
     if (e.top_k != 0)
       fail("num_experts_per_tok", fmt::format("is {} but the model has no experts", e.top_k),
@@ -101,8 +107,8 @@ void validate_model(const Model& m, const std::string& file) {
   positive("moe_intermediate_size", e.expert_ffn_hidden);
   positive("moe_layer_freq", e.layer_freq);
   if (e.layer_freq > m.num_layers)
-    fail("moe_layer_freq",
-         fmt::format("{} exceeds num_hidden_layers={}: no layer would be MoE", e.layer_freq, m.num_layers));
+    fail("moe_layer_freq", fmt::format("{} exceeds num_hidden_layers={}: no layer would be MoE",
+                                       e.layer_freq, m.num_layers));
 }
 
 bool operator==(const Moe& a, const Moe& b) {

@@ -3,11 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "core/enum_names.h"
 
@@ -19,7 +18,8 @@ enum class PositionEmbedding { learned, rope };
 
 inline constexpr EnumNames<Activation, 2> kActivationNames{
     {{Activation::gelu, "gelu"}, {Activation::swiglu, "swiglu"}}};
-inline constexpr EnumNames<Norm, 2> kNormNames{{{Norm::layernorm, "layernorm"}, {Norm::rmsnorm, "rmsnorm"}}};
+inline constexpr EnumNames<Norm, 2> kNormNames{
+    {{Norm::layernorm, "layernorm"}, {Norm::rmsnorm, "rmsnorm"}}};
 inline constexpr EnumNames<PositionEmbedding, 2> kPositionEmbeddingNames{
     {{PositionEmbedding::learned, "learned"}, {PositionEmbedding::rope, "rope"}}};
 
@@ -33,14 +33,14 @@ struct Moe {
 
 struct Model {
   std::string name;
-  int num_layers = 0;          // num_hidden_layers
-  int64_t hidden = 0;          // hidden_size
-  int num_heads = 0;           // num_attention_heads
-  int num_kv_heads = 0;        // num_key_value_heads (== num_heads without GQA)
-  int64_t head_dim = 0;        // hidden / num_heads unless given
-  int64_t ffn_hidden = 0;      // intermediate_size of the dense MLP
-  int64_t vocab = 0;           // vocab_size
-  int64_t max_seq = 0;         // max_position_embeddings
+  int num_layers = 0;      // num_hidden_layers
+  int64_t hidden = 0;      // hidden_size
+  int num_heads = 0;       // num_attention_heads
+  int num_kv_heads = 0;    // num_key_value_heads (== num_heads without GQA)
+  int64_t head_dim = 0;    // hidden / num_heads unless given
+  int64_t ffn_hidden = 0;  // intermediate_size of the dense MLP
+  int64_t vocab = 0;       // vocab_size
+  int64_t max_seq = 0;     // max_position_embeddings
   Activation activation = Activation::gelu;
   Norm norm = Norm::layernorm;
   PositionEmbedding position_embedding = PositionEmbedding::learned;

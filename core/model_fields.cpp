@@ -33,9 +33,9 @@ int64_t head_dim_field(ObjectReader& r, const SizeKeys& keys, int64_t hidden, in
   if (hidden <= 0 || heads <= 0) return 0;  // validate_model names the size that is wrong
   if (hidden % heads != 0)
     r.fail(keys.heads, fmt::format("{} does not divide {}={}", heads, keys.hidden, hidden),
-           keys.head_dim.empty()
-               ? std::string("the heads must split the hidden size evenly")
-               : fmt::format("give {} when the heads do not split {} evenly", keys.head_dim, keys.hidden));
+           keys.head_dim.empty() ? std::string("the heads must split the hidden size evenly")
+                                 : fmt::format("give {} when the heads do not split {} evenly",
+                                               keys.head_dim, keys.hidden));
   return hidden / heads;
 }
 
@@ -71,7 +71,8 @@ void read_sizes(ObjectReader& r, const SizeKeys& keys, Model& m) {
   m.num_layers = int_field(r, keys.layers);
   m.hidden = r.integer(keys.hidden);
   m.num_heads = int_field(r, keys.heads);
-  m.num_kv_heads = keys.kv_heads.empty() ? m.num_heads : int_field_or(r, keys.kv_heads, m.num_heads);
+  m.num_kv_heads =
+      keys.kv_heads.empty() ? m.num_heads : int_field_or(r, keys.kv_heads, m.num_heads);
   m.head_dim = head_dim_field(r, keys, m.hidden, m.num_heads);
   const bool ffn_defaults = keys.ffn_per_hidden > 0 && !given(r, keys.ffn);
   m.ffn_hidden = ffn_defaults ? keys.ffn_per_hidden * m.hidden : r.integer(keys.ffn);

@@ -2,10 +2,10 @@
 // in hf_config.cpp): integer narrowing, the head_dim default, activation and enum names.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <string_view>
-
-#include <fmt/format.h>
 
 #include "core/enum_names.h"
 #include "core/json_reader.h"

@@ -17,9 +17,11 @@ Moe read_moe(ObjectReader& r, int64_t ffn_hidden) {
   moe.num_experts = int_field_or(r, "num_local_experts", 0);
   const bool dense = moe.num_experts <= 0;  // a negative count is left to validate_model
   for (auto key : kMoeOnlyKeys)
-    if (dense && r.has(key)) r.fail(key, "given but the model has no experts", "set num_local_experts");
+    if (dense && r.has(key))
+      r.fail(key, "given but the model has no experts", "set num_local_experts");
   // On a dense model num_experts_per_tok is left to validate_model, which names it.
-  moe.top_k = dense ? int_field_or(r, "num_experts_per_tok", 0) : int_field(r, "num_experts_per_tok");
+  moe.top_k =
+      dense ? int_field_or(r, "num_experts_per_tok", 0) : int_field(r, "num_experts_per_tok");
   moe.expert_ffn_hidden = r.integer_or("moe_intermediate_size", dense ? 0 : ffn_hidden);
   moe.layer_freq = int_field_or(r, "moe_layer_freq", 1);
   return moe;

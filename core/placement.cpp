@@ -1,13 +1,13 @@
 #include "core/placement.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cassert>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 
@@ -28,7 +28,8 @@ std::string parse_rank_order(std::string_view order, AxisOrder& axes) {
   size_t n = 0;
   for (size_t pos = 0;;) {
     const size_t dash = order.find('-', pos);
-    const std::string_view token = order.substr(pos, dash == std::string_view::npos ? dash : dash - pos);
+    const std::string_view token =
+        order.substr(pos, dash == std::string_view::npos ? dash : dash - pos);
     const auto it = std::find(kAxisNames.begin(), kAxisNames.end(), token);
     if (it == kAxisNames.end()) return fmt::format("unknown axis \"{}\"", token);
     const auto a = static_cast<Axis>(it - kAxisNames.begin());
@@ -58,11 +59,21 @@ AxisOrder axis_order(std::string_view order) {
   AxisOrder axes{};
   for (size_t i = 0; i < axes.size(); ++i) {
     switch (order[3 * i]) {
-      case 't': axes[i] = kTp; break;
-      case 'c': axes[i] = kCp; break;
-      case 'e': axes[i] = kEp; break;
-      case 'd': axes[i] = kEdp; break;
-      default: axes[i] = kPp; break;
+      case 't':
+        axes[i] = kTp;
+        break;
+      case 'c':
+        axes[i] = kCp;
+        break;
+      case 'e':
+        axes[i] = kEp;
+        break;
+      case 'd':
+        axes[i] = kEdp;
+        break;
+      default:
+        axes[i] = kPp;
+        break;
     }
   }
   [[maybe_unused]] AxisOrder parsed{};
@@ -94,13 +105,20 @@ std::span<const Axis> group_axes(Group g) {
   static constexpr Axis tp[] = {kTp}, cp[] = {kCp}, ep[] = {kEp}, pp[] = {kPp};
   static constexpr Axis dp[] = {kEp, kEdp}, expert_dp[] = {kEdp}, dp_cp[] = {kCp, kEp, kEdp};
   switch (g) {
-    case Group::tp: return tp;
-    case Group::cp: return cp;
-    case Group::ep: return ep;
-    case Group::dp: return dp;
-    case Group::expert_dp: return expert_dp;
-    case Group::dp_cp: return dp_cp;
-    case Group::pp: return pp;
+    case Group::tp:
+      return tp;
+    case Group::cp:
+      return cp;
+    case Group::ep:
+      return ep;
+    case Group::dp:
+      return dp;
+    case Group::expert_dp:
+      return expert_dp;
+    case Group::dp_cp:
+      return dp_cp;
+    case Group::pp:
+      return pp;
   }
   assert(false && "unknown group");
   return tp;
@@ -320,9 +338,10 @@ void validate_rank_order(std::string_view order, const std::string& source) {
   AxisOrder axes{};
   const std::string problem = parse_rank_order(order, axes);
   if (!problem.empty())
-    throw InputError(source, "layout.rank_order",
-                     fmt::format("\"{}\" is not a permutation of tp, cp, ep, dp, pp: {}", order, problem),
-                     fmt::format("fastest-varying first, e.g. {} (Megatron-LM's default)", kDefaultRankOrder));
+    throw InputError(
+        source, "layout.rank_order",
+        fmt::format("\"{}\" is not a permutation of tp, cp, ep, dp, pp: {}", order, problem),
+        fmt::format("fastest-varying first, e.g. {} (Megatron-LM's default)", kDefaultRankOrder));
 }
 
 }  // namespace shardplan

@@ -56,10 +56,10 @@ DeviceLocation device_of(const Cluster& c, int64_t rank);
 // Where one group sits on the topology.
 struct GroupSpan {
   Group group = Group::tp;
-  int size = 1;               // ranks in the group
-  size_t level = 0;           // innermost interconnect level whose domain holds the whole group
-  int nodes = 1;              // nodes the group touches
-  int max_ranks_per_node = 1; // most group members on one node (they share that node's NICs)
+  int size = 1;                // ranks in the group
+  size_t level = 0;            // innermost interconnect level whose domain holds the whole group
+  int nodes = 1;               // nodes the group touches
+  int max_ranks_per_node = 1;  // most group members on one node (they share that node's NICs)
 
   bool operator==(const GroupSpan&) const = default;
 };

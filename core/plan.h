@@ -3,9 +3,8 @@
 // compare read it.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/cluster.h"
 #include "core/layout.h"

@@ -1,10 +1,10 @@
 #include "core/presets.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "core/json_reader.h"
@@ -49,9 +49,10 @@ fs::path resolve(const std::string& name_or_path, const std::string& folder, con
   const auto names = preset_names(folder);
   const auto close = closest_names(name_or_path, names);
   std::string hint = close.empty() ? "" : fmt::format("did you mean {}? ", join(close, " or "));
-  hint += names.empty() ? fmt::format("no presets found in {} (SHARDPLAN_DATA_DIR sets the data folder)",
-                                      (fs::path(data_dir()) / folder).string())
-                        : "available: " + join(names, ", ");
+  hint += names.empty()
+              ? fmt::format("no presets found in {} (SHARDPLAN_DATA_DIR sets the data folder)",
+                            (fs::path(data_dir()) / folder).string())
+              : "available: " + join(names, ", ");
   throw InputError(name_or_path, "", fmt::format("no {} preset or file of this name", what), hint);
 }
 
@@ -72,7 +73,8 @@ std::vector<std::string> preset_names(const std::string& folder) {
   return names;
 }
 
-std::vector<std::string> closest_names(const std::string& name, const std::vector<std::string>& candidates) {
+std::vector<std::string> closest_names(const std::string& name,
+                                       const std::vector<std::string>& candidates) {
   std::vector<std::pair<size_t, std::string>> scored;
   const size_t tolerance = std::max<size_t>(2, name.size() / 3);
   for (const auto& c : candidates) {

@@ -18,7 +18,8 @@ std::vector<std::string> preset_names(const std::string& folder);
 
 // The candidates closest to a misspelt name (edit distance within a third of its length, or
 // containing it), closest first, at most three: for "did you mean" hints.
-std::vector<std::string> closest_names(const std::string& name, const std::vector<std::string>& candidates);
+std::vector<std::string> closest_names(const std::string& name,
+                                       const std::vector<std::string>& candidates);
 
 // A preset name, a path to our JSON, a Hugging Face config.json, or a folder holding one.
 // Unknown names get an error listing the closest presets ("did you mean").

@@ -28,10 +28,14 @@ struct PassEmitter {
 
   uint32_t p2p(ActionKind kind, Pass pass, const PipelineStep& s, int peer_stage, int64_t tag,
                uint32_t dep) {
-    const Action a{.kind = kind, .stream = Stream::pp_comm, .pass = pass,
-                   .micro_batch = s.micro_batch, .chunk = s.chunk,
+    const Action a{.kind = kind,
+                   .stream = Stream::pp_comm,
+                   .pass = pass,
+                   .micro_batch = s.micro_batch,
+                   .chunk = s.chunk,
                    .peer = p.groups[static_cast<size_t>(Group::pp)][peer_stage % l.pp],
-                   .tag = tag, .bytes = p2p_bytes};
+                   .tag = tag,
+                   .bytes = p2p_bytes};
     return sd::emit(p, a, {dep});
   }
 
@@ -45,7 +49,8 @@ struct PassEmitter {
     const int to = s.forward ? vs + 1 : vs - 1;
     uint32_t prev = sd::kNone;
     if (from >= 0 && from <= last_stage)
-      prev = p2p(ActionKind::recv, pass, s, from, message_tag(l, s.micro_batch, from, pass), sd::kNone);
+      prev = p2p(ActionKind::recv, pass, s, from, message_tag(l, s.micro_batch, from, pass),
+                 sd::kNone);
     const bool last_backward = !s.forward && ++dp.backwards_done[c.chunk] == l.num_microbatches;
     uint32_t last_compute = sd::kNone;
     const int n = static_cast<int>(c.units.size());
@@ -117,7 +122,8 @@ Program build_program(const Model& m, const Training& t, const Layout& l, int64_
   Program p;
   p.rank = rank;
   p.coord = rank_coord(l, rank);
-  for (const auto& [g, name] : kGroupNames) p.groups[static_cast<size_t>(g)] = group_ranks(l, rank, g);
+  for (const auto& [g, name] : kGroupNames)
+    p.groups[static_cast<size_t>(g)] = group_ranks(l, rank, g);
   const auto& stages = p.groups[static_cast<size_t>(Group::pp)];
   if (m.tied_embeddings && l.pp > 1 && (p.coord.pp == 0 || p.coord.pp == l.pp - 1))
     p.embedding_group = {stages.front(), stages.back()};
@@ -148,7 +154,8 @@ StepPrograms build_step(const Model& m, const Training& t, const Layout& l, bool
       s.programs.push_back(build_program(m, t, l, rank_of(l, c)));
     }
   } else {
-    for (int64_t rank = 0; rank < s.world; ++rank) s.programs.push_back(build_program(m, t, l, rank));
+    for (int64_t rank = 0; rank < s.world; ++rank)
+      s.programs.push_back(build_program(m, t, l, rank));
   }
   s.ranks_per_program = s.world / static_cast<int64_t>(s.programs.size());
   return s;

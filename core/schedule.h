@@ -41,13 +41,14 @@ enum class ActionKind : uint8_t {
   param_gather,    // ZeRO all-gather of parameters before their use
   optimizer_step,  // the update of the `params` this rank owns
 };
-inline constexpr EnumNames<ActionKind, 7> kActionKindNames{{{ActionKind::compute, "compute"},
-                                                            {ActionKind::send, "send"},
-                                                            {ActionKind::recv, "recv"},
-                                                            {ActionKind::collective, "collective"},
-                                                            {ActionKind::grad_reduce, "grad_reduce"},
-                                                            {ActionKind::param_gather, "param_gather"},
-                                                            {ActionKind::optimizer_step, "optimizer_step"}}};
+inline constexpr EnumNames<ActionKind, 7> kActionKindNames{
+    {{ActionKind::compute, "compute"},
+     {ActionKind::send, "send"},
+     {ActionKind::recv, "recv"},
+     {ActionKind::collective, "collective"},
+     {ActionKind::grad_reduce, "grad_reduce"},
+     {ActionKind::param_gather, "param_gather"},
+     {ActionKind::optimizer_step, "optimizer_step"}}};
 
 // Which pass of a micro-batch an action belongs to. Full recomputation re-runs a layer's forward
 // (its collectives included) as its own actions just before that layer's backward; selective
@@ -84,8 +85,12 @@ inline constexpr EnumNames<Part, 7> kPartNames{{{Part::embedding, "embedding"},
                                                 {Part::experts, "experts"},
                                                 {Part::head, "head"}}};
 using PartSet = uint8_t;
-constexpr PartSet part_bit(Part p) { return static_cast<PartSet>(1u << static_cast<unsigned>(p)); }
-constexpr bool has_part(PartSet s, Part p) { return (s & part_bit(p)) != 0; }
+constexpr PartSet part_bit(Part p) {
+  return static_cast<PartSet>(1u << static_cast<unsigned>(p));
+}
+constexpr bool has_part(PartSet s, Part p) {
+  return (s & part_bit(p)) != 0;
+}
 // "attention_qkv+attention_core".
 std::string parts_name(PartSet s);
 
@@ -107,8 +112,8 @@ inline constexpr uint8_t kFreesActivations = 2;
 //                   group tp: the replicated norm weights' gradients under sequence parallelism;
 //                   group pp: the tied word embedding between the first and last stage.
 //   param_gather  : op all_gather, group, chunk, layer range, parts, params, bytes; micro_batch
-//                   and pass of the use it precedes (ZeRO-3), or -1 / none (ZeRO-1/2 at step start).
-//                   A ZeRO-3 head gather with the embedding bit also gathers the tied word
+//                   and pass of the use it precedes (ZeRO-3), or -1 / none (ZeRO-1/2 at step
+//                   start). A ZeRO-3 head gather with the embedding bit also gathers the tied word
 //                   embedding the head uses (tied embeddings, pp = 1).
 //   optimizer_step: params (this rank's share after ZeRO)
 // `bytes` is nccl-tests' size: one rank's full buffer (reduce-scatter input, all-gather output).

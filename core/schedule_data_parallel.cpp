@@ -8,7 +8,9 @@
 namespace shardplan::schedule_detail {
 namespace {
 
-Group dense_group(const Layout& l) { return l.cp > 1 ? Group::dp_cp : Group::dp; }
+Group dense_group(const Layout& l) {
+  return l.cp > 1 ? Group::dp_cp : Group::dp;
+}
 
 // Consecutive units, walked in backward order, closed into a bucket once it holds `threshold`
 // parameters of `params_of` (Megatron-LM's DDP buckets are filled in reverse parameter order).
@@ -32,10 +34,15 @@ void add_buckets(std::vector<Bucket>& out, const Chunk& c, Group g, int64_t thre
 
 Action bucket_action(const Chunk& c, const Bucket& b, ActionKind kind, Stream s, Collective op,
                      int64_t element_bytes) {
-  Action a{.kind = kind, .stream = s, .op = op, .group = b.group, .chunk = c.chunk,
+  Action a{.kind = kind,
+           .stream = s,
+           .op = op,
+           .group = b.group,
+           .chunk = c.chunk,
            .layer_begin = c.units[b.first_unit].layer_begin,
            .layer_end = c.units[b.last_unit].layer_end,
-           .bytes = b.params * element_bytes, .params = b.params};
+           .bytes = b.params * element_bytes,
+           .params = b.params};
   for (int u = b.first_unit; u <= b.last_unit; ++u) a.parts |= c.units[u].parts;
   return a;
 }
@@ -65,8 +72,12 @@ DataParallel plan_data_parallel(const Training& t, const Layout& l, const Progra
     // ZeRO-3 shards, gathers and reduces each unit on its own, as FSDP does each wrapped
     // transformer block (Zhao et al. 2023 §3); otherwise Megatron-LM's buckets.
     const int64_t threshold = l.zero == 3 ? 1 : grad_bucket_params(l);
-    if (dense) add_buckets(buckets, c, dense_group(l), threshold, [](const Unit& u) { return u.params.dense(); });
-    if (expert) add_buckets(buckets, c, Group::expert_dp, threshold, [](const Unit& u) { return u.params.experts; });
+    if (dense)
+      add_buckets(buckets, c, dense_group(l), threshold,
+                  [](const Unit& u) { return u.params.dense(); });
+    if (expert)
+      add_buckets(buckets, c, Group::expert_dp, threshold,
+                  [](const Unit& u) { return u.params.experts; });
     dp.buckets.push_back(std::move(buckets));
     dp.unit_used.emplace_back(c.units.size(), false);
     dp.bucket_gather.emplace_back();
@@ -91,8 +102,9 @@ void emit_step_start_gathers(Program& p, DataParallel& dp, const std::vector<Chu
     dp.bucket_gather[c.chunk].assign(buckets.size(), kNone);
     for (size_t i : order)
       dp.bucket_gather[c.chunk][i] =
-          emit(p, bucket_action(c, buckets[i], ActionKind::param_gather, Stream::zero_comm,
-                                Collective::all_gather, dtype_bytes(dp.dtype)),
+          emit(p,
+               bucket_action(c, buckets[i], ActionKind::param_gather, Stream::zero_comm,
+                             Collective::all_gather, dtype_bytes(dp.dtype)),
                {});
   }
 }
@@ -165,8 +177,12 @@ void emit_step_end(Program& p, DataParallel& dp, const Model& m, const Layout& l
   const uint32_t compute_end = last_compute(p);
   std::vector<uint32_t> finals = {dp.last_reduction};
   auto reduce = [&](Group g, Stream s, int64_t params) {
-    const Action a{.kind = ActionKind::grad_reduce, .stream = s, .op = Collective::all_reduce,
-                   .group = g, .bytes = params * dtype_bytes(dp.grad_dtype), .params = params};
+    const Action a{.kind = ActionKind::grad_reduce,
+                   .stream = s,
+                   .op = Collective::all_reduce,
+                   .group = g,
+                   .bytes = params * dtype_bytes(dp.grad_dtype),
+                   .params = params};
     finals.push_back(emit(p, a, {compute_end, dp.last_reduction}));
   };
   if (l.sequence_parallel && l.tp > 1) reduce(Group::tp, Stream::tp_comm, replicated);

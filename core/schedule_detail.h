@@ -54,11 +54,11 @@ struct Bucket {
 struct DataParallel {
   int zero = 0;
   Dtype dtype = Dtype::bf16, grad_dtype = Dtype::bf16;
-  std::vector<std::vector<Bucket>> buckets;            // per chunk
-  std::vector<std::vector<uint32_t>> bucket_gather;    // ZeRO-1/2: per chunk, per bucket
-  std::vector<std::vector<bool>> unit_used;            // ZeRO-1/2: per chunk, per unit
-  std::vector<int> backwards_done;                     // per chunk
-  uint32_t use_end[2] = {kNone, kNone};                // ZeRO-3: last compute of the two last uses
+  std::vector<std::vector<Bucket>> buckets;          // per chunk
+  std::vector<std::vector<uint32_t>> bucket_gather;  // ZeRO-1/2: per chunk, per bucket
+  std::vector<std::vector<bool>> unit_used;          // ZeRO-1/2: per chunk, per unit
+  std::vector<int> backwards_done;                   // per chunk
+  uint32_t use_end[2] = {kNone, kNone};              // ZeRO-3: last compute of the two last uses
   uint32_t last_reduction = kNone;
 };
 
@@ -76,7 +76,8 @@ void after_unit(Program& p, DataParallel& dp, const Chunk& c, int unit, int micr
 void emit_step_end(Program& p, DataParallel& dp, const Model& m, const Layout& l,
                    const std::vector<Chunk>& chunks);
 
-// Appends an action with its dependencies (kNone entries and duplicates dropped); returns its index.
+// Appends an action with its dependencies (kNone entries and duplicates dropped); returns its
+// index.
 uint32_t emit(Program& p, const Action& a, std::span<const uint32_t> deps);
 inline uint32_t emit(Program& p, const Action& a, std::initializer_list<uint32_t> deps) {
   return emit(p, a, std::span<const uint32_t>(deps.begin(), deps.size()));

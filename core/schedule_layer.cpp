@@ -9,10 +9,10 @@ namespace {
 
 // Sizes and switches of the collectives inside one layer on this layout.
 struct LayerComm {
-  bool tp = false;  // tp > 1
-  bool sp = false;  // sequence parallelism with tp > 1
-  bool cp = false;  // cp > 1
-  bool ep = false;  // ep > 1
+  bool tp = false;        // tp > 1
+  bool sp = false;        // sequence parallelism with tp > 1
+  bool cp = false;        // cp > 1
+  bool ep = false;        // ep > 1
   int64_t act_bytes = 0;  // hidden states of a micro-batch: b · s/cp · h
   int64_t kv_bytes = 0;   // K and V of the whole sequence: 2 · b · s · (kv_heads/tp) · head_dim
   int64_t a2a_bytes = 0;  // routed tokens: b · s/cp (/tp under SP) · top_k · h
@@ -79,8 +79,12 @@ struct PassSteps {
 
  private:
   Action step(ActionKind kind, Stream s, Part part) const {
-    return Action{.kind = kind, .stream = s, .pass = pass, .parts = part_bit(part),
-                  .layer_begin = unit.layer_begin, .layer_end = unit.layer_end};
+    return Action{.kind = kind,
+                  .stream = s,
+                  .pass = pass,
+                  .parts = part_bit(part),
+                  .layer_begin = unit.layer_begin,
+                  .layer_end = unit.layer_end};
   }
 };
 

@@ -23,7 +23,7 @@ std::vector<PipelineStep> one_f_one_b_order(int pp, int m, int pp_rank) {
   const int warmup = std::min(pp - pp_rank - 1, m);
   std::vector<PipelineStep> order;
   for (int mb = 0; mb < warmup; ++mb) order.push_back({true, mb, 0});  // warm-up
-  for (int i = 0; i < m - warmup; ++i) {                                // steady 1F1B
+  for (int i = 0; i < m - warmup; ++i) {                               // steady 1F1B
     order.push_back({true, warmup + i, 0});
     order.push_back({false, i, 0});
   }
@@ -76,7 +76,9 @@ std::vector<PipelineStep> pipeline_order(const Layout& l, int pp_rank) {
   return one_f_one_b_order(l.pp, l.num_microbatches, pp_rank);
 }
 
-int virtual_stage(const Layout& l, int pp_rank, int chunk) { return chunk * l.pp + pp_rank; }
+int virtual_stage(const Layout& l, int pp_rank, int chunk) {
+  return chunk * l.pp + pp_rank;
+}
 
 LayerRange virtual_stage_layers(const Model& m, const Layout& l, int vs) {
   const int stages = l.pp * l.vpp;

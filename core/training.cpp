@@ -1,8 +1,8 @@
 #include "core/training.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "core/json_reader.h"
 #include "core/model_fields.h"

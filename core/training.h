@@ -3,9 +3,8 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/dtype.h"
 #include "core/enum_names.h"
@@ -13,16 +12,17 @@
 namespace shardplan {
 
 enum class Optimizer { adam, sgd };
-inline constexpr EnumNames<Optimizer, 2> kOptimizerNames{{{Optimizer::adam, "adam"}, {Optimizer::sgd, "sgd"}}};
+inline constexpr EnumNames<Optimizer, 2> kOptimizerNames{
+    {{Optimizer::adam, "adam"}, {Optimizer::sgd, "sgd"}}};
 
 struct Training {
-  int64_t global_batch = 0;     // sequences per optimizer step
-  int64_t seq_len = 0;          // tokens per sequence
-  Dtype dtype = Dtype::bf16;    // weights and activations in compute
+  int64_t global_batch = 0;   // sequences per optimizer step
+  int64_t seq_len = 0;        // tokens per sequence
+  Dtype dtype = Dtype::bf16;  // weights and activations in compute
   Dtype grad_dtype = Dtype::bf16;
-  bool master_weights = true;   // fp32 master copy kept by the optimizer (mixed precision)
+  bool master_weights = true;  // fp32 master copy kept by the optimizer (mixed precision)
   Optimizer optimizer = Optimizer::adam;
-  double tokens_to_train = 0;   // whole run, for time and cost (0: not asked)
+  double tokens_to_train = 0;        // whole run, for time and cost (0: not asked)
   double price_per_device_hour = 0;  // in the user's currency (0: not asked)
 
   int64_t tokens_per_step() const { return global_batch * seq_len; }

@@ -77,8 +77,8 @@ std::vector<int> FlatShards::counts_in(ElementRange range) const {
   std::vector<int> counts;
   for (int i = 0; i < members; ++i) {
     const ElementRange s = split_range(total, members, i);
-    counts.push_back(to_int(std::max<int64_t>(
-        0, std::min(s.end, range.end) - std::max(s.begin, range.begin))));
+    counts.push_back(
+        to_int(std::max<int64_t>(0, std::min(s.end, range.end) - std::max(s.begin, range.begin))));
   }
   return counts;
 }

@@ -57,7 +57,8 @@ class Enumerator {
  private:
   // With dp fixed and pp free, pp is what is left of the world (nothing when it does not divide).
   std::vector<int> pp_choices(int64_t world, int tp, int cp) const {
-    if (fixed_.pp || !fixed_.dp) return choices(fixed_.pp, divisors_of_rest(world, int64_t{tp} * cp));
+    if (fixed_.pp || !fixed_.dp)
+      return choices(fixed_.pp, divisors_of_rest(world, int64_t{tp} * cp));
     const int64_t used = int64_t{tp} * cp * *fixed_.dp;
     if (world % used != 0) return {};
     return {static_cast<int>(world / used)};
@@ -65,7 +66,9 @@ class Enumerator {
 
   // When no shape matches the fixed fields, the one they name, so its rule is reported.
   Layout simplest_fixed(int64_t world) const {
-    Layout l{.tp = fixed_.tp.value_or(1), .pp = fixed_.pp.value_or(1), .cp = fixed_.cp.value_or(1),
+    Layout l{.tp = fixed_.tp.value_or(1),
+             .pp = fixed_.pp.value_or(1),
+             .cp = fixed_.cp.value_or(1),
              .ep = fixed_.ep.value_or(1)};
     l.dp = fixed_.dp.value_or(static_cast<int>(world / (int64_t{l.tp} * l.pp * l.cp)));
     return l;
@@ -137,17 +140,21 @@ class Enumerator {
   // Whether a rule the simplest layout breaks rejects the whole shape: one on the shape's own
   // fields (or the batch it must divide), not on a field the inner loops still vary.
   static bool on_shape(const InputError& e) {
-    constexpr std::string_view kShapeFields[] = {"layout.tp", "layout.cp", "layout.pp", "layout.dp",
-                                                 "layout.ep", "layout.global_batch", "layout.rank_order"};
-    return std::find(std::begin(kShapeFields), std::end(kShapeFields), e.field) != std::end(kShapeFields);
+    constexpr std::string_view kShapeFields[] = {
+        "layout.tp", "layout.cp",           "layout.pp",        "layout.dp",
+        "layout.ep", "layout.global_batch", "layout.rank_order"};
+    return std::find(std::begin(kShapeFields), std::end(kShapeFields), e.field) !=
+           std::end(kShapeFields);
   }
 
   void shape(const Layout& s) {
     ++out_.shapes;
     const Layout first = simplest(s);
     std::optional<InputError> e = broken_rule(first);
-    if (e && !on_shape(*e)) e.reset();  // left to the inner loops, layout by layout
-    else if (!e) e = unsupported(first);
+    if (e && !on_shape(*e))
+      e.reset();  // left to the inner loops, layout by layout
+    else if (!e)
+      e = unsupported(first);
     if (e) {
       ++out_.shapes_invalid;
       reject(first, *e, true);
@@ -175,7 +182,8 @@ class Enumerator {
   // rejects each of them. Whether the framework of --export runs them is asked of each.
   void stages_and_recomputes(Layout l) {
     const bool sharded = int64_t{l.dp} * l.cp > 1;
-    const std::vector<int> zeros = choices(fixed_.zero, sharded ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0});
+    const std::vector<int> zeros =
+        choices(fixed_.zero, sharded ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0});
     const std::vector<Recompute> recomputes =
         choices(fixed_.recompute, {Recompute::none, Recompute::selective, Recompute::full});
     l.zero = zeros.front();

@@ -30,12 +30,14 @@ struct Candidates {
   std::vector<Rejection> rejections;  // in enumeration order
   int64_t shapes = 0;                 // (tp, cp, pp, dp, ep) combinations tried
   int64_t shapes_invalid = 0;
-  int64_t layouts_invalid = 0;        // single layouts refused inside a valid shape
+  int64_t layouts_invalid = 0;  // single layouts refused inside a valid shape
 };
 
 // The schedule resolve_layout gives a layout that names none: interleaved with virtual stages,
 // else 1F1B.
-constexpr Schedule implied_schedule(int vpp) { return vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b; }
+constexpr Schedule implied_schedule(int vpp) {
+  return vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
+}
 
 // The positive divisors of n, increasing.
 std::vector<int> divisors(int64_t n);
@@ -47,6 +49,7 @@ std::vector<int> divisors(int64_t n);
 // A fixed global batch must already be training.global_batch (the caller applies it). With
 // `runs_on`, a layout that framework cannot run is rejected too (field "--export").
 Candidates enumerate_layouts(const Model& model, const Cluster& cluster, const Training& training,
-                             const LayoutSpec& fixed, std::optional<ExportFormat> runs_on = std::nullopt);
+                             const LayoutSpec& fixed,
+                             std::optional<ExportFormat> runs_on = std::nullopt);
 
 }  // namespace shardplan

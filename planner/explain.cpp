@@ -1,11 +1,11 @@
 #include "planner/explain.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "core/human_format.h"
 #include "planner/report.h"
@@ -45,23 +45,28 @@ const CollectiveEstimate* dominant(const Estimate& e, const CommKind& k) {
   return best;
 }
 
-std::string signed_seconds(double s) { return fmt::format("{}{}", s < 0 ? '-' : '+', format_seconds(std::abs(s))); }
+std::string signed_seconds(double s) {
+  return fmt::format("{}{}", s < 0 ? '-' : '+', format_seconds(std::abs(s)));
+}
 
 std::string ratio_text(double part, double whole) {
   if (part > 0 && whole / part >= 2) return fmt::format("1/{:.0f}", whole / part);
   return format_percent(whole > 0 ? part / whole : 0);
 }
 
-// "tp_all_reduce spans 2 nodes on infiniband at 47.1 GB/s busbw, 1/9 of the 421.0 GB/s it gets on nvlink"
+// "tp_all_reduce spans 2 nodes on infiniband at 47.1 GB/s busbw, 1/9 of the 421.0 GB/s it gets on
+// nvlink"
 std::string comm_detail(const Estimate& loser, const Estimate& winner, const CommKind& k) {
   const CollectiveEstimate* l = dominant(loser, k);
   if (!l) return "";
-  std::string s = fmt::format("{} spans {} node{} on {} at {:.1f} GB/s busbw", l->call.name, l->span.nodes,
-                              l->span.nodes == 1 ? "" : "s", l->level_name, l->cost.busbw_GBps);
+  std::string s =
+      fmt::format("{} spans {} node{} on {} at {:.1f} GB/s busbw", l->call.name, l->span.nodes,
+                  l->span.nodes == 1 ? "" : "s", l->level_name, l->cost.busbw_GBps);
   const CollectiveEstimate* w = dominant(winner, k);
   if (w && w->level_name != l->level_name)
-    s += fmt::format(", {} of the {:.1f} GB/s it gets on {}", ratio_text(l->cost.busbw_GBps, w->cost.busbw_GBps),
-                     w->cost.busbw_GBps, w->level_name);
+    s += fmt::format(", {} of the {:.1f} GB/s it gets on {}",
+                     ratio_text(l->cost.busbw_GBps, w->cost.busbw_GBps), w->cost.busbw_GBps,
+                     w->level_name);
   return s;
 }
 
@@ -91,13 +96,17 @@ std::string compute_detail(const Estimate& lo, const Estimate& wi) {
   }
   const KindStep l = kind_step(lo, worst), w = kind_step(wi, worst);
   if (worst == OpKind::memory_bound)
-    return fmt::format("memory-bound kernels (norms, activations, residuals) {}", signed_seconds(worst_delta));
+    return fmt::format("memory-bound kernels (norms, activations, residuals) {}",
+                       signed_seconds(worst_delta));
   const std::string_view name = enum_name(worst, kOpKindNames);
   std::string s = fmt::format("{} {}", name, signed_seconds(worst_delta));
   if (w.flops > 0 && l.flops > 1.005 * w.flops)
-    s += fmt::format(": its slowest stage does {} more {} FLOPs per step", format_percent(l.flops / w.flops - 1), name);
-  const double rate_l = l.flops / l.time_s / 1e12, rate_w = w.time_s > 0 ? w.flops / w.time_s / 1e12 : 0;
-  if (rate_l < 0.995 * rate_w) s += fmt::format(", at {:.1f} TFLOP/s per device against {:.1f}", rate_l, rate_w);
+    s += fmt::format(": its slowest stage does {} more {} FLOPs per step",
+                     format_percent(l.flops / w.flops - 1), name);
+  const double rate_l = l.flops / l.time_s / 1e12,
+               rate_w = w.time_s > 0 ? w.flops / w.time_s / 1e12 : 0;
+  if (rate_l < 0.995 * rate_w)
+    s += fmt::format(", at {:.1f} TFLOP/s per device against {:.1f}", rate_l, rate_w);
   return s;
 }
 
@@ -113,7 +122,9 @@ std::vector<Part> parts_of(const Estimate& lo, const Estimate& wi) {
   std::vector<Part> parts{
       {"compute", l.compute_s - w.compute_s, [&] { return compute_detail(lo, wi); }},
       {"recompute", l.recompute_s - w.recompute_s,
-       [&] { return fmt::format("re-running the forward takes {}", format_seconds(l.recompute_s)); }},
+       [&] {
+         return fmt::format("re-running the forward takes {}", format_seconds(l.recompute_s));
+       }},
       {"pipeline bubble", l.bubble_s - w.bubble_s,
        [&] {
          return fmt::format("{} of the pipeline against {}", format_percent(lo.bubble_fraction),
@@ -122,14 +133,17 @@ std::vector<Part> parts_of(const Estimate& lo, const Estimate& wi) {
       {"optimizer step", l.optimizer_s - w.optimizer_s, [] { return std::string(); }},
   };
   for (const CommKind& k : kCommKinds)
-    parts.push_back({fmt::format("exposed {} communication", k.name), exposed_in(lo, k) - exposed_in(wi, k),
+    parts.push_back({fmt::format("exposed {} communication", k.name),
+                     exposed_in(lo, k) - exposed_in(wi, k),
                      [&lo, &wi, &k] { return comm_detail(lo, wi, k); }});
   return parts;
 }
 
 std::string value_text(const Alternative& a) {
-  if (a.field == "recompute") return "recompute=" + std::string(enum_name(static_cast<Recompute>(a.value), kRecomputeNames));
-  if (a.field == "schedule") return "schedule=" + std::string(enum_name(static_cast<Schedule>(a.value), kScheduleNames));
+  if (a.field == "recompute")
+    return "recompute=" + std::string(enum_name(static_cast<Recompute>(a.value), kRecomputeNames));
+  if (a.field == "schedule")
+    return "schedule=" + std::string(enum_name(static_cast<Schedule>(a.value), kScheduleNames));
   return fmt::format("{}={}", a.field, a.value);
 }
 
@@ -145,9 +159,10 @@ std::vector<std::pair<std::string, const Ranked*>> nearest(const SearchResult& r
   std::vector<const Alternative*> adjacent;
   for (const Alternative& a : r.alternatives)
     if (a.adjacent) adjacent.push_back(&a);
-  std::stable_sort(adjacent.begin(), adjacent.end(), [](const Alternative* a, const Alternative* b) {
-    return a->best.objective < b->best.objective;
-  });
+  std::stable_sort(adjacent.begin(), adjacent.end(),
+                   [](const Alternative* a, const Alternative* b) {
+                     return a->best.objective < b->best.objective;
+                   });
   for (const Alternative* a : adjacent) {
     if (out.size() >= n) break;
     if (seen.insert(a->best.index).second) out.emplace_back("with " + value_text(*a), &a->best);
@@ -175,19 +190,24 @@ std::string why_slower(const Estimate& loser, const Estimate& winner) {
   const double delta = loser.step_time_s - winner.step_time_s;
   const int64_t lo_peak = loser.memory().peak_bytes(), wi_peak = winner.memory().peak_bytes();
   if (delta <= 0 && lo_peak == wi_peak)
-    return fmt::format("ties with it ({} per step, {}); the earlier in the search order ranks first",
-                       format_seconds(winner.step_time_s), format_gib(static_cast<double>(wi_peak)));
+    return fmt::format(
+        "ties with it ({} per step, {}); the earlier in the search order ranks first",
+        format_seconds(winner.step_time_s), format_gib(static_cast<double>(wi_peak)));
   if (delta <= 0)
-    return fmt::format("as fast ({} per step) but needs {} against {}", format_seconds(loser.step_time_s),
-                       format_gib(static_cast<double>(lo_peak)), format_gib(static_cast<double>(wi_peak)));
+    return fmt::format("as fast ({} per step) but needs {} against {}",
+                       format_seconds(loser.step_time_s), format_gib(static_cast<double>(lo_peak)),
+                       format_gib(static_cast<double>(wi_peak)));
   const double percent = 100 * delta / winner.step_time_s;
-  std::string s = fmt::format("{} per step ({}%, {} against {})", signed_seconds(delta),
-                              percent < 1 ? fmt::format("{:+.2g}", percent) : fmt::format("{:+.1f}", percent),
-                              format_seconds(loser.step_time_s), format_seconds(winner.step_time_s));
+  std::string s =
+      fmt::format("{} per step ({}%, {} against {})", signed_seconds(delta),
+                  percent < 1 ? fmt::format("{:+.2g}", percent) : fmt::format("{:+.1f}", percent),
+                  format_seconds(loser.step_time_s), format_seconds(winner.step_time_s));
   std::vector<Part> parts = parts_of(loser, winner);
-  std::stable_sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.delta_s > b.delta_s; });
+  std::stable_sort(parts.begin(), parts.end(),
+                   [](const Part& a, const Part& b) { return a.delta_s > b.delta_s; });
   for (size_t i = 0; i < 2 && parts[i].delta_s > 0.1 * delta; ++i) {
-    s += fmt::format("{} {} {}", i == 0 ? ":" : ";", parts[i].name, signed_seconds(parts[i].delta_s));
+    s += fmt::format("{} {} {}", i == 0 ? ":" : ";", parts[i].name,
+                     signed_seconds(parts[i].delta_s));
     const std::string detail = parts[i].detail();
     if (!detail.empty()) s += " (" + detail + ")";
   }
@@ -200,13 +220,15 @@ std::vector<std::string> explain_ranking(const SearchResult& r, size_t max_alter
   const Estimate& e = best.estimate;
   const RankMemory& m = e.memory();
   std::vector<std::string> out;
-  out.push_back(fmt::format("{} wins at {} per step ({} MFU, {:.0f} TFLOP/s per device): {}; it uses {} of the {} "
-                            "a device offers.",
-                            layout_label(best.layout), format_seconds(e.step_time_s), format_percent(e.mfu),
-                            e.tflops_per_device, step_parts(e), format_gib(static_cast<double>(m.peak_bytes())),
-                            format_gib(static_cast<double>(m.capacity_bytes - m.runtime_reserved_bytes))));
+  out.push_back(fmt::format(
+      "{} wins at {} per step ({} MFU, {:.0f} TFLOP/s per device): {}; it uses {} of the {} "
+      "a device offers.",
+      layout_label(best.layout), format_seconds(e.step_time_s), format_percent(e.mfu),
+      e.tflops_per_device, step_parts(e), format_gib(static_cast<double>(m.peak_bytes())),
+      format_gib(static_cast<double>(m.capacity_bytes - m.runtime_reserved_bytes))));
   for (const auto& [what, alt] : nearest(r, max_alternatives))
-    out.push_back(fmt::format("{} ({}): {}.", what, layout_label(alt->layout), why_slower(alt->estimate, e)));
+    out.push_back(
+        fmt::format("{} ({}): {}.", what, layout_label(alt->layout), why_slower(alt->estimate, e)));
   return out;
 }
 

@@ -2,11 +2,10 @@
 // with names exactly as those projects spell them, and what each framework cannot run.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/enum_names.h"
 #include "core/layout.h"

@@ -2,8 +2,9 @@
 
 namespace shardplan {
 
-std::vector<NodeCountSearch> search_node_counts(const Model& model, const Cluster& cluster, const Training& training,
-                                                const LayoutSpec& fixed, const SearchOptions& options) {
+std::vector<NodeCountSearch> search_node_counts(const Model& model, const Cluster& cluster,
+                                                const Training& training, const LayoutSpec& fixed,
+                                                const SearchOptions& options) {
   std::vector<NodeCountSearch> out;
   for (int nodes = cluster.nodes; nodes >= 1; nodes /= 2) {
     Cluster c = nodes == cluster.nodes ? cluster : with_nodes(cluster, nodes, cluster.name);

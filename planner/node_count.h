@@ -16,8 +16,9 @@ struct NodeCountSearch {
 };
 
 // The cluster as given first, then nodes / 2, nodes / 4, ... down to one node.
-std::vector<NodeCountSearch> search_node_counts(const Model& model, const Cluster& cluster, const Training& training,
-                                                const LayoutSpec& fixed, const SearchOptions& options);
+std::vector<NodeCountSearch> search_node_counts(const Model& model, const Cluster& cluster,
+                                                const Training& training, const LayoutSpec& fixed,
+                                                const SearchOptions& options);
 
 // The one whose best layout has the lowest objective, the larger cluster on a tie; nullopt when
 // nothing fits on any.

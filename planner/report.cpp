@@ -1,10 +1,10 @@
 #include "planner/report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "core/human_format.h"
 #include "planner/enumerate.h"
@@ -22,7 +22,9 @@ std::string shape_label(const Layout& l) {
   return s;
 }
 
-std::string gib(int64_t bytes) { return format_gib(static_cast<double>(bytes)); }
+std::string gib(int64_t bytes) {
+  return format_gib(static_cast<double>(bytes));
+}
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -32,8 +34,10 @@ std::string layout_label(const Layout& l) {
   std::string s = shape_label(l) + fmt::format(",zero={},mbs={}", l.zero, l.micro_batch);
   if (l.sequence_parallel) s += ",sp=1";
   if (l.vpp > 1) s += fmt::format(",vpp={}", l.vpp);
-  if (l.recompute != Recompute::none) s += fmt::format(",recompute={}", enum_name(l.recompute, kRecomputeNames));
-  if (l.schedule != implied_schedule(l.vpp)) s += fmt::format(",schedule={}", enum_name(l.schedule, kScheduleNames));
+  if (l.recompute != Recompute::none)
+    s += fmt::format(",recompute={}", enum_name(l.recompute, kRecomputeNames));
+  if (l.schedule != implied_schedule(l.vpp))
+    s += fmt::format(",schedule={}", enum_name(l.schedule, kScheduleNames));
   if (l.rank_order != kDefaultRankOrder) s += ",order=" + l.rank_order;
   return s;
 }
@@ -41,12 +45,14 @@ std::string layout_label(const Layout& l) {
 std::string format_counts(const SearchResult& r) {
   const Candidates& c = r.candidates;
   const auto valid = static_cast<int64_t>(c.layouts.size());
-  std::string out = fmt::format("{} shapes (tp, cp, pp, dp, ep): {} invalid; their {} layouts: {} invalid, {} over "
-                                "device memory, {} fit\n",
-                                c.shapes, c.shapes_invalid, valid + c.layouts_invalid, c.layouts_invalid,
-                                r.pruned_for_memory, r.fitting);
-  out += fmt::format("priced {} layouts in {} ({:.0f} layouts/s on {} thread{})\n", valid, format_seconds(r.wall_s),
-                     static_cast<double>(valid) / r.wall_s, r.threads, r.threads == 1 ? "" : "s");
+  std::string out = fmt::format(
+      "{} shapes (tp, cp, pp, dp, ep): {} invalid; their {} layouts: {} invalid, {} over "
+      "device memory, {} fit\n",
+      c.shapes, c.shapes_invalid, valid + c.layouts_invalid, c.layouts_invalid, r.pruned_for_memory,
+      r.fitting);
+  out += fmt::format("priced {} layouts in {} ({:.0f} layouts/s on {} thread{})\n", valid,
+                     format_seconds(r.wall_s), static_cast<double>(valid) / r.wall_s, r.threads,
+                     r.threads == 1 ? "" : "s");
   return out;
 }
 
@@ -54,7 +60,8 @@ nlohmann::json search_to_json(const SearchResult& r) {
   const Candidates& c = r.candidates;
   nlohmann::json top = nlohmann::json::array();
   for (const Ranked& k : r.top)
-    top.push_back({{"layout", layout_label(k.layout)}, {"objective", k.objective},
+    top.push_back({{"layout", layout_label(k.layout)},
+                   {"objective", k.objective},
                    {"prediction", estimate_to_json(k.estimate)}});
   return {{"shapes", c.shapes},
           {"shapes_invalid", c.shapes_invalid},
@@ -71,17 +78,19 @@ nlohmann::json search_to_json(const SearchResult& r) {
 std::string format_top(const SearchResult& r) {
   size_t width = 6;
   for (const Ranked& k : r.top) width = std::max(width, layout_label(k.layout).size());
-  std::string out = fmt::format("{:>3}  {:<{}}  {:>17}  {:>10}  {:>8}  {:>6}  {:>12}  {:>6}\n", "#", "layout",
-                                width, "memory (GiB)", "step time", "TFLOP/s", "MFU", "exposed comm", "bubble");
+  std::string out =
+      fmt::format("{:>3}  {:<{}}  {:>17}  {:>10}  {:>8}  {:>6}  {:>12}  {:>6}\n", "#", "layout",
+                  width, "memory (GiB)", "step time", "TFLOP/s", "MFU", "exposed comm", "bubble");
   for (size_t i = 0; i < r.top.size(); ++i) {
     const Estimate& e = r.top[i].estimate;
     const RankMemory& m = e.memory();
-    out += fmt::format("{:>3}  {:<{}}  {:>17}  {:>10}  {:>8.1f}  {:>6}  {:>12}  {:>6}\n", i + 1,
-                       layout_label(r.top[i].layout), width,
-                       fmt::format("{:.1f} / {:.1f}", static_cast<double>(m.peak_bytes()) / kGiB,
-                                   static_cast<double>(m.capacity_bytes - m.runtime_reserved_bytes) / kGiB),
-                       format_seconds(e.step_time_s), e.tflops_per_device, format_percent(e.mfu),
-                       format_seconds(e.exposed_comm_s), format_percent(e.bubble_fraction));
+    out += fmt::format(
+        "{:>3}  {:<{}}  {:>17}  {:>10}  {:>8.1f}  {:>6}  {:>12}  {:>6}\n", i + 1,
+        layout_label(r.top[i].layout), width,
+        fmt::format("{:.1f} / {:.1f}", static_cast<double>(m.peak_bytes()) / kGiB,
+                    static_cast<double>(m.capacity_bytes - m.runtime_reserved_bytes) / kGiB),
+        format_seconds(e.step_time_s), e.tflops_per_device, format_percent(e.mfu),
+        format_seconds(e.exposed_comm_s), format_percent(e.bubble_fraction));
   }
   return out;
 }
@@ -90,20 +99,23 @@ std::string format_rejections(const SearchResult& r) {
   std::string out;
   for (const Rejection& x : r.candidates.rejections)
     out += fmt::format("invalid  {}: {}: {}\n",
-                       x.whole_shape ? shape_label(x.layout) + " (every layout of the shape)" : layout_label(x.layout),
+                       x.whole_shape ? shape_label(x.layout) + " (every layout of the shape)"
+                                     : layout_label(x.layout),
                        x.field, x.reason);
   for (const MemoryMiss& miss : r.pruned) {
     const RankMemory& m = miss.memory;
     const std::optional<MemoryOverflow> overflow = first_overflow(m);
     assert(overflow);  // a pruned layout's worst stage is over its capacity
-    out += fmt::format("memory   {}: {} needs {}, {} free (needs {} of {})\n", layout_label(miss.layout),
-                       overflow->item, gib(overflow->needed_bytes), gib(overflow->free_bytes),
-                       gib(m.peak_bytes() + m.runtime_reserved_bytes), gib(m.capacity_bytes));
+    out += fmt::format("memory   {}: {} needs {}, {} free (needs {} of {})\n",
+                       layout_label(miss.layout), overflow->item, gib(overflow->needed_bytes),
+                       gib(overflow->free_bytes), gib(m.peak_bytes() + m.runtime_reserved_bytes),
+                       gib(m.capacity_bytes));
   }
   return out;
 }
 
-Plan chosen_plan(const Model& model, const Cluster& cluster, const Training& training, const Ranked& best) {
+Plan chosen_plan(const Model& model, const Cluster& cluster, const Training& training,
+                 const Ranked& best) {
   return Plan{model, cluster, training, best.layout, estimate_to_json(best.estimate)};
 }
 

@@ -2,9 +2,8 @@
 // layout with its reason (--explain), and the chosen layout as a plan file.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/plan.h"
 #include "planner/search.h"
@@ -12,7 +11,8 @@
 namespace shardplan {
 
 // The layout as a compact string without the fields at their defaults (cp=1, ep=1, sp off, vpp=1,
-// no recompute, the default schedule), which parse_layout_string reads back: "tp=8,pp=4,dp=2,zero=1,mbs=1".
+// no recompute, the default schedule), which parse_layout_string reads back:
+// "tp=8,pp=4,dp=2,zero=1,mbs=1".
 std::string layout_label(const Layout& l);
 
 // Shapes and layouts considered, invalid, over memory and fitting, and how fast they were priced:
@@ -31,6 +31,7 @@ std::string format_top(const SearchResult& r);
 std::string format_rejections(const SearchResult& r);
 
 // The winner as a plan file: model, cluster, training, layout and the estimate as its prediction.
-Plan chosen_plan(const Model& model, const Cluster& cluster, const Training& training, const Ranked& best);
+Plan chosen_plan(const Model& model, const Cluster& cluster, const Training& training,
+                 const Ranked& best);
 
 }  // namespace shardplan

@@ -1,5 +1,7 @@
 #include "planner/search.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -10,18 +12,18 @@
 #include <mutex>
 #include <thread>
 
-#include <fmt/core.h>
-
 namespace shardplan {
 
-double objective_value(Objective o, const Estimate& e, const Cluster& cluster, const Training& training) {
+double objective_value(Objective o, const Estimate& e, const Cluster& cluster,
+                       const Training& training) {
   switch (o) {
     case Objective::time:
       return e.step_time_s;
     case Objective::tokens_per_s:
       return -e.tokens_per_s;
     case Objective::cost:  // device-seconds per token
-      return e.step_time_s * static_cast<double>(cluster.world()) / static_cast<double>(training.tokens_per_step());
+      return e.step_time_s * static_cast<double>(cluster.world()) /
+             static_cast<double>(training.tokens_per_step());
   }
   return e.step_time_s;
 }
@@ -45,7 +47,9 @@ struct Key {
 struct MissKey {
   double over = 0;
   int64_t index = 0;
-  bool operator<(const MissKey& o) const { return over != o.over ? over < o.over : index < o.index; }
+  bool operator<(const MissKey& o) const {
+    return over != o.over ? over < o.over : index < o.index;
+  }
 };
 
 // Fields along which the explanation compares the winner with its neighbours.
@@ -89,7 +93,8 @@ struct Partial {
   std::vector<MissKey> all_misses;  // with keep_pruned
 };
 
-// The worst stage's memory, as estimate() takes it (the largest peak), and whether every stage fits.
+// The worst stage's memory, as estimate() takes it (the largest peak), and whether every stage
+// fits.
 struct StageMemory {
   RankMemory worst;
   bool fits = true;
@@ -106,12 +111,14 @@ StageMemory stage_memory(const Model& m, const Cluster& c, const Training& t, co
 }
 
 double overflow_ratio(const RankMemory& r) {
-  return static_cast<double>(r.peak_bytes() + r.runtime_reserved_bytes) / static_cast<double>(r.capacity_bytes);
+  return static_cast<double>(r.peak_bytes() + r.runtime_reserved_bytes) /
+         static_cast<double>(r.capacity_bytes);
 }
 
 class Search {
  public:
-  Search(const Model& m, const Cluster& c, const Training& t, const SearchOptions& o, const Candidates& cand)
+  Search(const Model& m, const Cluster& c, const Training& t, const SearchOptions& o,
+         const Candidates& cand)
       : m_(m), c_(c), t_(t), o_(o), layouts_(cand.layouts) {}
 
   // Prices candidates in chunks taken from a shared counter until none is left.
@@ -224,7 +231,8 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
   r.fitting = all.fitting;
   const auto ranked = [&](const Key& k) {
     const Layout& l = layouts[static_cast<size_t>(k.index)];
-    return Ranked{l, estimate(model, cluster, training, l, options.execution), k.objective, k.index};
+    return Ranked{l, estimate(model, cluster, training, l, options.execution), k.objective,
+                  k.index};
   };
   for (const Key& k : all.top) r.top.push_back(ranked(k));
   if (!r.top.empty()) {
@@ -234,7 +242,8 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
       const auto own = by_value.find(kAxes[a].value(best));  // the winner fits, so it is there
       for (auto it = by_value.begin(); it != by_value.end(); ++it) {
         if (it == own) continue;
-        const bool adjacent = std::next(it) == own || (own != by_value.begin() && std::prev(own) == it);
+        const bool adjacent =
+            std::next(it) == own || (own != by_value.begin() && std::prev(own) == it);
         r.alternatives.push_back({kAxes[a].name, it->first, adjacent, ranked(it->second)});
       }
     }

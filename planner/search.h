@@ -20,8 +20,9 @@ namespace shardplan {
 // time: shortest step; tokens-per-s: most tokens per second (on one cluster and batch the same
 // order as time); cost: least device time per token (node_count.h also tries fewer nodes).
 enum class Objective { time, tokens_per_s, cost };
-inline constexpr EnumNames<Objective, 3> kObjectiveNames{
-    {{Objective::time, "time"}, {Objective::tokens_per_s, "tokens-per-s"}, {Objective::cost, "cost"}}};
+inline constexpr EnumNames<Objective, 3> kObjectiveNames{{{Objective::time, "time"},
+                                                          {Objective::tokens_per_s, "tokens-per-s"},
+                                                          {Objective::cost, "cost"}}};
 
 struct SearchOptions {
   Objective objective = Objective::time;
@@ -29,8 +30,8 @@ struct SearchOptions {
   std::optional<ExportFormat> runs_on;  // only layouts this framework runs (--export)
   bool keep_pruned = false;             // keep every layout pruned for memory (--explain)
   int threads = 2;
-  bool progress = false;                // a progress line on stderr
-  ExecutionOptions execution;           // how every candidate is priced (--profile)
+  bool progress = false;       // a progress line on stderr
+  ExecutionOptions execution;  // how every candidate is priced (--profile)
 };
 
 struct Ranked {
@@ -42,9 +43,10 @@ struct Ranked {
 
 // The best fitting layout with another value of one field than the winner's.
 struct Alternative {
-  std::string_view field;  // "tp", "pp", "cp", "dp", "ep", "zero", "mbs", "recompute", "sp", "vpp", "schedule"
-  int value = 0;           // the field's value (an enum's index for recompute and schedule)
-  bool adjacent = false;   // the nearest value below or above the winner's among those that fit
+  std::string_view
+      field;  // "tp", "pp", "cp", "dp", "ep", "zero", "mbs", "recompute", "sp", "vpp", "schedule"
+  int value = 0;          // the field's value (an enum's index for recompute and schedule)
+  bool adjacent = false;  // the nearest value below or above the winner's among those that fit
   Ranked best;
 };
 
@@ -75,6 +77,7 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
                          const LayoutSpec& fixed, const SearchOptions& options);
 
 // The objective's value for one estimate, lower is better.
-double objective_value(Objective o, const Estimate& e, const Cluster& cluster, const Training& training);
+double objective_value(Objective o, const Estimate& e, const Cluster& cluster,
+                       const Training& training);
 
 }  // namespace shardplan

@@ -1,9 +1,9 @@
 #include "planner/suggest.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "planner/report.h"
@@ -19,8 +19,9 @@ struct Change {
 
 // A pin set to its least memory-hungry value, when it is not there already.
 template <class T>
-void lower_pin(std::vector<Change>& out, const LayoutSpec& fixed, std::optional<T> LayoutSpec::*field,
-               const char* key, T value, std::string_view text) {
+void lower_pin(std::vector<Change>& out, const LayoutSpec& fixed,
+               std::optional<T> LayoutSpec::*field, const char* key, T value,
+               std::string_view text) {
   if (!(fixed.*field) || *(fixed.*field) == value) return;
   Change c{fmt::format("{}={} instead of the pinned {}", key, text, key), fixed};
   c.fixed.*field = value;
@@ -28,7 +29,8 @@ void lower_pin(std::vector<Change>& out, const LayoutSpec& fixed, std::optional<
 }
 
 template <class T>
-void free_pin(std::vector<Change>& out, const LayoutSpec& fixed, std::optional<T> LayoutSpec::*field, const char* key) {
+void free_pin(std::vector<Change>& out, const LayoutSpec& fixed,
+              std::optional<T> LayoutSpec::*field, const char* key) {
   if (!(fixed.*field)) return;
   Change c{fmt::format("{} left free instead of pinned", key), fixed};
   c.fixed.*field = std::nullopt;
@@ -54,8 +56,9 @@ std::vector<Change> pin_changes(const LayoutSpec& fixed) {
 }
 
 // The search with a change; nothing when no layout is valid or none fits.
-std::optional<Suggestion> try_change(const std::string& text, const Model& model, const Cluster& cluster,
-                                     const Training& training, const LayoutSpec& fixed, SearchOptions options) {
+std::optional<Suggestion> try_change(const std::string& text, const Model& model,
+                                     const Cluster& cluster, const Training& training,
+                                     const LayoutSpec& fixed, SearchOptions options) {
   options.top_k = 1;
   options.keep_pruned = false;
   options.progress = false;
@@ -88,43 +91,50 @@ std::string commonest_rules(const Candidates& c) {
   });
   std::string out;
   for (size_t i = 0; i < std::min<size_t>(3, sorted.size()); ++i)
-    out += fmt::format("; {} rejected by {}, e.g. {}", sorted[i]->n, sorted[i]->first->field, sorted[i]->first->reason);
+    out += fmt::format("; {} rejected by {}, e.g. {}", sorted[i]->n, sorted[i]->first->field,
+                       sorted[i]->first->reason);
   return out;
 }
 
 }  // namespace
 
-void require_valid(const SearchResult& r, const Model& model, const Cluster& cluster, const Training& training,
-                   const LayoutSpec& fixed) {
+void require_valid(const SearchResult& r, const Model& model, const Cluster& cluster,
+                   const Training& training, const LayoutSpec& fixed) {
   const Candidates& c = r.candidates;
   if (!c.layouts.empty()) return;
-  std::string reason = fmt::format("no valid layout of {} on {} devices (gbs {}, seq {}): {} shapes (tp, cp, pp, dp, "
-                                   "ep) rejected whole, {} single layouts rejected{}",
-                                   model.name, cluster.world(), training.global_batch, training.seq_len,
-                                   c.shapes_invalid, c.layouts_invalid, commonest_rules(c));
-  std::string hint = "a global batch with more divisors (--gbs), or fewer --fix pins; --explain lists every rejection";
+  std::string reason = fmt::format(
+      "no valid layout of {} on {} devices (gbs {}, seq {}): {} shapes (tp, cp, pp, dp, "
+      "ep) rejected whole, {} single layouts rejected{}",
+      model.name, cluster.world(), training.global_batch, training.seq_len, c.shapes_invalid,
+      c.layouts_invalid, commonest_rules(c));
+  std::string hint =
+      "a global batch with more divisors (--gbs), or fewer --fix pins; --explain lists every "
+      "rejection";
   for (int nodes = cluster.nodes / 2; nodes >= 1; nodes /= 2) {
     const Cluster smaller = with_nodes(cluster, nodes, cluster.name);
     if (enumerate_layouts(model, smaller, training, fixed).layouts.empty()) continue;
-    reason += fmt::format("; with {} nodes ({} devices) there are valid layouts", nodes, smaller.world());
+    reason +=
+        fmt::format("; with {} nodes ({} devices) there are valid layouts", nodes, smaller.world());
     hint = fmt::format("--nodes {}, or ", nodes) + hint;
     break;
   }
   throw InputError("", "layout", reason, hint);
 }
 
-std::vector<Suggestion> suggest_changes(const Model& model, const Cluster& cluster, const Training& training,
-                                        const LayoutSpec& fixed, const SearchOptions& options,
-                                        int max_node_factor) {
+std::vector<Suggestion> suggest_changes(const Model& model, const Cluster& cluster,
+                                        const Training& training, const LayoutSpec& fixed,
+                                        const SearchOptions& options, int max_node_factor) {
   std::vector<Suggestion> out;
   for (const Change& c : pin_changes(fixed))
-    if (auto s = try_change(c.text, model, cluster, training, c.fixed, options)) out.push_back(std::move(*s));
+    if (auto s = try_change(c.text, model, cluster, training, c.fixed, options))
+      out.push_back(std::move(*s));
   // More nodes with the pins kept; with every pin left free when nothing else helped.
   for (const bool keep_pins : {true, false}) {
     if (!keep_pins && (!out.empty() || pin_changes(fixed).empty())) break;
     for (int factor = 2; factor <= max_node_factor; factor *= 2) {
       const int nodes = cluster.nodes * factor;
-      const std::string text = fmt::format("--nodes {} ({}x the nodes){}", nodes, factor, keep_pins ? "" : " and no --fix");
+      const std::string text = fmt::format("--nodes {} ({}x the nodes){}", nodes, factor,
+                                           keep_pins ? "" : " and no --fix");
       if (auto s = try_change(text, model, with_nodes(cluster, nodes, cluster.name), training,
                               keep_pins ? fixed : LayoutSpec{}, options)) {
         out.push_back(std::move(*s));

@@ -13,20 +13,21 @@ namespace shardplan {
 
 // Throws InputError when no layout was valid: the rules that rejected most candidates, and, when
 // the cluster has more devices than any layout can use, the most nodes with a valid layout.
-void require_valid(const SearchResult& r, const Model& model, const Cluster& cluster, const Training& training,
-                   const LayoutSpec& fixed);
+void require_valid(const SearchResult& r, const Model& model, const Cluster& cluster,
+                   const Training& training, const LayoutSpec& fixed);
 
 struct Suggestion {
-  std::string change;  // "recompute=full instead of --fix recompute=none", "--nodes 16 (2x the nodes)"
-  int64_t fitting = 0; // layouts that fit with the change
+  std::string
+      change;  // "recompute=full instead of --fix recompute=none", "--nodes 16 (2x the nodes)"
+  int64_t fitting = 0;  // layouts that fit with the change
   Ranked best;
 };
 
 // Changes to the pins of `fixed` first, then doubling the nodes up to `max_node_factor` times, with
 // the pins and then without (the first count that fits is named). CPU offload is not modelled and
 // so never suggested.
-std::vector<Suggestion> suggest_changes(const Model& model, const Cluster& cluster, const Training& training,
-                                        const LayoutSpec& fixed, const SearchOptions& options,
-                                        int max_node_factor = 64);
+std::vector<Suggestion> suggest_changes(const Model& model, const Cluster& cluster,
+                                        const Training& training, const LayoutSpec& fixed,
+                                        const SearchOptions& options, int max_node_factor = 64);
 
 }  // namespace shardplan

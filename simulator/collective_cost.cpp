@@ -17,11 +17,11 @@ constexpr double kUnbounded = std::numeric_limits<double>::infinity();
 // The group as the algorithms see it.
 struct GroupShape {
   const Cluster& cluster;
-  int size;         // n
-  int nodes;        // nodes touched
-  int per_node;     // m: most members on one node
-  size_t level;     // innermost level holding the whole group
-  int nic_sharers;  // devices sharing a node's NICs at once (>= per_node)
+  int size;                // n
+  int nodes;               // nodes touched
+  int per_node;            // m: most members on one node
+  size_t level;            // innermost level holding the whole group
+  int nic_sharers;         // devices sharing a node's NICs at once (>= per_node)
   const Profile* profile;  // levels with a send_recv fit carry measured rates
 };
 
@@ -263,9 +263,10 @@ CollectiveCost collective_cost(const Cluster& cluster, Collective c, int64_t byt
                .profile = options.profile};
   Timing t = time_collective(g, c, static_cast<double>(bytes), options.all_reduce_algorithm);
   const bool forced = c == Collective::all_reduce && options.all_reduce_algorithm;
-  if (const CollectiveFit* fit = options.profile && !forced ? find_collective_fit(
-                                     *options.profile, c, span.level, span.size)
-                                                            : nullptr) {
+  if (const CollectiveFit* fit =
+          options.profile && !forced
+              ? find_collective_fit(*options.profile, c, span.level, span.size)
+              : nullptr) {
     t.time_s = fit->time_s(bytes);  // Hockney's alpha + bytes·beta, as calibrate fitted it
     cost.from_profile = true;
   }

@@ -34,9 +34,9 @@ inline constexpr double kNcclScaleUpEfficiency = 0.81;
 // reference results, the figure the cost-model issue cites). Applied to RoCE as to InfiniBand:
 // NCCL drives both through the same verbs transport.
 inline constexpr double kNcclScaleOutEfficiency = 0.90;
-// NCCL's fixed cost per call (kernel launch and set-up), on top of the per-hop latencies: NCCL's own
-// tuning model starts every ring and tree time from baseLat, 6.6 us for ring with the LL protocol
-// (src/graph/tuning.cc, baseLat[RING][LL]; 6.8 for tree), the protocol NCCL runs at
+// NCCL's fixed cost per call (kernel launch and set-up), on top of the per-hop latencies: NCCL's
+// own tuning model starts every ring and tree time from baseLat, 6.6 us for ring with the LL
+// protocol (src/graph/tuning.cc, baseLat[RING][LL]; 6.8 for tree), the protocol NCCL runs at
 // latency-bound sizes. The levels' latency_us are NCCL's per-hop figures (hwLat in the same file)
 // and serve as alpha unchanged.
 inline constexpr double kNcclBaseLatency_us = 6.6;
@@ -46,10 +46,9 @@ struct CollectiveCost {
   double algbw_GBps = 0;  // bytes / time, as nccl-tests' algbw
   double busbw_GBps = 0;  // algbw × bus_bandwidth_factor
   Algorithm algorithm = Algorithm::ring;
-  size_t level = 0;       // interconnect level whose links bound the time
+  size_t level = 0;           // interconnect level whose links bound the time
   bool from_profile = false;  // time from the profile's fit (algorithm: what NCCL would pick)
 };
-
 
 // What the group's span alone does not say.
 struct CollectiveOptions {

@@ -10,10 +10,10 @@
 #include "core/enum_names.h"
 #include "core/layout.h"
 #include "core/model.h"
+#include "core/param_shard.h"
 #include "core/placement.h"
 #include "core/training.h"
 #include "simulator/collective_cost.h"
-#include "core/param_shard.h"
 
 namespace shardplan {
 

@@ -1,6 +1,6 @@
 #include "simulator/compute_model.h"
-#include "simulator/parts_compute.h"
 
+#include "simulator/parts_compute.h"
 #include "simulator/rank_shape.h"
 
 namespace shardplan {

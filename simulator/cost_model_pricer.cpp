@@ -94,7 +94,9 @@ const GroupSpan& CostModelPricer::group_span_of(const Program& p, const Action& 
 
 double CostModelPricer::cross_entropy_s(const Program& p) const {
   const GroupSpan& tp = spans(p).groups[static_cast<size_t>(Group::tp)];
-  return 3 * collective_cost(cluster_, Collective::all_reduce, cross_entropy_bytes_, tp, collective_options_).time_s;
+  return 3 * collective_cost(cluster_, Collective::all_reduce, cross_entropy_bytes_, tp,
+                             collective_options_)
+                 .time_s;
 }
 
 double CostModelPricer::duration_s(const Program& p, const Action& a) const {
@@ -115,7 +117,8 @@ double CostModelPricer::duration_s(const Program& p, const Action& a) const {
     case ActionKind::collective:
     case ActionKind::grad_reduce:
     case ActionKind::param_gather:
-      return collective_cost(cluster_, a.op, a.bytes, group_span_of(p, a), collective_options_).time_s;
+      return collective_cost(cluster_, a.op, a.bytes, group_span_of(p, a), collective_options_)
+          .time_s;
     case ActionKind::optimizer_step:
       return memory_time_s(rates_, optimizer_step_bytes(training_, a.params));
   }

@@ -15,8 +15,8 @@
 #include "core/model.h"
 #include "core/placement.h"
 #include "core/schedule.h"
-#include "simulator/collective_cost.h"
 #include "core/training.h"
+#include "simulator/collective_cost.h"
 #include "simulator/device_efficiency.h"
 #include "simulator/event_simulator.h"
 #include "simulator/execution_options.h"
@@ -68,7 +68,7 @@ class CostModelPricer : public ActionPricer {
   Layout layout_;
   DeviceRates rates_;
   CollectiveOptions collective_options_;  // carries the calibrated profile, if any
-  PassTable compute_s_{};  // a compute action's time by pass and part set
+  PassTable compute_s_{};                 // a compute action's time by pass and part set
   int64_t cross_entropy_bytes_ = 0;
   std::vector<int64_t> chunk_activation_bytes_;   // by virtual stage
   std::unordered_map<int64_t, RankSpans> spans_;  // by rank

@@ -33,8 +33,12 @@ DeviceRates device_rates(const Device& d, Dtype dtype, const Profile* profile) {
   const double peak = d.peak_tflops(dtype) * 1e12;
   const double memory_bytes_per_s =
       profile ? profile->memory_GBps * 1e9 : d.memory_GBps * 1e9 * eff.memory;
-  return DeviceRates{peak * eff.matmul, peak * eff.attention_forward, peak * eff.attention_backward,
-                     memory_bytes_per_s, eff.sm_count, profile};
+  return DeviceRates{peak * eff.matmul,
+                     peak * eff.attention_forward,
+                     peak * eff.attention_backward,
+                     memory_bytes_per_s,
+                     eff.sm_count,
+                     profile};
 }
 
 double gemm_time_s(const DeviceRates& r, int64_t m, int64_t k, int64_t n, int64_t elem_bytes,

@@ -84,22 +84,22 @@ json profile_to_json(const Estimate& e) {
 }  // namespace
 
 json estimate_to_json(const Estimate& e) {
-  json j{{"step_time_s", e.step_time_s},
-         {"tokens_per_s", e.tokens_per_s},
-         {"tflops_per_device", e.tflops_per_device},
-         {"mfu", e.mfu},
-         {"hfu", e.hfu},
-         {"bubble_fraction", e.bubble_fraction},
-         {"exposed_comm_s", e.exposed_comm_s},
-         {"fits", e.fits},
-         {"world", e.world},
-         {"tokens_per_step", e.tokens_per_step},
-         {"model_flops_per_step", e.model_flops_per_step},
-         {"hardware_flops_per_step", e.hardware_flops_per_step},
-         {"peak_flops_per_device", e.peak_flops_per_device},
-         {"options",
-          {{"flash_attention", e.options.flash_attention}, {"dropout", e.options.dropout}}},
-         {"profile", profile_to_json(e)}};
+  json j{
+      {"step_time_s", e.step_time_s},
+      {"tokens_per_s", e.tokens_per_s},
+      {"tflops_per_device", e.tflops_per_device},
+      {"mfu", e.mfu},
+      {"hfu", e.hfu},
+      {"bubble_fraction", e.bubble_fraction},
+      {"exposed_comm_s", e.exposed_comm_s},
+      {"fits", e.fits},
+      {"world", e.world},
+      {"tokens_per_step", e.tokens_per_step},
+      {"model_flops_per_step", e.model_flops_per_step},
+      {"hardware_flops_per_step", e.hardware_flops_per_step},
+      {"peak_flops_per_device", e.peak_flops_per_device},
+      {"options", {{"flash_attention", e.options.flash_attention}, {"dropout", e.options.dropout}}},
+      {"profile", profile_to_json(e)}};
   j["time"] = {{"compute_s", e.time.compute_s},
                {"recompute_s", e.time.recompute_s},
                {"microbatch_comm_s", e.time.microbatch_comm_s},

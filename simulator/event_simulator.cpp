@@ -66,7 +66,7 @@ struct Engine {
   std::vector<double> start, end;
   std::vector<int64_t> binder;  // the action whose end set this one's start (−1: time 0)
   std::vector<State> state;
-  std::vector<int> waiters;  // first stream parked on each action
+  std::vector<int> waiters;          // first stream parked on each action
   std::vector<StreamState> streams;  // program · kNumStreams + stream
   std::vector<int> ready;
   std::vector<std::string> errors;
@@ -74,7 +74,8 @@ struct Engine {
   Engine(const StepPrograms& s, const ActionPricer& p) : step(s), pricer(p) {}
 
   size_t program_of(int64_t g) const {
-    return static_cast<size_t>(std::upper_bound(offset.begin(), offset.end(), g) - offset.begin() - 1);
+    return static_cast<size_t>(std::upper_bound(offset.begin(), offset.end(), g) - offset.begin() -
+                               1);
   }
   const Action& action(int64_t g) const {
     const size_t i = program_of(g);
@@ -294,16 +295,18 @@ std::vector<StreamWait> Engine::deadlock() const {
           missing += ' ';
           missing += std::to_string(step.programs[program_of(m)].rank);
         }
-      w.waiting_for = std::to_string(inst.arrived) + " of " + std::to_string(inst.needed) +
-                      " members of its group arrived" +
-                      (missing.empty() ? "; the others never issue it" : "; waiting for ranks" + missing);
+      w.waiting_for =
+          std::to_string(inst.arrived) + " of " + std::to_string(inst.needed) +
+          " members of its group arrived" +
+          (missing.empty() ? "; the others never issue it" : "; waiting for ranks" + missing);
     }
     waits.push_back(std::move(w));
   }
   return waits;
 }
 
-std::vector<CriticalAction> Engine::critical_path(std::array<double, kNumStreams>& by_stream) const {
+std::vector<CriticalAction> Engine::critical_path(
+    std::array<double, kNumStreams>& by_stream) const {
   std::vector<CriticalAction> path;
   if (end.empty()) return path;
   int64_t g = std::max_element(end.begin(), end.end()) - end.begin();

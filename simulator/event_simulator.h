@@ -22,7 +22,8 @@ struct ActionPricer {
   // Seconds `a` of program `p` runs once it starts. A send's is the transfer time (its recv ends
   // when the data has arrived and is not asked); a collective's must be the same on every member.
   virtual double duration_s(const Program& p, const Action& a) const = 0;
-  // Bytes one micro-batch's activations of `chunk` hold on p's rank from its forward to its backward.
+  // Bytes one micro-batch's activations of `chunk` hold on p's rank from its forward to its
+  // backward.
   virtual int64_t activation_bytes(const Program& p, int chunk) const = 0;
 };
 
@@ -49,11 +50,11 @@ struct SimResult {
   std::string symmetry;           // what the symmetry assumed, "" without
   int64_t events = 0;             // actions simulated
   std::vector<RankStats> ranks;   // per program
-  std::vector<std::vector<ActionTiming>> timings;  // per program, per action
-  std::vector<CriticalAction> critical_path;       // earliest first
+  std::vector<std::vector<ActionTiming>> timings;     // per program, per action
+  std::vector<CriticalAction> critical_path;          // earliest first
   std::array<double, kNumStreams> critical_path_s{};  // path time by stream
-  std::vector<StreamWait> deadlock;  // empty unless some stream could not finish
-  std::vector<std::string> errors;   // members of a collective disagreeing on op or size
+  std::vector<StreamWait> deadlock;                   // empty unless some stream could not finish
+  std::vector<std::string> errors;  // members of a collective disagreeing on op or size
 
   bool ok() const { return deadlock.empty() && errors.empty(); }
 };

@@ -12,9 +12,9 @@
 #include "core/cluster.h"
 #include "core/layout.h"
 #include "core/model.h"
+#include "core/param_shard.h"
 #include "core/training.h"
 #include "simulator/execution_options.h"
-#include "core/param_shard.h"
 
 namespace shardplan {
 

@@ -16,7 +16,8 @@ namespace shardplan {
 //     (Narayanan et al. 2021 §2.2.1; Megatron-LM schedules.py num_warmup_microbatches).
 //   interleaved: min(2(p − stage − 1) + (v − 1)·p + 1, m·v) (Megatron-LM's interleaved warm-up),
 //     all m·v when m == p (Megatron-LM then runs every forward first); for the first stage
-//     p·v + p − 1 chunks, i.e. p·(1 + (p − 1)/(p·v)) stages' worth (Korthikanti et al. 2022 §4.2.3).
+//     p·v + p − 1 chunks, i.e. p·(1 + (p − 1)/(p·v)) stages' worth (Korthikanti et al. 2022
+//     §4.2.3).
 int64_t inflight_chunk_microbatches(const Layout& l, int stage);
 
 // Whether every forward runs before any backward: GPipe, and Megatron-LM's interleaved schedule

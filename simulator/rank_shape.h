@@ -6,8 +6,8 @@
 #include <cstdint>
 
 #include "core/layout.h"
-#include "core/training.h"
 #include "core/param_shard.h"
+#include "core/training.h"
 
 namespace shardplan {
 

@@ -13,7 +13,8 @@ struct Interval {
 
 // Sorted, disjoint union of intervals.
 std::vector<Interval> merged(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+  std::sort(v.begin(), v.end(),
+            [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
   std::vector<Interval> out;
   for (const Interval& i : v) {
     if (!out.empty() && i.begin <= out.back().end)

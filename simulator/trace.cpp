@@ -47,7 +47,8 @@ nlohmann::json chrome_trace(const std::vector<Program>& programs,
       process += " (stands for " + std::to_string(ranks_per_program) + " identical ranks)";
     events.push_back(metadata("process_name", p.rank, 0, process));
     for (const auto& [stream, name] : kStreamNames)
-      events.push_back(metadata("thread_name", p.rank, static_cast<int>(stream), std::string(name)));
+      events.push_back(
+          metadata("thread_name", p.rank, static_cast<int>(stream), std::string(name)));
   }
   for (size_t i = 0; i < programs.size(); ++i) {
     const Program& p = programs[i];

@@ -1,11 +1,11 @@
 #include "tools/cli_inputs.h"
 
+#include <fmt/core.h>
+#include <fmt/format.h>
+
 #include <sstream>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
-#include <fmt/core.h>
 
 #include "core/error.h"
 #include "core/json_reader.h"
@@ -17,10 +17,12 @@ namespace shardplan::cli {
 void add_input_options(CLI::App* app, InputOptions& o, LayoutInput layout) {
   app->add_option("--model,-m", o.model,
                   "Model: preset name, our JSON, or a Hugging Face config.json (or its folder)");
-  app->add_option("--cluster,-c", o.cluster, "Cluster: preset name from topologies/ or a JSON path");
+  app->add_option("--cluster,-c", o.cluster,
+                  "Cluster: preset name from topologies/ or a JSON path");
   app->add_option("--nodes,-n", o.nodes, "Number of nodes of the cluster's node description")
       ->check(CLI::PositiveNumber);
-  app->add_option("--training", o.training_file, "Training JSON (batch, sequence, dtype, optimizer)");
+  app->add_option("--training", o.training_file,
+                  "Training JSON (batch, sequence, dtype, optimizer)");
   app->add_option("--gbs", o.gbs, "Global batch size in sequences")->check(CLI::PositiveNumber);
   app->add_option("--seq", o.seq, "Sequence length in tokens")->check(CLI::PositiveNumber);
   app->add_option("--dtype", o.dtype, "Compute dtype: bf16 (default), fp16, fp32")
@@ -29,12 +31,15 @@ void add_input_options(CLI::App* app, InputOptions& o, LayoutInput layout) {
                   "Price with what `shardplan calibrate` measured (GEMM rates by shape, memory "
                   "bandwidth, collective fits) instead of the datasheet efficiencies");
   if (layout == LayoutInput::none) return;
-  auto* opt = app->add_option(
-      "--layout,-l", o.layout,
-      "Compact layout, e.g. \"tp=8,pp=4,dp=32,zero=1,mbs=1,sp=1,vpp=2,recompute=selective,schedule=1f1b\" (dp may be left out)");
-  app->add_option("--megatron", o.megatron,
-                  "The layout as Megatron-LM flags in one string: \"--tp 8 --pp 4 --sequence-parallel\"");
-  app->add_option("--deepspeed-config", o.deepspeed_config, "A DeepSpeed config JSON (ZeRO stage, batch sizes)");
+  auto* opt = app->add_option("--layout,-l", o.layout,
+                              "Compact layout, e.g. "
+                              "\"tp=8,pp=4,dp=32,zero=1,mbs=1,sp=1,vpp=2,recompute=selective,"
+                              "schedule=1f1b\" (dp may be left out)");
+  app->add_option(
+      "--megatron", o.megatron,
+      "The layout as Megatron-LM flags in one string: \"--tp 8 --pp 4 --sequence-parallel\"");
+  app->add_option("--deepspeed-config", o.deepspeed_config,
+                  "A DeepSpeed config JSON (ZeRO stage, batch sizes)");
   if (layout == LayoutInput::required) opt->needs(app->get_option("--model"));
 }
 
@@ -61,10 +66,12 @@ int print_report(const ReportOptions& o, const Plan& p, const nlohmann::json& j,
 }
 
 void add_execution_options(CLI::App* app, ExecutionOptions& x) {
-  app->add_flag_callback("--no-flash-attention", [&x] { x.flash_attention = false; },
-                         "Price attention that materialises the s x s scores (Korthikanti's 5as/h term)");
-  app->add_flag_callback("--dropout", [&x] { x.dropout = true; },
-                         "Price dropout after attention and MLP (GPT-3 style)");
+  app->add_flag_callback(
+      "--no-flash-attention", [&x] { x.flash_attention = false; },
+      "Price attention that materialises the s x s scores (Korthikanti's 5as/h term)");
+  app->add_flag_callback(
+      "--dropout", [&x] { x.dropout = true; },
+      "Price dropout after attention and MLP (GPT-3 style)");
 }
 
 namespace {
@@ -78,7 +85,8 @@ std::vector<std::string> split_words(const std::string& s) {
 
 Training resolve_training(const InputOptions& o, const Model& model) {
   Training t;
-  if (!o.training_file.empty()) t = training_from_json(read_json_file(o.training_file), o.training_file);
+  if (!o.training_file.empty())
+    t = training_from_json(read_json_file(o.training_file), o.training_file);
   if (o.gbs) t.global_batch = *o.gbs;
   if (o.seq) t.seq_len = *o.seq;
   if (!o.dtype.empty()) t.dtype = *enum_from_name(o.dtype, kDtypeNames);
@@ -86,17 +94,20 @@ Training resolve_training(const InputOptions& o, const Model& model) {
     throw InputError("--seq", "training.seq_len", "not given",
                      "pass --seq 4096, or seq_len in --training FILE");
   if (t.seq_len > model.max_seq)
-    throw InputError("--seq", "training.seq_len",
-                     "is " + std::to_string(t.seq_len) + ", longer than the model's max_position_embeddings=" +
-                         std::to_string(model.max_seq));
+    throw InputError(
+        "--seq", "training.seq_len",
+        "is " + std::to_string(t.seq_len) +
+            ", longer than the model's max_position_embeddings=" + std::to_string(model.max_seq));
   return t;
 }
 
 }  // namespace
 
 Inputs resolve_inputs(const InputOptions& o) {
-  if (o.model.empty()) throw InputError("--model", "", "not given", "a preset name such as llama3-8b, or a path");
-  if (o.cluster.empty()) throw InputError("--cluster", "", "not given", "a preset name such as dgx-h100, or a path");
+  if (o.model.empty())
+    throw InputError("--model", "", "not given", "a preset name such as llama3-8b, or a path");
+  if (o.cluster.empty())
+    throw InputError("--cluster", "", "not given", "a preset name such as dgx-h100, or a path");
   Inputs in{load_model(o.model), load_cluster(o.cluster, o.nodes), {}};
   in.training = resolve_training(o, in.model);
   return in;
@@ -108,7 +119,8 @@ Plan resolve_plan(const InputOptions& o) {
   LayoutSpec spec;
   std::string source = "--layout";
   if (!o.deepspeed_config.empty()) {
-    spec = merge(spec, layout_from_deepspeed(read_json_file(o.deepspeed_config), o.deepspeed_config));
+    spec =
+        merge(spec, layout_from_deepspeed(read_json_file(o.deepspeed_config), o.deepspeed_config));
     source = o.deepspeed_config;
   }
   if (!o.megatron.empty()) {
@@ -129,12 +141,12 @@ std::optional<Profile> apply_profile_option(const InputOptions& o, Cluster& clus
   if (o.profile_file.empty()) return std::nullopt;
   Profile p = read_profile_file(o.profile_file);
   if (p.dtype != training.dtype)
-    throw InputError(o.profile_file, "dtype",
-                     fmt::format("the profile measured {} GEMMs, the training computes in {}",
-                                 enum_name(p.dtype, kDtypeNames),
-                                 enum_name(training.dtype, kDtypeNames)),
-                     fmt::format("pass --dtype {}, or calibrate in {}", enum_name(p.dtype, kDtypeNames),
-                                 enum_name(training.dtype, kDtypeNames)));
+    throw InputError(
+        o.profile_file, "dtype",
+        fmt::format("the profile measured {} GEMMs, the training computes in {}",
+                    enum_name(p.dtype, kDtypeNames), enum_name(training.dtype, kDtypeNames)),
+        fmt::format("pass --dtype {}, or calibrate in {}", enum_name(p.dtype, kDtypeNames),
+                    enum_name(training.dtype, kDtypeNames)));
   cluster = apply_profile(std::move(cluster), p, o.profile_file);
   return p;
 }

@@ -2,11 +2,10 @@
 // presets, files or flags — and how they resolve into one validated Plan.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "core/plan.h"
 #include "core/profile.h"

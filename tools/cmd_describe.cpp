@@ -1,12 +1,12 @@
 // `shardplan describe MODEL|CLUSTER`: what a description resolves to — a model's shape and its
 // parameters by component, or a cluster's devices and interconnect levels with their bandwidths.
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <fmt/core.h>
 
 #include "core/cluster.h"
 #include "core/error.h"
@@ -74,10 +74,10 @@ void print_model(const Model& m) {
 
 std::string level_bandwidth(const Cluster& c, const InterconnectLevel& l) {
   if (!l.is_scale_out()) return fmt::format("{:g} GB/s per device", l.bandwidth_GBps);
-  return fmt::format("{} NICs x {:g} GB/s per node = {:g} GB/s per device{}", l.nics_per_node,
-                     l.nic_GBps, l.nics_per_node * l.nic_GBps / c.devices_per_node,
-                     l.oversubscription > 1 ? fmt::format(", {:g}:1 oversubscribed", l.oversubscription)
-                                            : "");
+  return fmt::format(
+      "{} NICs x {:g} GB/s per node = {:g} GB/s per device{}", l.nics_per_node, l.nic_GBps,
+      l.nics_per_node * l.nic_GBps / c.devices_per_node,
+      l.oversubscription > 1 ? fmt::format(", {:g}:1 oversubscribed", l.oversubscription) : "");
 }
 
 void print_cluster(const Cluster& c) {
@@ -106,11 +106,14 @@ int run_describe(const DescribeOptions& o) {
   const bool json = o.format == "json";
   if (looks_like_cluster(o.target)) {
     const Cluster c = load_cluster(o.target, o.nodes);
-    if (json) fmt::print("{}\n", cluster_to_json(c).dump(2));
-    else print_cluster(c);
+    if (json)
+      fmt::print("{}\n", cluster_to_json(c).dump(2));
+    else
+      print_cluster(c);
     return 0;
   }
-  if (o.nodes) throw InputError("--nodes", "", "applies to a cluster, and " + o.target + " is a model");
+  if (o.nodes)
+    throw InputError("--nodes", "", "applies to a cluster, and " + o.target + " is a model");
   const Model m = load_model(o.target);
   if (json) {
     auto j = model_to_json(m);
@@ -132,8 +135,9 @@ int run_describe(const DescribeOptions& o) {
 Subcommand add_describe(CLI::App& root) {
   auto o = std::make_shared<DescribeOptions>();
   CLI::App* app = root.add_subcommand(
-      "describe", "Print what a model or cluster description resolves to (parameter counts by "
-                  "component; devices, levels and bandwidths)");
+      "describe",
+      "Print what a model or cluster description resolves to (parameter counts by "
+      "component; devices, levels and bandwidths)");
   app->add_option("target", o->target,
                   "Model or cluster: a preset name (llama3-70b, dgx-h100), our JSON, or a Hugging "
                   "Face config.json or its folder")

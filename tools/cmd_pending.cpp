@@ -10,8 +10,9 @@ Subcommand add_pending(CLI::App& root, const char* name, const char* summary, co
   CLI::App* app = root.add_subcommand(name, fmt::format("{} (not yet implemented)", summary));
   app->allow_extras();
   return {app, [name, issue] {
-            fmt::print(stderr, "shardplan: error: '{}' is not yet implemented (it arrives with {})\n",
-                       name, issue);
+            fmt::print(stderr,
+                       "shardplan: error: '{}' is not yet implemented (it arrives with {})\n", name,
+                       issue);
             return static_cast<int>(ExitCode::internal_error);
           }};
 }

@@ -1,5 +1,4 @@
-#include "tools/subcommand.h"
-
+#include <fmt/core.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,8 +6,6 @@
 #include <memory>
 #include <optional>
 #include <thread>
-
-#include <fmt/core.h>
 
 #include "core/error.h"
 #include "core/human_format.h"
@@ -21,6 +18,7 @@
 #include "planner/search.h"
 #include "planner/suggest.h"
 #include "tools/cli_inputs.h"
+#include "tools/subcommand.h"
 
 namespace shardplan::cli {
 
@@ -44,26 +42,30 @@ void print_export(ExportFormat format, const Plan& p) {
     fmt::print("\nMegatron-LM flags:\n{}\n", format_flags(megatron_flags(p)));
     return;
   }
-  fmt::print("\nDeepSpeed config (--deepspeed_config ds_config.json):\n{}\n", deepspeed_config(p).dump(2));
+  fmt::print("\nDeepSpeed config (--deepspeed_config ds_config.json):\n{}\n",
+             deepspeed_config(p).dump(2));
   fmt::print("\nwith these Megatron-DeepSpeed flags for what the config does not hold:\n{}\n",
              format_flags(megatron_parallel_flags(p)));
 }
 
 int report_nothing_fits(const SearchResult& r, const Inputs& in, const LayoutSpec& fixed,
                         const SearchOptions& search) {
-  fmt::print("\nnothing fits: every valid layout needs more than a device's {} ({} usable).\n",
-             format_gib(in.cluster.device.memory_GiB * (1 << 30)),
-             format_gib((in.cluster.device.memory_GiB - in.cluster.device.reserved_GiB) * (1 << 30)));
+  fmt::print(
+      "\nnothing fits: every valid layout needs more than a device's {} ({} usable).\n",
+      format_gib(in.cluster.device.memory_GiB * (1 << 30)),
+      format_gib((in.cluster.device.memory_GiB - in.cluster.device.reserved_GiB) * (1 << 30)));
   if (!r.pruned.empty() && !search.keep_pruned) {
     fmt::print("closest to fitting:\n");
     SearchResult closest;
     closest.pruned = {r.pruned.begin(), r.pruned.begin() + std::min<size_t>(3, r.pruned.size())};
     fmt::print("{}", format_rejections(closest));
   }
-  const std::vector<Suggestion> suggestions = suggest_changes(in.model, in.cluster, in.training, fixed, search);
+  const std::vector<Suggestion> suggestions =
+      suggest_changes(in.model, in.cluster, in.training, fixed, search);
   if (suggestions.empty()) {
-    fmt::print("no single change tried (a pin relaxed, up to 64x the nodes) makes anything fit; "
-               "CPU offload is not modelled.\n");
+    fmt::print(
+        "no single change tried (a pin relaxed, up to 64x the nodes) makes anything fit; "
+        "CPU offload is not modelled.\n");
   } else {
     fmt::print("changes that make something fit:\n");
     for (const Suggestion& s : suggestions)
@@ -85,8 +87,8 @@ void print_node_counts(const std::vector<NodeCountSearch>& runs, std::optional<s
     }
     const Ranked& best = r.top.front();
     fmt::print("  {:>6} node{}  {:>10.4g}  {:>10} per step  {}{}\n", nodes, nodes == 1 ? " " : "s",
-               best.objective * 1e6 / 3600, format_seconds(best.estimate.step_time_s), layout_label(best.layout),
-               cheapest == i ? "  <- cheapest" : "");
+               best.objective * 1e6 / 3600, format_seconds(best.estimate.step_time_s),
+               layout_label(best.layout), cheapest == i ? "  <- cheapest" : "");
   }
   fmt::print("\n");
 }
@@ -96,23 +98,26 @@ int run_plan(const PlanOptions& o) {
   const LayoutSpec fixed = parse_layout_string(o.fix, "--fix");
   if (fixed.global_batch) in.training.global_batch = *fixed.global_batch;
   if (in.training.global_batch == 0)
-    throw InputError("--gbs", "training.global_batch", "not given", "pass --gbs 512, or global_batch in --training FILE");
+    throw InputError("--gbs", "training.global_batch", "not given",
+                     "pass --gbs 512, or global_batch in --training FILE");
   if (fixed.dtype) in.training.dtype = *fixed.dtype;
   const std::optional<Profile> profile = apply_profile_option(o.inputs, in.cluster, in.training);
 
   SearchOptions search;
   search.objective = *enum_from_name(o.objective, kObjectiveNames);
   search.top_k = o.top_k;
-  if (!o.export_format.empty()) search.runs_on = enum_from_name(o.export_format, kExportFormatNames);
+  if (!o.export_format.empty())
+    search.runs_on = enum_from_name(o.export_format, kExportFormatNames);
   search.keep_pruned = o.explain;
   search.threads = o.threads;
   search.progress = isatty(fileno(stderr)) != 0;
   search.execution.profile = profile ? &*profile : nullptr;
 
   const Cluster& c = in.cluster;
-  fmt::print("plan {} on {} ({} node{} x {} {} = {} devices), gbs {}, seq {}, {}; objective: {}\n", in.model.name,
-             c.name, c.nodes, c.nodes == 1 ? "" : "s", c.devices_per_node, c.device.name, c.world(), in.training.global_batch,
-             in.training.seq_len, enum_name(in.training.dtype, kDtypeNames), o.objective);
+  fmt::print("plan {} on {} ({} node{} x {} {} = {} devices), gbs {}, seq {}, {}; objective: {}\n",
+             in.model.name, c.name, c.nodes, c.nodes == 1 ? "" : "s", c.devices_per_node,
+             c.device.name, c.world(), in.training.global_batch, in.training.seq_len,
+             enum_name(in.training.dtype, kDtypeNames), o.objective);
   SearchResult r;
   if (search.objective == Objective::cost) {
     std::vector<NodeCountSearch> runs = search_node_counts(in.model, c, in.training, fixed, search);
@@ -140,10 +145,12 @@ int run_plan(const PlanOptions& o) {
     simulated = rerank_by_simulation(in.model, c, in.training, r.top, search.objective);
     fmt::print("\n{}", format_rerank(simulated));
   }
-  const Plan plan = chosen_plan(in.model, c, in.training, simulated.empty() ? r.top.front() : simulated.front().ranked);
+  const Plan plan = chosen_plan(in.model, c, in.training,
+                                simulated.empty() ? r.top.front() : simulated.front().ranked);
   if (!o.out.empty()) {
     write_json_file(o.out, plan_to_json(plan));
-    fmt::print("\nwrote {} (estimate, simulate, execute and compare take it as their plan)\n", o.out);
+    fmt::print("\nwrote {} (estimate, simulate, execute and compare take it as their plan)\n",
+               o.out);
   }
   if (search.runs_on) print_export(*search.runs_on, plan);
   return static_cast<int>(ExitCode::ok);
@@ -154,28 +161,37 @@ int run_plan(const PlanOptions& o) {
 Subcommand add_plan(CLI::App& root) {
   auto o = std::make_shared<PlanOptions>();
   CLI::App* app = root.add_subcommand(
-      "plan", "Search every layout (dp, tp, pp, cp, ep, ZeRO, micro-batch, recompute, sp, vpp, schedule), "
-              "rank what fits and explain the choice");
+      "plan",
+      "Search every layout (dp, tp, pp, cp, ep, ZeRO, micro-batch, recompute, sp, vpp, schedule), "
+      "rank what fits and explain the choice");
   add_input_options(app, o->inputs, LayoutInput::none);
-  app->add_option("--top", o->top_k, "How many of the best layouts to show")->check(CLI::PositiveNumber);
-  app->add_option("--fix", o->fix,
-                  "Pin part of the layout, the rest is searched: \"tp=8,recompute=full\" (keys of --layout)");
-  app->add_option("--objective", o->objective,
-                  "time (shortest step), tokens-per-s (the same order on one cluster), or cost (least "
-                  "device time per token, also on half, a quarter, ... of the nodes)")
+  app->add_option("--top", o->top_k, "How many of the best layouts to show")
+      ->check(CLI::PositiveNumber);
+  app->add_option(
+      "--fix", o->fix,
+      "Pin part of the layout, the rest is searched: \"tp=8,recompute=full\" (keys of --layout)");
+  app->add_option(
+         "--objective", o->objective,
+         "time (shortest step), tokens-per-s (the same order on one cluster), or cost (least "
+         "device time per token, also on half, a quarter, ... of the nodes)")
       ->check(CLI::IsMember({"time", "tokens-per-s", "cost"}));
-  app->add_option("--out", o->out, "Write the chosen plan as JSON (model, cluster, training, layout, prediction)");
-  app->add_option("--json", o->json, "Also write the search's counts, speed and top layouts as JSON to this file");
-  app->add_option("--export", o->export_format,
-                  "Search only layouts this framework runs and print the winner as its flags or config")
+  app->add_option("--out", o->out,
+                  "Write the chosen plan as JSON (model, cluster, training, layout, prediction)");
+  app->add_option("--json", o->json,
+                  "Also write the search's counts, speed and top layouts as JSON to this file");
+  app->add_option(
+         "--export", o->export_format,
+         "Search only layouts this framework runs and print the winner as its flags or config")
       ->check(CLI::IsMember({"megatron", "deepspeed"}));
   app->add_flag("--explain", o->explain, "List every rejected layout with its reason");
-  app->add_flag("--no-simulate", o->no_simulate,
-                "Keep the closed form's order: do not re-rank the top layouts by simulating their steps");
+  app->add_flag(
+      "--no-simulate", o->no_simulate,
+      "Keep the closed form's order: do not re-rank the top layouts by simulating their steps");
   app->add_option("--threads", o->threads, "Threads pricing layouts (default: every core)")
       ->check(CLI::PositiveNumber);
   app->footer(
-      "MFU counts model FLOPs (Narayanan et al. 2021 eq. 3, without recomputation) over the dense bf16/fp16 "
+      "MFU counts model FLOPs (Narayanan et al. 2021 eq. 3, without recomputation) over the dense "
+      "bf16/fp16 "
       "peak; exit code 3 when nothing fits.");
   return {app, [o] { return run_plan(*o); }};
 }

@@ -4,8 +4,8 @@
 #include <fmt/core.h>
 
 #include <memory>
-#include <stdexcept>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "core/json_reader.h"

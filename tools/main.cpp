@@ -1,10 +1,10 @@
 // shardplan: plan, price, run and check LLM training layouts. Only this file exits; everything
 // below throws InputError for user mistakes, which become exit code 1 with the file and field.
+#include <fmt/core.h>
+
 #include <cstdio>
 #include <exception>
 #include <vector>
-
-#include <fmt/core.h>
 
 #include "core/error.h"
 #include "tools/subcommand.h"
@@ -21,8 +21,9 @@ int print_user_error(const shardplan::InputError& e) {
 
 int main(int argc, char** argv) {
   using namespace shardplan;
-  CLI::App app{"shardplan: plan, price, run and check data/tensor/pipeline/ZeRO layouts for "
-               "training large language models"};
+  CLI::App app{
+      "shardplan: plan, price, run and check data/tensor/pipeline/ZeRO layouts for "
+      "training large language models"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Help for every subcommand");
 

@@ -2,9 +2,8 @@
 // what to run once its options are parsed. main() holds the table and maps errors to exit codes.
 #pragma once
 
-#include <functional>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 
 namespace shardplan::cli {
 

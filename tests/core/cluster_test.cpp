@@ -1,16 +1,15 @@
 #include "core/cluster.h"
 
-#include <string>
-
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/error.h"
 #include "tests/core/thrown_input_error.h"
 
 using namespace shardplan;
-using shardplan::testing::thrown_input_error;
 using nlohmann::json;
+using shardplan::testing::thrown_input_error;
 
 namespace {
 
@@ -86,7 +85,8 @@ TEST_CASE("cluster errors name the file and the field", "[cluster]") {
       {"reserve above memory", P("/device/reserved_GiB"), 80, "device.reserved_GiB"},
       {"negative peak", P("/device/peak_tflops/bf16"), -1, "device.peak_tflops.bf16"},
       {"no memory bandwidth", P("/device/memory_GBps"), 0, "device.memory_GBps"},
-      {"efficiency above the peak", P("/device/efficiency/matmul"), 1.2, "device.efficiency.matmul"},
+      {"efficiency above the peak", P("/device/efficiency/matmul"), 1.2,
+       "device.efficiency.matmul"},
       {"zero efficiency", P("/device/efficiency/memory"), 0, "device.efficiency.memory"},
       {"unknown efficiency key", P("/device/efficiency/gemm"), 0.8, "device.efficiency.gemm"},
       {"no levels", P("/levels"), json::array(), "levels"},
@@ -98,12 +98,15 @@ TEST_CASE("cluster errors name the file and the field", "[cluster]") {
       {"no NICs", P("/levels/1/nics_per_node"), 0, "levels[1].nics_per_node"},
       {"no NVLink bandwidth", P("/levels/0/bandwidth_GBps"), 0, "levels[0].bandwidth_GBps"},
       {"domain straddling nodes", P("/levels/0/span_devices"), 3, "levels[0].span_devices"},
-      {"domain not a whole number of nodes", P("/levels/0/span_devices"), 12, "levels[0].span_devices"},
+      {"domain not a whole number of nodes", P("/levels/0/span_devices"), 12,
+       "levels[0].span_devices"},
       {"spans not growing", P("/levels/1/span_devices"), 8, "levels[1].span_devices"},
       {"negative span", P("/levels/0/span_devices"), -8, "levels[0].span_devices"},
-      {"whole cluster before the outermost", P("/levels/0/span_devices"), 0, "levels[0].span_devices"},
+      {"whole cluster before the outermost", P("/levels/0/span_devices"), 0,
+       "levels[0].span_devices"},
       {"negative latency", P("/levels/1/latency_us"), -1, "levels[1].latency_us"},
-      {"oversubscription below 1", P("/levels/1/oversubscription"), 0.5, "levels[1].oversubscription"},
+      {"oversubscription below 1", P("/levels/1/oversubscription"), 0.5,
+       "levels[1].oversubscription"},
       {"two levels of one name", P("/levels/1/name"), "nvlink", "levels[1].name"},
   };
   for (const Case& c : cases) {

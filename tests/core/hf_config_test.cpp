@@ -11,7 +11,9 @@ using test::load_file;
 using test::preset_path;
 using test::read_error;
 
-json hf_config(const std::string& repo) { return read_json_file(hf_config_path(repo)); }
+json hf_config(const std::string& repo) {
+  return read_json_file(hf_config_path(repo));
+}
 
 TEST_CASE("Hugging Face configs read to the matching presets", "[model]") {
   const std::pair<const char*, const char*> pairs[] = {
@@ -86,7 +88,8 @@ TEST_CASE("Hugging Face configs: unknown keys and model types are errors", "[mod
   CHECK(unknown.file == "Llama-2-7b-hf/config.json");
   CHECK(unknown.field == "num_shared_experts");
   CHECK_THAT(unknown.reason, Catch::Contains("llama"));
-  CHECK_THAT(unknown.hint, Catch::Contains("kHfShapeFreeKeys") && Catch::Contains("core/hf_config.cpp"));
+  CHECK_THAT(unknown.hint,
+             Catch::Contains("kHfShapeFreeKeys") && Catch::Contains("core/hf_config.cpp"));
 
   json falcon = hf_config("Llama-2-7b-hf");
   falcon["model_type"] = "falcon";
@@ -100,10 +103,12 @@ TEST_CASE("Hugging Face configs: unknown keys and model types are errors", "[mod
 TEST_CASE("Hugging Face configs: errors use the family's field names", "[model]") {
   json gpt2 = hf_config("gpt2");
   gpt2["n_head"] = 5;
-  CHECK(describe(read_error(gpt2, "gpt2/config.json")) == "gpt2/config.json: n_head: 5 does not divide n_embd=768");
+  CHECK(describe(read_error(gpt2, "gpt2/config.json")) ==
+        "gpt2/config.json: n_head: 5 does not divide n_embd=768");
   gpt2["n_head"] = 12;
   gpt2["n_layer"] = 0;
-  CHECK(describe(read_error(gpt2, "gpt2/config.json")) == "gpt2/config.json: n_layer: must be positive, found 0");
+  CHECK(describe(read_error(gpt2, "gpt2/config.json")) ==
+        "gpt2/config.json: n_layer: must be positive, found 0");
   gpt2["n_layer"] = 12;
   gpt2["n_embd"] = "768";
   CHECK(read_error(gpt2, "gpt2/config.json").field == "n_embd");
@@ -128,7 +133,8 @@ TEST_CASE("Hugging Face configs: activations must fit the family's MLP", "[model
   gpt2["activation_function"] = "silu";
   CHECK_THAT(read_error(gpt2, "config.json").reason, Catch::Contains("not gated"));
   gpt2["activation_function"] = "relu";
-  CHECK_THAT(read_error(gpt2, "config.json").reason, Catch::Contains("unknown activation \"relu\""));
+  CHECK_THAT(read_error(gpt2, "config.json").reason,
+             Catch::Contains("unknown activation \"relu\""));
   gpt2["activation_function"] = "gelu";
   gpt2["add_cross_attention"] = true;
   CHECK(read_error(gpt2, "config.json").field == "add_cross_attention");

@@ -1,8 +1,9 @@
 // Reading the layout as users write it: the compact string, Megatron-LM flags, a DeepSpeed config
 // and the layout JSON, and printing the compact string. No model-dependent validation here.
+#include "core/layout.h"
+
 #include <catch2/catch.hpp>
 
-#include "core/layout.h"
 #include "tests/core/layout_fixtures.h"
 #include "tests/core/thrown_input_error.h"
 

@@ -2,10 +2,9 @@
 // InputError a bad description raises.
 #pragma once
 
-#include <string>
-
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/error.h"
 #include "core/json_reader.h"
@@ -21,7 +20,9 @@ inline std::string hf_config_path(const std::string& repo) {
   return std::string(SHARDPLAN_SOURCE_DIR) + "/tests/data/hf/" + repo + "/config.json";
 }
 
-inline Model load_file(const std::string& path) { return model_from_json(read_json_file(path), path); }
+inline Model load_file(const std::string& path) {
+  return model_from_json(read_json_file(path), path);
+}
 
 // The InputError that reading `j` as `file` raises; fails the test when it reads fine.
 inline InputError read_error(const nlohmann::json& j, const std::string& file) {

@@ -12,7 +12,8 @@ using test::preset_path;
 
 // Published sizes, checked within 1%: the counts include embeddings and the LM head.
 void check_published(const std::string& preset, double published, double tolerance = 0.01) {
-  const double total = static_cast<double>(count_parameters(load_file(preset_path(preset))).total());
+  const double total =
+      static_cast<double>(count_parameters(load_file(preset_path(preset))).total());
   INFO(preset << ": " << total << " parameters, published " << published);
   CHECK(total == Approx(published).epsilon(tolerance));
 }
@@ -129,7 +130,8 @@ TEST_CASE("presets match the released checkpoints' tensor totals exactly", "[mod
 
 TEST_CASE("every preset reads back equal from model_to_json", "[model]") {
   int presets = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(SHARDPLAN_SOURCE_DIR) + "/models")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(SHARDPLAN_SOURCE_DIR) + "/models")) {
     if (entry.path().extension() != ".json") continue;
     const std::string path = entry.path().string();
     const Model m = load_file(path);

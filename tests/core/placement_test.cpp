@@ -1,16 +1,16 @@
 #include "core/placement.h"
 
-#include <algorithm>
-#include <string>
-#include <vector>
-
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
 #include "core/error.h"
-#include "tests/core/thrown_input_error.h"
 #include "core/presets.h"
+#include "tests/core/thrown_input_error.h"
 
 using namespace shardplan;
 using shardplan::testing::thrown_input_error;
@@ -20,8 +20,9 @@ namespace Catch {
 template <>
 struct StringMaker<GroupSpan> {
   static std::string convert(const GroupSpan& s) {
-    return fmt::format("{{{}, size {}, level {}, {} nodes, {} per node}}", enum_name(s.group, kGroupNames),
-                       s.size, s.level, s.nodes, s.max_ranks_per_node);
+    return fmt::format("{{{}, size {}, level {}, {} nodes, {} per node}}",
+                       enum_name(s.group, kGroupNames), s.size, s.level, s.nodes,
+                       s.max_ranks_per_node);
   }
 };
 template <>
@@ -34,7 +35,8 @@ struct StringMaker<RankCoord> {
 
 namespace {
 
-Layout make_layout(int tp, int cp, int ep, int dp, int pp, std::string order = std::string(kDefaultRankOrder)) {
+Layout make_layout(int tp, int cp, int ep, int dp, int pp,
+                   std::string order = std::string(kDefaultRankOrder)) {
   Layout l;
   l.tp = tp;
   l.cp = cp;
@@ -168,7 +170,8 @@ GroupSpan brute_force_span(const Cluster& c, const Layout& l, int64_t rank, Grou
   s.max_ranks_per_node = 0;
   for (size_t i = 0; i < members.size();) {
     size_t j = i;
-    while (j < members.size() && members[j] / c.devices_per_node == members[i] / c.devices_per_node) ++j;
+    while (j < members.size() && members[j] / c.devices_per_node == members[i] / c.devices_per_node)
+      ++j;
     ++s.nodes;
     s.max_ranks_per_node = std::max(s.max_ranks_per_node, static_cast<int>(j - i));
     i = j;
@@ -199,7 +202,7 @@ TEST_CASE("group_span agrees with listing the members, for every rank order", "[
   struct Sizes {
     int tp, cp, ep, dp, pp;
   };
-  const Sizes layouts[] = {{2, 2, 2, 4, 2}, {3, 1, 1, 8, 2}, {1, 2, 2, 6, 3}, {3, 1, 1, 32, 1},
+  const Sizes layouts[] = {{2, 2, 2, 4, 2}, {3, 1, 1, 8, 2},  {1, 2, 2, 6, 3}, {3, 1, 1, 32, 1},
                            {2, 3, 1, 4, 1}, {1, 1, 1, 24, 2}, {4, 1, 2, 4, 3}, {1, 1, 1, 64, 1}};
   std::vector<std::string> axes{"cp", "dp", "ep", "pp", "tp"};  // sorted for next_permutation
   int64_t compared = 0, wrong = 0;
@@ -212,7 +215,8 @@ TEST_CASE("group_span agrees with listing the members, for every rank order", "[
         const Cluster c = cluster_of(static_cast<int>(l.world() / d), d);
         for (int64_t rank = 0; rank < l.world(); rank += 5)
           for (const auto& [g, name] : kGroupNames) {
-            const GroupSpan fast = group_span(c, l, rank, g), slow = brute_force_span(c, l, rank, g);
+            const GroupSpan fast = group_span(c, l, rank, g),
+                            slow = brute_force_span(c, l, rank, g);
             ++compared;
             if (fast == slow) continue;
             ++wrong;
@@ -231,8 +235,8 @@ TEST_CASE("group_span agrees with listing the members, for every rank order", "[
 TEST_CASE("rank_order must be a permutation of the five axes", "[placement]") {
   for (const char* good : {"tp-cp-ep-dp-pp", "pp-dp-ep-cp-tp", "tp-dp-pp-cp-ep"})
     CHECK_NOTHROW(validate_rank_order(good, "--layout"));
-  for (const char* bad : {"tp-cp-dp-pp", "tp-tp-cp-ep-dp-pp", "tp-cp-ep-dp-xx", "", "tp-cp-ep-dp-pp-",
-                          "tp,cp,ep,dp,pp"}) {
+  for (const char* bad : {"tp-cp-dp-pp", "tp-tp-cp-ep-dp-pp", "tp-cp-ep-dp-xx", "",
+                          "tp-cp-ep-dp-pp-", "tp,cp,ep,dp,pp"}) {
     INFO(bad);
     const InputError e = thrown_input_error([&] { validate_rank_order(bad, "--layout"); });
     CHECK(e.file == "--layout");

@@ -1,13 +1,13 @@
 // Plan files: the four descriptions and the prediction, read back equal, validated as a whole with
 // errors that name the plan file and the section.
-#include <filesystem>
+#include "core/plan.h"
 
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "core/json_reader.h"
-#include "core/plan.h"
 #include "tests/core/layout_fixtures.h"
 #include "tests/core/thrown_input_error.h"
 

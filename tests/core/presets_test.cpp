@@ -1,22 +1,21 @@
 #include "core/presets.h"
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
-
 #include "core/error.h"
-#include "tests/core/thrown_input_error.h"
 #include "core/json_reader.h"
+#include "tests/core/thrown_input_error.h"
 
 using namespace shardplan;
-using shardplan::testing::thrown_input_error;
 using nlohmann::json;
+using shardplan::testing::thrown_input_error;
 namespace fs = std::filesystem;
 
 namespace {
@@ -79,7 +78,7 @@ TEST_CASE("preset figures are the vendors' per-direction, dense ones", "[presets
   const Cluster h100 = load_cluster("dgx-h100");
   CHECK(h100.levels[0].bandwidth_GBps == 450);  // NVLink4: 900 GB/s both directions
   CHECK(h100.levels[1].nics_per_node == 8);
-  CHECK(h100.levels[1].nic_GBps == 50);        // NDR: 400 Gb/s
+  CHECK(h100.levels[1].nic_GBps == 50);                               // NDR: 400 Gb/s
   CHECK(h100.device.peak_tflops(Dtype::bf16) == Approx(1979.0 / 2));  // dense = sparse / 2
   const Cluster a100 = load_cluster("dgx-a100");
   CHECK(a100.levels[0].bandwidth_GBps == 300);  // NVLink3: 600 GB/s both directions

@@ -13,11 +13,23 @@ namespace shardplan::test {
 // A GPT-2-shaped model (Radford et al. 2019: learned positions, LayerNorm, biases, tied
 // embeddings) with 16 layers, so pp ∈ {1,2,4,8} with vpp 2 divide it, and 8 heads for tp ≤ 8.
 inline Model small_gpt() {
-  return Model{.name = "small-gpt", .num_layers = 16, .hidden = 64, .num_heads = 8,
-               .num_kv_heads = 8, .head_dim = 8, .ffn_hidden = 256, .vocab = 256, .max_seq = 64,
-               .activation = Activation::gelu, .norm = Norm::layernorm,
-               .position_embedding = PositionEmbedding::learned, .tied_embeddings = true,
-               .qkv_bias = true, .out_bias = true, .mlp_bias = true, .moe = {}};
+  return Model{.name = "small-gpt",
+               .num_layers = 16,
+               .hidden = 64,
+               .num_heads = 8,
+               .num_kv_heads = 8,
+               .head_dim = 8,
+               .ffn_hidden = 256,
+               .vocab = 256,
+               .max_seq = 64,
+               .activation = Activation::gelu,
+               .norm = Norm::layernorm,
+               .position_embedding = PositionEmbedding::learned,
+               .tied_embeddings = true,
+               .qkv_bias = true,
+               .out_bias = true,
+               .mlp_bias = true,
+               .moe = {}};
 }
 
 // The same with experts in every other layer (Mixtral-style routing, top-2 of 8).
@@ -30,11 +42,17 @@ inline Model small_moe() {
 }
 
 // The tests set each layout's num_microbatches directly; the global batch is not read.
-inline Training small_training() { return Training{.global_batch = 1, .seq_len = 64}; }
+inline Training small_training() {
+  return Training{.global_batch = 1, .seq_len = 64};
+}
 
 inline Layout layout(int dp, int tp, int pp, int num_microbatches,
                      Schedule schedule = Schedule::one_f_one_b, int vpp = 1) {
-  return Layout{.dp = dp, .tp = tp, .pp = pp, .num_microbatches = num_microbatches, .vpp = vpp,
+  return Layout{.dp = dp,
+                .tp = tp,
+                .pp = pp,
+                .num_microbatches = num_microbatches,
+                .vpp = vpp,
                 .schedule = schedule};
 }
 

@@ -1,18 +1,18 @@
 // The per-rank step programs: pipeline orders against the papers and Megatron-LM, and the
 // collectives, transfers, reductions and gathers of a program counted against hand computation.
-#include <catch2/catch.hpp>
+#include "core/schedule.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <map>
 #include <set>
 #include <tuple>
 
 #include "core/error.h"
 #include "core/presets.h"
-#include "core/schedule.h"
 #include "tests/core/layout_fixtures.h"
-#include "tests/core/thrown_input_error.h"
 #include "tests/core/schedule_fixtures.h"
+#include "tests/core/thrown_input_error.h"
 
 namespace shardplan {
 namespace {
@@ -22,8 +22,12 @@ using test::small_gpt;
 using test::small_moe;
 using test::small_training;
 
-PipelineStep F(int mb, int chunk = 0) { return {true, mb, chunk}; }
-PipelineStep B(int mb, int chunk = 0) { return {false, mb, chunk}; }
+PipelineStep F(int mb, int chunk = 0) {
+  return {true, mb, chunk};
+}
+PipelineStep B(int mb, int chunk = 0) {
+  return {false, mb, chunk};
+}
 
 // Actions of `p` matching `pred`.
 template <class Pred>
@@ -60,26 +64,26 @@ TEST_CASE("interleaved 1F1B follows Megatron-LM's chunk order and warm-up", "[sc
   const Layout l = layout(1, 1, 2, 4, Schedule::interleaved, 2);
   CHECK(pipeline_order(l, 0) == std::vector{F(0, 0), F(1, 0), F(0, 1), F(1, 1),  // warm-up
                                             F(2, 0), B(0, 1), F(3, 0), B(1, 1),  // steady
-                                            F(2, 1), B(0, 0), F(3, 1), B(1, 0),
-                                            B(2, 1), B(3, 1), B(2, 0), B(3, 0)});  // cool-down
-  CHECK(pipeline_order(l, 1) == std::vector{F(0, 0), F(1, 0),
-                                            F(0, 1), B(0, 1), F(1, 1), B(1, 1),
-                                            F(2, 0), B(0, 0), F(3, 0), B(1, 0),
-                                            F(2, 1), B(2, 1), F(3, 1), B(3, 1),
-                                            B(2, 0), B(3, 0)});
+                                            F(2, 1), B(0, 0), F(3, 1), B(1, 0), B(2, 1), B(3, 1),
+                                            B(2, 0), B(3, 0)});  // cool-down
+  CHECK(pipeline_order(l, 1) == std::vector{F(0, 0), F(1, 0), F(0, 1), B(0, 1), F(1, 1), B(1, 1),
+                                            F(2, 0), B(0, 0), F(3, 0), B(1, 0), F(2, 1), B(2, 1),
+                                            F(3, 1), B(3, 1), B(2, 0), B(3, 0)});
   // num_microbatches == pp: Megatron runs every forward first.
   const Layout equal = layout(1, 1, 2, 2, Schedule::interleaved, 2);
-  CHECK(pipeline_order(equal, 1) == std::vector{F(0, 0), F(1, 0), F(0, 1), F(1, 1),
-                                                B(0, 1), B(1, 1), B(0, 0), B(1, 0)});
+  CHECK(pipeline_order(equal, 1) ==
+        std::vector{F(0, 0), F(1, 0), F(0, 1), F(1, 1), B(0, 1), B(1, 1), B(0, 0), B(1, 0)});
 }
 
 TEST_CASE("interleaving needs a multiple of pp micro-batches", "[schedule]") {
-  const InputError e = testing::thrown_input_error([] { pipeline_order(layout(1, 1, 4, 6, Schedule::interleaved, 2), 0); });
+  const InputError e = testing::thrown_input_error(
+      [] { pipeline_order(layout(1, 1, 4, 6, Schedule::interleaved, 2), 0); });
   CHECK(e.field == "layout.num_microbatches");
   CHECK(e.reason == "6 is not a multiple of pp=4, which the interleaved schedule needs");
 }
 
-TEST_CASE("every pass runs once, after its forward, and 1F1B keeps pp − stage in flight", "[schedule]") {
+TEST_CASE("every pass runs once, after its forward, and 1F1B keeps pp − stage in flight",
+          "[schedule]") {
   for (Schedule s : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved})
     for (int pp : {1, 2, 4, 8})
       for (int m : {1, 3, 8, 16}) {
@@ -110,9 +114,13 @@ TEST_CASE("tensor parallelism: two all-reduces per layer each way, b·s·h each"
   l.micro_batch = 2;
   const Program p = build_program(m, small_training(), l, 0);
   const int layers = m.num_layers, mbs = 3;
-  CHECK(count(p, collective(Pass::forward, Group::tp, Collective::all_reduce)) == mbs * (2 * layers + 1));
-  CHECK(count(p, collective(Pass::backward, Group::tp, Collective::all_reduce)) == mbs * (2 * layers + 1));
-  CHECK(count(p, [](const Action& a) { return a.kind == ActionKind::collective && a.op != Collective::all_reduce; }) == 0);
+  CHECK(count(p, collective(Pass::forward, Group::tp, Collective::all_reduce)) ==
+        mbs * (2 * layers + 1));
+  CHECK(count(p, collective(Pass::backward, Group::tp, Collective::all_reduce)) ==
+        mbs * (2 * layers + 1));
+  CHECK(count(p, [](const Action& a) {
+          return a.kind == ActionKind::collective && a.op != Collective::all_reduce;
+        }) == 0);
   for (const Action& a : p.actions)
     if (a.kind == ActionKind::collective) CHECK(a.bytes == 2 * 64 * 64 * 2);  // b · s · h · bf16
   // Compute splits at the collectives: attention (qkv+core), then mlp.
@@ -125,7 +133,8 @@ TEST_CASE("tensor parallelism: two all-reduces per layer each way, b·s·h each"
   CHECK(parts_name(first_layer[2].parts) == "mlp");
 }
 
-TEST_CASE("sequence parallelism: four all-gathers and four reduce-scatters per layer", "[schedule]") {
+TEST_CASE("sequence parallelism: four all-gathers and four reduce-scatters per layer",
+          "[schedule]") {
   // Korthikanti et al. 2022 §4.2.2, per layer and micro-batch: 2 AG + 2 RS forward, 2 AG + 2 RS
   // backward. Embedding: RS forward, AG backward; head: AG forward, RS backward.
   const Model m = small_gpt();
@@ -153,10 +162,12 @@ TEST_CASE("full recomputation re-runs each layer's forward before its backward",
   l.recompute = Recompute::full;
   const Program p = build_program(m, small_training(), l, 0);
   // Recompute of a layer: its compute and its two tp all-reduces, right before its backward.
-  CHECK(count(p, collective(Pass::recompute, Group::tp, Collective::all_reduce)) == 2 * m.num_layers);
+  CHECK(count(p, collective(Pass::recompute, Group::tp, Collective::all_reduce)) ==
+        2 * m.num_layers);
   for (size_t i = 0; i + 1 < p.actions.size(); ++i) {
     const Action& a = p.actions[i];
-    if (a.kind == ActionKind::compute && a.pass == Pass::recompute && has_part(a.parts, Part::mlp)) {
+    if (a.kind == ActionKind::compute && a.pass == Pass::recompute &&
+        has_part(a.parts, Part::mlp)) {
       CHECK(p.actions[i + 1].pass == Pass::recompute);  // the all-reduce closing the recompute
       CHECK(p.actions[i + 2].pass == Pass::backward);
       CHECK(p.actions[i + 2].layer_begin == a.layer_begin);
@@ -164,16 +175,19 @@ TEST_CASE("full recomputation re-runs each layer's forward before its backward",
   }
 }
 
-TEST_CASE("context parallelism gathers K and V, and reduce-scatters their gradients", "[schedule]") {
+TEST_CASE("context parallelism gathers K and V, and reduce-scatters their gradients",
+          "[schedule]") {
   const Model m = small_gpt();
   Layout l = layout(1, 1, 1, 1);
   l.cp = 2;
   const Program p = build_program(m, small_training(), l, 0);
   CHECK(count(p, collective(Pass::forward, Group::cp, Collective::all_gather)) == m.num_layers);
   CHECK(count(p, collective(Pass::backward, Group::cp, Collective::all_gather)) == m.num_layers);
-  CHECK(count(p, collective(Pass::backward, Group::cp, Collective::reduce_scatter)) == m.num_layers);
+  CHECK(count(p, collective(Pass::backward, Group::cp, Collective::reduce_scatter)) ==
+        m.num_layers);
   for (const Action& a : p.actions)
-    if (a.kind == ActionKind::collective) CHECK(a.bytes == 2 * 1 * 64 * 8 * 8 * 2);  // 2·b·s·kv·d·bf16
+    if (a.kind == ActionKind::collective)
+      CHECK(a.bytes == 2 * 1 * 64 * 8 * 8 * 2);  // 2·b·s·kv·d·bf16
 }
 
 TEST_CASE("expert parallelism: dispatch and combine all-to-alls in every MoE layer", "[schedule]") {
@@ -188,8 +202,12 @@ TEST_CASE("expert parallelism: dispatch and combine all-to-alls in every MoE lay
   for (const Action& a : p.actions)
     if (a.kind == ActionKind::collective) CHECK(a.bytes == 64 * 2 * 64 * 2);  // tokens·top_k·h·bf16
   // Expert gradients are reduced over expert_dp (dp / ep = 1 here: none), dense ones over dp.
-  CHECK(count(p, [](const Action& a) { return a.kind == ActionKind::grad_reduce && a.group == Group::expert_dp; }) == 0);
-  CHECK(count(p, [](const Action& a) { return a.kind == ActionKind::grad_reduce && a.group == Group::dp; }) == 1);
+  CHECK(count(p, [](const Action& a) {
+          return a.kind == ActionKind::grad_reduce && a.group == Group::expert_dp;
+        }) == 0);
+  CHECK(count(p, [](const Action& a) {
+          return a.kind == ActionKind::grad_reduce && a.group == Group::dp;
+        }) == 1);
 }
 
 TEST_CASE("pipeline transfers pair up: same tag, size and peer on both sides", "[schedule]") {
@@ -201,8 +219,10 @@ TEST_CASE("pipeline transfers pair up: same tag, size and peer on both sides", "
     for (int64_t rank = 0; rank < l.world(); ++rank) {
       const Program p = build_program(m, small_training(), l, rank);
       for (const Action& a : p.actions) {
-        if (a.kind == ActionKind::send) CHECK(sends.insert({{rank, a.peer, a.tag}, a.bytes}).second);
-        if (a.kind == ActionKind::recv) CHECK(recvs.insert({{a.peer, rank, a.tag}, a.bytes}).second);
+        if (a.kind == ActionKind::send)
+          CHECK(sends.insert({{rank, a.peer, a.tag}, a.bytes}).second);
+        if (a.kind == ActionKind::recv)
+          CHECK(recvs.insert({{a.peer, rank, a.tag}, a.bytes}).second);
       }
     }
     CHECK(sends == recvs);
@@ -212,7 +232,8 @@ TEST_CASE("pipeline transfers pair up: same tag, size and peer on both sides", "
   }
 }
 
-TEST_CASE("data-parallel reduction: once after the last backward, or every one under ZeRO-2/3", "[schedule]") {
+TEST_CASE("data-parallel reduction: once after the last backward, or every one under ZeRO-2/3",
+          "[schedule]") {
   const Model m = small_gpt();  // 0.8M parameters: a single Megatron bucket
   const int64_t total = count_parameters(m).total();
   auto reductions = [&](int zero) {
@@ -248,7 +269,8 @@ TEST_CASE("data-parallel reduction: once after the last backward, or every one u
   // before each forward and each backward.
   const auto [p3, r3] = reductions(3);
   CHECK(r3.size() == size_t(4 * (m.num_layers + 2)));
-  CHECK(count(p3, [](const Action& a) { return a.kind == ActionKind::param_gather; }) == 2 * 4 * (m.num_layers + 2));
+  CHECK(count(p3, [](const Action& a) { return a.kind == ActionKind::param_gather; }) ==
+        2 * 4 * (m.num_layers + 2));
   // The head uses the tied word embedding: its gather brings it along with the final norm.
   const auto head = std::find_if(p3.actions.begin(), p3.actions.end(), [](const Action& a) {
     return a.kind == ActionKind::param_gather && has_part(a.parts, Part::head);
@@ -281,12 +303,15 @@ TEST_CASE("gradient buckets close at Megatron-LM's size, in backward order", "[s
   CHECK(std::is_sorted(closing_layers.rbegin(), closing_layers.rend()));
 }
 
-TEST_CASE("tied embeddings: first and last stage all-reduce the word-embedding gradient", "[schedule]") {
+TEST_CASE("tied embeddings: first and last stage all-reduce the word-embedding gradient",
+          "[schedule]") {
   const Model m = small_gpt();
   const Layout l = layout(1, 2, 4, 4);
   for (int64_t rank = 0; rank < l.world(); ++rank) {
     const Program p = build_program(m, small_training(), l, rank);
-    const int n = count(p, [](const Action& a) { return a.kind == ActionKind::grad_reduce && a.group == Group::pp; });
+    const int n = count(p, [](const Action& a) {
+      return a.kind == ActionKind::grad_reduce && a.group == Group::pp;
+    });
     const bool end_stage = p.coord.pp == 0 || p.coord.pp == 3;
     CHECK(n == (end_stage ? 1 : 0));
     if (end_stage) {
@@ -295,8 +320,10 @@ TEST_CASE("tied embeddings: first and last stage all-reduce the word-embedding g
   }
 }
 
-TEST_CASE("programs are in topological order with activations allocated and freed once", "[schedule]") {
-  for (const Layout& l : test::sweep_layouts(Schedule::interleaved, 2, [](int pp) { return std::vector{pp}; })) {
+TEST_CASE("programs are in topological order with activations allocated and freed once",
+          "[schedule]") {
+  for (const Layout& l :
+       test::sweep_layouts(Schedule::interleaved, 2, [](int pp) { return std::vector{pp}; })) {
     const Program p = build_program(small_moe(), small_training(), l, l.world() - 1);
     int allocs = 0, frees = 0;
     for (size_t i = 0; i < p.actions.size(); ++i) {

@@ -1,7 +1,8 @@
 // The training description: defaults, strict keys, dtype names and validation.
+#include "core/training.h"
+
 #include <catch2/catch.hpp>
 
-#include "core/training.h"
 #include "tests/core/layout_fixtures.h"
 #include "tests/core/thrown_input_error.h"
 

@@ -1,10 +1,10 @@
+#include "planner/enumerate.h"
+
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <set>
 
-#include <catch2/catch.hpp>
-
 #include "core/error.h"
-#include "planner/enumerate.h"
 #include "tests/planner/planner_case.h"
 
 using namespace shardplan;
@@ -25,7 +25,8 @@ TEST_CASE("divisors are every positive divisor, increasing", "[planner][enumerat
   CHECK(divisors(126) == std::vector<int>{1, 2, 3, 6, 7, 9, 14, 18, 21, 42, 63, 126});
 }
 
-TEST_CASE("every layout of gpt-tiny on one 8-GPU node, each once and each valid", "[planner][enumerate]") {
+TEST_CASE("every layout of gpt-tiny on one 8-GPU node, each once and each valid",
+          "[planner][enumerate]") {
   const PlannerCase c = planner_case("gpt-tiny", 1, 16, 64);  // 4 layers, 4 heads, 4 kv heads
   const Candidates cand = c.enumerate();
 
@@ -60,9 +61,9 @@ TEST_CASE("every layout of gpt-tiny on one 8-GPU node, each once and each valid"
     CHECK(seen.insert(to_string(l)).second);
   }
   // Plain data parallelism is among them, with every ZeRO stage and micro-batch size.
-  const auto plain_dp = std::count_if(cand.layouts.begin(), cand.layouts.end(), [](const Layout& l) {
-    return l.dp == 8 && l.recompute == Recompute::none;
-  });
+  const auto plain_dp =
+      std::count_if(cand.layouts.begin(), cand.layouts.end(),
+                    [](const Layout& l) { return l.dp == 8 && l.recompute == Recompute::none; });
   CHECK(plain_dp == 4 * 2);  // zero 0..3 × micro-batch 1, 2 (16 sequences over 8 ranks)
 }
 
@@ -96,7 +97,8 @@ TEST_CASE("an impossible --fix is rejected with the rule it breaks", "[planner][
 }
 
 TEST_CASE("expert parallelism divides the experts and dp", "[planner][enumerate]") {
-  const PlannerCase c = planner_case("mixtral-8x7b", 4, 64, 4096, "tp=2,pp=4,recompute=full,zero=1");
+  const PlannerCase c =
+      planner_case("mixtral-8x7b", 4, 64, 4096, "tp=2,pp=4,recompute=full,zero=1");
   std::set<int> eps;
   for (const Layout& l : c.enumerate().layouts) {
     CHECK(c.model.moe.num_experts % l.ep == 0);

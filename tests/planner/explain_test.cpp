@@ -1,10 +1,11 @@
+#include "planner/explain.h"
+
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
 
 #include "core/human_format.h"
 #include "core/presets.h"
-#include "planner/explain.h"
 #include "planner/report.h"
 
 using namespace shardplan;
@@ -43,22 +44,26 @@ TEST_CASE("tp over two nodes loses on its all-reduce over InfiniBand", "[planner
   const Estimate &lo = tp16.estimate, &wi = tp8.estimate;
   REQUIRE(lo.step_time_s > wi.step_time_s);
   const std::string why = why_slower(lo, wi);
-  CHECK_THAT(why, Catch::StartsWith(fmt::format("+{} per step ({:+.1f}%, {} against {}): exposed tensor-parallel "
-                                                "communication +",
-                                                format_seconds(lo.step_time_s - wi.step_time_s),
-                                                100 * (lo.step_time_s / wi.step_time_s - 1),
-                                                format_seconds(lo.step_time_s), format_seconds(wi.step_time_s))));
+  CHECK_THAT(why, Catch::StartsWith(
+                      fmt::format("+{} per step ({:+.1f}%, {} against {}): exposed tensor-parallel "
+                                  "communication +",
+                                  format_seconds(lo.step_time_s - wi.step_time_s),
+                                  100 * (lo.step_time_s / wi.step_time_s - 1),
+                                  format_seconds(lo.step_time_s), format_seconds(wi.step_time_s))));
   const CollectiveEstimate& slow = collective(lo, "tp_all_reduce");
   const CollectiveEstimate& fast = collective(wi, "tp_all_reduce");
   CHECK(slow.span.nodes == 2);
-  CHECK_THAT(why, Catch::Contains(fmt::format("tp_all_reduce spans 2 nodes on infiniband at {:.1f} GB/s busbw, ",
-                                              slow.cost.busbw_GBps)));
-  CHECK_THAT(why, Catch::Contains(fmt::format(" of the {:.1f} GB/s it gets on nvlink", fast.cost.busbw_GBps)));
+  CHECK_THAT(why, Catch::Contains(fmt::format(
+                      "tp_all_reduce spans 2 nodes on infiniband at {:.1f} GB/s busbw, ",
+                      slow.cost.busbw_GBps)));
+  CHECK_THAT(why, Catch::Contains(
+                      fmt::format(" of the {:.1f} GB/s it gets on nvlink", fast.cost.busbw_GBps)));
 }
 
 TEST_CASE("equal step times are a tie, or a difference in memory", "[planner][explain]") {
   const Estimate e = priced("llama3-8b", 1, "tp=2,zero=1").estimate;
-  CHECK_THAT(why_slower(e, e), Catch::StartsWith("ties with it (" + format_seconds(e.step_time_s) + " per step"));
+  CHECK_THAT(why_slower(e, e),
+             Catch::StartsWith("ties with it (" + format_seconds(e.step_time_s) + " per step"));
   Estimate heavier = e;
   heavier.stages[static_cast<size_t>(heavier.worst_stage)].state.parameters += int64_t{1} << 30;
   CHECK(why_slower(heavier, e) ==
@@ -78,8 +83,10 @@ TEST_CASE("the explanation names the winner, then its nearest alternatives", "[p
   REQUIRE(sentences.size() == 4);
   const Estimate& e = r.top.front().estimate;
   CHECK_THAT(sentences[0], Catch::StartsWith(layout_label(r.top.front().layout) + " wins at " +
-                                             format_seconds(e.step_time_s) + " per step (" + format_percent(e.mfu) +
-                                             " MFU"));
-  CHECK_THAT(sentences[1], Catch::StartsWith("the runner-up (" + layout_label(r.top[1].layout) + "): "));
-  for (size_t i = 2; i < sentences.size(); ++i) CHECK_THAT(sentences[i], Catch::StartsWith("with "));
+                                             format_seconds(e.step_time_s) + " per step (" +
+                                             format_percent(e.mfu) + " MFU"));
+  CHECK_THAT(sentences[1],
+             Catch::StartsWith("the runner-up (" + layout_label(r.top[1].layout) + "): "));
+  for (size_t i = 2; i < sentences.size(); ++i)
+    CHECK_THAT(sentences[i], Catch::StartsWith("with "));
 }

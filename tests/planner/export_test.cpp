@@ -1,8 +1,9 @@
+#include "planner/export.h"
+
 #include <catch2/catch.hpp>
 
 #include "core/presets.h"
 #include "planner/enumerate.h"
-#include "planner/export.h"
 
 using namespace shardplan;
 
@@ -38,17 +39,19 @@ TEST_CASE("Megatron-LM flags as Megatron spells them", "[planner][export]") {
   const Plan p = plan_of("llama3-8b", 4, 64, 8192,
                          "tp=4,pp=2,cp=2,sp=1,vpp=2,mbs=1,zero=1,recompute=selective");
   CHECK(megatron_flags(p) ==
-        std::vector<std::string>{"--tensor-model-parallel-size", "4", "--pipeline-model-parallel-size", "2",
-                                 "--context-parallel-size", "2", "--sequence-parallel",
-                                 "--num-layers-per-virtual-pipeline-stage", "8",  // 32 / (2 · 2)
-                                 "--recompute-granularity", "selective", "--micro-batch-size", "1",
-                                 "--global-batch-size", "64", "--use-distributed-optimizer", "--bf16"});
+        std::vector<std::string>{
+            "--tensor-model-parallel-size", "4", "--pipeline-model-parallel-size", "2",
+            "--context-parallel-size", "2", "--sequence-parallel",
+            "--num-layers-per-virtual-pipeline-stage", "8",  // 32 / (2 · 2)
+            "--recompute-granularity", "selective", "--micro-batch-size", "1",
+            "--global-batch-size", "64", "--use-distributed-optimizer", "--bf16"});
   const Plan full = plan_of("llama3-8b", 1, 16, 4096, "tp=8,recompute=full");
   CHECK(megatron_flags(full) ==
-        std::vector<std::string>{"--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size", "1",
-                                 "--recompute-granularity", "full", "--recompute-method", "uniform",
-                                 "--recompute-num-layers", "1", "--micro-batch-size", "1",
-                                 "--global-batch-size", "16", "--bf16"});
+        std::vector<std::string>{"--tensor-model-parallel-size", "8",
+                                 "--pipeline-model-parallel-size", "1", "--recompute-granularity",
+                                 "full", "--recompute-method", "uniform", "--recompute-num-layers",
+                                 "1", "--micro-batch-size", "1", "--global-batch-size", "16",
+                                 "--bf16"});
   CHECK(format_flags({"--tensor-model-parallel-size", "8", "--sequence-parallel", "--bf16"}) ==
         "--tensor-model-parallel-size 8 \\\n--sequence-parallel \\\n--bf16");
 }
@@ -58,8 +61,9 @@ TEST_CASE("a DeepSpeed config as DeepSpeed spells it", "[planner][export]") {
   CHECK(deepspeed_config(p) == nlohmann::json::parse(R"({
     "train_batch_size": 64, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4,
     "zero_optimization": {"stage": 2}, "bf16": {"enabled": true}})"));
-  CHECK(megatron_parallel_flags(p) ==
-        std::vector<std::string>{"--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "1"});
+  CHECK(megatron_parallel_flags(p) == std::vector<std::string>{"--tensor-model-parallel-size", "2",
+                                                               "--pipeline-model-parallel-size",
+                                                               "1"});
 }
 
 TEST_CASE("what each framework cannot run", "[planner][export]") {
@@ -71,8 +75,8 @@ TEST_CASE("what each framework cannot run", "[planner][export]") {
   l.schedule = Schedule::one_f_one_b;
   CHECK_FALSE(unsupported_by(ExportFormat::megatron, l));
   l.zero = 2;
-  CHECK(unsupported_by(ExportFormat::megatron, l));  // no ZeRO-2 in Megatron-LM
-  CHECK(unsupported_by(ExportFormat::deepspeed, l)); // no ZeRO-2 under DeepSpeed's pipeline engine
+  CHECK(unsupported_by(ExportFormat::megatron, l));   // no ZeRO-2 in Megatron-LM
+  CHECK(unsupported_by(ExportFormat::deepspeed, l));  // no ZeRO-2 under DeepSpeed's pipeline engine
   l.pp = 1;
   CHECK_FALSE(unsupported_by(ExportFormat::deepspeed, l));
   l.cp = 2;
@@ -80,7 +84,8 @@ TEST_CASE("what each framework cannot run", "[planner][export]") {
 }
 
 TEST_CASE("Megatron-LM flags parse back to the same layout", "[planner][export]") {
-  for (const auto& [model, nodes, seq] : {std::tuple{"gpt-tiny", 1, 64}, std::tuple{"mixtral-8x7b", 2, 4096}}) {
+  for (const auto& [model, nodes, seq] :
+       {std::tuple{"gpt-tiny", 1, 64}, std::tuple{"mixtral-8x7b", 2, 4096}}) {
     const std::vector<Plan> plans = supported_plans(model, nodes, 32, seq, ExportFormat::megatron);
     REQUIRE(plans.size() > 100);
     for (Plan p : plans) {

@@ -1,7 +1,8 @@
+#include "planner/node_count.h"
+
 #include <catch2/catch.hpp>
 
 #include "core/presets.h"
-#include "planner/node_count.h"
 
 using namespace shardplan;
 
@@ -25,7 +26,8 @@ TEST_CASE("the cost objective tries the cluster and each halving of it, and take
     REQUIRE_FALSE(run.result.top.empty());
     const Ranked& top = run.result.top.front();
     // Device-seconds per token: the step on every device of that cluster, over the step's tokens.
-    CHECK(top.objective == Approx(top.estimate.step_time_s * static_cast<double>(run.cluster.world()) / (64.0 * 4096)));
+    CHECK(top.objective == Approx(top.estimate.step_time_s *
+                                  static_cast<double>(run.cluster.world()) / (64.0 * 4096)));
     CHECK(runs[*best].result.top.front().objective <= top.objective);
   }
 }

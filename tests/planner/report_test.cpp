@@ -1,10 +1,10 @@
+#include "planner/report.h"
+
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <sstream>
 
-#include <catch2/catch.hpp>
-
 #include "core/human_format.h"
-#include "planner/report.h"
 #include "tests/planner/planner_case.h"
 
 using namespace shardplan;
@@ -20,7 +20,8 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("layout labels leave out defaults and read back to the same layout", "[planner][report]") {
+TEST_CASE("layout labels leave out defaults and read back to the same layout",
+          "[planner][report]") {
   PlannerCase c = planner_case("gpt-tiny", 1, 16, 64);
   Layout l{.dp = 2, .tp = 2, .pp = 2, .zero = 1, .micro_batch = 2, .num_microbatches = 4};
   CHECK(layout_label(l) == "tp=2,pp=2,dp=2,zero=1,mbs=2");
@@ -35,7 +36,8 @@ TEST_CASE("layout labels leave out defaults and read back to the same layout", "
 
   for (const Layout& each : c.enumerate().layouts) {
     INFO(layout_label(each));
-    CHECK(resolve_layout(parse_layout_string(layout_label(each)), c.model, c.cluster, c.training, "label") == each);
+    CHECK(resolve_layout(parse_layout_string(layout_label(each)), c.model, c.cluster, c.training,
+                         "label") == each);
   }
 }
 
@@ -53,9 +55,10 @@ TEST_CASE("counts, the table and every rejection with its reason", "[planner][re
 
   const std::vector<std::string> rejected = lines_of(format_rejections(r));
   CHECK(rejected.size() == 92);
-  CHECK(std::count(rejected.begin(), rejected.end(),
-                   "invalid  tp=8,pp=1,dp=1 (every layout of the shape): layout.tp: 8 does not divide "
-                   "num_attention_heads=4") == 1);
+  CHECK(std::count(
+            rejected.begin(), rejected.end(),
+            "invalid  tp=8,pp=1,dp=1 (every layout of the shape): layout.tp: 8 does not divide "
+            "num_attention_heads=4") == 1);
 }
 
 TEST_CASE("a layout over memory is listed with the item that overflows", "[planner][report]") {
@@ -67,12 +70,13 @@ TEST_CASE("a layout over memory is listed with the item that overflows", "[plann
   const std::optional<MemoryOverflow> overflow = first_overflow(worst.memory);
   REQUIRE(overflow);
   const std::vector<std::string> lines = lines_of(format_rejections(r));
-  CHECK(lines.back() == "memory   " + layout_label(worst.layout) + ": " + std::string(overflow->item) + " needs " +
-                            format_gib(static_cast<double>(overflow->needed_bytes)) + ", " +
-                            format_gib(static_cast<double>(overflow->free_bytes)) + " free (needs " +
-                            format_gib(static_cast<double>(worst.memory.peak_bytes() +
-                                                           worst.memory.runtime_reserved_bytes)) +
-                            " of 80.00 GiB)");
+  CHECK(lines.back() ==
+        "memory   " + layout_label(worst.layout) + ": " + std::string(overflow->item) + " needs " +
+            format_gib(static_cast<double>(overflow->needed_bytes)) + ", " +
+            format_gib(static_cast<double>(overflow->free_bytes)) + " free (needs " +
+            format_gib(static_cast<double>(worst.memory.peak_bytes() +
+                                           worst.memory.runtime_reserved_bytes)) +
+            " of 80.00 GiB)");
 }
 
 TEST_CASE("the chosen plan is a plan file the other subcommands read", "[planner][report]") {
@@ -85,7 +89,8 @@ TEST_CASE("the chosen plan is a plan file the other subcommands read", "[planner
   CHECK(back.model == c.model);
   CHECK(back.training.global_batch == 32);
   CHECK(back.prediction.at("step_time_s").get<double>() == r.top.front().estimate.step_time_s);
-  CHECK(back.prediction.at("memory").at("peak_bytes").get<int64_t>() == r.top.front().estimate.memory().peak_bytes());
+  CHECK(back.prediction.at("memory").at("peak_bytes").get<int64_t>() ==
+        r.top.front().estimate.memory().peak_bytes());
 
   const nlohmann::json s = search_to_json(r);
   CHECK(s.at("fitting") == r.fitting);

@@ -1,17 +1,17 @@
-#include <algorithm>
+#include "planner/search.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "core/placement.h"
 #include "planner/explain.h"
 #include "planner/report.h"
-#include "planner/search.h"
 #include "tests/planner/planner_case.h"
 
 using namespace shardplan;
 
-
-TEST_CASE("the chosen layouts fit in device memory and what was pruned does not", "[planner][search]") {
+TEST_CASE("the chosen layouts fit in device memory and what was pruned does not",
+          "[planner][search]") {
   const PlannerCase c = planner_case("llama3-8b", 1, 32, 4096);
   const SearchResult r = c.search();
   REQUIRE(r.top.size() == 5);
@@ -64,7 +64,8 @@ TEST_CASE("identical results on every run and with any number of threads", "[pla
     CHECK(r->fitting == a.fitting);
     CHECK(r->pruned_for_memory == a.pruned_for_memory);
     REQUIRE(r->alternatives.size() == a.alternatives.size());
-    for (size_t i = 0; i < a.alternatives.size(); ++i) CHECK(r->alternatives[i].best.index == a.alternatives[i].best.index);
+    for (size_t i = 0; i < a.alternatives.size(); ++i)
+      CHECK(r->alternatives[i].best.index == a.alternatives[i].best.index);
   }
 }
 
@@ -81,22 +82,26 @@ TEST_CASE("the objectives rank alike on one cluster and batch", "[planner][searc
   CHECK(by_tokens.top.front().objective == Approx(-e.tokens_per_s));
 }
 
-TEST_CASE("pins from --fix are kept and --export keeps what the framework runs", "[planner][search]") {
+TEST_CASE("pins from --fix are kept and --export keeps what the framework runs",
+          "[planner][search]") {
   SearchOptions megatron;
   megatron.runs_on = ExportFormat::megatron;
   megatron.top_k = 50;
-  const SearchResult r = planner_case("llama3-8b", 2, 64, 4096, "tp=8,recompute=selective").search(megatron);
+  const SearchResult r =
+      planner_case("llama3-8b", 2, 64, 4096, "tp=8,recompute=selective").search(megatron);
   REQUIRE_FALSE(r.top.empty());
   for (const Ranked& k : r.top) {
     CHECK(k.layout.tp == 8);
     CHECK(k.layout.recompute == Recompute::selective);
     CHECK_FALSE(unsupported_by(ExportFormat::megatron, k.layout));
   }
-  CHECK(std::any_of(r.candidates.rejections.begin(), r.candidates.rejections.end(),
-                    [](const Rejection& x) { return x.field == "--export" && x.layout.zero == 2; }));
+  CHECK(
+      std::any_of(r.candidates.rejections.begin(), r.candidates.rejections.end(),
+                  [](const Rejection& x) { return x.field == "--export" && x.layout.zero == 2; }));
 }
 
-TEST_CASE("explaining keeps every layout pruned for memory, closest to fitting first", "[planner][search]") {
+TEST_CASE("explaining keeps every layout pruned for memory, closest to fitting first",
+          "[planner][search]") {
   const PlannerCase c = planner_case("llama3-8b", 1, 32, 4096);
   SearchOptions explain;
   explain.keep_pruned = true;

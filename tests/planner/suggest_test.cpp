@@ -1,8 +1,9 @@
+#include "planner/suggest.h"
+
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
 #include "planner/report.h"
-#include "planner/suggest.h"
 #include "tests/planner/planner_case.h"
 
 using namespace shardplan;
@@ -23,7 +24,8 @@ std::string thrown_reason(const PlannerCase& c) {
 TEST_CASE("clear errors for impossible requests", "[planner][suggest]") {
   // 12 sequences cannot be cut over dp=8.
   const std::string batch = thrown_reason(planner_case("gpt-tiny", 1, 12, 64, "dp=8"));
-  CHECK_THAT(batch, Catch::Contains("layout.global_batch") && Catch::Contains("12 is not divisible"));
+  CHECK_THAT(batch,
+             Catch::Contains("layout.global_batch") && Catch::Contains("12 is not divisible"));
   // gpt-tiny uses at most tp=4 (heads) × pp=4 (layers) × cp=8 (2·cp divides 16 tokens) × dp=4
   // (sequences) = 512 devices: 64 nodes, not 1024.
   const std::string devices = thrown_reason(planner_case("gpt-tiny", 1024, 4, 16, ""));
@@ -47,7 +49,8 @@ TEST_CASE("when nothing fits anywhere, the fewest doubled nodes that fit", "[pla
 }
 
 TEST_CASE("when the pins leave nothing that fits, which pins to change", "[planner][suggest]") {
-  const PlannerCase c = planner_case("llama3-8b", 1, 16, 8192, "tp=1,pp=1,cp=1,zero=1,recompute=none,mbs=2");
+  const PlannerCase c =
+      planner_case("llama3-8b", 1, 16, 8192, "tp=1,pp=1,cp=1,zero=1,recompute=none,mbs=2");
   REQUIRE(c.search().fitting == 0);
   const std::vector<Suggestion> s = suggest_changes(c.model, c.cluster, c.training, c.fixed, {});
   REQUIRE_FALSE(s.empty());

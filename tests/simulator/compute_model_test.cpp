@@ -6,7 +6,6 @@
 
 using namespace shardplan;
 
-
 TEST_CASE("model FLOPs are Narayanan et al. 2021 eq. 3 for GPT", "[compute][flops]") {
   const Model m = test::preset_model("gpt3-175b");
   const double B = 1536, s = 2048, l = 96, h = 12288, V = 50257;

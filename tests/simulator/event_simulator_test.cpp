@@ -1,15 +1,15 @@
 // The step simulation: pipeline bubbles against Narayanan et al. 2021, activation memory against
 // the p − stage rule, overlap and stalls computed by hand, deadlock freedom over many layouts,
 // deadlock reports, and the 1,024-rank speed benchmark.
-#include <catch2/catch.hpp>
+#include "simulator/event_simulator.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
 
 #include "core/layout.h"
 #include "core/presets.h"
-#include "simulator/event_simulator.h"
 #include "simulator/uniform_pricer.h"
 #include "tests/core/layout_fixtures.h"
 #include "tests/core/schedule_fixtures.h"
@@ -110,7 +110,8 @@ TEST_CASE("interleaving v chunks divides the 1F1B bubble by v", "[event]") {
       if (pp * v > 16) continue;
       for (int m : {pp, 2 * pp, 4 * pp}) {
         const SimResult plain = run(small_gpt(), layout(1, 1, pp, m), pricer);
-        const SimResult inter = run(small_gpt(), layout(1, 1, pp, m, Schedule::interleaved, v), pricer);
+        const SimResult inter =
+            run(small_gpt(), layout(1, 1, pp, m, Schedule::interleaved, v), pricer);
         REQUIRE(inter.ok());
         INFO("pp=" << pp << " v=" << v << " m=" << m);
         for (size_t stage = 0; stage < size_t(pp); ++stage) {
@@ -150,7 +151,8 @@ TEST_CASE("in-flight activations: p − stage under 1F1B, m under GPipe", "[even
     }
 }
 
-TEST_CASE("a transfer takes its time on the sender; the recv ends when the data has arrived", "[event]") {
+TEST_CASE("a transfer takes its time on the sender; the recv ends when the data has arrived",
+          "[event]") {
   UniformPricer pricer;
   pricer.comm_s = 1;
   const StepPrograms step = build_step(small_gpt(), small_training(), layout(1, 1, 2, 1), true);
@@ -184,7 +186,9 @@ TEST_CASE("gradient reductions overlap the backward; only the last ones are expo
   // embedding's, which run after the backward ends.
   UniformPricer pricer;
   pricer.comm_s = 1;
-  const SimResult r = simulate(build_step(load_model("llama3-8b"), test::training(2, 4096), layout(2, 1, 1, 1), true), pricer);
+  const SimResult r = simulate(
+      build_step(load_model("llama3-8b"), test::training(2, 4096), layout(2, 1, 1, 1), true),
+      pricer);
   REQUIRE(r.ok());
   CHECK(r.symmetry.find("each stands for 2 ranks") != std::string::npos);
   CHECK(r.step_time_s == 98);
@@ -215,9 +219,10 @@ TEST_CASE("a collective starts when its last member arrives", "[event]") {
 
 TEST_CASE("a deadlock is reported with what each rank waits for", "[event]") {
   // Both ranks receive before they send.
-  const SimResult crossed = simulate(two_ranks({p2p(ActionKind::recv, 1, 7), p2p(ActionKind::send, 1, 8)},
-                                               {p2p(ActionKind::recv, 0, 8), p2p(ActionKind::send, 0, 7)}),
-                                     ParamsPricer{});
+  const SimResult crossed =
+      simulate(two_ranks({p2p(ActionKind::recv, 1, 7), p2p(ActionKind::send, 1, 8)},
+                         {p2p(ActionKind::recv, 0, 8), p2p(ActionKind::send, 0, 7)}),
+               ParamsPricer{});
   CHECK_FALSE(crossed.ok());
   REQUIRE(crossed.deadlock.size() == 2);
   CHECK(crossed.deadlock[0].rank == 0);
@@ -225,15 +230,19 @@ TEST_CASE("a deadlock is reported with what each rank waits for", "[event]") {
   CHECK(crossed.deadlock[0].waiting_for == "send activation on rank 1 (pp-comm) (not done)");
   CHECK(crossed.deadlock[1].waiting_for == "send activation on rank 0 (pp-comm) (not done)");
 
-  const SimResult lonely = simulate(two_ranks({compute(1), tp_all_reduce(1)}, {compute(1)}), ParamsPricer{});
+  const SimResult lonely =
+      simulate(two_ranks({compute(1), tp_all_reduce(1)}, {compute(1)}), ParamsPricer{});
   REQUIRE(lonely.deadlock.size() == 1);
-  CHECK(lonely.deadlock[0].waiting_for == "1 of 2 members of its group arrived; the others never issue it");
+  CHECK(lonely.deadlock[0].waiting_for ==
+        "1 of 2 members of its group arrived; the others never issue it");
 
-  const SimResult unmatched = simulate(two_ranks({p2p(ActionKind::recv, 1, 5)}, {}), ParamsPricer{});
+  const SimResult unmatched =
+      simulate(two_ranks({p2p(ActionKind::recv, 1, 5)}, {}), ParamsPricer{});
   REQUIRE(unmatched.deadlock.size() == 1);
   CHECK(unmatched.deadlock[0].waiting_for == "a send from rank 1 with tag 5, which no program has");
 
-  const SimResult mismatched = simulate(two_ranks({tp_all_reduce(1)}, {tp_all_reduce(2)}), ParamsPricer{});
+  const SimResult mismatched =
+      simulate(two_ranks({tp_all_reduce(1)}, {tp_all_reduce(2)}), ParamsPricer{});
   REQUIRE(mismatched.errors.size() == 1);
 }
 

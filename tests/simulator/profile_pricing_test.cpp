@@ -31,8 +31,11 @@ Device datasheet_device() {
   d.name = "test GPU";
   d.memory_GBps = 3350;
   d.peak_tflops_bf16 = 989.5;
-  d.efficiency = {.matmul = 0.7, .attention_forward = 0.5, .attention_backward = 0.4,
-                  .memory = 0.9, .sm_count = 132};
+  d.efficiency = {.matmul = 0.7,
+                  .attention_forward = 0.5,
+                  .attention_backward = 0.4,
+                  .memory = 0.9,
+                  .sm_count = 132};
   return d;
 }
 
@@ -70,7 +73,8 @@ TEST_CASE("profile pricing: a measured collective takes alpha + bytes / algbw fr
   with.profile = &p;
   constexpr int64_t kBytes = 1'000'000'000;
 
-  const CollectiveCost measured = collective_cost(c, Collective::all_reduce, kBytes, one_node(8), with);
+  const CollectiveCost measured =
+      collective_cost(c, Collective::all_reduce, kBytes, one_node(8), with);
   CHECK(measured.from_profile);
   CHECK(measured.time_s == 20e-6 + 1e9 / 150e9);
   CHECK(measured.algbw_GBps == Approx(1e9 / (20e-6 + 1e9 / 150e9) / 1e9));
@@ -99,13 +103,14 @@ TEST_CASE("profile pricing: unmeasured groups fall back to the model on the meas
   with.profile = &p;
   const CollectiveCost ag = collective_cost(c, Collective::all_gather, kBytes, one_node(8), with);
   CHECK_FALSE(ag.from_profile);
-  CHECK(ag.time_s == Approx(kNcclBaseLatency_us * 1e-6 + 7 * 4e-6 + 7 * 1e9 / 300e9).epsilon(1e-12));
+  CHECK(ag.time_s ==
+        Approx(kNcclBaseLatency_us * 1e-6 + 7 * 4e-6 + 7 * 1e9 / 300e9).epsilon(1e-12));
 
   // Without the profile, the same cluster's NVLink figure takes NCCL's efficiency.
   const CollectiveCost model = collective_cost(c, Collective::all_gather, kBytes, one_node(8));
-  CHECK(model.time_s == Approx(kNcclBaseLatency_us * 1e-6 + 7 * 4e-6 +
-                               7 * 1e9 / (300e9 * kNcclScaleUpEfficiency))
-                            .epsilon(1e-12));
+  CHECK(model.time_s ==
+        Approx(kNcclBaseLatency_us * 1e-6 + 7 * 4e-6 + 7 * 1e9 / (300e9 * kNcclScaleUpEfficiency))
+            .epsilon(1e-12));
 }
 
 TEST_CASE("profile pricing: estimate takes the profile's rates and says which figures it used",

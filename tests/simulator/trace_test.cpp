@@ -1,13 +1,13 @@
 // The Chrome trace: every action of every program once, as a complete event on its rank and
 // stream, with the names and arguments CONVENTIONS.md fixes.
-#include <catch2/catch.hpp>
+#include "simulator/trace.h"
 
+#include <catch2/catch.hpp>
 #include <map>
 #include <set>
 #include <tuple>
 
 #include "simulator/event_simulator.h"
-#include "simulator/trace.h"
 #include "simulator/uniform_pricer.h"
 #include "tests/core/schedule_fixtures.h"
 
@@ -30,13 +30,15 @@ TEST_CASE("every action of every program appears once, with end ≥ start", "[tr
   for (const auto& e : trace.at("traceEvents")) {
     if (e.at("ph") == "M") {
       if (e.at("name") == "thread_name")
-        threads.insert({e.at("pid").get<int64_t>(), e.at("tid").get<int>(), e.at("args").at("name").get<std::string>()});
+        threads.insert({e.at("pid").get<int64_t>(), e.at("tid").get<int>(),
+                        e.at("args").at("name").get<std::string>()});
       continue;
     }
     REQUIRE(e.at("ph") == "X");
     CHECK(e.at("dur").get<double>() >= 0);
     ++per_rank[e.at("pid").get<int64_t>()];
-    seen.insert({e.at("pid").get<int64_t>(), e.at("name").get<std::string>(), e.at("ts").get<double>()});
+    seen.insert(
+        {e.at("pid").get<int64_t>(), e.at("name").get<std::string>(), e.at("ts").get<double>()});
   }
   int64_t actions = 0;
   for (size_t i = 0; i < step.programs.size(); ++i) {

@@ -3,18 +3,18 @@
 // the same steps within 1e-5 relative, and each rank's parameter, gradient and optimizer bytes
 // equal the cost model's (simulator/memory_model.h) exactly. 2-rank layouts run in the default
 // instance, 4-rank ones ("[world4]") in the 4-rank instance.
+#include "executor/interpreter.h"
+
 #include <mpi.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
 
-#include <catch2/catch.hpp>
-
-#include "core/presets.h"
-#include "executor/interpreter.h"
-#include "simulator/memory_model.h"
 #include "core/param_shard.h"
+#include "core/presets.h"
+#include "simulator/memory_model.h"
 #include "tests/executor/single_rank_training.h"
 
 namespace shardplan {
@@ -45,7 +45,9 @@ int world_size() {
   return n;
 }
 
-double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-30); }
+double relative(double a, double b) {
+  return std::abs(a - b) / std::max(std::abs(b), 1e-30);
+}
 
 // Trains `l` for kSteps on the world and checks it against the single-rank run.
 void check_layout(Layout l) {
@@ -69,8 +71,8 @@ void check_layout(Layout l) {
   if (run.program().rank == 0) {
     REQUIRE(params.size() == reference.final_params.size());
     // Relative to the whole model's norm: Adam divides every gradient by its own running RMS, so
-    // elements whose gradient is near zero (the key bias's is exactly 0 — softmax ignores a shift of
-    // a query's scores — and float rounding gives it noise) take steps of up to lr from rounding
+    // elements whose gradient is near zero (the key bias's is exactly 0 — softmax ignores a shift
+    // of a query's scores — and float rounding gives it noise) take steps of up to lr from rounding
     // alone, and no per-element relative bound holds for them in any summation order.
     double diff2 = 0, ref2 = 0;
     for (size_t i = 0; i < params.size(); ++i) {
