@@ -138,8 +138,7 @@ struct RankInterpreter::State {
     init_parameters(m, layout, settings.seed, params.span());
     if (zero3) {
       param_shard = alloc.allocate<float>(MemoryCategory::parameters, dp.padded(), "parameter shard");
-      const ElementRange mine = dp.mine();
-      std::copy(params.data() + mine.begin, params.data() + mine.end, param_shard.data());
+      own_shard(params.data(), param_shard);
     }
     if (zero2) grad_shard = alloc.allocate<float>(MemoryCategory::gradients, dp.padded(), "gradient shard");
     adam = adam_state(alloc, l.zero >= 1 ? dp.padded() : layout.total);
@@ -355,6 +354,64 @@ struct RankInterpreter::State {
     if (!p_scratch.empty()) std::copy(p.data(), p.data() + mine.count(), params.data() + mine.begin);
   }
 
+  // What this rank's optimizer owns of the parameters: the flat buffer, or under ZeRO its dp shard.
+  const float* owned_params() const {
+    if (l.zero >= 3) return param_shard.data();
+    return l.zero >= 1 ? params.data() + dp.mine().begin : params.data();
+  }
+
+  // This rank's whole flat buffer (layout.total) of what it owns (`owned`): a copy, or under ZeRO
+  // the dp shards gathered.
+  std::vector<float> rank_flat(const float* owned) {
+    std::vector<float> flat(static_cast<size_t>(layout.total));
+    if (l.zero == 0) std::copy(owned, owned + layout.total, flat.data());
+    else all_gather_range(groups.get(Group::dp), dp, {0, layout.total}, owned, flat.data());
+    return flat;
+  }
+
+  // The single-rank flat layout on rank 0 from every rank's flat buffer: dp rank 0 contributes its
+  // tensors (a replicated one from tp rank 0 only, a tied LM-head copy not at all), so each element
+  // is summed from exactly one rank.
+  std::vector<float> to_whole(const std::vector<float>& flat) {
+    const ParamLayout whole = param_layout(m, whole_model(m));
+    std::vector<float> full(static_cast<size_t>(whole.total), 0.0f);
+    if (program.coord.dp == 0)
+      for (const ParamTensor& x : layout.tensors) {
+        if (!whole.has(x.name) || (x.split == TensorSplit::replicated && program.coord.tp != 0)) continue;
+        const int64_t base = whole.get(x.name).offset;
+        for (int64_t i = 0; i < x.count(); ++i)
+          full[static_cast<size_t>(base + full_index(x, i))] = flat[static_cast<size_t>(x.offset + i)];
+      }
+    const bool root = program.rank == 0;
+    MPI_Reduce(root ? MPI_IN_PLACE : full.data(), full.data(), static_cast<int>(full.size()), MPI_FLOAT,
+               MPI_SUM, 0, MPI_COMM_WORLD);
+    if (!root) full.clear();
+    return full;
+  }
+
+  // The inverse of to_whole: `whole` (on rank 0) broadcast, and this rank's tensors taken from it
+  // into `flat` (layout.total long); a tied LM-head copy takes the embedding's values.
+  void from_whole(const std::vector<float>& whole, float* flat) {
+    const ParamLayout w = param_layout(m, whole_model(m));
+    std::vector<float> full(static_cast<size_t>(w.total));
+    if (program.rank == 0) {
+      assert(whole.size() == full.size());
+      full = whole;
+    }
+    MPI_Bcast(full.data(), static_cast<int>(full.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
+    for (const ParamTensor& x : layout.tensors) {
+      const int64_t base = w.get(w.has(x.name) ? x.name : x.init_name).offset;
+      for (int64_t i = 0; i < x.count(); ++i) flat[x.offset + i] = full[static_cast<size_t>(base + full_index(x, i))];
+    }
+  }
+
+  // This rank's dp shard of `flat` into the padded shard buffer `into` (zeros past its end).
+  void own_shard(const float* flat, Buffer<float>& into) const {
+    const ElementRange mine = dp.mine();
+    std::fill(into.data(), into.data() + into.size(), 0.0f);
+    std::copy(flat + mine.begin, flat + mine.end, into.data());
+  }
+
   void inject_fault(size_t action) {
     const InjectedFault& f = settings.fault;
     if (f.rank != program.rank || f.step != step || action != program.actions.size() / 2) return;
@@ -418,26 +475,31 @@ StepMeasurement RankInterpreter::run_step(int64_t step) {
 
 std::vector<float> RankInterpreter::gather_full_parameters() {
   State& s = *s_;
-  if (s.l.zero >= 1) {
-    const ElementRange all{0, s.layout.total};
-    const ElementRange mine = s.dp.mine();
-    const float* part = s.l.zero >= 3 ? s.param_shard.data() : s.params.data() + mine.begin;
-    all_gather_range(s.groups.get(Group::dp), s.dp, all, part, s.params.data());
+  return s.to_whole(s.rank_flat(s.owned_params()));
+}
+
+FullState RankInterpreter::gather_full_state() {
+  State& s = *s_;
+  FullState out;
+  out.params = gather_full_parameters();
+  out.adam_m = s.to_whole(s.rank_flat(s.adam.m.data()));
+  out.adam_v = s.to_whole(s.rank_flat(s.adam.v.data()));
+  out.adam_step = s.adam.step;
+  return out;
+}
+
+void RankInterpreter::load_full_state(const FullState& state) {
+  State& s = *s_;
+  s.from_whole(state.params, s.params.data());
+  if (s.l.zero >= 3) s.own_shard(s.params.data(), s.param_shard);
+  std::vector<float> flat(static_cast<size_t>(s.layout.total));
+  for (auto [whole, into] : {std::pair{&state.adam_m, &s.adam.m}, std::pair{&state.adam_v, &s.adam.v}}) {
+    s.from_whole(*whole, flat.data());
+    if (s.l.zero == 0) std::copy(flat.begin(), flat.end(), into->data());
+    else s.own_shard(flat.data(), *into);
   }
-  const ParamLayout whole = param_layout(s.m, whole_model(s.m));
-  std::vector<float> full(static_cast<size_t>(whole.total), 0.0f);
-  if (s.program.coord.dp == 0)
-    for (const ParamTensor& x : s.layout.tensors) {
-      if (!whole.has(x.name) || (x.split == TensorSplit::replicated && s.program.coord.tp != 0)) continue;
-      const int64_t base = whole.get(x.name).offset;
-      for (int64_t i = 0; i < x.count(); ++i)
-        full[static_cast<size_t>(base + full_index(x, i))] = s.params[x.offset + i];
-    }
-  const bool root = s.program.rank == 0;
-  MPI_Reduce(root ? MPI_IN_PLACE : full.data(), full.data(), static_cast<int>(full.size()), MPI_FLOAT,
-             MPI_SUM, 0, MPI_COMM_WORLD);
-  if (!root) full.clear();
-  return full;
+  s.adam.step = state.adam_step;
+  MPI_Bcast(&s.adam.step, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
 }
 
 }  // namespace shardplan
