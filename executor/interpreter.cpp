@@ -36,11 +36,13 @@ bool same_unit_pass(const Action& a, const Action& b) {
     return x.kind == ActionKind::compute || x.kind == ActionKind::collective;
   };
   return in_pass(a) && in_pass(b) && a.micro_batch == b.micro_batch && a.chunk == b.chunk &&
-         a.layer_begin == b.layer_begin && a.layer_end == b.layer_end &&
-         unit_of(a) == unit_of(b) && (a.pass == Pass::forward) == (b.pass == Pass::forward);
+         a.layer_begin == b.layer_begin && a.layer_end == b.layer_end && unit_of(a) == unit_of(b) &&
+         (a.pass == Pass::forward) == (b.pass == Pass::forward);
 }
 
-ElementRange rows_of(const ParamTensor& t) { return {t.row_begin, t.row_begin + t.local_rows}; }
+ElementRange rows_of(const ParamTensor& t) {
+  return {t.row_begin, t.row_begin + t.local_rows};
+}
 
 // Elements of the tensors `pick` selects (they are contiguous in the layout).
 template <class Pick>
@@ -68,13 +70,19 @@ RankShard rank_shard(const Model& m, const Layout& l, const RankCoord& c) {
 }
 
 const Program& checked(const Program& p, const Layout& l) {
-  if (l.cp > 1) throw InputError("layout", "layout.cp", "the executor does not run context parallelism", "use cp=1");
-  if (l.ep > 1) throw InputError("layout", "layout.ep", "the executor does not run expert parallelism", "use ep=1");
+  if (l.cp > 1)
+    throw InputError("layout", "layout.cp", "the executor does not run context parallelism",
+                     "use cp=1");
+  if (l.ep > 1)
+    throw InputError("layout", "layout.ep", "the executor does not run expert parallelism",
+                     "use ep=1");
   int world = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   if (world != l.world())
-    throw InputError("layout", "layout", "needs " + std::to_string(l.world()) + " ranks, mpirun started " + std::to_string(world),
-                     "run it under mpirun -np " + std::to_string(l.world()));
+    throw InputError(
+        "layout", "layout",
+        "needs " + std::to_string(l.world()) + " ranks, mpirun started " + std::to_string(world),
+        "run it under mpirun -np " + std::to_string(l.world()));
   return p;
 }
 
@@ -123,10 +131,17 @@ struct RankInterpreter::State {
 
   State(const Model& model, const Training& training, const Layout& lay, const TextTokens& tx,
         const InterpreterSettings& st)
-      : m(model), t(training), l(lay), text(tx), settings(st),
+      : m(model),
+        t(training),
+        l(lay),
+        text(tx),
+        settings(st),
         program(checked(build_program(model, training, lay, world_rank()), lay)),
-        groups(program), tp(groups.get(Group::tp)), alloc("rank " + std::to_string(program.rank)),
-        shard(rank_shard(model, lay, program.coord)), layout(param_layout(model, shard)),
+        groups(program),
+        tp(groups.get(Group::tp)),
+        alloc("rank " + std::to_string(program.rank)),
+        shard(rank_shard(model, lay, program.coord)),
+        layout(param_layout(model, shard)),
         dims(layer_dims(model, shard, lay.micro_batch, training.seq_len,
                         lay.sequence_parallel && lay.tp > 1)),
         dp{layout.total, lay.dp, program.coord.dp} {
@@ -137,21 +152,26 @@ struct RankInterpreter::State {
                                   layout.total, zero2 ? "gradient accumulation" : "gradients");
     init_parameters(m, layout, settings.seed, params.span());
     if (zero3) {
-      param_shard = alloc.allocate<float>(MemoryCategory::parameters, dp.padded(), "parameter shard");
-      const ElementRange mine = dp.mine();
-      std::copy(params.data() + mine.begin, params.data() + mine.end, param_shard.data());
+      param_shard =
+          alloc.allocate<float>(MemoryCategory::parameters, dp.padded(), "parameter shard");
+      own_shard(params.data(), param_shard);
     }
-    if (zero2) grad_shard = alloc.allocate<float>(MemoryCategory::gradients, dp.padded(), "gradient shard");
+    if (zero2)
+      grad_shard = alloc.allocate<float>(MemoryCategory::gradients, dp.padded(), "gradient shard");
     adam = adam_state(alloc, l.zero >= 1 ? dp.padded() : layout.total);
   }
 
   ElementRange embedding_range() const {
     return tensors_range(layout, [](const ParamTensor& x) {
-      return x.component == ParamComponent::embedding || x.component == ParamComponent::position_embedding;
+      return x.component == ParamComponent::embedding ||
+             x.component == ParamComponent::position_embedding;
     });
   }
   ElementRange head_range() const {
-    return tensors_range(layout, [](const ParamTensor& x) { return x.layer < 0 && (x.component == ParamComponent::norms || x.component == ParamComponent::head); });
+    return tensors_range(layout, [](const ParamTensor& x) {
+      return x.layer < 0 &&
+             (x.component == ParamComponent::norms || x.component == ParamComponent::head);
+    });
   }
 
   // The flat-buffer ranges of a bucket or gather: its units' tensors, adjacent ones merged.
@@ -159,8 +179,10 @@ struct RankInterpreter::State {
     std::vector<ElementRange> out;
     const auto add = [&](ElementRange r) {
       if (r.count() == 0) return;
-      if (!out.empty() && out.back().end == r.begin) out.back().end = r.end;
-      else out.push_back(r);
+      if (!out.empty() && out.back().end == r.begin)
+        out.back().end = r.end;
+      else
+        out.push_back(r);
     };
     if (has_part(a.parts, Part::embedding)) add(embedding_range());
     for (int layer = a.layer_begin; layer < a.layer_end; ++layer) add(layout.layer_range(layer));
@@ -174,9 +196,10 @@ struct RankInterpreter::State {
     if (fresh) {
       mb.inputs = alloc.allocate<int32_t>(MemoryCategory::buffers, dims.tokens(), "input tokens");
       mb.targets = alloc.allocate<int32_t>(MemoryCategory::buffers, dims.tokens(), "target tokens");
-      sample_micro_batch(text, settings.seed, step,
-                         first_sequence(program.coord.dp, a.micro_batch, l.micro_batch, l.num_microbatches),
-                         l.micro_batch, t.seq_len, mb.inputs.span(), mb.targets.span());
+      sample_micro_batch(
+          text, settings.seed, step,
+          first_sequence(program.coord.dp, a.micro_batch, l.micro_batch, l.num_microbatches),
+          l.micro_batch, t.seq_len, mb.inputs.span(), mb.targets.span());
     }
     return mb;
   }
@@ -184,8 +207,10 @@ struct RankInterpreter::State {
   void reap_sends(bool wait) {
     std::erase_if(sends, [&](auto& s) {
       int done = 0;
-      if (wait) MPI_Wait(&s.first, MPI_STATUS_IGNORE), done = 1;
-      else MPI_Test(&s.first, &done, MPI_STATUS_IGNORE);
+      if (wait)
+        MPI_Wait(&s.first, MPI_STATUS_IGNORE), done = 1;
+      else
+        MPI_Test(&s.first, &done, MPI_STATUS_IGNORE);
       return done != 0;
     });
   }
@@ -197,9 +222,10 @@ struct RankInterpreter::State {
     MicroBatch& mb = micro_batch(a);
     if (a.kind == ActionKind::recv) {
       Buffer<float>& into = forward ? mb.x : mb.grad;
-      into = alloc.allocate<float>(forward ? MemoryCategory::activations : MemoryCategory::buffers, n,
-                                   forward ? "received activation" : "received gradient");
-      MPI_Recv(into.data(), static_cast<int>(n), MPI_FLOAT, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      into = alloc.allocate<float>(forward ? MemoryCategory::activations : MemoryCategory::buffers,
+                                   n, forward ? "received activation" : "received gradient");
+      MPI_Recv(into.data(), static_cast<int>(n), MPI_FLOAT, peer, tag, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
     } else {
       Buffer<float> out = std::move(forward ? mb.x : mb.grad);
       assert(out.size() == n);
@@ -237,19 +263,22 @@ struct RankInterpreter::State {
       case UnitKind::layer: {
         const int layer = a.layer_begin;
         const auto wt = block_tensors(layout, layer, w);
-        if (forward) mb.x = block_forward(dims, wt, std::move(mb.x), l.recompute, mb.layers[layer], ctx);
-        else mb.grad = block_backward(dims, wt, block_tensors(layout, layer, g),
-                                      std::move(mb.layers.at(layer)), mb.grad.data(), ctx);
+        if (forward)
+          mb.x = block_forward(dims, wt, std::move(mb.x), l.recompute, mb.layers[layer], ctx);
+        else
+          mb.grad = block_backward(dims, wt, block_tensors(layout, layer, g),
+                                   std::move(mb.layers.at(layer)), mb.grad.data(), ctx);
         break;
       }
       case UnitKind::head: {
         if (forward) {
-          loss_sum += head_forward(dims, head_tensors(layout, w), head_vocab(layout), std::move(mb.x),
-                                   mb.targets.data(), mb.head, ctx);
+          loss_sum += head_forward(dims, head_tensors(layout, w), head_vocab(layout),
+                                   std::move(mb.x), mb.targets.data(), mb.head, ctx);
         } else {
           const auto tokens = static_cast<float>(t.global_batch * t.seq_len);
-          mb.grad = head_backward(dims, head_tensors(layout, w), head_tensors(layout, g), head_vocab(layout),
-                                  mb.targets.data(), std::move(mb.head), 1.0f / tokens, ctx);
+          mb.grad = head_backward(dims, head_tensors(layout, w), head_tensors(layout, g),
+                                  head_vocab(layout), mb.targets.data(), std::move(mb.head),
+                                  1.0f / tokens, ctx);
         }
         break;
       }
@@ -262,20 +291,25 @@ struct RankInterpreter::State {
   // The layers' tp calls matched in order to the pass's collective actions (the vocabulary-parallel
   // cross-entropy's small all-reduces are inside the head's compute action, as the schedule says);
   // a compute action runs from the collective before it to the one after it.
-  void attribute(size_t first, size_t last, double t0, double t1, std::vector<ActionTiming>& timings) {
+  void attribute(size_t first, size_t last, double t0, double t1,
+                 std::vector<ActionTiming>& timings) {
     size_t next = 0;
     for (size_t i = first; i < last; ++i) {
       const Action& a = program.actions[i];
       if (a.kind != ActionKind::collective) continue;
       while (next < calls.size() && calls[next].op != a.op) ++next;
       const double at = i > first ? timings[i - 1].end_s + step_start : t0;
-      timings[i] = next < calls.size() ? ActionTiming{calls[next].start_s - step_start, calls[next].end_s - step_start}
+      timings[i] = next < calls.size() ? ActionTiming{calls[next].start_s - step_start,
+                                                      calls[next].end_s - step_start}
                                        : ActionTiming{at - step_start, at - step_start};
       if (next < calls.size()) ++next;
     }
     double cursor = t0 - step_start;
     for (size_t i = first; i < last; ++i) {
-      if (program.actions[i].kind == ActionKind::collective) { cursor = timings[i].end_s; continue; }
+      if (program.actions[i].kind == ActionKind::collective) {
+        cursor = timings[i].end_s;
+        continue;
+      }
       size_t j = i + 1;
       while (j < last && program.actions[j].kind != ActionKind::collective) ++j;
       timings[i] = {cursor, j < last ? timings[j].start_s : t1 - step_start};
@@ -287,11 +321,14 @@ struct RankInterpreter::State {
   // whole buffer, or under ZeRO its dp shard (gathered over dp for the sum, then put back: the
   // two stages' shards cover different tensors).
   void all_reduce_tensor_grads(MPI_Comm comm, ElementRange range) {
-    if (l.zero == 0) return all_reduce_sum(comm, {grads.data() + range.begin, static_cast<size_t>(range.count())});
+    if (l.zero == 0)
+      return all_reduce_sum(comm, {grads.data() + range.begin, static_cast<size_t>(range.count())});
     const ElementRange mine = dp.mine();
-    const int64_t begin = std::clamp(range.begin, mine.begin, mine.end), end = std::clamp(range.end, mine.begin, mine.end);
+    const int64_t begin = std::clamp(range.begin, mine.begin, mine.end),
+                  end = std::clamp(range.end, mine.begin, mine.end);
     float* owned = l.zero >= 2 ? grad_shard.data() + (begin - mine.begin) : grads.data() + begin;
-    Buffer<float> full = alloc.allocate<float>(MemoryCategory::buffers, range.count(), "gradient gather");
+    Buffer<float> full =
+        alloc.allocate<float>(MemoryCategory::buffers, range.count(), "gradient gather");
     all_gather_range(groups.get(Group::dp), dp, range, owned, full.data());
     all_reduce_sum(comm, full.span());
     std::copy(full.data() + (begin - range.begin), full.data() + (end - range.begin), owned);
@@ -300,7 +337,8 @@ struct RankInterpreter::State {
   void grad_reduce(const Action& a) {
     if (a.group == Group::tp) {
       for (const ParamTensor& x : layout.tensors)
-        if (x.split == TensorSplit::replicated) all_reduce_tensor_grads(groups.get(Group::tp), {x.offset, x.offset + x.count()});
+        if (x.split == TensorSplit::replicated)
+          all_reduce_tensor_grads(groups.get(Group::tp), {x.offset, x.offset + x.count()});
       return;
     }
     if (a.group == Group::pp) {
@@ -314,8 +352,10 @@ struct RankInterpreter::State {
         all_reduce_sum(comm, {grads.data() + r.begin, static_cast<size_t>(r.count())});
         continue;
       }
-      const int64_t begin = std::clamp(r.begin, mine.begin, mine.end), end = std::clamp(r.end, mine.begin, mine.end);
-      Buffer<float> part = alloc.allocate<float>(MemoryCategory::buffers, end - begin, "reduce-scatter output");
+      const int64_t begin = std::clamp(r.begin, mine.begin, mine.end),
+                    end = std::clamp(r.end, mine.begin, mine.end);
+      Buffer<float> part =
+          alloc.allocate<float>(MemoryCategory::buffers, end - begin, "reduce-scatter output");
       reduce_scatter_range(comm, dp, r, grads.data() + r.begin, part.data());
       if (l.zero == 1) {
         std::copy(part.data(), part.data() + part.size(), grads.data() + begin);
@@ -331,7 +371,8 @@ struct RankInterpreter::State {
     const ElementRange mine = dp.mine();
     for (const ElementRange r : ranges_of(a)) {
       const int64_t begin = std::clamp(r.begin, mine.begin, mine.end);
-      const float* part = l.zero >= 3 ? param_shard.data() + (begin - mine.begin) : params.data() + begin;
+      const float* part =
+          l.zero >= 3 ? param_shard.data() + (begin - mine.begin) : params.data() + begin;
       all_gather_range(groups.get(a.group), dp, r, part, params.data() + r.begin);
     }
   }
@@ -349,10 +390,76 @@ struct RankInterpreter::State {
       return scratch.span();
     };
     Buffer<float> p_scratch, g_scratch;
-    const std::span<float> p = l.zero >= 3 ? param_shard.span() : padded(params.data() + mine.begin, p_scratch);
-    const std::span<float> g = l.zero >= 2 ? grad_shard.span() : padded(grads.data() + mine.begin, g_scratch);
+    const std::span<float> p =
+        l.zero >= 3 ? param_shard.span() : padded(params.data() + mine.begin, p_scratch);
+    const std::span<float> g =
+        l.zero >= 2 ? grad_shard.span() : padded(grads.data() + mine.begin, g_scratch);
     adam_step(settings.adam, adam, p, g);
-    if (!p_scratch.empty()) std::copy(p.data(), p.data() + mine.count(), params.data() + mine.begin);
+    if (!p_scratch.empty())
+      std::copy(p.data(), p.data() + mine.count(), params.data() + mine.begin);
+  }
+
+  // What this rank's optimizer owns of the parameters: the flat buffer, or under ZeRO its dp shard.
+  const float* owned_params() const {
+    if (l.zero >= 3) return param_shard.data();
+    return l.zero >= 1 ? params.data() + dp.mine().begin : params.data();
+  }
+
+  // This rank's whole flat buffer (layout.total) of what it owns (`owned`): a copy, or under ZeRO
+  // the dp shards gathered.
+  std::vector<float> rank_flat(const float* owned) {
+    std::vector<float> flat(static_cast<size_t>(layout.total));
+    if (l.zero == 0)
+      std::copy(owned, owned + layout.total, flat.data());
+    else
+      all_gather_range(groups.get(Group::dp), dp, {0, layout.total}, owned, flat.data());
+    return flat;
+  }
+
+  // The single-rank flat layout on rank 0 from every rank's flat buffer: dp rank 0 contributes its
+  // tensors (a replicated one from tp rank 0 only, a tied LM-head copy not at all), so each element
+  // is summed from exactly one rank.
+  std::vector<float> to_whole(const std::vector<float>& flat) {
+    const ParamLayout whole = param_layout(m, whole_model(m));
+    std::vector<float> full(static_cast<size_t>(whole.total), 0.0f);
+    if (program.coord.dp == 0)
+      for (const ParamTensor& x : layout.tensors) {
+        if (!whole.has(x.name) || (x.split == TensorSplit::replicated && program.coord.tp != 0))
+          continue;
+        const int64_t base = whole.get(x.name).offset;
+        for (int64_t i = 0; i < x.count(); ++i)
+          full[static_cast<size_t>(base + full_index(x, i))] =
+              flat[static_cast<size_t>(x.offset + i)];
+      }
+    const bool root = program.rank == 0;
+    MPI_Reduce(root ? MPI_IN_PLACE : full.data(), full.data(), static_cast<int>(full.size()),
+               MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (!root) full.clear();
+    return full;
+  }
+
+  // The inverse of to_whole: `whole` (on rank 0) broadcast, and this rank's tensors taken from it
+  // into `flat` (layout.total long); a tied LM-head copy takes the embedding's values.
+  void from_whole(const std::vector<float>& whole, float* flat) {
+    const ParamLayout w = param_layout(m, whole_model(m));
+    std::vector<float> full(static_cast<size_t>(w.total));
+    if (program.rank == 0) {
+      assert(whole.size() == full.size());
+      full = whole;
+    }
+    MPI_Bcast(full.data(), static_cast<int>(full.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
+    for (const ParamTensor& x : layout.tensors) {
+      const int64_t base = w.get(w.has(x.name) ? x.name : x.init_name).offset;
+      for (int64_t i = 0; i < x.count(); ++i)
+        flat[x.offset + i] = full[static_cast<size_t>(base + full_index(x, i))];
+    }
+  }
+
+  // This rank's dp shard of `flat` into the padded shard buffer `into` (zeros past its end).
+  void own_shard(const float* flat, Buffer<float>& into) const {
+    const ElementRange mine = dp.mine();
+    std::fill(into.data(), into.data() + into.size(), 0.0f);
+    std::copy(flat + mine.begin, flat + mine.end, into.data());
   }
 
   void inject_fault(size_t action) {
@@ -369,15 +476,20 @@ RankInterpreter::RankInterpreter(const Model& m, const Training& t, const Layout
 
 RankInterpreter::~RankInterpreter() = default;
 
-const Program& RankInterpreter::program() const { return s_->program; }
-const TensorAllocator& RankInterpreter::allocator() const { return s_->alloc; }
+const Program& RankInterpreter::program() const {
+  return s_->program;
+}
+const TensorAllocator& RankInterpreter::allocator() const {
+  return s_->alloc;
+}
 
 StepMeasurement RankInterpreter::run_step(int64_t step) {
   State& s = *s_;
   s.step = step;
   s.loss_sum = 0;
   std::fill(s.grads.data(), s.grads.data() + s.grads.size(), 0.0f);
-  if (!s.grad_shard.empty()) std::fill(s.grad_shard.data(), s.grad_shard.data() + s.grad_shard.size(), 0.0f);
+  if (!s.grad_shard.empty())
+    std::fill(s.grad_shard.data(), s.grad_shard.data() + s.grad_shard.size(), 0.0f);
   StepMeasurement out;
   const auto& actions = s.program.actions;
   out.timings.resize(actions.size());
@@ -396,11 +508,20 @@ StepMeasurement RankInterpreter::run_step(int64_t step) {
     const double t0 = MPI_Wtime();
     switch (a.kind) {
       case ActionKind::send:
-      case ActionKind::recv: s.p2p(a); break;
-      case ActionKind::grad_reduce: s.grad_reduce(a); break;
-      case ActionKind::param_gather: s.param_gather(a); break;
-      case ActionKind::optimizer_step: s.optimizer_step(); break;
-      default: assert(false);
+      case ActionKind::recv:
+        s.p2p(a);
+        break;
+      case ActionKind::grad_reduce:
+        s.grad_reduce(a);
+        break;
+      case ActionKind::param_gather:
+        s.param_gather(a);
+        break;
+      case ActionKind::optimizer_step:
+        s.optimizer_step();
+        break;
+      default:
+        assert(false);
     }
     out.timings[i] = {t0 - s.step_start, MPI_Wtime() - s.step_start};
     ++i;
@@ -418,26 +539,34 @@ StepMeasurement RankInterpreter::run_step(int64_t step) {
 
 std::vector<float> RankInterpreter::gather_full_parameters() {
   State& s = *s_;
-  if (s.l.zero >= 1) {
-    const ElementRange all{0, s.layout.total};
-    const ElementRange mine = s.dp.mine();
-    const float* part = s.l.zero >= 3 ? s.param_shard.data() : s.params.data() + mine.begin;
-    all_gather_range(s.groups.get(Group::dp), s.dp, all, part, s.params.data());
+  return s.to_whole(s.rank_flat(s.owned_params()));
+}
+
+FullState RankInterpreter::gather_full_state() {
+  State& s = *s_;
+  FullState out;
+  out.params = gather_full_parameters();
+  out.adam_m = s.to_whole(s.rank_flat(s.adam.m.data()));
+  out.adam_v = s.to_whole(s.rank_flat(s.adam.v.data()));
+  out.adam_step = s.adam.step;
+  return out;
+}
+
+void RankInterpreter::load_full_state(const FullState& state) {
+  State& s = *s_;
+  s.from_whole(state.params, s.params.data());
+  if (s.l.zero >= 3) s.own_shard(s.params.data(), s.param_shard);
+  std::vector<float> flat(static_cast<size_t>(s.layout.total));
+  for (auto [whole, into] :
+       {std::pair{&state.adam_m, &s.adam.m}, std::pair{&state.adam_v, &s.adam.v}}) {
+    s.from_whole(*whole, flat.data());
+    if (s.l.zero == 0)
+      std::copy(flat.begin(), flat.end(), into->data());
+    else
+      s.own_shard(flat.data(), *into);
   }
-  const ParamLayout whole = param_layout(s.m, whole_model(s.m));
-  std::vector<float> full(static_cast<size_t>(whole.total), 0.0f);
-  if (s.program.coord.dp == 0)
-    for (const ParamTensor& x : s.layout.tensors) {
-      if (!whole.has(x.name) || (x.split == TensorSplit::replicated && s.program.coord.tp != 0)) continue;
-      const int64_t base = whole.get(x.name).offset;
-      for (int64_t i = 0; i < x.count(); ++i)
-        full[static_cast<size_t>(base + full_index(x, i))] = s.params[x.offset + i];
-    }
-  const bool root = s.program.rank == 0;
-  MPI_Reduce(root ? MPI_IN_PLACE : full.data(), full.data(), static_cast<int>(full.size()), MPI_FLOAT,
-             MPI_SUM, 0, MPI_COMM_WORLD);
-  if (!root) full.clear();
-  return full;
+  s.adam.step = state.adam_step;
+  MPI_Bcast(&s.adam.step, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
 }
 
 }  // namespace shardplan

@@ -36,9 +36,16 @@ struct InterpreterSettings {
   InjectedFault fault;
 };
 
+// The training state in the single-rank flat layout (param_layout of whole_model): what a
+// checkpoint holds, so that a layout loads what any other saved.
+struct FullState {
+  std::vector<float> params, adam_m, adam_v;  // whole_model's layout: parameters, Adam's moments
+  int64_t adam_step = 0;                      // Adam updates taken
+};
+
 struct StepMeasurement {
-  double loss = 0;         // mean token loss of the global batch (every rank)
-  double step_time_s = 0;  // slowest rank, barrier to barrier (every rank)
+  double loss = 0;                    // mean token loss of the global batch (every rank)
+  double step_time_s = 0;             // slowest rank, barrier to barrier (every rank)
   std::vector<ActionTiming> timings;  // this rank's actions, seconds from the step's start
 };
 
@@ -61,6 +68,14 @@ class RankInterpreter {
   // Every parameter of the model in the single-rank flat layout (param_layout of whole_model), on
   // rank 0 (empty elsewhere). Collective.
   std::vector<float> gather_full_parameters();
+
+  // Parameters and Adam state in the single-rank flat layout, on rank 0 (empty vectors elsewhere).
+  // Collective.
+  FullState gather_full_state();
+
+  // Every rank takes its part of `state` (read on rank 0 only; the others may pass an empty one):
+  // its tp/pp tensors, then under ZeRO its dp shard — the inverse of gather_full_state. Collective.
+  void load_full_state(const FullState& state);
 
  private:
   struct State;

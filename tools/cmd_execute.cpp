@@ -7,6 +7,9 @@
 // MPI_Abort(MPI_COMM_WORLD, 1), which ends every rank (none is left waiting in a collective) and
 // makes mpirun exit 1. A rank that dies without a word (SIGKILL, a crash) makes Open MPI's mpirun
 // kill the others and exit non-zero.
+//
+// Checkpoints (--checkpoint-dir, --checkpoint-every, --resume; executor/checkpoint.h) hold the full
+// model in the single-rank layout, gathered to rank 0, so a run resumes under any layout.
 
 #include <fmt/core.h>
 
@@ -21,8 +24,10 @@
 #include "core/json_reader.h"
 #include "core/presets.h"
 #include "executor/calibrate_launch.h"
+#include "executor/checkpoint.h"
 #include "executor/data.h"
 #include "executor/interpreter.h"
+#include "executor/param_layout.h"
 #include "tools/cli_inputs.h"
 #include "tools/execute_report.h"
 #include "tools/output_file.h"
@@ -40,6 +45,9 @@ struct ExecuteOptions {
   std::string out;
   std::string trace;
   std::string backend = "cpu";
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;  // 0: never
+  bool resume = false;
   std::string inject_fault;  // hidden, for the fault tests: "rank:step:throw|kill"
 };
 
@@ -77,29 +85,48 @@ Plan executed_plan(Plan p) {
   return p;
 }
 
-std::string mib(int64_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+std::string mib(int64_t bytes) {
+  return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20));
+}
 
 void print_memory(const std::vector<RankMemory>& memory) {
   for (size_t r = 0; r < memory.size(); ++r) {
     const RankMemory& m = memory[r];
-    fmt::print("rank {} peak {} = parameters {} + gradients {} + optimizer {} + activations {} + "
-               "other {}\n",
-               r, mib(m.peak_bytes), mib(m.parameters_bytes), mib(m.gradients_bytes),
-               mib(m.optimizer_bytes), mib(m.activations_bytes), mib(m.other_bytes));
+    fmt::print(
+        "rank {} peak {} = parameters {} + gradients {} + optimizer {} + activations {} + "
+        "other {}\n",
+        r, mib(m.peak_bytes), mib(m.parameters_bytes), mib(m.gradients_bytes),
+        mib(m.optimizer_bytes), mib(m.activations_bytes), mib(m.other_bytes));
   }
 }
 
-// Every rank: trains o.steps steps; rank 0 prints them and writes the files.
+// The latest checkpoint's manifest, checked against the plan's model.
+CheckpointInfo resumed_checkpoint(const ExecuteOptions& o, const Plan& p) {
+  return check_checkpoint_model(o.checkpoint_dir, p.model.name,
+                                param_layout(p.model, whole_model(p.model)).total);
+}
+
+// Every rank: trains o.steps steps (after the checkpoint's, with --resume); rank 0 prints them,
+// saves the checkpoints and writes the files.
 void execute_steps(const ExecuteOptions& o, const Plan& p, int rank) {
-  const TextTokens text =
-      load_text_tokens(o.data.empty() ? data_dir() + "/" + kDefaultTextFile : o.data,
-                       p.training.seq_len + 1);
+  const TextTokens text = load_text_tokens(
+      o.data.empty() ? data_dir() + "/" + kDefaultTextFile : o.data, p.training.seq_len + 1);
+  const bool root = rank == 0;
   InterpreterSettings settings;
   settings.seed = o.seed;
   settings.fault = parse_fault(o.inject_fault);
+  int64_t done = 0;  // steps taken before this run
+  if (o.resume) {
+    const CheckpointInfo c = resumed_checkpoint(o, p);
+    done = c.step;
+    settings.seed = c.seed;  // the data order continues
+  }
   RankInterpreter run(p.model, p.training, p.layout, text, settings);
-
-  const bool root = rank == 0;
+  if (o.resume) {
+    run.load_full_state(root ? load_latest_checkpoint(o.checkpoint_dir) : FullState{});
+    if (root)
+      fmt::print("# resumed from {} at step {} (seed {})\n", o.checkpoint_dir, done, settings.seed);
+  }
   ExecutionRecord record{p, {}, {}, {}, {}};
   if (root) {
     for (int64_t r = 0; r < p.layout.world(); ++r)
@@ -111,22 +138,32 @@ void execute_steps(const ExecuteOptions& o, const Plan& p, int rank) {
     std::fflush(stdout);
   }
   const auto tokens = static_cast<double>(p.training.tokens_per_step());
-  for (int64_t step = 1; step <= o.steps; ++step) {
+  for (int64_t step = done + 1; step <= done + o.steps; ++step) {
     StepMeasurement m = run.run_step(step - 1);
     std::vector<std::vector<ActionTiming>> timings = gather_timings(m.timings);
-    if (!root) continue;
-    const StepRecord s{step, m.loss, m.step_time_s, tokens / m.step_time_s};
-    fmt::print("{:>5}  {:>8.4f}  {:>12.4f}  {:>12.0f}\n", s.step, s.loss, s.step_time_s,
-               s.tokens_per_s);
-    std::fflush(stdout);
-    record.steps.push_back(s);
-    record.timings.push_back(std::move(timings));
+    if (root) {
+      const StepRecord s{step, m.loss, m.step_time_s, tokens / m.step_time_s};
+      fmt::print("{:>5}  {:>8.4f}  {:>12.4f}  {:>12.0f}\n", s.step, s.loss, s.step_time_s,
+                 s.tokens_per_s);
+      std::fflush(stdout);
+      record.steps.push_back(s);
+      record.timings.push_back(std::move(timings));
+    }
+    if (o.checkpoint_every > 0 && step % o.checkpoint_every == 0) {
+      const FullState state = run.gather_full_state();
+      if (root) {
+        const CheckpointInfo info{p.model.name, static_cast<int64_t>(state.params.size()), step,
+                                  settings.seed, to_string(p.layout)};
+        fmt::print("# checkpoint {}\n", save_checkpoint(o.checkpoint_dir, info, state));
+        std::fflush(stdout);
+      }
+    }
   }
   record.memory = gather_memory(run.allocator());
   if (!root) return;
   const double median_s = median_step_time_s(record.steps);
   fmt::print("median of steps {}..{}{}: step_time_s {:.4f}, tokens_per_s {:.0f}\n",
-             o.steps > kWarmupSteps ? kWarmupSteps + 1 : 1, o.steps,
+             done + (o.steps > kWarmupSteps ? kWarmupSteps + 1 : 1), done + o.steps,
              o.steps > kWarmupSteps ? " (step 1 is warm-up)" : "", median_s, tokens / median_s);
   print_memory(record.memory);
   if (!o.out.empty()) {
@@ -144,10 +181,11 @@ int run_rank(const ExecuteOptions& o, const Plan& p) {
   MpiSession mpi;
   if (mpi.size() != p.layout.world()) {
     if (mpi.rank() != 0) return static_cast<int>(ExitCode::user_error);
-    throw InputError(o.inputs.plan_file.empty() ? "--layout" : o.inputs.plan_file, "layout",
-                     fmt::format("needs {} ranks (dp × tp × pp × cp), but mpirun started {}",
-                                 p.layout.world(), mpi.size()),
-                     fmt::format("run it under mpirun -np {}, or without mpirun", p.layout.world()));
+    throw InputError(
+        o.inputs.plan_file.empty() ? "--layout" : o.inputs.plan_file, "layout",
+        fmt::format("needs {} ranks (dp × tp × pp × cp), but mpirun started {}", p.layout.world(),
+                    mpi.size()),
+        fmt::format("run it under mpirun -np {}, or without mpirun", p.layout.world()));
   }
   try {
     execute_steps(o, p, mpi.rank());
@@ -167,11 +205,12 @@ int run_execute(const ExecuteOptions& o) {
                      "use --backend cpu");
   const Plan given = resolve_plan(o.inputs);
   if (!runs_as_given(given.training) && !started_by_mpirun())
-    fmt::print("# the cpu backend runs fp32 weights, activations and gradients without a master "
-               "copy; the plan's dtype {}, grad_dtype {}, master_weights {} is priced by estimate, "
-               "not run\n",
-               enum_name(given.training.dtype, kDtypeNames),
-               enum_name(given.training.grad_dtype, kDtypeNames), given.training.master_weights);
+    fmt::print(
+        "# the cpu backend runs fp32 weights, activations and gradients without a master "
+        "copy; the plan's dtype {}, grad_dtype {}, master_weights {} is priced by estimate, "
+        "not run\n",
+        enum_name(given.training.dtype, kDtypeNames),
+        enum_name(given.training.grad_dtype, kDtypeNames), given.training.master_weights);
   const Plan p = executed_plan(given);
   parse_fault(o.inject_fault);
   if (p.model.vocab < kByteVocab)
@@ -181,7 +220,12 @@ int run_execute(const ExecuteOptions& o) {
                      "use a byte-level model such as gpt-tiny or gpt-small");
   for (const std::string* file : {&o.out, &o.trace})
     if (!file->empty()) check_output_folder(*file);
-  if (!started_by_mpirun() && p.layout.world() > 1) return rerun_under_mpirun(static_cast<int>(p.layout.world()));
+  if ((o.resume || o.checkpoint_every > 0) && o.checkpoint_dir.empty())
+    throw InputError(o.resume ? "--resume" : "--checkpoint-every", "", "needs --checkpoint-dir",
+                     "name the folder that holds the checkpoints");
+  if (o.resume) resumed_checkpoint(o, p);
+  if (!started_by_mpirun() && p.layout.world() > 1)
+    return rerun_under_mpirun(static_cast<int>(p.layout.world()));
   return run_rank(o, p);
 }
 
@@ -195,13 +239,15 @@ Subcommand add_execute(CLI::App& root) {
       "and print loss, step time and tokens/s per step (step 1 is warm-up: medians leave it out) "
       "and each rank's peak memory. Runs on the ranks mpirun started, or re-runs itself under "
       "mpirun -np <the plan's device count>. An error on any rank aborts the whole job (exit 1)");
-  app->add_option("plan", o->inputs.plan_file, "A plan JSON (instead of --model/--cluster/--layout)");
+  app->add_option("plan", o->inputs.plan_file,
+                  "A plan JSON (instead of --model/--cluster/--layout)");
   add_input_options(app, o->inputs, LayoutInput::optional);
   app->add_option("--steps", o->steps, "Training steps to run")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app->add_option("--data", o->data, std::string("Text to train on, one token per byte (default: ") +
-                                         kDefaultTextFile + " in the data folder)");
+  app->add_option("--data", o->data,
+                  std::string("Text to train on, one token per byte (default: ") +
+                      kDefaultTextFile + " in the data folder)");
   app->add_option("--seed", o->seed, "Seed of the initial parameters and of the data order")
       ->capture_default_str();
   app->add_option("--out,-o", o->out,
@@ -211,6 +257,16 @@ Subcommand add_execute(CLI::App& root) {
   app->add_option("--backend", o->backend, "cpu (Eigen fp32 + MPI) or cuda")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  app->add_option("--checkpoint-dir", o->checkpoint_dir,
+                  "Folder of the checkpoints: step-N/ (full parameters and Adam state in the "
+                  "single-rank layout, any layout resumes from them) and latest");
+  app->add_option(
+         "--checkpoint-every", o->checkpoint_every,
+         "Save a checkpoint every K steps (atomically: a crash mid-save keeps the last one)")
+      ->check(CLI::PositiveNumber);
+  app->add_flag("--resume", o->resume,
+                "Continue from the latest checkpoint in --checkpoint-dir (its seed and step; "
+                "--steps more steps), under this layout");
   app->add_option("--inject-fault", o->inject_fault,
                   "rank:step:throw|kill — make a rank fail halfway through a step (tests)")
       ->group("");

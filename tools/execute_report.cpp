@@ -42,8 +42,8 @@ std::vector<std::vector<ActionTiming>> gather_timings(const std::vector<ActionTi
   MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
   for (size_t r = 1; r < counts.size(); ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
   std::vector<double> all(root ? static_cast<size_t>(offsets.back() + counts.back()) : 0);
-  MPI_Gatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(),
-              MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  MPI_Gatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(), MPI_DOUBLE,
+              0, MPI_COMM_WORLD);
   std::vector<std::vector<ActionTiming>> by_rank(counts.size());
   for (size_t r = 0; r < counts.size(); ++r)
     for (int i = 0; i < counts[r]; i += 2) {
@@ -77,7 +77,9 @@ double median_step_time_s(const std::vector<StepRecord>& steps) {
 nlohmann::json measured_json(const ExecutionRecord& r) {
   nlohmann::json steps = nlohmann::json::array();
   for (const StepRecord& s : r.steps)
-    steps.push_back({{"step", s.step}, {"loss", s.loss}, {"step_time_s", s.step_time_s},
+    steps.push_back({{"step", s.step},
+                     {"loss", s.loss},
+                     {"step_time_s", s.step_time_s},
                      {"tokens_per_s", s.tokens_per_s}});
   nlohmann::json ranks = nlohmann::json::array();
   for (size_t rank = 0; rank < r.memory.size(); ++rank)
@@ -103,16 +105,16 @@ nlohmann::json measured_json(const ExecutionRecord& r) {
       }
     }
   const double median_s = median_step_time_s(r.steps);
-  return {{"layout", to_string(r.plan.layout)},
-          {"plan", plan_to_json(r.plan)},
-          {"backend", "cpu"},
-          {"warmup_steps", std::min<int64_t>(kWarmupSteps, static_cast<int64_t>(r.steps.size()) - 1)},
-          {"median_step_time_s", median_s},
-          {"median_tokens_per_s",
-           static_cast<double>(r.plan.training.tokens_per_step()) / median_s},
-          {"steps", steps},
-          {"ranks", ranks},
-          {"actions", actions}};
+  return {
+      {"layout", to_string(r.plan.layout)},
+      {"plan", plan_to_json(r.plan)},
+      {"backend", "cpu"},
+      {"warmup_steps", std::min<int64_t>(kWarmupSteps, static_cast<int64_t>(r.steps.size()) - 1)},
+      {"median_step_time_s", median_s},
+      {"median_tokens_per_s", static_cast<double>(r.plan.training.tokens_per_step()) / median_s},
+      {"steps", steps},
+      {"ranks", ranks},
+      {"actions", actions}};
 }
 
 nlohmann::json measured_trace(const ExecutionRecord& r) {

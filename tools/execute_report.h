@@ -1,12 +1,11 @@
-// What `shardplan execute` measured, gathered on rank 0: per-step loss and time, every rank's memory
-// at its peak and every timed action, written as measured.json (shared/CONVENTIONS.md) and as a
-// Chrome trace with the simulator's event names (simulator/trace.h).
+// What `shardplan execute` measured, gathered on rank 0: per-step loss and time, every rank's
+// memory at its peak and every timed action, written as measured.json (shared/CONVENTIONS.md) and
+// as a Chrome trace with the simulator's event names (simulator/trace.h).
 #pragma once
 
 #include <cstdint>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "core/plan.h"
 #include "core/schedule.h"
