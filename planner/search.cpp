@@ -93,23 +93,6 @@ struct Partial {
   std::vector<MissKey> all_misses;  // with keep_pruned
 };
 
-// The worst stage's memory, as estimate() takes it (the largest peak), and whether every stage
-// fits.
-struct StageMemory {
-  RankMemory worst;
-  bool fits = true;
-};
-
-StageMemory stage_memory(const Model& m, const Cluster& c, const Training& t, const Layout& l) {
-  StageMemory out;
-  for (int stage = 0; stage < l.pp; ++stage) {
-    RankMemory r = rank_memory(m, t, l, stage_layers(m, l, stage), c.device, {});
-    out.fits = out.fits && r.fits();
-    if (stage == 0 || r.peak_bytes() > out.worst.peak_bytes()) out.worst = r;
-  }
-  return out;
-}
-
 double overflow_ratio(const RankMemory& r) {
   return static_cast<double>(r.peak_bytes() + r.runtime_reserved_bytes) /
          static_cast<double>(r.capacity_bytes);
@@ -137,10 +120,10 @@ class Search {
  private:
   void price(Partial& p, int64_t index) {
     const Layout& l = layouts_[static_cast<size_t>(index)];
-    const StageMemory mem = stage_memory(m_, c_, t_, l);
-    if (!mem.fits) {
+    const RankMemory mem = worst_stage_memory(m_, t_, l, c_.device, o_.execution).memory;
+    if (!mem.fits()) {
       ++p.pruned;
-      const MissKey miss{overflow_ratio(mem.worst), index};
+      const MissKey miss{overflow_ratio(mem), index};
       keep_smallest(p.closest, miss, kClosestMisses);
       if (o_.keep_pruned) p.all_misses.push_back(miss);
       return;
@@ -250,7 +233,9 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
   }
   for (const MissKey& k : options.keep_pruned ? all.all_misses : all.closest) {
     const Layout& l = layouts[static_cast<size_t>(k.index)];
-    r.pruned.push_back({l, stage_memory(model, cluster, training, l).worst, k.index});
+    r.pruned.push_back(
+        {l, worst_stage_memory(model, training, l, cluster.device, options.execution).memory,
+         k.index});
   }
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;

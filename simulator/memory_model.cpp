@@ -118,4 +118,14 @@ std::optional<MemoryOverflow> first_overflow(const RankMemory& r) {
   return std::nullopt;
 }
 
+WorstStageMemory worst_stage_memory(const Model& m, const Training& t, const Layout& l,
+                                    const Device& d, const ExecutionOptions& x) {
+  WorstStageMemory worst;
+  for (int stage = 0; stage < l.pp; ++stage) {
+    RankMemory r = rank_memory(m, t, l, stage_layers(m, l, stage), d, x);
+    if (stage == 0 || r.peak_bytes() > worst.memory.peak_bytes()) worst = {stage, std::move(r)};
+  }
+  return worst;
+}
+
 }  // namespace shardplan

@@ -63,6 +63,16 @@ struct RankMemory {
 RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
                        const Device& d, const ExecutionOptions& x);
 
+// The pipeline stage whose ranks need the most memory. Every stage has the same capacity and
+// reserve, so that stage decides whether the layout fits (the planner prunes with it before
+// timing; estimate() picks its worst stage the same way).
+struct WorstStageMemory {
+  int stage = 0;
+  RankMemory memory;
+};
+WorstStageMemory worst_stage_memory(const Model& m, const Training& t, const Layout& l,
+                                    const Device& d, const ExecutionOptions& x);
+
 struct MemoryItem {
   std::string_view name;
   int64_t bytes = 0;
