@@ -56,12 +56,6 @@ constexpr auto kLevelKeys = std::to_array<std::string_view>(
     {"name", "kind", "source", "span_devices", "bandwidth_GBps", "nics_per_node", "nic_GBps",
      "latency_us", "oversubscription"});
 
-// Counts are stored as int; a JSON integer beyond that range is the user's mistake.
-int to_int(const ObjectReader& r, std::string_view key, int64_t v) {
-  if (v < INT_MIN || v > INT_MAX) r.fail(key, fmt::format("{} is out of range", v));
-  return static_cast<int>(v);
-}
-
 Device device_from_json(ObjectReader r) {
   reject_unknown_first(r, kDeviceKeys);
   Device d;
@@ -78,7 +72,7 @@ Device device_from_json(ObjectReader r) {
   d.efficiency.attention_forward = eff.number("attention_forward");
   d.efficiency.attention_backward = eff.number("attention_backward");
   d.efficiency.memory = eff.number("memory");
-  d.efficiency.sm_count = to_int(eff, "sm_count", eff.integer_or("sm_count", 0));
+  d.efficiency.sm_count = int_field_or(eff, "sm_count", 0);
   return d;
 }
 
@@ -97,7 +91,7 @@ InterconnectLevel level_from_json(ObjectReader r) {
     if (r.has("bandwidth_GBps"))
       r.fail("bandwidth_GBps", fmt::format("a {} level is described per NIC", kind),
              "give nics_per_node and nic_GBps (per NIC, one direction) instead");
-    l.nics_per_node = to_int(r, "nics_per_node", r.integer("nics_per_node"));
+    l.nics_per_node = int_field(r, "nics_per_node");
     l.nic_GBps = r.number("nic_GBps");
   } else {
     for (std::string_view key : {"nics_per_node", "nic_GBps"})
@@ -254,8 +248,8 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& file) {
   reject_unknown_first(r, kClusterKeys);
   Cluster c;
   c.name = r.string("name");
-  c.nodes = to_int(r, "nodes", r.integer_or("nodes", 1));
-  c.devices_per_node = to_int(r, "devices_per_node", r.integer("devices_per_node"));
+  c.nodes = int_field_or(r, "nodes", 1);
+  c.devices_per_node = int_field(r, "devices_per_node");
   c.device = device_from_json(r.object("device"));
   for (ObjectReader& level : r.objects("levels")) c.levels.push_back(level_from_json(level));
   validate_cluster(c, file);

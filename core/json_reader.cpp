@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace shardplan {
@@ -185,6 +186,18 @@ void ObjectReader::reject_unknown() const {
     for (const auto& k : known_) accepted += (accepted.empty() ? "" : ", ") + k;
     fail(key, "unknown field", "accepted fields here: " + accepted);
   }
+}
+
+int int_field(ObjectReader& r, std::string_view key) {
+  const int64_t v = r.integer(key);
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+    r.fail(key, fmt::format("{} is out of range", v));
+  return static_cast<int>(v);
+}
+
+int int_field_or(ObjectReader& r, std::string_view key, int fallback) {
+  if (r.has(key)) return int_field(r, key);
+  return static_cast<int>(r.integer_or(key, fallback));  // records the key as accepted
 }
 
 }  // namespace shardplan

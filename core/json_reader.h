@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 
 namespace shardplan {
@@ -72,5 +73,24 @@ class ObjectReader {
   std::set<std::string, std::less<>> read_;
   std::set<std::string, std::less<>> known_;  // every key asked for, present or not
 };
+
+// An integer field stored in an `int` (layers, heads, counts); out of range is an InputError.
+int int_field(ObjectReader& r, std::string_view key);
+int int_field_or(ObjectReader& r, std::string_view key, int fallback);
+
+// A string field naming a value of an enum table; an unknown name lists the choices.
+template <class E, size_t N>
+E enum_field(ObjectReader& r, std::string_view key, const EnumNames<E, N>& names) {
+  const std::string name = r.string(key);
+  if (auto v = enum_from_name(name, names)) return *v;
+  r.fail(key, "unknown value \"" + name + "\"", "one of: " + enum_choices(names));
+}
+
+template <class E, size_t N>
+E enum_field_or(ObjectReader& r, std::string_view key, E fallback, const EnumNames<E, N>& names) {
+  if (r.has(key)) return enum_field(r, key, names);
+  r.ignore({key});  // listed among the accepted fields
+  return fallback;
+}
 
 }  // namespace shardplan

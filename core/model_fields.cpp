@@ -55,18 +55,6 @@ std::string activation_choices() {
   return out;
 }
 
-int int_field(ObjectReader& r, std::string_view key) {
-  const int64_t v = r.integer(key);
-  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
-    r.fail(key, fmt::format("{} is out of range", v));
-  return static_cast<int>(v);
-}
-
-int int_field_or(ObjectReader& r, std::string_view key, int fallback) {
-  if (r.has(key)) return int_field(r, key);
-  return static_cast<int>(r.integer_or(key, fallback));  // records the key as accepted
-}
-
 void read_sizes(ObjectReader& r, const SizeKeys& keys, Model& m) {
   m.num_layers = int_field(r, keys.layers);
   m.hidden = r.integer(keys.hidden);

@@ -1,5 +1,5 @@
 // Field readers shared by the two model formats (our JSON in model_json.cpp, Hugging Face configs
-// in hf_config.cpp): integer narrowing, the head_dim default, activation and enum names.
+// in hf_config.cpp): the size keys, the head_dim default, activation names.
 #pragma once
 
 #include <fmt/format.h>
@@ -12,10 +12,6 @@
 #include "core/model.h"
 
 namespace shardplan {
-
-// An integer field stored in an `int` (layers, heads, experts); out of range is an InputError.
-int int_field(ObjectReader& r, std::string_view key);
-int int_field_or(ObjectReader& r, std::string_view key, int fallback);
 
 // The names a format gives to the sizes every model has. An empty kv_heads or head_dim: the format
 // has no such key, so kv heads = heads and head_dim = hidden / heads.
@@ -41,12 +37,5 @@ void read_sizes(ObjectReader& r, const SizeKeys& keys, Model& m);
 // Any name activation_from_name accepts.
 Activation activation_field(ObjectReader& r, std::string_view key);
 Activation activation_field_or(ObjectReader& r, std::string_view key, Activation fallback);
-
-template <class E, size_t N>
-E enum_field(ObjectReader& r, std::string_view key, const EnumNames<E, N>& names) {
-  const std::string name = r.string(key);
-  if (auto v = enum_from_name(name, names)) return *v;
-  r.fail(key, fmt::format("unknown value \"{}\"", name), "one of: " + enum_choices(names));
-}
 
 }  // namespace shardplan

@@ -11,7 +11,6 @@
 #include <tuple>
 
 #include "core/json_reader.h"
-#include "core/model_fields.h"
 
 namespace shardplan {
 

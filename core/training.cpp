@@ -5,18 +5,8 @@
 #include <cmath>
 
 #include "core/json_reader.h"
-#include "core/model_fields.h"
 
 namespace shardplan {
-
-namespace {
-template <class E, size_t N>
-E enum_field_or(ObjectReader& r, std::string_view key, E fallback, const EnumNames<E, N>& names) {
-  if (r.has(key)) return enum_field(r, key, names);
-  r.ignore({key});  // listed among the accepted fields
-  return fallback;
-}
-}  // namespace
 
 // Defaults are mixed-precision training as Megatron-LM and DeepSpeed run it: bf16 weights,
 // activations and gradients, fp32 master weights, Adam.
