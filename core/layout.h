@@ -28,6 +28,12 @@ inline constexpr EnumNames<Schedule, 3> kScheduleNames{{{Schedule::gpipe, "gpipe
                                                         {Schedule::one_f_one_b, "1f1b"},
                                                         {Schedule::interleaved, "interleaved"}}};
 
+// The schedule of a layout that names none, and what "1f1b" means with virtual stages:
+// Megatron-LM's 1F1B with vpp > 1 is the interleaved 1F1B (Narayanan et al. 2021 §2.2).
+constexpr Schedule implied_schedule(int vpp) {
+  return vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
+}
+
 // Megatron-LM's default rank order, fastest-varying first.
 inline constexpr std::string_view kDefaultRankOrder = "tp-cp-ep-dp-pp";
 

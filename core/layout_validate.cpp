@@ -166,10 +166,9 @@ Layout resolve_layout(const LayoutSpec& spec, const Model& model, const Cluster&
   l.num_microbatches = spec.num_microbatches.value_or(1);
   l.recompute = spec.recompute.value_or(Recompute::none);
   l.sequence_parallel = spec.sequence_parallel.value_or(false);
-  // With virtual stages, Megatron-LM's 1F1B is the interleaved 1F1B (Narayanan et al. 2021 §2.2):
-  // "vpp=2,schedule=1f1b" (shared/CONVENTIONS.md's own example) means the interleaved schedule.
+  // "vpp=2,schedule=1f1b" (shared/CONVENTIONS.md's own example) is the interleaved 1F1B.
   l.schedule = spec.schedule.value_or(Schedule::one_f_one_b);
-  if (l.vpp > 1 && l.schedule == Schedule::one_f_one_b) l.schedule = Schedule::interleaved;
+  if (l.schedule == Schedule::one_f_one_b) l.schedule = implied_schedule(l.vpp);
   l.rank_order = spec.rank_order.value_or(std::string(kDefaultRankOrder));
   check_positive(l, source);
   if (!spec.dp) l.dp = derive_dp(l, cluster, source);

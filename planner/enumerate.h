@@ -33,12 +33,6 @@ struct Candidates {
   int64_t layouts_invalid = 0;  // single layouts refused inside a valid shape
 };
 
-// The schedule resolve_layout gives a layout that names none: interleaved with virtual stages,
-// else 1F1B.
-constexpr Schedule implied_schedule(int vpp) {
-  return vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
-}
-
 // The positive divisors of n, increasing.
 std::vector<int> divisors(int64_t n);
 
