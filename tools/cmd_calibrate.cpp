@@ -19,7 +19,7 @@
 #include "core/presets.h"
 #include "core/profile.h"
 #include "executor/calibrate_cpu.h"
-#include "executor/calibrate_launch.h"
+#include "executor/mpi_launch.h"
 #include "tools/output_file.h"
 #include "tools/subcommand.h"
 

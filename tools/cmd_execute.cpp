@@ -23,7 +23,7 @@
 #include "core/error.h"
 #include "core/json_reader.h"
 #include "core/presets.h"
-#include "executor/calibrate_launch.h"
+#include "executor/mpi_launch.h"
 #include "executor/checkpoint.h"
 #include "executor/data.h"
 #include "executor/interpreter.h"

@@ -1,5 +1,5 @@
 // Running on MPI ranks from the command line: whether mpirun started this process, MPI's lifetime
-// as an object, and re-running this very command under `mpirun -np N` (`--ranks N`).
+// as an object, and re-running this very command under `mpirun -np N` (calibrate, execute).
 #pragma once
 
 #include <mpi.h>
@@ -30,7 +30,7 @@ class MpiSession {
 // Runs this process's own command line (/proc/self/cmdline, the executable from /proc/self/exe)
 // again as `mpirun -np ranks ...` (with --oversubscribe under Open MPI when ranks exceed the
 // cores), waits for it and returns its exit code (2 when it was killed). InputError naming
-// --ranks when mpirun cannot be run.
+// "mpirun" when mpirun cannot be run.
 int rerun_under_mpirun(int ranks);
 
 }  // namespace shardplan

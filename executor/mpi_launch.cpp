@@ -1,4 +1,4 @@
-#include "executor/calibrate_launch.h"
+#include "executor/mpi_launch.h"
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -64,7 +64,7 @@ int rerun_under_mpirun(int ranks) {
   std::fflush(nullptr);
   pid_t pid = 0;
   if (posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
-    throw InputError("--ranks", "", "cannot run " + args[0],
+    throw InputError("mpirun", "", "cannot run " + args[0],
                      "install Open MPI, or start shardplan under mpirun -np N yourself");
   int status = 0;
   if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
