@@ -27,6 +27,12 @@ GemmRate read_gemm(ObjectReader r) {
   return g;
 }
 
+KernelRate read_kernel(ObjectReader r) {
+  KernelRate k{enum_field(r, "kernel", kMemoryKernelNames), r.positive_number("elements_per_s")};
+  r.reject_unknown();
+  return k;
+}
+
 CollectiveFit read_fit(ObjectReader r) {
   CollectiveFit f;
   f.collective = enum_field(r, "collective", kCollectiveNames);
@@ -52,6 +58,8 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
   p.dtype = enum_field(r, "dtype", kDtypeNames);
   p.memory_GBps = r.positive_number("memory_GBps");
   for (auto& g : r.objects("gemm")) p.gemm.push_back(read_gemm(std::move(g)));
+  if (r.has("kernels"))
+    for (auto& k : r.objects("kernels")) p.kernels.push_back(read_kernel(std::move(k)));
   if (r.has("collectives"))
     for (auto& c : r.objects("collectives")) p.collectives.push_back(read_fit(std::move(c)));
   r.reject_unknown();
@@ -63,6 +71,10 @@ nlohmann::json profile_to_json(const Profile& p) {
   nlohmann::json gemm = nlohmann::json::array();
   for (const auto& g : p.gemm)
     gemm.push_back({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"tflops", g.tflops}});
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const auto& k : p.kernels)
+    kernels.push_back({{"kernel", enum_name(k.kernel, kMemoryKernelNames)},
+                       {"elements_per_s", k.elements_per_s}});
   nlohmann::json collectives = nlohmann::json::array();
   for (const auto& f : p.collectives)
     collectives.push_back({{"collective", enum_name(f.collective, kCollectiveNames)},
@@ -76,6 +88,7 @@ nlohmann::json profile_to_json(const Profile& p) {
           {"dtype", enum_name(p.dtype, kDtypeNames)},
           {"memory_GBps", p.memory_GBps},
           {"gemm", gemm},
+          {"kernels", kernels},
           {"collectives", collectives}};
 }
 
@@ -98,6 +111,17 @@ void validate_profile(const Profile& p, const std::string& file) {
       throw InputError(file, field, "sizes and tflops must be positive");
     if (!shapes.emplace(g.m, g.n, g.k).second)
       throw InputError(file, field, fmt::format("shape {}x{}x{} given twice", g.m, g.n, g.k));
+  }
+  std::set<MemoryKernel> kernels;
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    const KernelRate& k = p.kernels[i];
+    const std::string field = fmt::format("kernels[{}]", i);
+    if (!(k.elements_per_s > 0))
+      throw InputError(file, field + ".elements_per_s",
+                       fmt::format("must be positive, found {}", k.elements_per_s));
+    if (!kernels.insert(k.kernel).second)
+      throw InputError(file, field,
+                       fmt::format("{} given twice", enum_name(k.kernel, kMemoryKernelNames)));
   }
   std::set<std::tuple<Collective, size_t, int>> groups;
   for (size_t i = 0; i < p.collectives.size(); ++i) {
@@ -146,9 +170,12 @@ double gemm_rate_flops(const Profile& p, int64_t m, int64_t n, int64_t k) {
   constexpr size_t kNeighbours = 8;  // the corners of a trilinear cell
   const auto lg = [](int64_t x) { return std::log2(static_cast<double>(x)); };
   std::vector<std::pair<double, double>> by_distance;  // (squared distance, rate)
+  const auto distance2 = [&](int64_t gm, int64_t gn, int64_t gk) {
+    const double dm = lg(m) - lg(gm), dn = lg(n) - lg(gn), dk = lg(k) - lg(gk);
+    return dm * dm + dn * dn + dk * dk;
+  };
   for (const auto& g : p.gemm) {
-    const double dm = lg(m) - lg(g.m), dn = lg(n) - lg(g.n), dk = lg(k) - lg(g.k);
-    const double d2 = dm * dm + dn * dn + dk * dk;
+    const double d2 = std::min(distance2(g.m, g.n, g.k), distance2(g.n, g.m, g.k));
     if (d2 == 0) return g.tflops * 1e12;
     by_distance.emplace_back(d2, g.tflops * 1e12);
   }
@@ -161,6 +188,12 @@ double gemm_rate_flops(const Profile& p, int64_t m, int64_t n, int64_t k) {
     weighted += by_distance[i].second / by_distance[i].first;
   }
   return weighted / weights;
+}
+
+const KernelRate* find_kernel_rate(const Profile& p, MemoryKernel kernel) {
+  for (const auto& k : p.kernels)
+    if (k.kernel == kernel) return &k;
+  return nullptr;
 }
 
 const CollectiveFit* find_collective_fit(const Profile& p, Collective c, size_t level, int ranks) {

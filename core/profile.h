@@ -12,6 +12,7 @@
 #include "core/collective.h"
 #include "core/dtype.h"
 #include "core/enum_names.h"
+#include "core/memory_kernel.h"
 
 namespace shardplan {
 
@@ -28,6 +29,17 @@ struct GemmRate {
   double tflops = 0;  // achieved, 10^12 FLOP/s
 
   bool operator==(const GemmRate&) const = default;
+};
+
+// The achieved rate of one memory-bound kernel (core/memory_kernel.h says what its elements are),
+// one rank per device with every rank running at once. Kernels a backend runs as scalar loops
+// (GELU's tanh, softmax's exponentials, Adam's square roots on a CPU core) are bound by their
+// arithmetic rather than by memory bandwidth, which is why each is measured on its own.
+struct KernelRate {
+  MemoryKernel kernel = MemoryKernel::norm_forward;
+  double elements_per_s = 0;
+
+  bool operator==(const KernelRate&) const = default;
 };
 
 // Hockney's model of one collective (R. W. Hockney, "The communication challenge for MPP: Intel
@@ -49,18 +61,20 @@ struct CollectiveFit {
 
 struct Profile {
   Backend backend = Backend::cpu;
-  std::string device;          // what was measured: "AMD EPYC core", "NVIDIA H100 80GB HBM3"
-  int ranks = 1;               // ranks the calibration ran on
-  Dtype dtype = Dtype::fp32;   // the GEMMs' compute dtype
-  double memory_GBps = 0;      // per device, every device streaming at once (STREAM triad)
-  std::vector<GemmRate> gemm;  // at least one
+  std::string device;               // what was measured: "AMD EPYC core", "NVIDIA H100 80GB HBM3"
+  int ranks = 1;                    // ranks the calibration ran on
+  Dtype dtype = Dtype::fp32;        // the GEMMs' compute dtype
+  double memory_GBps = 0;           // per device, every device streaming at once (STREAM triad)
+  std::vector<GemmRate> gemm;       // at least one
+  std::vector<KernelRate> kernels;  // those measured; the others run at memory_GBps
   std::vector<CollectiveFit> collectives;  // none when it ran on one rank
 
   bool operator==(const Profile&) const = default;
 };
 
-// Keys: backend, device, ranks, dtype, memory_GBps, gemm [{m, n, k, tflops}], collectives
-// [{collective, level, ranks, alpha_us, algbw_GBps}]; "source" is documentation. Unknown keys are
+// Keys: backend, device, ranks, dtype, memory_GBps, gemm [{m, n, k, tflops}], kernels (optional)
+// [{kernel, elements_per_s}], collectives [{collective, level, ranks, alpha_us, algbw_GBps}];
+// "source" is documentation. Unknown keys are
 // rejected; validated before returning.
 Profile profile_from_json(const nlohmann::json& j, const std::string& file);
 nlohmann::json profile_to_json(const Profile& p);  // reads back to an equal Profile
@@ -86,8 +100,13 @@ Cluster apply_profile(Cluster c, const Profile& p, const std::string& file);
 // ACM national conference 1968, with Shepard's exponent 2) in (log2 m, log2 n, log2 k): a measured
 // shape returns its own rate; any other shape the weighted mean of the nearest 8 measured shapes
 // (the corners of the cell a trilinear interpolation would use) with weights 1 / distance². The
-// result never leaves the range of the measured rates.
+// result never leaves the range of the measured rates. m and n are interchangeable: C = A·B and
+// Cᵀ = Bᵀ·Aᵀ are the same work (a row-major library computes one as the other), so a measured
+// m×n×k also stands for n×m×k, at the distance of whichever orientation is nearer.
 double gemm_rate_flops(const Profile& p, int64_t m, int64_t n, int64_t k);
+
+// The measured rate of `kernel`; nullptr when it was not measured.
+const KernelRate* find_kernel_rate(const Profile& p, MemoryKernel kernel);
 
 // The fit for exactly this collective, level and group size; nullptr when it was not measured.
 const CollectiveFit* find_collective_fit(const Profile& p, Collective c, size_t level, int ranks);

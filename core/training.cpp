@@ -55,4 +55,13 @@ void validate_training(const Training& t, const std::string& file) {
         fmt::format("must be a finite number >= 0, found {}", t.price_per_device_hour));
 }
 
+Training with_compute_dtype(Training t, Dtype d) {
+  t.dtype = d;
+  if (d == Dtype::fp32) {
+    t.grad_dtype = Dtype::fp32;
+    t.master_weights = false;
+  }
+  return t;
+}
+
 }  // namespace shardplan

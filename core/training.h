@@ -28,6 +28,11 @@ struct Training {
   int64_t tokens_per_step() const { return global_batch * seq_len; }
 };
 
+// The training computing in `d`: the dtype, and for fp32 fp32 gradients and no master copy (there
+// is no lower precision to keep one for), as a plain fp32 run of Megatron-LM or PyTorch keeps them.
+// What --dtype means on the command line.
+Training with_compute_dtype(Training t, Dtype d);
+
 // Keys: global_batch, seq_len, dtype, grad_dtype, master_weights, optimizer, tokens_to_train,
 // price_per_device_hour. Unknown keys rejected; validated (seq_len <= model max is checked with
 // the model by validate_training).

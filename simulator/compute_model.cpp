@@ -77,25 +77,56 @@ struct PassBuilder {
         flops_bwd / rates.attention_backward_flops_per_s, recomputed);
   }
 
-  void memory(double bytes_fwd, double bytes_bwd, bool recomputed) {
-    add(OpKind::memory_bound, 0, 0, bytes_fwd, bytes_bwd, memory_time_s(rates, bytes_fwd),
-        memory_time_s(rates, bytes_bwd), recomputed);
+  // A memory-bound kernel and its gradient over `elements` (core/memory_kernel.h), moving the given
+  // bytes per element going forward and backward.
+  void memory(MemoryKernel fwd, MemoryKernel bwd, double elements, double fwd_bytes_per_element,
+              double bwd_bytes_per_element, bool recomputed) {
+    const double bytes_fwd = elements * fwd_bytes_per_element;
+    const double bytes_bwd = elements * bwd_bytes_per_element;
+    add(OpKind::memory_bound, 0, 0, bytes_fwd, bytes_bwd,
+        kernel_time_s(rates, fwd, elements, bytes_fwd),
+        kernel_time_s(rates, bwd, elements, bytes_bwd), recomputed);
+  }
+
+  // The bias of a linear layer with `columns` outputs over `tokens`, when the framework does not
+  // fuse it into the GEMM (executor/linear.cpp): forward reads and writes the output, unless the
+  // residual add after a row-parallel layer takes the bias with it (`in_residual`, bias-dropout-
+  // add); backward reads the output gradient once for the column sums.
+  void bias(bool present, const ExecutionOptions& x, int64_t tokens, int64_t columns,
+            bool in_residual, bool recomputed) {
+    if (!present || x.fused_bias) return;
+    const double e = as_double(elem_bytes), n = as_double(tokens * columns);
+    const double fwd_bytes = in_residual ? 0 : 2 * e * n;
+    add(OpKind::memory_bound, 0, 0, fwd_bytes, e * n,
+        in_residual ? 0 : kernel_time_s(rates, MemoryKernel::bias_forward, n, fwd_bytes),
+        kernel_time_s(rates, MemoryKernel::bias_backward, n, e * n), recomputed);
   }
 };
 
-// A layer's norm and residual add: the memory-bound kernels around each of its two blocks.
+// A layer's norm and residual add: the memory-bound kernels around each of its two blocks, as
+// elements of the norm/residual region and bytes per element.
 struct BlockEdges {
+  double region = 0;
   double norm_fwd = 0, norm_bwd = 0, residual_fwd = 0, residual_bwd = 0;
 };
 
 BlockEdges block_edges(const Model& m, const RankShape& r, int64_t elem_bytes,
                        const ExecutionOptions& x) {
   const double e = as_double(elem_bytes);
-  const double region = as_double(r.region_tokens() * m.hidden);
   const double mask = x.dropout ? kMaskBytes : 0;
   const double dropout_bwd = x.dropout ? 2 * e + kMaskBytes : 0;
-  return {kNormForward * e * region, kNormBackward * e * region,
-          (kResidualForward * e + mask) * region, (kResidualBackward * e + dropout_bwd) * region};
+  return {as_double(r.region_tokens() * m.hidden), kNormForward * e, kNormBackward * e,
+          kResidualForward * e + mask, kResidualBackward * e + dropout_bwd};
+}
+
+void add_norm(PassBuilder& b, const BlockEdges& edges, bool recomputed) {
+  b.memory(MemoryKernel::norm_forward, MemoryKernel::norm_backward, edges.region, edges.norm_fwd,
+           edges.norm_bwd, recomputed);
+}
+
+void add_residual(PassBuilder& b, const BlockEdges& edges, bool recomputed) {
+  b.memory(MemoryKernel::residual_forward, MemoryKernel::residual_backward, edges.region,
+           edges.residual_fwd, edges.residual_bwd, recomputed);
 }
 
 // attention_qkv: norm, QKV, RoPE; attention_core: attention, output projection, residual add.
@@ -109,12 +140,11 @@ void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute
   const int64_t kv = shard_size(m.num_kv_heads, r.tp) * m.head_dim;
   const int64_t t = r.tokens();
   b.part = Part::attention_qkv;
-  b.memory(edges.norm_fwd, edges.norm_bwd, full);
+  add_norm(b, edges, full);
   b.gemm(t, m.hidden, q + 2 * kv, full);  // column-parallel QKV
-  if (m.position_embedding == PositionEmbedding::rope) {
-    const double qk_bytes = 2 * e * as_double(t * (q + kv));  // read and write q and k
-    b.memory(qk_bytes, qk_bytes, full);
-  }
+  b.bias(m.qkv_bias, x, t, q + 2 * kv, false, full);
+  if (m.position_embedding == PositionEmbedding::rope)  // read and write q and k
+    b.memory(MemoryKernel::rope, MemoryKernel::rope, as_double(t * (q + kv)), 2 * e, 2 * e, full);
   b.part = Part::attention_core;
   if (x.flash_attention) {
     // QKᵀ and the product with V: 2·2·s·s_kv·d per head.
@@ -126,30 +156,36 @@ void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute
     b.gemm(r.seq, r.kv_seq, m.head_dim, core_again, r.batch * heads);  // probabilities · V
     const double scores = as_double(r.batch * heads * r.seq * r.kv_seq);
     const double dropout_bytes = x.dropout ? 2 * e + kMaskBytes : 0;
-    b.memory(scores * (kSoftmaxForward * e + dropout_bytes),
-             scores * (kSoftmaxBackward * e + dropout_bytes), core_again);
+    b.memory(MemoryKernel::softmax_forward, MemoryKernel::softmax_backward, scores,
+             kSoftmaxForward * e + dropout_bytes, kSoftmaxBackward * e + dropout_bytes, core_again);
   }
   b.gemm(t, q, m.hidden, full);  // row-parallel output projection
-  b.memory(edges.residual_fwd, edges.residual_bwd, full);
+  // The output bias is added once, after the row-parallel sum: over the residual region.
+  b.bias(m.out_bias, x, r.region_tokens(), m.hidden, true, full);
+  add_residual(b, edges, full);
 }
 
 // mlp: norm, MLP, residual add; or router: norm, gate, and experts: permutation, experts,
 // residual add.
 void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r, bool moe,
-             bool full, const BlockEdges& edges) {
+             bool full, const BlockEdges& edges, const ExecutionOptions& x) {
   const double e = as_double(b.elem_bytes);
   const bool swiglu = m.activation == Activation::swiglu;
   const int64_t up_widths = swiglu ? 2 : 1;
-  const double act_fwd = swiglu ? 3 : 2, act_bwd = swiglu ? 5 : 3;  // element passes, see above
+  const MemoryKernel act_fwd = swiglu ? MemoryKernel::swiglu_forward : MemoryKernel::gelu_forward;
+  const MemoryKernel act_bwd = swiglu ? MemoryKernel::swiglu_backward : MemoryKernel::gelu_backward;
+  const double act_fwd_bytes = (swiglu ? 3 : 2) * e, act_bwd_bytes = (swiglu ? 5 : 3) * e;
   const int64_t t = r.tokens();
   b.part = moe ? Part::router : Part::mlp;
-  b.memory(edges.norm_fwd, edges.norm_bwd, full);
+  add_norm(b, edges, full);
   if (!moe) {
     const int64_t ffn = shard_size(m.ffn_hidden, r.tp);
     b.gemm(t, m.hidden, up_widths * ffn, full);
-    b.memory(act_fwd * e * as_double(t * ffn), act_bwd * e * as_double(t * ffn), full);
+    b.bias(m.mlp_bias, x, t, up_widths * ffn, false, full);
+    b.memory(act_fwd, act_bwd, as_double(t * ffn), act_fwd_bytes, act_bwd_bytes, full);
     b.gemm(t, ffn, m.hidden, full);
-    b.memory(edges.residual_fwd, edges.residual_bwd, full);
+    b.bias(m.mlp_bias, x, r.region_tokens(), m.hidden, true, full);
+    add_residual(b, edges, full);
     return;
   }
   // MoE with balanced routing: t·top_k token copies per rank spread over its num_experts/ep
@@ -161,12 +197,12 @@ void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r
   b.gemm(t, m.hidden, m.moe.num_experts, full);  // router
   b.part = Part::experts;
   // Permute into expert order and back (read and write every copy once each way).
-  const double permute_bytes = 2 * e * as_double((t + copies) * m.hidden);
-  b.memory(permute_bytes, permute_bytes, full);
+  b.memory(MemoryKernel::permute, MemoryKernel::permute, as_double((t + copies) * m.hidden), 2 * e,
+           2 * e, full);
   b.gemm(rows, m.hidden, up_widths * ffn, full, local_experts);
-  b.memory(act_fwd * e * as_double(copies * ffn), act_bwd * e * as_double(copies * ffn), full);
+  b.memory(act_fwd, act_bwd, as_double(copies * ffn), act_fwd_bytes, act_bwd_bytes, full);
   b.gemm(rows, ffn, m.hidden, full, local_experts);
-  b.memory(edges.residual_fwd, edges.residual_bwd, full);
+  add_residual(b, edges, full);
 }
 
 void add_to(MicrobatchCompute& dst, const MicrobatchCompute& src, double times) {
@@ -190,7 +226,7 @@ PartsCompute layer_compute(const Model& m, const Training& t, const Layout& l, b
   // Each block has a norm before it and a residual add after it.
   const BlockEdges edges = block_edges(m, r, b.elem_bytes, x);
   add_attention(b, m, r, l.recompute, edges, x);
-  add_mlp(b, m, l, r, moe_layer, l.recompute == Recompute::full, edges);
+  add_mlp(b, m, l, r, moe_layer, l.recompute == Recompute::full, edges, x);
   return out;
 }
 
@@ -204,16 +240,18 @@ PartsCompute ends_compute(const Model& m, const Training& t, const Layout& l,
   const int64_t vocab = shard_size(m.vocab, l.tp);
   // Embedding lookup writes t·h; its backward scatter-adds dy into the gradient rows.
   b.part = Part::embedding;
-  const double rows = as_double(tokens * m.hidden);
-  b.memory(2 * e * rows, 3 * e * rows, false);
+  b.memory(MemoryKernel::embedding_forward, MemoryKernel::embedding_backward,
+           as_double(tokens * m.hidden), 2 * e, 3 * e, false);
   b.part = Part::head;
-  const double region = as_double(r.region_tokens() * m.hidden);
-  b.memory(kNormForward * e * region, kNormBackward * e * region, false);  // final norm
-  b.gemm(tokens, m.hidden, vocab, false);                                  // LM head
+  b.memory(MemoryKernel::norm_forward, MemoryKernel::norm_backward,
+           as_double(r.region_tokens() * m.hidden), kNormForward * e, kNormBackward * e,
+           false);                         // final norm
+  b.gemm(tokens, m.hidden, vocab, false);  // LM head
   // Fused vocab-parallel cross entropy: reads the logits, writes the fp32 softmax; backward
   // reads it and writes the logits' gradient.
-  const double ce = (e + as_double(dtype_bytes(Dtype::fp32))) * as_double(tokens * vocab);
-  b.memory(ce, ce, false);
+  const double ce = e + as_double(dtype_bytes(Dtype::fp32));
+  b.memory(MemoryKernel::cross_entropy_forward, MemoryKernel::cross_entropy_backward,
+           as_double(tokens * vocab), ce, ce, false);
   return out;
 }
 
@@ -246,6 +284,11 @@ double optimizer_step_bytes(const Training& t, int64_t elements) {
   const int64_t state = (master ? fp32 : e) + moments;
   const int64_t per_element = 2 * state + (master ? e : 0) + 2 * dtype_bytes(t.grad_dtype);
   return as_double(per_element) * as_double(elements);
+}
+
+double optimizer_step_time_s(const DeviceRates& r, const Training& t, int64_t elements) {
+  return kernel_time_s(r, MemoryKernel::optimizer_step, as_double(elements),
+                       optimizer_step_bytes(t, elements));
 }
 
 namespace {

@@ -54,6 +54,10 @@ MicrobatchCompute microbatch_compute(const Model& m, const Training& t, const La
 // Megatron-LM's clip_grad_norm). SGD (torch.optim.SGD, momentum 0) keeps no moments.
 double optimizer_step_bytes(const Training& t, int64_t elements);
 
+// The optimizer step over `elements` parameters: those bytes at the memory rate, or at the
+// profile's measured optimizer_step rate.
+double optimizer_step_time_s(const DeviceRates& r, const Training& t, int64_t elements);
+
 // Model FLOPs of one step, Narayanan et al. 2021 eq. 3 without recomputation (Korthikanti et al.
 // 2022 §6: 72·B·s·l·h²·(1 + s/6h + V/12lh) for GPT), generalised term by term to GQA, SwiGLU and
 // MoE (top_k experts per token, plus the router): 3 × the forward matmul FLOPs of every layer and

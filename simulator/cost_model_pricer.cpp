@@ -120,7 +120,7 @@ double CostModelPricer::duration_s(const Program& p, const Action& a) const {
       return collective_cost(cluster_, a.op, a.bytes, group_span_of(p, a), collective_options_)
           .time_s;
     case ActionKind::optimizer_step:
-      return memory_time_s(rates_, optimizer_step_bytes(training_, a.params));
+      return optimizer_step_time_s(rates_, training_, a.params);
   }
   return 0;
 }

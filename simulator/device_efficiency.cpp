@@ -55,4 +55,11 @@ double gemm_time_s(const DeviceRates& r, int64_t m, int64_t k, int64_t n, int64_
   return std::max(compute_s, static_cast<double>(count) * memory_time_s(r, bytes));
 }
 
+double kernel_time_s(const DeviceRates& r, MemoryKernel kernel, double elements, double bytes) {
+  if (r.profile)
+    if (const KernelRate* k = find_kernel_rate(*r.profile, kernel))
+      return elements / k->elements_per_s;
+  return memory_time_s(r, bytes);
+}
+
 }  // namespace shardplan

@@ -12,6 +12,7 @@
 
 #include "core/cluster.h"
 #include "core/dtype.h"
+#include "core/memory_kernel.h"
 #include "core/profile.h"
 
 namespace shardplan {
@@ -43,5 +44,9 @@ double gemm_time_s(const DeviceRates& r, int64_t m, int64_t k, int64_t n, int64_
 inline double memory_time_s(const DeviceRates& r, double bytes) {
   return bytes / r.memory_bytes_per_s;
 }
+
+// One memory-bound kernel over `elements` (core/memory_kernel.h) that moves `bytes`: at the
+// profile's measured rate for the kernel where it has one, else the bytes at the memory rate.
+double kernel_time_s(const DeviceRates& r, MemoryKernel kernel, double elements, double bytes);
 
 }  // namespace shardplan

@@ -85,8 +85,10 @@ struct WindowLoad {
 };
 
 double exposed_s(CommWindow w, const WindowLoad& load, const MicrobatchCompute& mc,
-                 bool interleaved) {
+                 bool interleaved, StreamExecution streams) {
   if (load.total_s == 0) return 0;
+  // One thread running every action in turn hides nothing.
+  if (streams == StreamExecution::program_order) return load.total_s;
   switch (w) {
     case CommWindow::none:
       return load.total_s;
@@ -127,7 +129,7 @@ StageTiming time_stage(const Context& ctx, const StageLayers& s, SpanCache& span
                                             shard_size(p.experts, expert_replicas(l))
                                       : p.total();
   st.optimizer_bytes = optimizer_step_bytes(ctx.t, updated);
-  st.optimizer_s = memory_time_s(ctx.rates, st.optimizer_bytes);
+  st.optimizer_s = optimizer_step_time_s(ctx.rates, ctx.t, updated);
 
   stage_collectives(m, ctx.t, l, s, calls);
   const bool interleaved = l.schedule == Schedule::interleaved;
@@ -154,8 +156,10 @@ StageTiming time_stage(const Context& ctx, const StageLayers& s, SpanCache& span
   }
   std::array<double, kWindows> exposed_mb{}, exposed_step{};
   for (size_t w = 0; w < kWindows; ++w) {
-    exposed_mb[w] = exposed_s(static_cast<CommWindow>(w), per_mb[w], st.compute, interleaved);
-    exposed_step[w] = exposed_s(static_cast<CommWindow>(w), per_step[w], st.compute, interleaved);
+    exposed_mb[w] =
+        exposed_s(static_cast<CommWindow>(w), per_mb[w], st.compute, interleaved, ctx.x.streams);
+    exposed_step[w] =
+        exposed_s(static_cast<CommWindow>(w), per_step[w], st.compute, interleaved, ctx.x.streams);
     st.microbatch_comm_s += exposed_mb[w];
     st.step_comm_s += exposed_step[w];
   }

@@ -59,6 +59,7 @@ int group_code(const Action& a) {
 struct Engine {
   const StepPrograms& step;
   const ActionPricer& pricer;
+  StreamExecution execution;
   std::vector<int64_t> offset;  // global id = offset[program] + action index
   std::unordered_map<int64_t, size_t> program_of_rank;
   std::vector<int64_t> match;  // recv: its send; group action: its instance (−1: runs alone)
@@ -71,7 +72,8 @@ struct Engine {
   std::vector<int> ready;
   std::vector<std::string> errors;
 
-  Engine(const StepPrograms& s, const ActionPricer& p) : step(s), pricer(p) {}
+  Engine(const StepPrograms& s, const ActionPricer& p, StreamExecution x)
+      : step(s), pricer(p), execution(x) {}
 
   size_t program_of(int64_t g) const {
     return static_cast<size_t>(std::upper_bound(offset.begin(), offset.end(), g) - offset.begin() -
@@ -81,8 +83,10 @@ struct Engine {
     const size_t i = program_of(g);
     return step.programs[i].actions[static_cast<size_t>(g - offset[i])];
   }
+  // The queue an action runs on: its stream, or under program order the rank's one thread.
   int stream_id(size_t program, Stream s) const {
-    return static_cast<int>(program) * kNumStreams + static_cast<int>(s);
+    const Stream queue = execution == StreamExecution::program_order ? Stream::compute : s;
+    return static_cast<int>(program) * kNumStreams + static_cast<int>(queue);
   }
 
   void setup();
@@ -223,6 +227,8 @@ void Engine::advance(int sid) {
     } else {
       complete(g, ready_s, ready_s + pricer.duration_s(prog, a), bind);
     }
+    // A posted send does not hold the thread that runs in program order.
+    if (execution == StreamExecution::program_order && a.kind == ActionKind::send) continue;
     s.free_s = end[g];
     s.last = g;
   }
@@ -322,7 +328,7 @@ std::vector<CriticalAction> Engine::critical_path(
 
 }  // namespace
 
-SimResult simulate(const StepPrograms& step, const ActionPricer& pricer) {
+SimResult simulate(const StepPrograms& step, const ActionPricer& pricer, StreamExecution streams) {
   SimResult r;
   r.world = step.world;
   r.ranks_per_program = step.ranks_per_program;
@@ -332,7 +338,7 @@ SimResult simulate(const StepPrograms& step, const ActionPricer& pricer) {
                  std::to_string(step.ranks_per_program) +
                  " ranks (its tensor-, context-, expert- and data-parallel peers), which run the "
                  "same program on equal shards";
-  Engine e(step, pricer);
+  Engine e(step, pricer, streams);
   e.setup();
   e.run();
   r.errors = e.errors;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/schedule.h"
+#include "simulator/execution_options.h"
 #include "simulator/step_stats.h"
 #include "simulator/trace.h"
 
@@ -59,6 +60,11 @@ struct SimResult {
   bool ok() const { return deadlock.empty() && errors.empty(); }
 };
 
-SimResult simulate(const StepPrograms& step, const ActionPricer& pricer);
+// With StreamExecution::program_order each rank runs its actions one at a time in program order,
+// whatever their streams (shardplan's CPU executor): a collective or a recv holds the rank until it
+// ends, a pipeline send is posted and the rank goes on at once (MPI_Isend), its transfer still
+// timing the matching recv.
+SimResult simulate(const StepPrograms& step, const ActionPricer& pricer,
+                   StreamExecution streams = StreamExecution::concurrent);
 
 }  // namespace shardplan

@@ -7,6 +7,8 @@ namespace shardplan {
 
 struct Profile;
 
+enum class StreamExecution { concurrent, program_order };
+
 struct ExecutionOptions {
   // Fused attention that never materialises the s×s scores (Dao et al. 2022, 2023): removes the
   // 5as²b term of Korthikanti et al. 2022 eq. 1 and skips the masked half under a causal mask.
@@ -14,11 +16,32 @@ struct ExecutionOptions {
   // Dropout after attention and MLP (GPT-2/3, Megatron-LM 2021). Llama-style pre-training runs
   // without it (attention_dropout = 0 and no hidden dropout in their Hugging Face configs).
   bool dropout = false;
+  // Biases added inside the GEMMs and activation kernels (cuBLASLt epilogues, Megatron-LM's
+  // bias-GeLU and bias-dropout-add fusions), costing no pass of their own; false: each bias of
+  // QKV and fc1 is its own pass over the output, and every bias gradient a column sum.
+  bool fused_bias = true;
+  // How a rank's streams run: concurrently, each an ordered queue (CUDA streams, NCCL on its own
+  // stream), or every action in program order on one thread.
+  StreamExecution streams = StreamExecution::concurrent;
   // A calibration profile (core/profile.h) to price with instead of the datasheet efficiencies:
-  // GEMMs at its measured rates, memory-bound kernels at its bandwidth, collectives by its fits
+  // GEMMs at its measured rates, memory-bound kernels at the rates it measured for them (else at
+  // its bandwidth), collectives by its fits
   // where it has one for the group. The cluster is expected to carry apply_profile's overlay of
   // the same profile. Not owned: it must outlive every estimate made with it; null: datasheets.
   const Profile* profile = nullptr;
 };
+
+// How shardplan's own CPU executor runs a schedule (executor/interpreter.h): one thread per rank
+// runs the actions in program order (a collective blocks it; a pipeline send is posted and
+// returns), attention materialises the scores (no flash kernel), no dropout, and biases are passes
+// of their own.
+constexpr ExecutionOptions cpu_executor_options() {
+  ExecutionOptions x;
+  x.flash_attention = false;
+  x.dropout = false;
+  x.fused_bias = false;
+  x.streams = StreamExecution::program_order;
+  return x;
+}
 
 }  // namespace shardplan

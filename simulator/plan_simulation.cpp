@@ -82,7 +82,7 @@ PlanSimulation simulate_plan(const Model& m, const Cluster& c, const Training& t
   const CostModelPricer pricer(m, c, t, l, x, s.step);
   s.build_s = seconds_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
-  s.result = simulate(s.step, pricer);
+  s.result = simulate(s.step, pricer, x.streams);
   s.simulate_s = seconds_since(t1);
   if (s.result.ok()) fill_figures(s, l);
   return s;

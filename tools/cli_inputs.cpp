@@ -25,11 +25,15 @@ void add_input_options(CLI::App* app, InputOptions& o, LayoutInput layout) {
                   "Training JSON (batch, sequence, dtype, optimizer)");
   app->add_option("--gbs", o.gbs, "Global batch size in sequences")->check(CLI::PositiveNumber);
   app->add_option("--seq", o.seq, "Sequence length in tokens")->check(CLI::PositiveNumber);
-  app->add_option("--dtype", o.dtype, "Compute dtype: bf16 (default), fp16, fp32")
+  app->add_option("--dtype", o.dtype,
+                  "Compute dtype: bf16 (default), fp16, fp32 (with fp32 gradients and no master "
+                  "copy)")
       ->check(CLI::IsMember({"bf16", "fp16", "fp32", "tf32"}));
   app->add_option("--profile", o.profile_file,
-                  "Price with what `shardplan calibrate` measured (GEMM rates by shape, memory "
-                  "bandwidth, collective fits) instead of the datasheet efficiencies");
+                  "Price with what `shardplan calibrate` measured (GEMM rates by shape, kernel "
+                  "rates, memory bandwidth, collective fits) instead of the datasheet "
+                  "efficiencies; a cpu profile also prices the layers as the cpu executor runs "
+                  "them (one thread per rank in program order, unfused attention and biases)");
   if (layout == LayoutInput::none) return;
   auto* opt = app->add_option("--layout,-l", o.layout,
                               "Compact layout, e.g. "
@@ -89,7 +93,7 @@ Training resolve_training(const InputOptions& o, const Model& model) {
     t = training_from_json(read_json_file(o.training_file), o.training_file);
   if (o.gbs) t.global_batch = *o.gbs;
   if (o.seq) t.seq_len = *o.seq;
-  if (!o.dtype.empty()) t.dtype = *enum_from_name(o.dtype, kDtypeNames);
+  if (!o.dtype.empty()) t = with_compute_dtype(t, *enum_from_name(o.dtype, kDtypeNames));
   if (t.seq_len == 0)
     throw InputError("--seq", "training.seq_len", "not given",
                      "pass --seq 4096, or seq_len in --training FILE");
@@ -149,6 +153,12 @@ std::optional<Profile> apply_profile_option(const InputOptions& o, Cluster& clus
                     enum_name(training.dtype, kDtypeNames)));
   cluster = apply_profile(std::move(cluster), p, o.profile_file);
   return p;
+}
+
+ExecutionOptions priced_execution(ExecutionOptions flags, const std::optional<Profile>& profile) {
+  if (profile && profile->backend == Backend::cpu) flags = cpu_executor_options();
+  flags.profile = profile ? &*profile : nullptr;
+  return flags;
 }
 
 }  // namespace shardplan::cli

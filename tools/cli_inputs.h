@@ -71,4 +71,9 @@ Plan resolve_plan(const InputOptions& o);
 std::optional<Profile> apply_profile_option(const InputOptions& o, Cluster& cluster,
                                             const Training& training);
 
+// How the layers are priced: as the flags say, or, with a profile measured on the CPU backend, as
+// shardplan's CPU executor runs them (cpu_executor_options: what runs where that profile was
+// measured); with the profile, which must outlive the estimates made with the result.
+ExecutionOptions priced_execution(ExecutionOptions flags, const std::optional<Profile>& profile);
+
 }  // namespace shardplan::cli

@@ -100,7 +100,7 @@ int run_plan(const PlanOptions& o) {
   if (in.training.global_batch == 0)
     throw InputError("--gbs", "training.global_batch", "not given",
                      "pass --gbs 512, or global_batch in --training FILE");
-  if (fixed.dtype) in.training.dtype = *fixed.dtype;
+  if (fixed.dtype) in.training = with_compute_dtype(in.training, *fixed.dtype);
   const std::optional<Profile> profile = apply_profile_option(o.inputs, in.cluster, in.training);
 
   SearchOptions search;
@@ -111,7 +111,7 @@ int run_plan(const PlanOptions& o) {
   search.keep_pruned = o.explain;
   search.threads = o.threads;
   search.progress = isatty(fileno(stderr)) != 0;
-  search.execution.profile = profile ? &*profile : nullptr;
+  search.execution = priced_execution({}, profile);
 
   const Cluster& c = in.cluster;
   fmt::print("plan {} on {} ({} node{} x {} {} = {} devices), gbs {}, seq {}, {}; objective: {}\n",

@@ -42,8 +42,7 @@ struct SimulateOptions {
 int run_simulate(const SimulateOptions& o) {
   Plan p = resolve_plan(o.inputs);
   const std::optional<Profile> profile = apply_profile_option(o.inputs, p.cluster, p.training);
-  ExecutionOptions x = o.execution;
-  x.profile = profile ? &*profile : nullptr;
+  const ExecutionOptions x = priced_execution(o.execution, profile);
   const PlanSimulation s =
       simulate_plan(p.model, p.cluster, p.training, p.layout, x, !o.no_symmetry);
   if (!s.result.ok()) throw_broken(s.result);
