@@ -12,14 +12,6 @@ namespace shardplan {
 
 namespace {
 
-// y += x + bias (bias may be null), over rows × cols.
-template <class T>
-void add_residual(T* y, const T* x, const T* bias, int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t i = 0; i < cols; ++i)
-      y[r * cols + i] += x[r * cols + i] + (bias != nullptr ? bias[i] : T(0));
-}
-
 // A norm feeding a column-parallel layer, for the backward pass: its input (this rank's tokens),
 // its output for every token, its gain, and the gradients of its gain and bias.
 template <class T>
@@ -101,7 +93,7 @@ Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buf
     s.x1 = keep(L * H, "attention residual");
     reduce_partial_sums(d, c, partial, s.x1.data());
   }
-  add_residual(s.x1.data(), x.data(), w.b_o, L, H);
+  residual_add(s.x1.data(), x.data(), w.b_o, L, H);
 
   // MLP branch: y = x1 + W2·act(W1·ln2(x1)) + b2.
   s.h2 = keep(L * H, "ln2 output");
@@ -120,7 +112,7 @@ Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buf
     linear_forward<T>(s.a.data(), w.w_fc2, nullptr, N, d.ffn, H, partial.data(), c.matmul_stats);
     reduce_partial_sums(d, c, partial, y.data());
   }
-  add_residual(y.data(), s.x1.data(), w.b_fc2, L, H);
+  residual_add(y.data(), s.x1.data(), w.b_fc2, L, H);
 
   if (mode == Recompute::full) s = BlockSaved<T>{};
   s.mode = mode;

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "executor/calibrate_gemm.h"
+#include "executor/calibrate_kernels.h"
 #include "executor/calibrate_memory.h"
 #include "executor/param_layout.h"
 
@@ -41,18 +42,45 @@ size_t group_level(MPI_Comm group) {
   return one_node ? 0 : 1;
 }
 
-std::vector<GemmCall> model_gemm_calls(const CalibrateOptions& o) {
-  std::vector<GemmCall> calls;
+// One tp rank's share of a model's layer on one micro-batch size.
+struct LayerShare {
+  const Model& model;
+  int tp = 1;
+  LayerDims dims;
+  int64_t vocab_rows = 0;  // of the LM head
+  std::string label;
+};
+
+std::vector<LayerShare> layer_shares(const CalibrateOptions& o) {
+  std::vector<LayerShare> shares;
   for (const Model& m : o.models)
     for (int tp : o.tp)
       for (int64_t mbs : o.micro_batches) {
         const RankShard shard{tp, 0, {}, true, true};
         const int64_t seq = o.seq > 0 ? o.seq : m.max_seq;
-        const LayerDims d = layer_dims(m, shard, mbs, seq, false);
-        const std::string label = fmt::format("{} tp={} mbs={}", m.name, tp, mbs);
-        add_distinct(calls, layer_gemm_calls(d, split_range(m.vocab, tp, 0).count(), label));
+        shares.push_back({m, tp, layer_dims(m, shard, mbs, seq, false),
+                          split_range(m.vocab, tp, 0).count(),
+                          fmt::format("{} tp={} mbs={}", m.name, tp, mbs)});
       }
+  return shares;
+}
+
+std::vector<GemmCall> model_gemm_calls(const std::vector<LayerShare>& shares) {
+  std::vector<GemmCall> calls;
+  for (const LayerShare& s : shares)
+    add_distinct(calls, layer_gemm_calls(s.dims, s.vocab_rows, s.label));
   return calls;
+}
+
+std::vector<KernelTiming> model_kernel_timings(const std::vector<LayerShare>& shares,
+                                               const TimingOptions& t, MPI_Comm world) {
+  std::vector<KernelTiming> timings;
+  for (const LayerShare& s : shares) {
+    const int64_t parameters = count_parameters(s.model).total() / s.tp;
+    for (KernelTiming& k : time_kernels(s.dims, s.vocab_rows, parameters, s.label, t, world))
+      timings.push_back(std::move(k));
+  }
+  return timings;
 }
 
 // Every collective on groups of each size (consecutive ranks, as tp groups are; every group at
@@ -128,9 +156,14 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
     fmt::print(out, "# shardplan calibrate: {} rank{} of {}, fp32\n\n", world_size,
                world_size == 1 ? "" : "s", p.device);
 
-  const auto gemm = time_gemm_calls(model_gemm_calls(o), o.timing, world);
+  const std::vector<LayerShare> shares = layer_shares(o);
+  const auto gemm = time_gemm_calls(model_gemm_calls(shares), o.timing, world);
   if (rank == 0) print_gemm_timings(out, gemm);
   p.gemm = gemm_rates(gemm);
+
+  const auto kernels = model_kernel_timings(shares, o.timing, world);
+  if (rank == 0) print_kernel_timings(out, kernels);
+  p.kernels = kernel_rates(kernels);
 
   const int64_t elements = o.stream_elements > 0 ? o.stream_elements : stream_elements();
   const auto stream = measure_stream(elements, o.timing, world);

@@ -1,6 +1,6 @@
-// `shardplan calibrate --backend cpu`: GEMMs over the shapes of the given models' layers, STREAM,
-// and every collective over sizes and group sizes, on MPI ranks (one per core), fitted into a
-// Profile. Rank 0 prints nccl-tests-style tables as it goes.
+// `shardplan calibrate --backend cpu`: GEMMs and memory-bound kernels over the shapes of the given
+// models' layers, STREAM, and every collective over sizes and group sizes, on MPI ranks (one per
+// core), fitted into a Profile. Rank 0 prints nccl-tests-style tables as it goes.
 #pragma once
 
 #include <mpi.h>

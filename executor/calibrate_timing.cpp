@@ -9,11 +9,14 @@ namespace shardplan {
 namespace {
 
 // Seconds per call over `calls` back-to-back calls, at the slowest rank.
-double time_batch_s(const std::function<void()>& op, int calls, MPI_Comm comm) {
+double time_batch_s(const std::function<void()>& op, int calls, MPI_Comm comm,
+                    const std::function<double()>& excluded_s) {
   MPI_Barrier(comm);
+  const double excluded_before = excluded_s ? excluded_s() : 0;
   const double start = MPI_Wtime();
   for (int i = 0; i < calls; ++i) op();
-  double per_call = (MPI_Wtime() - start) / calls;
+  const double excluded = excluded_s ? excluded_s() - excluded_before : 0;
+  double per_call = (MPI_Wtime() - start - excluded) / calls;
   MPI_Allreduce(MPI_IN_PLACE, &per_call, 1, MPI_DOUBLE, MPI_MAX, comm);
   return per_call;
 }
@@ -31,12 +34,13 @@ double median(std::vector<double> values) {
          2;
 }
 
-double median_time_s(const std::function<void()>& op, const TimingOptions& t, MPI_Comm comm) {
+double median_time_s(const std::function<void()>& op, const TimingOptions& t, MPI_Comm comm,
+                     const std::function<double()>& excluded_s) {
   assert(t.warmup >= 1 && t.samples >= 1);
-  const double warm_s = time_batch_s(op, t.warmup, comm);
+  const double warm_s = time_batch_s(op, t.warmup, comm, excluded_s);
   const int calls = static_cast<int>(std::clamp(std::ceil(t.min_sample_s / warm_s), 1.0, 1e6));
   std::vector<double> samples;
-  for (int i = 0; i < t.samples; ++i) samples.push_back(time_batch_s(op, calls, comm));
+  for (int i = 0; i < t.samples; ++i) samples.push_back(time_batch_s(op, calls, comm, excluded_s));
   return median(std::move(samples));
 }
 

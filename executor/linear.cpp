@@ -7,9 +7,20 @@ void linear_forward(const T* x, const T* w, const T* b, int64_t n, int64_t in, i
                     MatmulStats* stats) {
   gemm<T>(view(y, n, out), view(x, n, in), Op::none, view(w, out, in), Op::transpose,
           Accumulate::overwrite, stats);
-  if (b == nullptr) return;
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t c = 0; c < out; ++c) y[r * out + c] += b[c];
+  if (b != nullptr) bias_forward(y, b, n, out);
+}
+
+template <class T>
+void bias_forward(T* y, const T* b, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) y[r * cols + c] += b[c];
+}
+
+template <class T>
+void residual_add(T* y, const T* x, const T* bias, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < cols; ++i)
+      y[r * cols + i] += x[r * cols + i] + (bias != nullptr ? bias[i] : T(0));
 }
 
 template <class T>
@@ -33,6 +44,8 @@ void bias_backward(const T* dy, int64_t rows, int64_t cols, T* db) {
                                   MatmulStats*);                                                \
   template void linear_backward<T>(const T*, const T*, const T*, int64_t, int64_t, int64_t, T*, \
                                    T*, T*, MatmulStats*);                                       \
+  template void bias_forward<T>(T*, const T*, int64_t, int64_t);                                \
+  template void residual_add<T>(T*, const T*, const T*, int64_t, int64_t);                      \
   template void bias_backward<T>(const T*, int64_t, int64_t, T*);
 SHARDPLAN_INSTANTIATE(float)
 SHARDPLAN_INSTANTIATE(double)

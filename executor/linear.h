@@ -19,6 +19,15 @@ template <class T>
 void linear_backward(const T* x, const T* w, const T* dy, int64_t n, int64_t in, int64_t out, T* dx,
                      T* dw, T* db, MatmulStats* stats);
 
+// y[rows, cols] += b[cols] on every row: the bias add after a GEMM.
+template <class T>
+void bias_forward(T* y, const T* b, int64_t rows, int64_t cols);
+
+// y += x + bias (bias may be null) over rows × cols: the residual add closing a block, which takes
+// the bias of the row-parallel layer before it (added once, after the partial sums are reduced).
+template <class T>
+void residual_add(T* y, const T* x, const T* bias, int64_t rows, int64_t cols);
+
 // db[cols] += Σ_rows dy[rows, cols]: the gradient of a bias added to every row.
 template <class T>
 void bias_backward(const T* dy, int64_t rows, int64_t cols, T* db);

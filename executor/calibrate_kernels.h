@@ -1,0 +1,40 @@
+// Memory-bound kernel microbenchmarks: every kernel of core/memory_kernel.h the CPU executor runs,
+// through the executor's own functions on the shapes of a model's layers (a tp rank's share, a
+// micro-batch), every rank at once. On a CPU core several of them are bound by their arithmetic
+// (GELU's tanh, softmax's and cross entropy's exponentials, Adam's square roots), not by memory,
+// so STREAM's bandwidth alone would price them several times too fast.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/memory_kernel.h"
+#include "core/profile.h"
+#include "executor/calibrate_timing.h"
+#include "executor/layer_context.h"
+
+namespace shardplan {
+
+struct KernelTiming {
+  MemoryKernel kernel = MemoryKernel::norm_forward;
+  double elements = 0;  // per call, as core/memory_kernel.h counts them
+  double time_s = 0;    // per call
+  std::string what;     // the shape it ran on ("gpt-small tp=2 mbs=1")
+};
+
+// Times the kernels of one rank share `d` of a model's layer (its norm, activation, biases,
+// residual, attention softmax, embedding, cross entropy over `vocab_rows` rows, Adam over the
+// share's `parameters`); `label` names the shape. Every rank of `comm` calls it at once.
+std::vector<KernelTiming> time_kernels(const LayerDims& d, int64_t vocab_rows, int64_t parameters,
+                                       const std::string& label, const TimingOptions& t,
+                                       MPI_Comm comm);
+
+// One rate per kernel: the elements of its timings over their summed time.
+std::vector<KernelRate> kernel_rates(const std::vector<KernelTiming>& timings);
+
+void print_kernel_timings(std::FILE* out, const std::vector<KernelTiming>& timings);
+
+}  // namespace shardplan
