@@ -18,6 +18,10 @@ std::string format_gib(double bytes) {
   return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024));
 }
 
+std::string format_mib(double bytes) {
+  return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024));
+}
+
 std::string format_seconds(double s) {
   const double a = std::fabs(s);
   if (a >= 1.0 || a == 0.0) return fmt::format("{:.3f} s", s);
@@ -27,6 +31,10 @@ std::string format_seconds(double s) {
 
 std::string format_percent(double ratio) {
   return fmt::format("{:.1f}%", ratio * 100.0);
+}
+
+std::string format_signed_percent(double ratio) {
+  return fmt::format("{:+.1f}%", ratio * 100);
 }
 
 }  // namespace shardplan

@@ -162,6 +162,13 @@ StepPrograms build_step(const Model& m, const Training& t, const Layout& l, bool
 }
 
 std::string action_name(const Action& a) {
+  std::string name = action_kind_name(a);
+  if (a.micro_batch >= 0) name += " mb" + std::to_string(a.micro_batch);
+  if (a.chunk >= 0) name += " c" + std::to_string(a.chunk);
+  return name;
+}
+
+std::string action_kind_name(const Action& a) {
   std::string name;
   switch (a.kind) {
     case ActionKind::compute:
@@ -188,8 +195,6 @@ std::string action_name(const Action& a) {
       name = "optimizer_step";
       break;
   }
-  if (a.micro_batch >= 0) name += " mb" + std::to_string(a.micro_batch);
-  if (a.chunk >= 0) name += " c" + std::to_string(a.chunk);
   return name;
 }
 

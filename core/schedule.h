@@ -157,6 +157,12 @@ struct Program {
   const std::vector<int64_t>& members(const Action& a) const;
 };
 
+// When one action of a program ran (simulated or measured), in seconds from the start of the step.
+struct ActionTiming {
+  double start_s = 0;
+  double end_s = 0;
+};
+
 // One step of a pipeline rank's order: forward or backward of a micro-batch on a model chunk.
 struct PipelineStep {
   bool forward = true;
@@ -202,5 +208,9 @@ StepPrograms build_step(const Model& m, const Training& t, const Layout& l, bool
 // "forward mb3 c1", "send activation mb3 c1", "tp all_reduce mb3 c1", "dp reduce_scatter c1",
 // "optimizer step": the same names in simulated and measured traces.
 std::string action_name(const Action& a);
+
+// action_name without micro-batch and chunk: what kind of action it is ("backward",
+// "tp all_reduce", "recv activation", "grad_reduce dp reduce_scatter").
+std::string action_kind_name(const Action& a);
 
 }  // namespace shardplan

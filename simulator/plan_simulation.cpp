@@ -57,9 +57,8 @@ CriticalPathSummary summarize_critical_path(const StepPrograms& step, const SimR
   std::map<std::string, size_t> index;
   for (const CriticalAction& c : r.critical_path) {
     const Program& p = step.programs[c.program];
-    Action a = p.actions[c.action];
-    a.micro_batch = a.chunk = -1;
-    const auto [it, fresh] = index.try_emplace(action_name(a), out.by_name.size());
+    const Action& a = p.actions[c.action];
+    const auto [it, fresh] = index.try_emplace(action_kind_name(a), out.by_name.size());
     if (fresh) out.by_name.push_back({it->first, a.stream, 0, 0});
     ++out.by_name[it->second].actions;
     out.by_name[it->second].on_path_s += c.on_path_s;

@@ -38,17 +38,18 @@ nlohmann::json action_args(const Action& a) {
 
 nlohmann::json chrome_trace(const std::vector<Program>& programs,
                             const std::vector<std::vector<ActionTiming>>& timings,
-                            int64_t ranks_per_program) {
+                            int64_t ranks_per_program, const TraceProcesses& processes) {
   assert(programs.size() == timings.size());
   nlohmann::json events = nlohmann::json::array();
   for (const Program& p : programs) {
-    std::string process = "rank " + std::to_string(p.rank);
+    const int64_t pid = p.rank + processes.pid_offset;
+    std::string process = processes.label.empty() ? "" : processes.label + " ";
+    process += "rank " + std::to_string(p.rank);
     if (ranks_per_program > 1)
       process += " (stands for " + std::to_string(ranks_per_program) + " identical ranks)";
-    events.push_back(metadata("process_name", p.rank, 0, process));
+    events.push_back(metadata("process_name", pid, 0, process));
     for (const auto& [stream, name] : kStreamNames)
-      events.push_back(
-          metadata("thread_name", p.rank, static_cast<int>(stream), std::string(name)));
+      events.push_back(metadata("thread_name", pid, static_cast<int>(stream), std::string(name)));
   }
   for (size_t i = 0; i < programs.size(); ++i) {
     const Program& p = programs[i];
@@ -61,7 +62,7 @@ nlohmann::json chrome_trace(const std::vector<Program>& programs,
                         {"ph", "X"},
                         {"ts", t.start_s * kMicrosecondsPerSecond},
                         {"dur", (t.end_s - t.start_s) * kMicrosecondsPerSecond},
-                        {"pid", p.rank},
+                        {"pid", p.rank + processes.pid_offset},
                         {"tid", static_cast<int>(a.stream)},
                         {"args", action_args(a)}});
     }

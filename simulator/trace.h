@@ -12,18 +12,18 @@
 
 namespace shardplan {
 
-// When one action of a program ran, in seconds from the start of the step.
-struct ActionTiming {
-  double start_s = 0;
-  double end_s = 0;
-};
-
 // {"traceEvents": [...]}: process_name / thread_name metadata, then for every action of every
 // program an event {"name", "ph": "X", "ts", "dur" (µs), "pid": rank, "tid": stream,
 // "args": {micro_batch, chunk, bytes, ...}}. `timings[i][j]` times programs[i].actions[j].
 // `ranks_per_program` > 1 marks programs that stand for identical peers (simulated symmetry).
+// Processes are named "<label> rank R" with pid R + pid_offset, so that two timelines of the same
+// ranks (predicted and measured) can share one file.
+struct TraceProcesses {
+  std::string label;       // "" or "predicted", "measured"
+  int64_t pid_offset = 0;
+};
 nlohmann::json chrome_trace(const std::vector<Program>& programs,
                             const std::vector<std::vector<ActionTiming>>& timings,
-                            int64_t ranks_per_program = 1);
+                            int64_t ranks_per_program = 1, const TraceProcesses& processes = {});
 
 }  // namespace shardplan

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/human_format.h"
 #include "core/json_reader.h"
 #include "core/presets.h"
 #include "executor/checkpoint.h"
@@ -85,18 +86,18 @@ Plan executed_plan(Plan p) {
   return p;
 }
 
-std::string mib(int64_t bytes) {
-  return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20));
-}
-
-void print_memory(const std::vector<RankMemory>& memory) {
+void print_memory(const std::vector<MeasuredMemory>& memory) {
   for (size_t r = 0; r < memory.size(); ++r) {
-    const RankMemory& m = memory[r];
+    const MeasuredMemory& m = memory[r];
     fmt::print(
         "rank {} peak {} = parameters {} + gradients {} + optimizer {} + activations {} + "
         "other {}\n",
-        r, mib(m.peak_bytes), mib(m.parameters_bytes), mib(m.gradients_bytes),
-        mib(m.optimizer_bytes), mib(m.activations_bytes), mib(m.other_bytes));
+        r, format_mib(static_cast<double>(m.peak_bytes)),
+        format_mib(static_cast<double>(m.parameters_bytes)),
+        format_mib(static_cast<double>(m.gradients_bytes)),
+        format_mib(static_cast<double>(m.optimizer_bytes)),
+        format_mib(static_cast<double>(m.activations_bytes)),
+        format_mib(static_cast<double>(m.other_bytes)));
   }
 }
 
@@ -127,7 +128,8 @@ void execute_steps(const ExecuteOptions& o, const Plan& p, int rank) {
     if (root)
       fmt::print("# resumed from {} at step {} (seed {})\n", o.checkpoint_dir, done, settings.seed);
   }
-  ExecutionRecord record{p, {}, {}, {}, {}};
+  Measurement record;
+  record.plan = p;
   if (root) {
     for (int64_t r = 0; r < p.layout.world(); ++r)
       record.programs.push_back(build_program(p.model, p.training, p.layout, r));
@@ -161,13 +163,14 @@ void execute_steps(const ExecuteOptions& o, const Plan& p, int rank) {
   }
   record.memory = gather_memory(run.allocator());
   if (!root) return;
-  const double median_s = median_step_time_s(record.steps);
+  record.warmup_steps = warmup_steps(o.steps);
+  const double median_s = median_step_time_s(record);
   fmt::print("median of steps {}..{}{}: step_time_s {:.4f}, tokens_per_s {:.0f}\n",
-             done + (o.steps > kWarmupSteps ? kWarmupSteps + 1 : 1), done + o.steps,
-             o.steps > kWarmupSteps ? " (step 1 is warm-up)" : "", median_s, tokens / median_s);
+             done + record.warmup_steps + 1, done + o.steps,
+             record.warmup_steps > 0 ? " (step 1 is warm-up)" : "", median_s, tokens / median_s);
   print_memory(record.memory);
   if (!o.out.empty()) {
-    write_json_file(o.out, measured_json(record));
+    write_json_file(o.out, measurement_to_json(record));
     fmt::print("# wrote {}\n", o.out);
   }
   if (!o.trace.empty()) {

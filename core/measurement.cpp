@@ -1,0 +1,179 @@
+// measured.json in and out, and the medians compare and calibrate take from it.
+#include "core/measurement.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+
+#include "core/json_reader.h"
+
+namespace shardplan {
+
+namespace {
+
+double median_of(std::vector<double> v) {
+  assert(!v.empty());
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 == 1 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
+
+nlohmann::json memory_json(const MeasuredMemory& m) {
+  return {{"parameters_bytes", m.parameters_bytes}, {"gradients_bytes", m.gradients_bytes},
+          {"optimizer_bytes", m.optimizer_bytes},   {"activations_bytes", m.activations_bytes},
+          {"other_bytes", m.other_bytes},           {"peak_bytes", m.peak_bytes}};
+}
+
+MeasuredMemory read_memory(ObjectReader r) {
+  MeasuredMemory m;
+  m.parameters_bytes = r.integer("parameters_bytes");
+  m.gradients_bytes = r.integer("gradients_bytes");
+  m.optimizer_bytes = r.integer("optimizer_bytes");
+  m.activations_bytes = r.integer("activations_bytes");
+  m.other_bytes = r.integer("other_bytes");
+  m.peak_bytes = r.integer("peak_bytes");
+  r.reject_unknown();
+  return m;
+}
+
+StepRecord read_step(ObjectReader r) {
+  StepRecord s{r.positive_integer("step"), r.number("loss"), r.positive_number("step_time_s"),
+               r.positive_number("tokens_per_s")};
+  r.reject_unknown();
+  return s;
+}
+
+}  // namespace
+
+int64_t warmup_steps(int64_t steps) {
+  return steps > kWarmupSteps ? kWarmupSteps : 0;
+}
+
+double median_step_time_s(const Measurement& m) {
+  std::vector<double> t;
+  for (size_t i = static_cast<size_t>(m.warmup_steps); i < m.steps.size(); ++i)
+    t.push_back(m.steps[i].step_time_s);
+  return median_of(std::move(t));
+}
+
+std::vector<std::vector<double>> median_action_s(const Measurement& m) {
+  std::vector<std::vector<double>> out;
+  for (size_t rank = 0; rank < m.programs.size(); ++rank) {
+    std::vector<double>& durations = out.emplace_back();
+    for (size_t a = 0; a < m.programs[rank].actions.size(); ++a) {
+      std::vector<double> samples;
+      for (size_t step = static_cast<size_t>(m.warmup_steps); step < m.timings.size(); ++step) {
+        const ActionTiming& t = m.timings[step][rank][a];
+        samples.push_back(t.end_s - t.start_s);
+      }
+      durations.push_back(median_of(std::move(samples)));
+    }
+  }
+  return out;
+}
+
+nlohmann::json measurement_to_json(const Measurement& m) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const StepRecord& s : m.steps)
+    steps.push_back({{"step", s.step},
+                     {"loss", s.loss},
+                     {"step_time_s", s.step_time_s},
+                     {"tokens_per_s", s.tokens_per_s}});
+  nlohmann::json ranks = nlohmann::json::array();
+  for (size_t rank = 0; rank < m.memory.size(); ++rank)
+    ranks.push_back({{"rank", rank},
+                     {"peak_bytes", m.memory[rank].peak_bytes},
+                     {"memory", memory_json(m.memory[rank])}});
+  nlohmann::json actions = nlohmann::json::array();
+  for (size_t step = 0; step < m.timings.size(); ++step)
+    for (size_t rank = 0; rank < m.programs.size(); ++rank) {
+      const std::vector<Action>& program = m.programs[rank].actions;
+      for (size_t i = 0; i < program.size(); ++i) {
+        const Action& a = program[i];
+        const ActionTiming& t = m.timings[step][rank][i];
+        actions.push_back({{"step", m.steps[step].step},
+                           {"rank", rank},
+                           {"name", action_name(a)},
+                           {"stream", std::string(enum_name(a.stream, kStreamNames))},
+                           {"start_s", t.start_s},
+                           {"end_s", t.end_s},
+                           {"micro_batch", a.micro_batch},
+                           {"chunk", a.chunk},
+                           {"bytes", a.bytes}});
+      }
+    }
+  const double median_s = median_step_time_s(m);
+  return {{"layout", to_string(m.plan.layout)},
+          {"plan", plan_to_json(m.plan)},
+          {"backend", enum_name(m.backend, kBackendNames)},
+          {"warmup_steps", m.warmup_steps},
+          {"median_step_time_s", median_s},
+          {"median_tokens_per_s",
+           static_cast<double>(m.plan.training.tokens_per_step()) / median_s},
+          {"steps", steps},
+          {"ranks", ranks},
+          {"actions", actions}};
+}
+
+Measurement measurement_from_json(const nlohmann::json& j, const std::string& file) {
+  ObjectReader r(j, file);
+  r.ignore({"layout", "median_step_time_s", "median_tokens_per_s"});  // derived from the rest
+  Measurement m;
+  m.plan = plan_from_json(r.raw("plan"), file);
+  m.backend = enum_field(r, "backend", kBackendNames);
+  for (auto& s : r.objects("steps")) m.steps.push_back(read_step(std::move(s)));
+  if (m.steps.empty()) r.fail("steps", "no step was measured");
+  m.warmup_steps = r.integer("warmup_steps");
+  if (m.warmup_steps < 0 || m.warmup_steps >= static_cast<int64_t>(m.steps.size()))
+    r.fail("warmup_steps", fmt::format("{} leaves none of the {} steps", m.warmup_steps,
+                                       m.steps.size()));
+  const int64_t world = m.plan.layout.world();
+  for (int64_t rank = 0; rank < world; ++rank)
+    m.programs.push_back(build_program(m.plan.model, m.plan.training, m.plan.layout, rank));
+  for (auto& rank : r.objects("ranks")) {
+    if (rank.integer("rank") != static_cast<int64_t>(m.memory.size()))
+      rank.fail("rank", "ranks must be listed in order from 0");
+    rank.integer("peak_bytes");  // repeated inside memory
+    m.memory.push_back(read_memory(rank.object("memory")));
+    rank.reject_unknown();
+  }
+  if (static_cast<int64_t>(m.memory.size()) != world)
+    r.fail("ranks", fmt::format("{} ranks, the plan's layout has {}", m.memory.size(), world));
+
+  // Actions come step by step, rank by rank, in program order.
+  m.timings.assign(m.steps.size(), std::vector<std::vector<ActionTiming>>(world));
+  size_t step = 0;
+  int64_t rank = 0;
+  for (auto& a : r.objects("actions")) {
+    while (step < m.steps.size() && rank < world &&
+           m.timings[step][rank].size() == m.programs[rank].actions.size()) {
+      if (++rank == world) rank = 0, ++step;
+    }
+    if (step == m.steps.size()) a.fail("step", "more actions than the plan's programs have");
+    if (a.integer("step") != m.steps[step].step || a.integer("rank") != rank)
+      a.fail("rank", fmt::format("expected step {} rank {} here", m.steps[step].step, rank));
+    std::vector<ActionTiming>& timings = m.timings[step][rank];
+    const Action& expected = m.programs[rank].actions[timings.size()];
+    if (a.string("name") != action_name(expected))
+      a.fail("name", fmt::format("\"{}\" where rank {}'s program has \"{}\"", a.string("name"),
+                                 rank, action_name(expected)));
+    timings.push_back({a.number("start_s"), a.number("end_s")});
+    a.ignore({"stream", "micro_batch", "chunk", "bytes"});  // the program's
+    a.reject_unknown();
+  }
+  for (size_t s = 0; s < m.steps.size(); ++s)
+    for (int64_t k = 0; k < world; ++k)
+      if (m.timings[s][k].size() != m.programs[k].actions.size())
+        r.fail("actions", fmt::format("step {} rank {} has {} of its program's {} actions",
+                                      m.steps[s].step, k, m.timings[s][k].size(),
+                                      m.programs[k].actions.size()));
+  r.reject_unknown();
+  return m;
+}
+
+Measurement read_measurement_file(const std::string& path) {
+  return measurement_from_json(read_json_file(path), path);
+}
+
+}  // namespace shardplan

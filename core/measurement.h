@@ -1,0 +1,66 @@
+// What a real run measured (`shardplan execute --out measured.json`, shared/CONVENTIONS.md): the
+// plan as it ran, loss and time of every step, every rank's memory at its peak, and when every
+// action of every rank's program ran in every step. Written by the executor's driver, read back
+// by `compare` and `calibrate --from`.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/plan.h"
+#include "core/profile.h"
+#include "core/schedule.h"
+
+namespace shardplan {
+
+struct StepRecord {
+  int64_t step = 0;  // from 1
+  double loss = 0;
+  double step_time_s = 0;  // slowest rank, barrier to barrier
+  double tokens_per_s = 0;
+};
+
+// A rank's memory at its total's peak, itemised as the cost model itemises it (other_bytes: the
+// executor's buffers).
+struct MeasuredMemory {
+  int64_t parameters_bytes = 0, gradients_bytes = 0, optimizer_bytes = 0, activations_bytes = 0,
+          other_bytes = 0, peak_bytes = 0;
+};
+
+struct Measurement {
+  Plan plan;  // as it ran
+  Backend backend = Backend::cpu;
+  std::vector<Program> programs;  // every rank's, by rank: build_program of the plan
+  std::vector<StepRecord> steps;
+  std::vector<std::vector<std::vector<ActionTiming>>> timings;  // [step][rank][action]
+  std::vector<MeasuredMemory> memory;                           // by rank
+  int64_t warmup_steps = 0;  // leading steps the medians leave out
+};
+
+// Steps whose times the medians leave out: the first step pays for first-touch page faults and the
+// allocator's cache filling (executor/tensor_allocator.h).
+inline constexpr int64_t kWarmupSteps = 1;
+
+// The leading steps left out of a run of `steps` steps: kWarmupSteps, unless that leaves none.
+int64_t warmup_steps(int64_t steps);
+
+// The median step time of the steps after the warm-up.
+double median_step_time_s(const Measurement& m);
+
+// The median over the steps after the warm-up of each action's duration: [rank][action].
+std::vector<std::vector<double>> median_action_s(const Measurement& m);
+
+// Keys: layout (the compact string), plan, backend, warmup_steps, median_step_time_s,
+// median_tokens_per_s, steps [{step, loss, step_time_s, tokens_per_s}], ranks [{rank, peak_bytes,
+// memory {parameters_bytes, ...}}], actions [{step, rank, name, stream, start_s, end_s,
+// micro_batch, chunk, bytes}] of every step and rank in program order.
+nlohmann::json measurement_to_json(const Measurement& m);
+
+// The inverse: the programs rebuilt from the plan, every action matched by name to its place in its
+// rank's program. InputErrors name `file` and the field.
+Measurement measurement_from_json(const nlohmann::json& j, const std::string& file);
+Measurement read_measurement_file(const std::string& path);
+
+}  // namespace shardplan

@@ -1,0 +1,72 @@
+#include "simulator/comparison.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <map>
+
+namespace shardplan {
+
+namespace {
+
+MeasuredMemory as_measured(const SimulatedMemory& m) {
+  return {m.state.parameters, m.state.gradients,   m.state.optimizer(), m.activations_bytes(),
+          m.other_bytes,      m.peak_bytes()};
+}
+
+}  // namespace
+
+double relative_error(double predicted, double measured) {
+  if (measured == 0) return predicted == 0 ? 0 : INFINITY;
+  return (predicted - measured) / measured;
+}
+
+Comparison compare_run(const PlanSimulation& predicted, const Measurement& measured) {
+  const SimResult& sim = predicted.result;
+  assert(sim.ok() && sim.ranks_per_program == 1 &&
+         predicted.step.programs.size() == measured.programs.size());
+  Comparison c;
+  c.layout = to_string(measured.plan.layout);
+  c.predicted_step_time_s = predicted.step_time_s;
+  c.measured_step_time_s = median_step_time_s(measured);
+  c.measured_steps = static_cast<int64_t>(measured.steps.size()) - measured.warmup_steps;
+
+  const std::vector<std::vector<double>> medians = median_action_s(measured);
+  double longest_busy_s = -1;
+  for (size_t i = 0; i < predicted.step.programs.size(); ++i) {
+    const Program& p = predicted.step.programs[i];
+    const size_t rank = static_cast<size_t>(p.rank);
+    assert(measured.programs[rank].actions.size() == p.actions.size());
+    std::map<std::string, size_t> index;  // name → position in c.kinds
+    const size_t first = c.kinds.size();
+    double busy_s = 0;
+    for (size_t a = 0; a < p.actions.size(); ++a) {
+      const std::string name = action_kind_name(p.actions[a]);
+      const auto [it, fresh] = index.try_emplace(name, c.kinds.size());
+      if (fresh) c.kinds.push_back({p.rank, name, 0, 0, 0});
+      KindTime& k = c.kinds[it->second];
+      const ActionTiming& t = sim.timings[i][a];
+      ++k.actions;
+      k.predicted_s += t.end_s - t.start_s;
+      k.measured_s += medians[rank][a];
+      busy_s += medians[rank][a];
+    }
+    if (busy_s > longest_busy_s) {
+      longest_busy_s = busy_s;
+      c.gap_rank = p.rank;
+      c.gaps.clear();
+      for (size_t k = first; k < c.kinds.size(); ++k)
+        c.gaps.push_back({c.kinds[k].name, c.kinds[k].measured_s - c.kinds[k].predicted_s});
+    }
+    const RankMemoryComparison m{p.rank, as_measured(predicted.memory[i]), measured.memory[rank]};
+    c.predicted_peak_bytes = std::max(c.predicted_peak_bytes, m.predicted.peak_bytes);
+    c.measured_peak_bytes = std::max(c.measured_peak_bytes, m.measured.peak_bytes);
+    c.memory.push_back(m);
+  }
+  std::stable_sort(c.gaps.begin(), c.gaps.end(), [](const Gap& a, const Gap& b) {
+    return std::abs(a.gap_s) > std::abs(b.gap_s);
+  });
+  return c;
+}
+
+}  // namespace shardplan

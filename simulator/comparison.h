@@ -1,0 +1,64 @@
+// Predicted against measured: a plan simulated rank by rank (plan_simulation.h) set beside what the
+// executor measured running the same programs (core/measurement.h), action kind by action kind
+// and rank by rank, with the memory items of every rank. What `compare` prints and `demo`
+// tabulates, and the relative errors the calibration is judged by.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/measurement.h"
+#include "simulator/plan_simulation.h"
+
+namespace shardplan {
+
+// (predicted − measured) / measured; 0 when both are 0.
+double relative_error(double predicted, double measured);
+
+// One kind of action (action_kind_name) on one rank, over one step.
+struct KindTime {
+  int64_t rank = 0;
+  std::string name;
+  int64_t actions = 0;
+  double predicted_s = 0;  // summed over the simulated step
+  double measured_s = 0;   // each action's median over the measured steps, summed
+};
+
+struct RankMemoryComparison {
+  int64_t rank = 0;
+  MeasuredMemory predicted;  // the simulated rank's items (SimulatedMemory) in the same shape
+  MeasuredMemory measured;
+};
+
+// Where the step's time went differently: one action kind, its measured − predicted time per step
+// on the rank that measured the longest busy time (the one the step waits for).
+struct Gap {
+  std::string name;
+  double gap_s = 0;
+};
+
+struct Comparison {
+  std::string layout;  // the compact string
+  double predicted_step_time_s = 0;
+  double measured_step_time_s = 0;  // median after the warm-up
+  int64_t predicted_peak_bytes = 0;  // worst rank
+  int64_t measured_peak_bytes = 0;   // worst rank
+  int64_t measured_steps = 0;        // after the warm-up
+  std::vector<KindTime> kinds;       // by rank, then in order of first appearance
+  std::vector<RankMemoryComparison> memory;  // by rank
+  int64_t gap_rank = 0;                      // the rank the gaps are on
+  std::vector<Gap> gaps;                     // largest |gap_s| first
+
+  double step_time_error() const { return relative_error(predicted_step_time_s, measured_step_time_s); }
+  double peak_error() const {
+    return relative_error(static_cast<double>(predicted_peak_bytes),
+                          static_cast<double>(measured_peak_bytes));
+  }
+};
+
+// `predicted` must simulate every rank (no symmetry) of the plan `measured` ran, so that programs
+// and actions correspond one to one.
+Comparison compare_run(const PlanSimulation& predicted, const Measurement& measured);
+
+}  // namespace shardplan

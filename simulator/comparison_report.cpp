@@ -1,0 +1,111 @@
+#include "simulator/comparison_report.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cmath>
+#include <utility>
+
+#include "core/human_format.h"
+
+namespace shardplan {
+
+namespace {
+
+using MemoryItem = std::pair<const char*, int64_t MeasuredMemory::*>;
+constexpr std::array<MemoryItem, 6> kMemoryItems{{
+    {"parameters", &MeasuredMemory::parameters_bytes},
+    {"gradients", &MeasuredMemory::gradients_bytes},
+    {"optimizer", &MeasuredMemory::optimizer_bytes},
+    {"activations", &MeasuredMemory::activations_bytes},
+    {"other", &MeasuredMemory::other_bytes},
+    {"peak", &MeasuredMemory::peak_bytes},
+}};
+
+std::string mib(int64_t bytes) {
+  return format_mib(static_cast<double>(bytes));
+}
+
+std::string error_text(double predicted, double measured) {
+  const double e = relative_error(predicted, measured);
+  return std::isfinite(e) ? format_signed_percent(e) : "-";
+}
+
+}  // namespace
+
+nlohmann::json comparison_row_json(const Comparison& c) {
+  return {{"layout", c.layout},
+          {"predicted_step_time_s", c.predicted_step_time_s},
+          {"measured_step_time_s", c.measured_step_time_s},
+          {"step_time_error", c.step_time_error()},
+          {"predicted_peak_bytes", c.predicted_peak_bytes},
+          {"measured_peak_bytes", c.measured_peak_bytes},
+          {"peak_error", c.peak_error()}};
+}
+
+nlohmann::json comparison_to_json(const Comparison& c) {
+  nlohmann::json actions = nlohmann::json::array();
+  for (const KindTime& k : c.kinds)
+    actions.push_back({{"rank", k.rank},
+                       {"name", k.name},
+                       {"actions", k.actions},
+                       {"predicted_s", k.predicted_s},
+                       {"measured_s", k.measured_s}});
+  nlohmann::json memory = nlohmann::json::array();
+  for (const RankMemoryComparison& m : c.memory)
+    for (const auto& [item, field] : kMemoryItems)
+      memory.push_back({{"rank", m.rank},
+                        {"item", item},
+                        {"predicted_bytes", m.predicted.*field},
+                        {"measured_bytes", m.measured.*field}});
+  nlohmann::json gaps = nlohmann::json::array();
+  for (const Gap& g : c.gaps) gaps.push_back({{"name", g.name}, {"gap_s", g.gap_s}});
+  return {{"rows", nlohmann::json::array({comparison_row_json(c)})},
+          {"measured_steps", c.measured_steps},
+          {"actions", actions},
+          {"memory", memory},
+          {"gap_rank", c.gap_rank},
+          {"gaps", gaps}};
+}
+
+std::string format_comparison_table(const Comparison& c) {
+  std::string out = fmt::format("{:<34} {:>12} {:>12} {:>8}\n", "", "predicted", "measured", "error");
+  out += fmt::format("{:<34} {:>12} {:>12} {:>8}\n",
+                     fmt::format("step time (median of {} steps)", c.measured_steps),
+                     format_seconds(c.predicted_step_time_s), format_seconds(c.measured_step_time_s),
+                     format_signed_percent(c.step_time_error()));
+  out += fmt::format("{:<34} {:>12} {:>12} {:>8}\n", "peak memory (worst rank)",
+                     mib(c.predicted_peak_bytes), mib(c.measured_peak_bytes),
+                     format_signed_percent(c.peak_error()));
+
+  out += "\nTime per step by action kind and rank (measured: each action's median, summed)\n";
+  out += fmt::format("  {:>4}  {:<34} {:>7} {:>12} {:>12} {:>8}\n", "rank", "action", "actions",
+                     "predicted", "measured", "error");
+  for (const KindTime& k : c.kinds)
+    out += fmt::format("  {:>4}  {:<34} {:>7} {:>12} {:>12} {:>8}\n", k.rank, k.name, k.actions,
+                       format_seconds(k.predicted_s), format_seconds(k.measured_s),
+                       error_text(k.predicted_s, k.measured_s));
+
+  out += "\nMemory at the peak by rank\n";
+  out += fmt::format("  {:>4}  {:<12} {:>12} {:>12} {:>8}\n", "rank", "item", "predicted",
+                     "measured", "error");
+  for (const RankMemoryComparison& m : c.memory)
+    for (const auto& [item, field] : kMemoryItems)
+      out += fmt::format("  {:>4}  {:<12} {:>12} {:>12} {:>8}\n", m.rank, item,
+                         mib(m.predicted.*field), mib(m.measured.*field),
+                         error_text(static_cast<double>(m.predicted.*field),
+                                    static_cast<double>(m.measured.*field)));
+
+  const double step_gap_s = c.measured_step_time_s - c.predicted_step_time_s;
+  out += fmt::format(
+      "\nWhere the time went differently (rank {}, the longest measured; measured - predicted per "
+      "step; the step: {})\n",
+      c.gap_rank, format_seconds(step_gap_s));
+  constexpr size_t kShown = 5;
+  for (size_t i = 0; i < c.gaps.size() && i < kShown; ++i)
+    out += fmt::format("  {:<34} {:>1}{:>11}\n", c.gaps[i].name, c.gaps[i].gap_s >= 0 ? "+" : "",
+                       format_seconds(c.gaps[i].gap_s));
+  return out;
+}
+
+}  // namespace shardplan
