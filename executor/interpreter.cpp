@@ -17,6 +17,7 @@
 #include "executor/lm_head.h"
 #include "executor/mpi_comm.h"
 #include "executor/param_init.h"
+#include "executor/whole_layout.h"
 
 namespace shardplan {
 
@@ -434,43 +435,10 @@ struct RankInterpreter::State {
     return flat;
   }
 
-  // The single-rank flat layout on rank 0 from every rank's flat buffer: dp and cp rank 0
-  // contribute their tensors (a replicated one from tp rank 0 only, a tied LM-head copy not at
-  // all), so each element is summed from exactly one rank.
-  std::vector<float> to_whole(const std::vector<float>& flat) {
-    const ParamLayout whole = param_layout(m, whole_model(m));
-    std::vector<float> full(static_cast<size_t>(whole.total), 0.0f);
-    if (program.coord.dp == 0 && program.coord.cp == 0)
-      for (const ParamTensor& x : layout.tensors) {
-        if (!whole.has(x.name) || (x.split == TensorSplit::replicated && program.coord.tp != 0))
-          continue;
-        const int64_t base = whole.get(x.name).offset;
-        for (int64_t i = 0; i < x.count(); ++i)
-          full[static_cast<size_t>(base + full_index(x, i))] =
-              flat[static_cast<size_t>(x.offset + i)];
-      }
-    const bool root = program.rank == 0;
-    MPI_Reduce(root ? MPI_IN_PLACE : full.data(), full.data(), static_cast<int>(full.size()),
-               MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (!root) full.clear();
-    return full;
-  }
-
-  // The inverse of to_whole: `whole` (on rank 0) broadcast, and this rank's tensors taken from it
-  // into `flat` (layout.total long); a tied LM-head copy takes the embedding's values.
-  void from_whole(const std::vector<float>& whole, float* flat) {
-    const ParamLayout w = param_layout(m, whole_model(m));
-    std::vector<float> full(static_cast<size_t>(w.total));
-    if (program.rank == 0) {
-      assert(whole.size() == full.size());
-      full = whole;
-    }
-    MPI_Bcast(full.data(), static_cast<int>(full.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
-    for (const ParamTensor& x : layout.tensors) {
-      const int64_t base = w.get(w.has(x.name) ? x.name : x.init_name).offset;
-      for (int64_t i = 0; i < x.count(); ++i)
-        flat[x.offset + i] = full[static_cast<size_t>(base + full_index(x, i))];
-    }
+  // What this rank owns (`owned`: parameters or an Adam moment) in the whole model's flat layout,
+  // on rank 0.
+  std::vector<float> whole(const float* owned) {
+    return to_whole_layout(m, layout, program.coord, rank_flat(owned));
   }
 
   // This rank's ZeRO shard of `flat` into the padded shard buffer `into` (zeros past its end).
@@ -558,27 +526,27 @@ StepMeasurement RankInterpreter::run_step(int64_t step) {
 
 std::vector<float> RankInterpreter::gather_full_parameters() {
   State& s = *s_;
-  return s.to_whole(s.rank_flat(s.owned_params()));
+  return s.whole(s.owned_params());
 }
 
 FullState RankInterpreter::gather_full_state() {
   State& s = *s_;
   FullState out;
   out.params = gather_full_parameters();
-  out.adam_m = s.to_whole(s.rank_flat(s.adam.m.data()));
-  out.adam_v = s.to_whole(s.rank_flat(s.adam.v.data()));
+  out.adam_m = s.whole(s.adam.m.data());
+  out.adam_v = s.whole(s.adam.v.data());
   out.adam_step = s.adam.step;
   return out;
 }
 
 void RankInterpreter::load_full_state(const FullState& state) {
   State& s = *s_;
-  s.from_whole(state.params, s.params.data());
+  from_whole_layout(s.m, s.layout, state.params, s.params.data());
   if (s.l.zero >= 3) s.own_shard(s.params.data(), s.param_shard);
   std::vector<float> flat(static_cast<size_t>(s.layout.total));
   for (auto [whole, into] :
        {std::pair{&state.adam_m, &s.adam.m}, std::pair{&state.adam_v, &s.adam.v}}) {
-    s.from_whole(*whole, flat.data());
+    from_whole_layout(s.m, s.layout, *whole, flat.data());
     if (s.l.zero == 0)
       std::copy(flat.begin(), flat.end(), into->data());
     else
