@@ -27,6 +27,12 @@ inline constexpr EnumNames<Group, 7> kGroupNames{{{Group::tp, "tp"},
                                                   {Group::dp_cp, "dp_cp"},
                                                   {Group::pp, "pp"}}};
 
+// The replicas of the dense weights, over which their gradients are reduced and ZeRO shards them:
+// dp, or dp_cp when cp > 1 (Megatron-Core's data-parallel group with context parallelism).
+inline Group dense_dp_group(const Layout& l) {
+  return l.cp > 1 ? Group::dp_cp : Group::dp;
+}
+
 // A rank's index along each axis; dp is the full data-parallel index (ep + ep_size · edp).
 struct RankCoord {
   int tp = 0, cp = 0, ep = 0, dp = 0, pp = 0;

@@ -8,10 +8,6 @@
 namespace shardplan::schedule_detail {
 namespace {
 
-Group dense_group(const Layout& l) {
-  return l.cp > 1 ? Group::dp_cp : Group::dp;
-}
-
 // Consecutive units, walked in backward order, closed into a bucket once it holds `threshold`
 // parameters of `params_of` (Megatron-LM's DDP buckets are filled in reverse parameter order).
 template <class ParamsOf>
@@ -65,7 +61,7 @@ DataParallel plan_data_parallel(const Training& t, const Layout& l, const Progra
   dp.zero = l.zero;
   dp.dtype = t.dtype;
   dp.grad_dtype = t.grad_dtype;
-  const bool dense = size_of(p, dense_group(l)) > 1;
+  const bool dense = size_of(p, dense_dp_group(l)) > 1;
   const bool expert = size_of(p, Group::expert_dp) > 1;
   for (const Chunk& c : chunks) {
     std::vector<Bucket> buckets;
@@ -73,7 +69,7 @@ DataParallel plan_data_parallel(const Training& t, const Layout& l, const Progra
     // transformer block (Zhao et al. 2023 §3); otherwise Megatron-LM's buckets.
     const int64_t threshold = l.zero == 3 ? 1 : grad_bucket_params(l);
     if (dense)
-      add_buckets(buckets, c, dense_group(l), threshold,
+      add_buckets(buckets, c, dense_dp_group(l), threshold,
                   [](const Unit& u) { return u.params.dense(); });
     if (expert)
       add_buckets(buckets, c, Group::expert_dp, threshold,
@@ -192,7 +188,7 @@ void emit_step_end(Program& p, DataParallel& dp, const Model& m, const Layout& l
   // ZeRO-1 and above: each rank updates 1/dp of the dense and 1/expert_dp of the expert weights.
   const bool sharded = dp.zero >= 1;
   const Action step{.kind = ActionKind::optimizer_step,
-                    .params = shard_size(dense, sharded ? size_of(p, dense_group(l)) : 1) +
+                    .params = shard_size(dense, sharded ? size_of(p, dense_dp_group(l)) : 1) +
                               shard_size(expert, sharded ? size_of(p, Group::expert_dp) : 1)};
   emit(p, step, finals);
 }

@@ -4,6 +4,7 @@
 
 #include "executor/activation.h"
 #include "executor/attention.h"
+#include "executor/context_parallel.h"
 #include "executor/linear.h"
 #include "executor/norm.h"
 #include "executor/tp_collectives.h"
@@ -79,12 +80,16 @@ Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buf
     s.qkv = keep(N * d.qkv_width(), "qkv");
     linear_forward<T>(h1, w.w_qkv, w.b_qkv, N, H, d.qkv_width(), s.qkv.data(), c.matmul_stats);
   }
-  s.probs =
-      c.allocate(mode == Recompute::none ? MemoryCategory::activations : MemoryCategory::buffers,
-                 attention_probs_count(d), "attention probabilities");
-  attention_probs(d, s.qkv.data(), s.probs.data(), c.matmul_stats);
-  s.ctx = keep(N * C, "attention context");
-  attention_context(d, s.qkv.data(), s.probs.data(), s.ctx.data(), c.matmul_stats);
+  {
+    Buffer<T> gathered;
+    const KeyValues<const T*> kv = gather_key_values(d, c, s.qkv.data(), gathered);
+    s.probs =
+        c.allocate(mode == Recompute::none ? MemoryCategory::activations : MemoryCategory::buffers,
+                   attention_probs_count(d), "attention probabilities");
+    attention_probs(d, s.qkv.data(), kv, s.probs.data(), c.matmul_stats);
+    s.ctx = keep(N * C, "attention context");
+    attention_context(d, kv, s.probs.data(), s.ctx.data(), c.matmul_stats);
+  }
   if (mode != Recompute::none) s.probs = {};
   {
     Buffer<T> partial =
@@ -155,22 +160,28 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
   // Attention branch, from d x1 (now in dx) and ln1's output for every token.
   if (grad.b_o != nullptr) bias_backward(dx.data(), L, H, grad.b_o);
   const GatheredPair<T> g = gather_token_pair(d, c, dx.data(), s.h1.data());
-  Buffer<T> dctx = scratch(N * C, "attention context gradient");
-  linear_backward<T>(s.ctx.data(), w.w_o, g.first, N, C, H, dctx.data(), grad.w_o, nullptr,
-                     c.matmul_stats);
-  s.ctx = {};
-  if (s.probs.empty()) {  // selective recomputation
-    s.probs = c.allocate(MemoryCategory::activations, attention_probs_count(d),
-                         "recomputed attention probabilities");
-    attention_probs(d, s.qkv.data(), s.probs.data(), c.matmul_stats);
-  }
-  Buffer<T> dqkv = scratch(N * d.qkv_width(), "qkv gradient");
+  Buffer<T> dqkv;
   {
-    Buffer<T> dscores = scratch(d.seq * d.seq, "attention score gradient");
-    attention_backward(d, s.qkv.data(), s.probs.data(), dctx.data(), dqkv.data(), dscores.data(),
+    // Under cp, K and V again before the attention core (the out-projection and attention), as
+    // the schedule places the backward's all-gather.
+    Buffer<T> gathered, dkv_whole;
+    const KeyValues<const T*> kv = gather_key_values(d, c, s.qkv.data(), gathered);
+    Buffer<T> dctx = scratch(N * C, "attention context gradient");
+    linear_backward<T>(s.ctx.data(), w.w_o, g.first, N, C, H, dctx.data(), grad.w_o, nullptr,
                        c.matmul_stats);
+    s.ctx = {};
+    if (s.probs.empty()) {  // selective recomputation
+      s.probs = c.allocate(MemoryCategory::activations, attention_probs_count(d),
+                           "recomputed attention probabilities");
+      attention_probs(d, s.qkv.data(), kv, s.probs.data(), c.matmul_stats);
+    }
+    dqkv = scratch(N * d.qkv_width(), "qkv gradient");
+    const KeyValues<T*> dkv = key_value_grads(d, c, dqkv.data(), dkv_whole);
+    Buffer<T> dscores = scratch(d.seq * d.kv_seq(), "attention score gradient");
+    attention_backward(d, s.qkv.data(), kv, s.probs.data(), dctx.data(), dqkv.data(), dkv,
+                       dscores.data(), c.matmul_stats);
+    reduce_key_value_grads(d, c, dkv_whole, dqkv.data());
   }
-  dctx = {};
   s.probs = {};
   s.qkv = {};
   const NormFeed<T> ln1{s.x.data(), g.second, w.ln1_weight, grad.ln1_weight, grad.ln1_bias};

@@ -64,8 +64,8 @@ struct BlockSaved {
   Recompute mode = Recompute::none;
   Buffer<T> x;      // the layer's input [local_tokens, hidden]
   Buffer<T> h1;     // ln1's output [local_tokens, hidden]
-  Buffer<T> qkv;    // [tokens, qkv_width]
-  Buffer<T> probs;  // [batch, heads, seq, seq]
+  Buffer<T> qkv;    // [tokens, qkv_width]: this rank's tokens' (K and V re-gathered under cp)
+  Buffer<T> probs;  // [batch, heads, seq, kv_seq]
   Buffer<T> ctx;    // attention output before the projection [tokens, heads·head_dim]
   Buffer<T> x1;     // the residual stream after attention [local_tokens, hidden]
   Buffer<T> h2;     // ln2's output
@@ -88,8 +88,11 @@ int64_t block_saved_bytes(const LayerDims& d, Recompute mode, int64_t bytes_per_
 //             [AR|RS of d ln1-output] ln1
 // Under SP a layer keeps its norm outputs sequence-sharded and its backward gathers them again,
 // as Megatron-LM does (Korthikanti et al. 2022, §4.2.2), packed into the all-gather of the output
-// gradient: the backward all-gathers carry twice the forward's bytes. Full recomputation first
-// re-runs the forward, its collectives included.
+// gradient: the backward all-gathers carry twice the forward's bytes. Under context parallelism
+// attention calls LayerContext::cp (context_parallel.h): forward an all-gather of K and V before
+// attention; backward an all-gather of K and V again (the layer keeps only its own tokens'), then
+// a reduce-scatter of dK and dV. Full recomputation first re-runs the forward, its collectives
+// included.
 //
 // Takes the layer's input x[local_tokens, hidden] (kept in `saved`); returns its output
 // (activations: the next layer's saved input).

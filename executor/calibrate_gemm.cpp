@@ -23,15 +23,16 @@ void add_linear(std::vector<GemmCall>& calls, int64_t rows, int64_t in, int64_t 
 
 std::vector<GemmCall> layer_gemm_calls(const LayerDims& d, int64_t vocab_rows,
                                        const std::string& label) {
-  const int64_t N = d.tokens(), H = d.hidden, S = d.seq, D = d.head_dim, C = d.heads * d.head_dim;
+  const int64_t N = d.tokens(), H = d.hidden, S = d.seq, K = d.kv_seq(), D = d.head_dim,
+                C = d.heads * d.head_dim;
   std::vector<GemmCall> calls;
   add_linear(calls, N, H, d.qkv_width(), label + " qkv");
-  // Per sequence and head (executor/attention.cpp): P = q·kᵀ and ctx = P·v; backward dP = dctx·vᵀ,
-  // dv += Pᵀ·dctx, dq = dS·k, dk += dSᵀ·q.
+  // Per sequence and head (executor/attention.cpp), S queries against K keys: P = q·kᵀ and
+  // ctx = P·v; backward dP = dctx·vᵀ, dv += Pᵀ·dctx, dq = dS·k, dk += dSᵀ·q.
   calls.push_back(
-      {S, S, D, Op::none, Op::transpose, Accumulate::overwrite, label + " attn scores"});
-  calls.push_back({S, D, S, Op::none, Op::none, Accumulate::overwrite, label + " attn context"});
-  calls.push_back({S, D, S, Op::transpose, Op::none, Accumulate::add, label + " attn dv/dk"});
+      {S, K, D, Op::none, Op::transpose, Accumulate::overwrite, label + " attn scores"});
+  calls.push_back({S, D, K, Op::none, Op::none, Accumulate::overwrite, label + " attn context"});
+  calls.push_back({K, D, S, Op::transpose, Op::none, Accumulate::add, label + " attn dv/dk"});
   add_linear(calls, N, C, H, label + " proj");
   add_linear(calls, N, H, d.fc1_width(), label + " fc1");
   add_linear(calls, N, d.ffn, H, label + " fc2");

@@ -27,7 +27,7 @@ Buffer<T> embedding_forward(const LayerDims& d, const int32_t* tokens, const T* 
   reduce_partial_sums(d, c, partial, out.data());
   const int64_t first = first_local_token(d, c.tp.rank());
   for (int64_t r = 0; r < d.local_tokens(); ++r) {
-    const T* pos = wpe + ((first + r) % d.seq) * H;
+    const T* pos = wpe + d.position((first + r) % d.seq) * H;
     for (int64_t i = 0; i < H; ++i) out[r * H + i] += pos[i];
   }
   return out;
@@ -39,7 +39,7 @@ void embedding_backward(const LayerDims& d, const int32_t* tokens, const T* dout
   const int64_t H = d.hidden;
   const int64_t first = first_local_token(d, c.tp.rank());
   for (int64_t r = 0; r < d.local_tokens(); ++r) {
-    T* pos = dwpe + ((first + r) % d.seq) * H;
+    T* pos = dwpe + d.position((first + r) % d.seq) * H;
     for (int64_t i = 0; i < H; ++i) pos[i] += dout[r * H + i];
   }
   Buffer<T> gathered;

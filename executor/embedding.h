@@ -13,8 +13,9 @@ namespace shardplan {
 // [tokens, hidden] partial sums; backward [SP: all-gather dout].
 //
 // out[local_tokens, hidden] (activations: the first layer's saved input) = wte[token] +
-// wpe[position]. tokens: every token of the micro-batch; vocab: this rank's rows of wte (wte_local
-// holds them).
+// wpe[position] (the token's position in the whole sequence under context parallelism). tokens:
+// every token of the micro-batch (this cp rank's); vocab: this rank's rows of wte (wte_local holds
+// them).
 template <class T>
 Buffer<T> embedding_forward(const LayerDims& d, const int32_t* tokens, const T* wte_local,
                             ElementRange vocab, const T* wpe, LayerContext<T>& c);

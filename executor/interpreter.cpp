@@ -12,10 +12,12 @@
 
 #include "core/error.h"
 #include "executor/block.h"
+#include "executor/context_parallel.h"
 #include "executor/embedding.h"
 #include "executor/lm_head.h"
 #include "executor/mpi_comm.h"
 #include "executor/param_init.h"
+#include "executor/whole_layout.h"
 
 namespace shardplan {
 
@@ -70,9 +72,6 @@ RankShard rank_shard(const Model& m, const Layout& l, const RankCoord& c) {
 }
 
 const Program& checked(const Program& p, const Layout& l) {
-  if (l.cp > 1)
-    throw InputError("layout", "layout.cp", "the executor does not run context parallelism",
-                     "use cp=1");
   if (l.ep > 1)
     throw InputError("layout", "layout.ep", "the executor does not run expert parallelism",
                      "use ep=1");
@@ -111,14 +110,15 @@ struct RankInterpreter::State {
   InterpreterSettings settings;
   Program program;
   MpiGroups groups;
-  MpiTpComm tp;
+  MpiTpComm tp, cp;
   TensorAllocator alloc;
   RankShard shard;
   ParamLayout layout;
   LayerDims dims;
   MatmulStats matmul;
-  LayerContext<float> ctx{alloc, tp, &matmul};
-  FlatShards dp;
+  LayerContext<float> ctx{alloc, tp, &matmul, &cp};
+  Group zero_group;   // the dense weights' replicas, which ZeRO shards over: dp, or dp·cp
+  FlatShards shards;  // ZeRO's shards of the flat buffer over zero_group
   Buffer<float> params, grads;            // the full flat buffers (work copies under ZeRO-3 / 2+)
   Buffer<float> param_shard, grad_shard;  // ZeRO-3 / ZeRO-2+: this rank's padded shard
   AdamState adam;
@@ -138,13 +138,16 @@ struct RankInterpreter::State {
         settings(st),
         program(checked(build_program(model, training, lay, world_rank()), lay)),
         groups(program),
-        tp(groups.get(Group::tp)),
+        tp(groups.get(Group::tp), Group::tp),
+        cp(groups.get(Group::cp), Group::cp),
         alloc("rank " + std::to_string(program.rank)),
         shard(rank_shard(model, lay, program.coord)),
         layout(param_layout(model, shard)),
         dims(layer_dims(model, shard, lay.micro_batch, training.seq_len,
-                        lay.sequence_parallel && lay.tp > 1)),
-        dp{layout.total, lay.dp, program.coord.dp} {
+                        lay.sequence_parallel && lay.tp > 1, lay.cp, program.coord.cp)),
+        zero_group(dense_dp_group(lay)),
+        shards{layout.total, group_size(lay, zero_group),
+               rank_in_group(lay, program.rank, zero_group)} {
     const bool zero3 = l.zero >= 3, zero2 = l.zero >= 2;
     params = alloc.allocate<float>(zero3 ? MemoryCategory::buffers : MemoryCategory::parameters,
                                    layout.total, zero3 ? "gathered parameters" : "parameters");
@@ -153,12 +156,13 @@ struct RankInterpreter::State {
     init_parameters(m, layout, settings.seed, params.span());
     if (zero3) {
       param_shard =
-          alloc.allocate<float>(MemoryCategory::parameters, dp.padded(), "parameter shard");
+          alloc.allocate<float>(MemoryCategory::parameters, shards.padded(), "parameter shard");
       own_shard(params.data(), param_shard);
     }
     if (zero2)
-      grad_shard = alloc.allocate<float>(MemoryCategory::gradients, dp.padded(), "gradient shard");
-    adam = adam_state(alloc, l.zero >= 1 ? dp.padded() : layout.total);
+      grad_shard =
+          alloc.allocate<float>(MemoryCategory::gradients, shards.padded(), "gradient shard");
+    adam = adam_state(alloc, l.zero >= 1 ? shards.padded() : layout.total);
   }
 
   ElementRange embedding_range() const {
@@ -196,12 +200,26 @@ struct RankInterpreter::State {
     if (fresh) {
       mb.inputs = alloc.allocate<int32_t>(MemoryCategory::buffers, dims.tokens(), "input tokens");
       mb.targets = alloc.allocate<int32_t>(MemoryCategory::buffers, dims.tokens(), "target tokens");
-      sample_micro_batch(
-          text, settings.seed, step,
-          first_sequence(program.coord.dp, a.micro_batch, l.micro_batch, l.num_microbatches),
-          l.micro_batch, t.seq_len, mb.inputs.span(), mb.targets.span());
+      sample_tokens(a.micro_batch, mb);
     }
     return mb;
+  }
+
+  // The micro-batch's sequences, the same on every cp rank of a dp rank; under context parallelism
+  // this rank's tokens of them.
+  void sample_tokens(int micro_batch, MicroBatch& mb) {
+    const int64_t first =
+        first_sequence(program.coord.dp, micro_batch, l.micro_batch, l.num_microbatches);
+    if (l.cp == 1)
+      return sample_micro_batch(text, settings.seed, step, first, l.micro_batch, t.seq_len,
+                                mb.inputs.span(), mb.targets.span());
+    const int64_t whole = l.micro_batch * t.seq_len;
+    Buffer<int32_t> inputs = alloc.allocate<int32_t>(MemoryCategory::buffers, whole, "sequences"),
+                    targets = alloc.allocate<int32_t>(MemoryCategory::buffers, whole, "targets");
+    sample_micro_batch(text, settings.seed, step, first, l.micro_batch, t.seq_len, inputs.span(),
+                       targets.span());
+    take_local_tokens(dims, inputs.data(), mb.inputs.data());
+    take_local_tokens(dims, targets.data(), mb.targets.data());
   }
 
   void reap_sends(bool wait) {
@@ -244,7 +262,7 @@ struct RankInterpreter::State {
     const float* w = params.data();
     float* g = grads.data();
     calls.clear();
-    tp.calls = &calls;
+    tp.calls = cp.calls = &calls;
     const double t0 = MPI_Wtime();
     const bool forward = a.pass == Pass::forward;
     switch (unit_of(a)) {
@@ -284,20 +302,21 @@ struct RankInterpreter::State {
       }
     }
     const double t1 = MPI_Wtime();
-    tp.calls = nullptr;
+    tp.calls = cp.calls = nullptr;
     attribute(first, last, t0, t1, timings);
   }
 
-  // The layers' tp calls matched in order to the pass's collective actions (the vocabulary-parallel
-  // cross-entropy's small all-reduces are inside the head's compute action, as the schedule says);
-  // a compute action runs from the collective before it to the one after it.
+  // The layers' tp and cp calls matched in order to the pass's collective actions (the vocabulary-
+  // parallel cross-entropy's small all-reduces are inside the head's compute action, as the
+  // schedule says); a compute action runs from the collective before it to the one after it.
   void attribute(size_t first, size_t last, double t0, double t1,
                  std::vector<ActionTiming>& timings) {
     size_t next = 0;
     for (size_t i = first; i < last; ++i) {
       const Action& a = program.actions[i];
       if (a.kind != ActionKind::collective) continue;
-      while (next < calls.size() && calls[next].op != a.op) ++next;
+      while (next < calls.size() && (calls[next].op != a.op || calls[next].group != a.group))
+        ++next;
       const double at = i > first ? timings[i - 1].end_s + step_start : t0;
       timings[i] = next < calls.size() ? ActionTiming{calls[next].start_s - step_start,
                                                       calls[next].end_s - step_start}
@@ -318,18 +337,18 @@ struct RankInterpreter::State {
 
   // Gradient sums over `comm` of the tensors in `range` (replicated norms over tp, the tied
   // embedding over the first and last stage) where this rank keeps its reduced gradients: the
-  // whole buffer, or under ZeRO its dp shard (gathered over dp for the sum, then put back: the
-  // two stages' shards cover different tensors).
+  // whole buffer, or under ZeRO its shard (gathered over zero_group for the sum, then put back:
+  // the two stages' shards cover different tensors).
   void all_reduce_tensor_grads(MPI_Comm comm, ElementRange range) {
     if (l.zero == 0)
       return all_reduce_sum(comm, {grads.data() + range.begin, static_cast<size_t>(range.count())});
-    const ElementRange mine = dp.mine();
+    const ElementRange mine = shards.mine();
     const int64_t begin = std::clamp(range.begin, mine.begin, mine.end),
                   end = std::clamp(range.end, mine.begin, mine.end);
     float* owned = l.zero >= 2 ? grad_shard.data() + (begin - mine.begin) : grads.data() + begin;
     Buffer<float> full =
         alloc.allocate<float>(MemoryCategory::buffers, range.count(), "gradient gather");
-    all_gather_range(groups.get(Group::dp), dp, range, owned, full.data());
+    all_gather_range(groups.get(zero_group), shards, range, owned, full.data());
     all_reduce_sum(comm, full.span());
     std::copy(full.data() + (begin - range.begin), full.data() + (end - range.begin), owned);
   }
@@ -346,7 +365,7 @@ struct RankInterpreter::State {
       return all_reduce_tensor_grads(groups.embedding(), {x.offset, x.offset + x.count()});
     }
     const MPI_Comm comm = groups.get(a.group);
-    const ElementRange mine = dp.mine();
+    const ElementRange mine = shards.mine();
     for (const ElementRange r : ranges_of(a)) {
       if (a.op == Collective::all_reduce) {
         all_reduce_sum(comm, {grads.data() + r.begin, static_cast<size_t>(r.count())});
@@ -356,7 +375,7 @@ struct RankInterpreter::State {
                     end = std::clamp(r.end, mine.begin, mine.end);
       Buffer<float> part =
           alloc.allocate<float>(MemoryCategory::buffers, end - begin, "reduce-scatter output");
-      reduce_scatter_range(comm, dp, r, grads.data() + r.begin, part.data());
+      reduce_scatter_range(comm, shards, r, grads.data() + r.begin, part.data());
       if (l.zero == 1) {
         std::copy(part.data(), part.data() + part.size(), grads.data() + begin);
       } else {  // ZeRO-2/3 keep the shard; the accumulation buffer starts the next micro-batch at 0
@@ -368,24 +387,24 @@ struct RankInterpreter::State {
   }
 
   void param_gather(const Action& a) {
-    const ElementRange mine = dp.mine();
+    const ElementRange mine = shards.mine();
     for (const ElementRange r : ranges_of(a)) {
       const int64_t begin = std::clamp(r.begin, mine.begin, mine.end);
       const float* part =
           l.zero >= 3 ? param_shard.data() + (begin - mine.begin) : params.data() + begin;
-      all_gather_range(groups.get(a.group), dp, r, part, params.data() + r.begin);
+      all_gather_range(groups.get(a.group), shards, r, part, params.data() + r.begin);
     }
   }
 
-  // Adam on what this rank owns: everything, or its dp shard (stored padded under ZeRO; a shard
+  // Adam on what this rank owns: everything, or its ZeRO shard (stored padded under ZeRO; a shard
   // shorter than the padding is stepped through a padded copy).
   void optimizer_step() {
     if (l.zero == 0) return adam_step(settings.adam, adam, params.span(), grads.span());
-    const ElementRange mine = dp.mine();
-    const auto n = static_cast<size_t>(dp.padded());
+    const ElementRange mine = shards.mine();
+    const auto n = static_cast<size_t>(shards.padded());
     const auto padded = [&](float* p, Buffer<float>& scratch) {
-      if (mine.count() == dp.padded()) return std::span<float>(p, n);
-      scratch = alloc.allocate<float>(MemoryCategory::buffers, dp.padded(), "padded shard");
+      if (mine.count() == shards.padded()) return std::span<float>(p, n);
+      scratch = alloc.allocate<float>(MemoryCategory::buffers, shards.padded(), "padded shard");
       std::copy(p, p + mine.count(), scratch.data());
       return scratch.span();
     };
@@ -399,65 +418,32 @@ struct RankInterpreter::State {
       std::copy(p.data(), p.data() + mine.count(), params.data() + mine.begin);
   }
 
-  // What this rank's optimizer owns of the parameters: the flat buffer, or under ZeRO its dp shard.
+  // What this rank's optimizer owns of the parameters: the flat buffer, or under ZeRO its shard.
   const float* owned_params() const {
     if (l.zero >= 3) return param_shard.data();
-    return l.zero >= 1 ? params.data() + dp.mine().begin : params.data();
+    return l.zero >= 1 ? params.data() + shards.mine().begin : params.data();
   }
 
   // This rank's whole flat buffer (layout.total) of what it owns (`owned`): a copy, or under ZeRO
-  // the dp shards gathered.
+  // the ZeRO shards gathered.
   std::vector<float> rank_flat(const float* owned) {
     std::vector<float> flat(static_cast<size_t>(layout.total));
     if (l.zero == 0)
       std::copy(owned, owned + layout.total, flat.data());
     else
-      all_gather_range(groups.get(Group::dp), dp, {0, layout.total}, owned, flat.data());
+      all_gather_range(groups.get(zero_group), shards, {0, layout.total}, owned, flat.data());
     return flat;
   }
 
-  // The single-rank flat layout on rank 0 from every rank's flat buffer: dp rank 0 contributes its
-  // tensors (a replicated one from tp rank 0 only, a tied LM-head copy not at all), so each element
-  // is summed from exactly one rank.
-  std::vector<float> to_whole(const std::vector<float>& flat) {
-    const ParamLayout whole = param_layout(m, whole_model(m));
-    std::vector<float> full(static_cast<size_t>(whole.total), 0.0f);
-    if (program.coord.dp == 0)
-      for (const ParamTensor& x : layout.tensors) {
-        if (!whole.has(x.name) || (x.split == TensorSplit::replicated && program.coord.tp != 0))
-          continue;
-        const int64_t base = whole.get(x.name).offset;
-        for (int64_t i = 0; i < x.count(); ++i)
-          full[static_cast<size_t>(base + full_index(x, i))] =
-              flat[static_cast<size_t>(x.offset + i)];
-      }
-    const bool root = program.rank == 0;
-    MPI_Reduce(root ? MPI_IN_PLACE : full.data(), full.data(), static_cast<int>(full.size()),
-               MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (!root) full.clear();
-    return full;
+  // What this rank owns (`owned`: parameters or an Adam moment) in the whole model's flat layout,
+  // on rank 0.
+  std::vector<float> whole(const float* owned) {
+    return to_whole_layout(m, layout, program.coord, rank_flat(owned));
   }
 
-  // The inverse of to_whole: `whole` (on rank 0) broadcast, and this rank's tensors taken from it
-  // into `flat` (layout.total long); a tied LM-head copy takes the embedding's values.
-  void from_whole(const std::vector<float>& whole, float* flat) {
-    const ParamLayout w = param_layout(m, whole_model(m));
-    std::vector<float> full(static_cast<size_t>(w.total));
-    if (program.rank == 0) {
-      assert(whole.size() == full.size());
-      full = whole;
-    }
-    MPI_Bcast(full.data(), static_cast<int>(full.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
-    for (const ParamTensor& x : layout.tensors) {
-      const int64_t base = w.get(w.has(x.name) ? x.name : x.init_name).offset;
-      for (int64_t i = 0; i < x.count(); ++i)
-        flat[x.offset + i] = full[static_cast<size_t>(base + full_index(x, i))];
-    }
-  }
-
-  // This rank's dp shard of `flat` into the padded shard buffer `into` (zeros past its end).
+  // This rank's ZeRO shard of `flat` into the padded shard buffer `into` (zeros past its end).
   void own_shard(const float* flat, Buffer<float>& into) const {
-    const ElementRange mine = dp.mine();
+    const ElementRange mine = shards.mine();
     std::fill(into.data(), into.data() + into.size(), 0.0f);
     std::copy(flat + mine.begin, flat + mine.end, into.data());
   }
@@ -530,7 +516,8 @@ StepMeasurement RankInterpreter::run_step(int64_t step) {
   assert(s.live.empty());
   const double elapsed = MPI_Wtime() - s.step_start;
   MPI_Allreduce(&elapsed, &out.step_time_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  // The loss is the same on every tp rank of the last stage: count tp rank 0's.
+  // The loss is the same on every tp rank of the last stage: count tp rank 0's (of every cp rank,
+  // each holding its own tokens).
   const double mine = s.shard.head && s.program.coord.tp == 0 ? s.loss_sum : 0.0;
   MPI_Allreduce(&mine, &out.loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   out.loss /= static_cast<double>(s.t.global_batch * s.t.seq_len);
@@ -539,27 +526,27 @@ StepMeasurement RankInterpreter::run_step(int64_t step) {
 
 std::vector<float> RankInterpreter::gather_full_parameters() {
   State& s = *s_;
-  return s.to_whole(s.rank_flat(s.owned_params()));
+  return s.whole(s.owned_params());
 }
 
 FullState RankInterpreter::gather_full_state() {
   State& s = *s_;
   FullState out;
   out.params = gather_full_parameters();
-  out.adam_m = s.to_whole(s.rank_flat(s.adam.m.data()));
-  out.adam_v = s.to_whole(s.rank_flat(s.adam.v.data()));
+  out.adam_m = s.whole(s.adam.m.data());
+  out.adam_v = s.whole(s.adam.v.data());
   out.adam_step = s.adam.step;
   return out;
 }
 
 void RankInterpreter::load_full_state(const FullState& state) {
   State& s = *s_;
-  s.from_whole(state.params, s.params.data());
+  from_whole_layout(s.m, s.layout, state.params, s.params.data());
   if (s.l.zero >= 3) s.own_shard(s.params.data(), s.param_shard);
   std::vector<float> flat(static_cast<size_t>(s.layout.total));
   for (auto [whole, into] :
        {std::pair{&state.adam_m, &s.adam.m}, std::pair{&state.adam_v, &s.adam.v}}) {
-    s.from_whole(*whole, flat.data());
+    from_whole_layout(s.m, s.layout, *whole, flat.data());
     if (s.l.zero == 0)
       std::copy(flat.begin(), flat.end(), into->data());
     else

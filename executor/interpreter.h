@@ -1,6 +1,6 @@
 // The MPI interpreter of one rank's step program (core/schedule.h): every action — compute over a
-// layer's parts, the tp collectives between them, pipeline sends and receives, gradient reductions,
-// ZeRO gathers, the optimizer step — run for real on this rank's shard and timed.
+// layer's parts, the tp and cp collectives between them, pipeline sends and receives, gradient
+// reductions, ZeRO gathers, the optimizer step — run for real on this rank's shard and timed.
 //
 // Streams are not overlapped: one thread runs the actions in program order (a topological order of
 // the program), which a CPU run gains little from overlapping; the timings show each action where
@@ -52,7 +52,7 @@ struct StepMeasurement {
 class RankInterpreter {
  public:
   // Collective over MPI_COMM_WORLD, whose size must be l.world(). Throws InputError for layouts
-  // the executor does not run (cp > 1, ep > 1, and the models param_layout rejects).
+  // the executor does not run (ep > 1, and the models param_layout rejects).
   RankInterpreter(const Model& m, const Training& t, const Layout& l, const TextTokens& text,
                   const InterpreterSettings& settings);
   ~RankInterpreter();
@@ -74,7 +74,8 @@ class RankInterpreter {
   FullState gather_full_state();
 
   // Every rank takes its part of `state` (read on rank 0 only; the others may pass an empty one):
-  // its tp/pp tensors, then under ZeRO its dp shard — the inverse of gather_full_state. Collective.
+  // its tp/pp tensors, then under ZeRO its shard (over dp, or dp·cp) — the inverse of
+  // gather_full_state. Collective.
   void load_full_state(const FullState& state);
 
  private:

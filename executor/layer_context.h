@@ -1,5 +1,5 @@
 // What every layer call needs besides its weights: the shape of the micro-batch and of this rank's
-// share of a layer, and where memory, tensor-parallel collectives and GEMM counts go.
+// share of a layer, and where memory, tensor- and context-parallel collectives and GEMM counts go.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@ namespace shardplan {
 
 struct LayerDims {
   int64_t batch = 1;  // sequences in the micro-batch
-  int64_t seq = 1;    // tokens per sequence
+  int64_t seq = 1;    // tokens per sequence on this rank: seq_len / cp
   int64_t hidden = 0;
   int64_t heads = 0;     // this rank's query heads (num_heads / tp)
   int64_t kv_heads = 0;  // this rank's key/value heads
@@ -24,8 +24,22 @@ struct LayerDims {
   Norm norm = Norm::layernorm;
   int tp = 1;
   bool sequence_parallel = false;  // the residual stream split over the tp ranks by tokens
+  int cp = 1;                      // context-parallel ranks each sequence is split over
+  int cp_rank = 0;
 
   int64_t tokens() const { return batch * seq; }
+  // Key positions each query meets: the whole sequence (all-gathered under cp).
+  int64_t kv_seq() const { return seq * cp; }
+  // Position in the whole sequence of this rank's `i`-th token of a sequence. Megatron-LM's
+  // get_batch_on_this_cp_rank cuts the sequence into 2·cp chunks and gives cp rank r chunks r and
+  // 2·cp−1−r, in that order, so every rank gets the same share of the causal mask's work.
+  int64_t position(int64_t i) const { return position_on(cp_rank, i); }
+  // The same for cp rank `rank`'s i-th token.
+  int64_t position_on(int rank, int64_t i) const {
+    if (cp == 1) return i;
+    const int64_t chunk = seq / 2;
+    return i < chunk ? rank * chunk + i : (2 * cp - 1 - rank) * chunk + (i - chunk);
+  }
   // Rows of the residual stream this rank holds: all tokens, or its 1/tp under sequence
   // parallelism.
   int64_t local_tokens() const { return sequence_parallel ? tokens() / tp : tokens(); }
@@ -33,16 +47,20 @@ struct LayerDims {
   int64_t fc1_width() const { return activation == Activation::swiglu ? 2 * ffn : ffn; }
 };
 
-// The dims of rank `shard` on a micro-batch of batch × seq tokens. Throws InputError when sequence
-// parallelism cannot split the micro-batch's tokens evenly.
-LayerDims layer_dims(const Model& m, const RankShard& shard, int64_t batch, int64_t seq,
-                     bool sequence_parallel);
+// The dims of rank `shard` on a micro-batch of batch sequences of seq_len tokens, each split over
+// `cp` context-parallel ranks of which this is `cp_rank`. Throws InputError when 2·cp does not
+// divide seq_len or sequence parallelism cannot split the rank's tokens evenly.
+LayerDims layer_dims(const Model& m, const RankShard& shard, int64_t batch, int64_t seq_len,
+                     bool sequence_parallel, int cp = 1, int cp_rank = 0);
 
 template <class T>
 struct LayerContext {
   TensorAllocator& alloc;
   TpComm<T>& tp;
   MatmulStats* matmul_stats = nullptr;
+  // The context-parallel group (the same collectives as tp's; LayerDims::cp > 1 needs it): the
+  // all-gather of K, V and the reduce-scatter of dK, dV in attention (context_parallel.h).
+  TpComm<T>* cp = nullptr;
 
   Buffer<T> allocate(MemoryCategory c, int64_t count, const char* what) {
     return alloc.template allocate<T>(c, count, what);

@@ -45,7 +45,7 @@ MpiGroups::~MpiGroups() {
   if (embedding_ != MPI_COMM_NULL) MPI_Comm_free(&embedding_);
 }
 
-MpiTpComm::MpiTpComm(MPI_Comm comm) : comm_(comm) {
+MpiTpComm::MpiTpComm(MPI_Comm comm, Group group) : comm_(comm), group_(group) {
   MPI_Comm_size(comm_, &size_);
   MPI_Comm_rank(comm_, &rank_);
 }
@@ -54,7 +54,7 @@ void MpiTpComm::all_reduce(std::span<float> x, ReduceOp op) {
   const double start = MPI_Wtime();
   MPI_Allreduce(MPI_IN_PLACE, x.data(), to_int(static_cast<int64_t>(x.size())), MPI_FLOAT,
                 op == ReduceOp::sum ? MPI_SUM : MPI_MAX, comm_);
-  if (calls != nullptr) calls->push_back({Collective::all_reduce, start, MPI_Wtime()});
+  if (calls != nullptr) calls->push_back({Collective::all_reduce, group_, start, MPI_Wtime()});
 }
 
 void MpiTpComm::all_gather(std::span<const float> part, std::span<float> full) {
@@ -62,7 +62,7 @@ void MpiTpComm::all_gather(std::span<const float> part, std::span<float> full) {
   const double start = MPI_Wtime();
   const int n = to_int(static_cast<int64_t>(part.size()));
   MPI_Allgather(part.data(), n, MPI_FLOAT, full.data(), n, MPI_FLOAT, comm_);
-  if (calls != nullptr) calls->push_back({Collective::all_gather, start, MPI_Wtime()});
+  if (calls != nullptr) calls->push_back({Collective::all_gather, group_, start, MPI_Wtime()});
 }
 
 void MpiTpComm::reduce_scatter(std::span<const float> full, std::span<float> part) {
@@ -70,7 +70,7 @@ void MpiTpComm::reduce_scatter(std::span<const float> full, std::span<float> par
   const double start = MPI_Wtime();
   MPI_Reduce_scatter_block(full.data(), part.data(), to_int(static_cast<int64_t>(part.size())),
                            MPI_FLOAT, MPI_SUM, comm_);
-  if (calls != nullptr) calls->push_back({Collective::reduce_scatter, start, MPI_Wtime()});
+  if (calls != nullptr) calls->push_back({Collective::reduce_scatter, group_, start, MPI_Wtime()});
 }
 
 std::vector<int> FlatShards::counts_in(ElementRange range) const {

@@ -1,6 +1,7 @@
 // MPI for the executor: one communicator per parallel group of a rank (split from MPI_COMM_WORLD by
-// the placement), the tensor-parallel collectives the layers call (TpComm over MPI, each call
-// timed), and the flat-buffer collectives of data parallelism and ZeRO over uneven shards.
+// the placement), the tensor- and context-parallel collectives the layers call (TpComm over MPI,
+// each call timed), and the flat-buffer collectives of data parallelism and ZeRO over uneven
+// shards.
 #pragma once
 
 #include <mpi.h>
@@ -34,17 +35,19 @@ class MpiGroups {
   MPI_Comm embedding_ = MPI_COMM_NULL;
 };
 
-// One tp collective as it ran: its kind and MPI_Wtime() at start and end.
+// One tp or cp collective as it ran: its kind, group and MPI_Wtime() at start and end.
 struct TimedCall {
   Collective op = Collective::all_reduce;
+  Group group = Group::tp;
   double start_s = 0;
   double end_s = 0;
 };
 
-// TpComm over an MPI communicator; every call is appended to `calls` (when set).
+// TpComm over the communicator of a group (tp, or cp for context parallelism's K, V exchange);
+// every call is appended to `calls` (when set).
 class MpiTpComm final : public TpComm<float> {
  public:
-  explicit MpiTpComm(MPI_Comm comm);
+  MpiTpComm(MPI_Comm comm, Group group);
   int size() const override { return size_; }
   int rank() const override { return rank_; }
   void all_reduce(std::span<float> x, ReduceOp op) override;
@@ -55,6 +58,7 @@ class MpiTpComm final : public TpComm<float> {
 
  private:
   MPI_Comm comm_;
+  Group group_;
   int size_ = 1;
   int rank_ = 0;
 };

@@ -2,6 +2,7 @@
 // executor, threads in the tests, nothing for one rank) and the layers call them where Megatron-LM
 // places its f/g operators (Shoeybi et al. 2019, Fig. 3) and, under sequence parallelism, the
 // all-gather / reduce-scatter pairs that replace them (Korthikanti et al. 2022, §4.2.2, Fig. 5).
+// The context-parallel group's collectives (LayerContext::cp) go through the same interface.
 #pragma once
 
 #include <algorithm>

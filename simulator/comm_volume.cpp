@@ -140,9 +140,8 @@ void stage_collectives(const Model& m, const Training& t, const Layout& l, const
   }
 
   const ParamShard p = param_shard(m, l, s);
-  add_data_parallel(
-      out, {kDenseNames, p.dense(), l.cp > 1 ? Group::dp_cp : Group::dp, 0, dense_replicas(l)}, t,
-      l.zero, s.layers());
+  add_data_parallel(out, {kDenseNames, p.dense(), dense_dp_group(l), 0, dense_replicas(l)}, t,
+                    l.zero, s.layers());
   // With cp > 1 the expert replicas (dp/ep × cp) are a subset of the dp × cp group.
   const int64_t experts = expert_replicas(l);
   add_data_parallel(out,

@@ -103,8 +103,9 @@ TEST_CASE("gradient check: causal attention with grouped kv heads", "[executor]"
   std::vector<double> probs(static_cast<size_t>(attention_probs_count(d)));
   const auto loss = [&] {
     std::vector<double> ctx(r.size());
-    attention_probs(d, qkv.data(), probs.data(), nullptr);
-    attention_context(d, qkv.data(), probs.data(), ctx.data(), nullptr);
+    const KeyValues<const double*> kv = qkv_key_values<const double*>(d, qkv.data());
+    attention_probs(d, qkv.data(), kv, probs.data(), nullptr);
+    attention_context(d, kv, probs.data(), ctx.data(), nullptr);
     return dot(ctx, r);
   };
   loss();
@@ -112,7 +113,9 @@ TEST_CASE("gradient check: causal attention with grouped kv heads", "[executor]"
   CHECK(probs[0] == 1.0);
   CHECK(probs[1] == 0.0);
   std::vector<double> dqkv(qkv.size()), scratch(static_cast<size_t>(d.seq * d.seq));
-  attention_backward(d, qkv.data(), probs.data(), r.data(), dqkv.data(), scratch.data(), nullptr);
+  attention_backward(d, qkv.data(), qkv_key_values<const double*>(d, qkv.data()), probs.data(),
+                     r.data(), dqkv.data(), qkv_key_values(d, dqkv.data()), scratch.data(),
+                     nullptr);
   require_close(check_gradient(qkv, dqkv, loss, 1000), "dqkv");
 }
 

@@ -1,8 +1,8 @@
 // The executor's memory as its allocator measures it: parameters, gradients and Adam state are
 // exactly the model's parameter count (core/model.h's count_parameters) times 4, 4 and 8 bytes; a
-// layer keeps exactly block_saved_bytes() of activations under each recompute mode, tp and sequence
-// parallelism — the cost model's figure (simulator/activation_memory.h) for attention that keeps
-// its probabilities and no dropout — and frees every workspace buffer before it returns.
+// layer keeps exactly block_saved_bytes() of activations under each recompute mode, tp, sequence
+// and context parallelism — the cost model's figure (simulator/activation_memory.h) for attention
+// that keeps its probabilities and no dropout — and frees every workspace buffer before it returns.
 #include <catch2/catch.hpp>
 #include <vector>
 
@@ -44,42 +44,45 @@ TEST_CASE("memory: parameters, gradients and optimizer bytes are exact", "[execu
 
 TEST_CASE("memory: a layer keeps block_saved_bytes of activations and no buffers", "[executor]") {
   const Model m = load_model("gpt-tiny");
-  for (int tp : {1, 2})
-    for (bool sp : {false, true})
-      for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
-        if (tp == 1 && sp) continue;
-        INFO("tp=" << tp << " sp=" << sp << " recompute=" << enum_name(mode, kRecomputeNames));
-        test::ThreadTpGroup<float> group(tp);
-        std::vector<int64_t> saved_bytes(2), expected(2), activations(2), buffers(2),
-            after_backward(2);
-        group.run([&](int r) {
-          test::ThreadTpComm<float> comm(group, r);
-          TensorAllocator alloc;
-          LayerContext<float> c{alloc, comm, nullptr};
-          const RankShard shard{tp, r, {0}, false, false};
-          const ParamLayout layout = param_layout(m, shard);
-          std::vector<float> params(static_cast<size_t>(layout.total), 0.01f), grads(params.size());
-          const LayerDims d = layer_dims(m, shard, 2, 32, sp);
-          const auto w = block_tensors<const float>(layout, 0, params.data());
-          Buffer<float> x =
-              alloc.allocate<float>(MemoryCategory::activations, d.local_tokens() * d.hidden, "x");
-          BlockSaved<float> saved;
-          Buffer<float> y = block_forward(d, w, std::move(x), mode, saved, c);
-          saved_bytes[r] = saved.bytes();
-          expected[r] = block_saved_bytes(d, mode, 4);
-          activations[r] = alloc.current()[MemoryCategory::activations] - y.bytes();
-          buffers[r] = alloc.current()[MemoryCategory::buffers];
-          Buffer<float> dx = block_backward(d, w, block_tensors(layout, 0, grads.data()),
-                                            std::move(saved), y.data(), c);
-          after_backward[r] = alloc.current().total() - y.bytes() - dx.bytes();
-        });
-        for (int r = 0; r < tp; ++r) {
-          CHECK(saved_bytes[r] == expected[r]);
-          CHECK(activations[r] == expected[r]);
-          CHECK(buffers[r] == 0);
-          CHECK(after_backward[r] == 0);
+  for (int cp : {1, 2})
+    for (int tp : {1, 2})
+      for (bool sp : {false, true})
+        for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
+          if (tp == 1 && sp) continue;
+          INFO("cp=" << cp << " tp=" << tp << " sp=" << sp
+                     << " recompute=" << enum_name(mode, kRecomputeNames));
+          const auto ranks = static_cast<size_t>(tp * cp);
+          std::vector<int64_t> saved_bytes(ranks), expected(ranks), activations(ranks),
+              buffers(ranks), after_backward(ranks);
+          test::run_tp_cp_grid<float>(tp, cp, [&](TpComm<float>& tp_comm, TpComm<float>& cp_comm) {
+            const auto r = static_cast<size_t>(cp_comm.rank() * tp + tp_comm.rank());
+            TensorAllocator alloc;
+            LayerContext<float> c{alloc, tp_comm, nullptr, &cp_comm};
+            const RankShard shard{tp, tp_comm.rank(), {0}, false, false};
+            const ParamLayout layout = param_layout(m, shard);
+            std::vector<float> params(static_cast<size_t>(layout.total), 0.01f),
+                grads(params.size());
+            const LayerDims d = layer_dims(m, shard, 2, 32, sp, cp, cp_comm.rank());
+            const auto w = block_tensors<const float>(layout, 0, params.data());
+            Buffer<float> x = alloc.allocate<float>(MemoryCategory::activations,
+                                                    d.local_tokens() * d.hidden, "x");
+            BlockSaved<float> saved;
+            Buffer<float> y = block_forward(d, w, std::move(x), mode, saved, c);
+            saved_bytes[r] = saved.bytes();
+            expected[r] = block_saved_bytes(d, mode, 4);
+            activations[r] = alloc.current()[MemoryCategory::activations] - y.bytes();
+            buffers[r] = alloc.current()[MemoryCategory::buffers];
+            Buffer<float> dx = block_backward(d, w, block_tensors(layout, 0, grads.data()),
+                                              std::move(saved), y.data(), c);
+            after_backward[r] = alloc.current().total() - y.bytes() - dx.bytes();
+          });
+          for (size_t r = 0; r < ranks; ++r) {
+            CHECK(saved_bytes[r] == expected[r]);
+            CHECK(activations[r] == expected[r]);
+            CHECK(buffers[r] == 0);
+            CHECK(after_backward[r] == 0);
+          }
         }
-      }
 }
 
 TEST_CASE("memory: saved bytes by hand for gpt-tiny", "[executor]") {
@@ -100,16 +103,18 @@ TEST_CASE("memory: a layer's saved bytes are the cost model's activation bytes",
   // The executor materialises the attention probabilities and has no dropout.
   const ExecutionOptions executor_options{.flash_attention = false, .dropout = false};
   for (const Model& m : {load_model("gpt-tiny"), load_model("gpt-small"), test::llama_like()})
-    for (int tp : {1, 2, 4})
-      for (bool sp : {false, true})
-        for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
-          if (m.num_kv_heads % tp != 0) continue;
-          INFO(m.name << " tp=" << tp << " sp=" << sp << " " << enum_name(mode, kRecomputeNames));
-          RankShard shard = whole_model(m);
-          shard.tp = tp;
-          const LayerDims d = layer_dims(m, shard, 2, m.max_seq, sp);
-          const RankShape r{m.max_seq, m.max_seq, 2, tp, sp && tp > 1};
-          CHECK(block_saved_bytes(d, mode, 4) ==
-                layer_activation_bytes(m, Dtype::fp32, r, false, mode, executor_options));
-        }
+    for (int cp : {1, 2, 4})
+      for (int tp : {1, 2, 4})
+        for (bool sp : {false, true})
+          for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
+            if (m.num_kv_heads % tp != 0) continue;
+            INFO(m.name << " cp=" << cp << " tp=" << tp << " sp=" << sp << " "
+                        << enum_name(mode, kRecomputeNames));
+            RankShard shard = whole_model(m);
+            shard.tp = tp;
+            const LayerDims d = layer_dims(m, shard, 2, m.max_seq, sp, cp, cp - 1);
+            const RankShape r{m.max_seq / cp, m.max_seq, 2, tp, sp && tp > 1};
+            CHECK(block_saved_bytes(d, mode, 4) ==
+                  layer_activation_bytes(m, Dtype::fp32, r, false, mode, executor_options));
+          }
 }

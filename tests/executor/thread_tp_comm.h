@@ -1,11 +1,13 @@
 // A tensor-parallel group of threads in one process, for the sharding tests: each thread runs one
 // tp rank's layers and the collectives meet at a barrier, every rank reducing in rank order (so all
-// ranks get bit-identical results, as NCCL and MPI guarantee within a group).
+// ranks get bit-identical results, as NCCL and MPI guarantee within a group). The same groups serve
+// as context-parallel groups, alone or in a tp × cp grid.
 #pragma once
 
 #include <algorithm>
 #include <barrier>
 #include <functional>
+#include <memory>
 #include <span>
 #include <thread>
 #include <vector>
@@ -78,5 +80,24 @@ class ThreadTpComm final : public TpComm<T> {
   ThreadTpGroup<T>& g_;
   int rank_;
 };
+
+// tp × cp ranks on threads, as the executor's grid: rank (t, c) is tp rank t of tp group c and cp
+// rank c of cp group t. Runs body(tp_comm, cp_comm) on each and waits for all of them.
+template <class T>
+void run_tp_cp_grid(int tp, int cp,
+                    const std::function<void(ThreadTpComm<T>&, ThreadTpComm<T>&)>& body) {
+  std::vector<std::unique_ptr<ThreadTpGroup<T>>> tp_groups, cp_groups;
+  for (int c = 0; c < cp; ++c) tp_groups.push_back(std::make_unique<ThreadTpGroup<T>>(tp));
+  for (int t = 0; t < tp; ++t) cp_groups.push_back(std::make_unique<ThreadTpGroup<T>>(cp));
+  std::vector<std::thread> threads;
+  for (int c = 0; c < cp; ++c)
+    for (int t = 0; t < tp; ++t)
+      threads.emplace_back([&, t, c] {
+        ThreadTpComm<T> tp_comm(*tp_groups[static_cast<size_t>(c)], t);
+        ThreadTpComm<T> cp_comm(*cp_groups[static_cast<size_t>(t)], c);
+        body(tp_comm, cp_comm);
+      });
+  for (std::thread& th : threads) th.join();
+}
 
 }  // namespace shardplan::test

@@ -16,6 +16,7 @@
 #include "core/param_shard.h"
 #include "core/presets.h"
 #include "executor/param_layout.h"
+#include "simulator/comm_volume.h"
 #include "simulator/memory_model.h"
 #include "tests/executor/single_rank_training.h"
 
@@ -85,18 +86,19 @@ void check_layout(Layout l) {
     CHECK(std::sqrt(diff2 / ref2) < 1e-5);
   }
   const ParamShard shard = param_shard(m, l, stage_layers(m, l, run.program().coord.pp));
-  const ModelStateBytes predicted = model_state_bytes(shard.dense(), l.dp, l.zero, t);
+  const ModelStateBytes predicted = model_state_bytes(shard.dense(), dense_replicas(l), l.zero, t);
   const MemoryBytes& measured = run.allocator().at_peak();
   CHECK(measured[MemoryCategory::parameters] == predicted.parameters);
   CHECK(measured[MemoryCategory::gradients] == predicted.gradients);
   CHECK(measured[MemoryCategory::optimizer] == predicted.optimizer());
 }
 
-Layout layout(int dp, int tp, int pp) {
+Layout layout(int dp, int tp, int pp, int cp = 1) {
   Layout l;
   l.dp = dp;
   l.tp = tp;
   l.pp = pp;
+  l.cp = cp;
   return l;
 }
 
@@ -136,6 +138,11 @@ TEST_CASE("interpreter: full state loads under another layout", "[interpreter]")
   check_state_round_trip(zero3, layout(1, 1, 2));
   check_state_round_trip(layout(1, 1, 2), layout(1, 2, 1));
   check_state_round_trip(layout(1, 2, 1), zero1);
+  Layout cp_zero1 = layout(1, 1, 1, 2);
+  cp_zero1.zero = 1;
+  check_state_round_trip(zero3, cp_zero1);
+  check_state_round_trip(cp_zero1, layout(1, 1, 1, 2));
+  check_state_round_trip(layout(1, 1, 1, 2), layout(1, 1, 2));
 }
 
 TEST_CASE("interpreter: dp2 equals one rank", "[interpreter]") {
@@ -185,6 +192,35 @@ TEST_CASE("interpreter: every recompute mode", "[interpreter]") {
     pp.recompute = r;
     check_layout(pp);
   }
+}
+
+TEST_CASE("interpreter: cp2 under every recompute mode", "[interpreter]") {
+  if (world_size() != 2) return;
+  for (const Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+    INFO(enum_name(r, kRecomputeNames));
+    Layout l = layout(1, 1, 1, 2);
+    l.recompute = r;
+    check_layout(l);
+  }
+}
+
+TEST_CASE("interpreter: ZeRO 1, 2 and 3 over cp2", "[interpreter]") {
+  if (world_size() != 2) return;
+  for (int zero = 1; zero <= 3; ++zero) {
+    INFO("zero " << zero);
+    Layout l = layout(1, 1, 1, 2);
+    l.zero = zero;
+    check_layout(l);
+  }
+}
+
+TEST_CASE("interpreter: dp2·cp2, tp2·cp2 with sequence parallelism, pp2·cp2", "[world4]") {
+  if (world_size() != 4) return;
+  check_layout(layout(2, 1, 1, 2));
+  Layout tp_cp = layout(1, 2, 1, 2);
+  tp_cp.sequence_parallel = true;
+  check_layout(tp_cp);
+  check_layout(layout(1, 1, 2, 2));
 }
 
 TEST_CASE("interpreter: dp2·tp2, dp2·pp2, tp2·pp2", "[world4]") {
