@@ -77,17 +77,18 @@ std::vector<KernelTiming> time_kernels(const LayerDims& d, int64_t vocab_rows, i
   const int64_t scores = attention_probs_count(d);
   std::vector<float> qkv = filled(N * d.qkv_width()), probs(static_cast<size_t>(scores)),
                      dctx = filled(N * d.heads * d.head_dim), dqkv(qkv.size()),
-                     scratch(static_cast<size_t>(d.seq * d.seq));
+                     scratch(static_cast<size_t>(d.seq * d.kv_seq()));
+  const KeyValues<const float*> kv = qkv_key_values<const float*>(d, qkv.data());
+  const KeyValues<float*> dkv = qkv_key_values(d, dqkv.data());
   MatmulStats gemms;
-  attention_probs(d, qkv.data(), probs.data(), &gemms);
   timer.time(
       MemoryKernel::softmax_forward, scores,
-      [&] { attention_probs(d, qkv.data(), probs.data(), &gemms); }, &gemms);
+      [&] { attention_probs(d, qkv.data(), kv, probs.data(), &gemms); }, &gemms);
   timer.time(
       MemoryKernel::softmax_backward, scores,
       [&] {
-        attention_backward(d, qkv.data(), probs.data(), dctx.data(), dqkv.data(), scratch.data(),
-                           &gemms);
+        attention_backward(d, qkv.data(), kv, probs.data(), dctx.data(), dqkv.data(), dkv,
+                           scratch.data(), &gemms);
       },
       &gemms);
 
