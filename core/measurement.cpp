@@ -104,16 +104,16 @@ nlohmann::json measurement_to_json(const Measurement& m) {
       }
     }
   const double median_s = median_step_time_s(m);
-  return {{"layout", to_string(m.plan.layout)},
-          {"plan", plan_to_json(m.plan)},
-          {"backend", enum_name(m.backend, kBackendNames)},
-          {"warmup_steps", m.warmup_steps},
-          {"median_step_time_s", median_s},
-          {"median_tokens_per_s",
-           static_cast<double>(m.plan.training.tokens_per_step()) / median_s},
-          {"steps", steps},
-          {"ranks", ranks},
-          {"actions", actions}};
+  return {
+      {"layout", to_string(m.plan.layout)},
+      {"plan", plan_to_json(m.plan)},
+      {"backend", enum_name(m.backend, kBackendNames)},
+      {"warmup_steps", m.warmup_steps},
+      {"median_step_time_s", median_s},
+      {"median_tokens_per_s", static_cast<double>(m.plan.training.tokens_per_step()) / median_s},
+      {"steps", steps},
+      {"ranks", ranks},
+      {"actions", actions}};
 }
 
 Measurement measurement_from_json(const nlohmann::json& j, const std::string& file) {
@@ -126,8 +126,8 @@ Measurement measurement_from_json(const nlohmann::json& j, const std::string& fi
   if (m.steps.empty()) r.fail("steps", "no step was measured");
   m.warmup_steps = r.integer("warmup_steps");
   if (m.warmup_steps < 0 || m.warmup_steps >= static_cast<int64_t>(m.steps.size()))
-    r.fail("warmup_steps", fmt::format("{} leaves none of the {} steps", m.warmup_steps,
-                                       m.steps.size()));
+    r.fail("warmup_steps",
+           fmt::format("{} leaves none of the {} steps", m.warmup_steps, m.steps.size()));
   const int64_t world = m.plan.layout.world();
   for (int64_t rank = 0; rank < world; ++rank)
     m.programs.push_back(build_program(m.plan.model, m.plan.training, m.plan.layout, rank));
@@ -165,9 +165,9 @@ Measurement measurement_from_json(const nlohmann::json& j, const std::string& fi
   for (size_t s = 0; s < m.steps.size(); ++s)
     for (int64_t k = 0; k < world; ++k)
       if (m.timings[s][k].size() != m.programs[k].actions.size())
-        r.fail("actions", fmt::format("step {} rank {} has {} of its program's {} actions",
-                                      m.steps[s].step, k, m.timings[s][k].size(),
-                                      m.programs[k].actions.size()));
+        r.fail("actions",
+               fmt::format("step {} rank {} has {} of its program's {} actions", m.steps[s].step, k,
+                           m.timings[s][k].size(), m.programs[k].actions.size()));
   r.reject_unknown();
   return m;
 }

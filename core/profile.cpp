@@ -15,7 +15,18 @@
 namespace shardplan {
 
 double CollectiveFit::time_s(int64_t bytes) const {
-  return alpha_us * 1e-6 + static_cast<double>(bytes) / (algbw_GBps * 1e9);
+  const auto b = static_cast<double>(bytes);
+  if (measured.empty()) return alpha_us * 1e-6 + b / (algbw_GBps * 1e9);
+  if (bytes <= measured.front().bytes) return measured.front().time_us * 1e-6;
+  const CollectivePoint& last = measured.back();
+  if (bytes >= last.bytes)
+    return last.time_us * 1e-6 + (b - static_cast<double>(last.bytes)) / (algbw_GBps * 1e9);
+  const auto hi = std::lower_bound(measured.begin(), measured.end(), bytes,
+                                   [](const CollectivePoint& p, int64_t v) { return p.bytes < v; });
+  const auto lo = std::prev(hi);
+  const double f =
+      (b - static_cast<double>(lo->bytes)) / static_cast<double>(hi->bytes - lo->bytes);
+  return (lo->time_us + f * (hi->time_us - lo->time_us)) * 1e-6;
 }
 
 namespace {
@@ -28,9 +39,16 @@ GemmRate read_gemm(ObjectReader r) {
 }
 
 KernelRate read_kernel(ObjectReader r) {
-  KernelRate k{enum_field(r, "kernel", kMemoryKernelNames), r.positive_number("elements_per_s")};
+  KernelRate k{enum_field(r, "kernel", kMemoryKernelNames), r.positive_number("elements"),
+               r.positive_number("elements_per_s")};
   r.reject_unknown();
   return k;
+}
+
+CollectivePoint read_point(ObjectReader r) {
+  CollectivePoint p{r.positive_integer("bytes"), r.positive_number("time_us")};
+  r.reject_unknown();
+  return p;
 }
 
 CollectiveFit read_fit(ObjectReader r) {
@@ -42,6 +60,8 @@ CollectiveFit read_fit(ObjectReader r) {
   f.ranks = int_field(r, "ranks");
   f.alpha_us = r.number("alpha_us");  // validate_profile checks the sign
   f.algbw_GBps = r.positive_number("algbw_GBps");
+  if (r.has("measured"))
+    for (auto& p : r.objects("measured")) f.measured.push_back(read_point(std::move(p)));
   r.reject_unknown();
   return f;
 }
@@ -74,14 +94,20 @@ nlohmann::json profile_to_json(const Profile& p) {
   nlohmann::json kernels = nlohmann::json::array();
   for (const auto& k : p.kernels)
     kernels.push_back({{"kernel", enum_name(k.kernel, kMemoryKernelNames)},
+                       {"elements", k.elements},
                        {"elements_per_s", k.elements_per_s}});
   nlohmann::json collectives = nlohmann::json::array();
-  for (const auto& f : p.collectives)
+  for (const auto& f : p.collectives) {
+    nlohmann::json measured = nlohmann::json::array();
+    for (const CollectivePoint& m : f.measured)
+      measured.push_back({{"bytes", m.bytes}, {"time_us", m.time_us}});
     collectives.push_back({{"collective", enum_name(f.collective, kCollectiveNames)},
                            {"level", f.level},
                            {"ranks", f.ranks},
                            {"alpha_us", f.alpha_us},
-                           {"algbw_GBps", f.algbw_GBps}});
+                           {"algbw_GBps", f.algbw_GBps},
+                           {"measured", measured}});
+  }
   return {{"backend", enum_name(p.backend, kBackendNames)},
           {"device", p.device},
           {"ranks", p.ranks},
@@ -112,16 +138,16 @@ void validate_profile(const Profile& p, const std::string& file) {
     if (!shapes.emplace(g.m, g.n, g.k).second)
       throw InputError(file, field, fmt::format("shape {}x{}x{} given twice", g.m, g.n, g.k));
   }
-  std::set<MemoryKernel> kernels;
+  std::set<std::pair<MemoryKernel, double>> kernels;
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const KernelRate& k = p.kernels[i];
     const std::string field = fmt::format("kernels[{}]", i);
-    if (!(k.elements_per_s > 0))
-      throw InputError(file, field + ".elements_per_s",
-                       fmt::format("must be positive, found {}", k.elements_per_s));
-    if (!kernels.insert(k.kernel).second)
+    if (!(k.elements > 0) || !(k.elements_per_s > 0))
+      throw InputError(file, field, "elements and elements_per_s must be positive");
+    if (!kernels.emplace(k.kernel, k.elements).second)
       throw InputError(file, field,
-                       fmt::format("{} given twice", enum_name(k.kernel, kMemoryKernelNames)));
+                       fmt::format("{} over {} elements given twice",
+                                   enum_name(k.kernel, kMemoryKernelNames), k.elements));
   }
   std::set<std::tuple<Collective, size_t, int>> groups;
   for (size_t i = 0; i < p.collectives.size(); ++i) {
@@ -134,6 +160,10 @@ void validate_profile(const Profile& p, const std::string& file) {
     if (!(f.alpha_us >= 0) || !(f.algbw_GBps > 0))
       throw InputError(file, field,
                        "alpha_us must not be negative and algbw_GBps must be positive");
+    for (size_t j = 1; j < f.measured.size(); ++j)
+      if (f.measured[j].bytes <= f.measured[j - 1].bytes)
+        throw InputError(file, fmt::format("{}.measured[{}].bytes", field, j),
+                         "sizes must be ascending");
     if (!groups.emplace(f.collective, f.level, f.ranks).second)
       throw InputError(file, field,
                        fmt::format("{} on level {} over {} ranks given twice",
@@ -190,10 +220,18 @@ double gemm_rate_flops(const Profile& p, int64_t m, int64_t n, int64_t k) {
   return weighted / weights;
 }
 
-const KernelRate* find_kernel_rate(const Profile& p, MemoryKernel kernel) {
-  for (const auto& k : p.kernels)
-    if (k.kernel == kernel) return &k;
-  return nullptr;
+double kernel_rate_per_s(const Profile& p, MemoryKernel kernel, double elements) {
+  const KernelRate *below = nullptr, *above = nullptr;  // the nearest measured sizes around it
+  for (const auto& k : p.kernels) {
+    if (k.kernel != kernel) continue;
+    if (k.elements <= elements && (!below || k.elements > below->elements)) below = &k;
+    if (k.elements >= elements && (!above || k.elements < above->elements)) above = &k;
+  }
+  if (!below || !above) return below ? below->elements_per_s : above ? above->elements_per_s : 0;
+  if (below == above) return below->elements_per_s;
+  const double f =
+      std::log2(elements / below->elements) / std::log2(above->elements / below->elements);
+  return below->elements_per_s + f * (above->elements_per_s - below->elements_per_s);
 }
 
 const CollectiveFit* find_collective_fit(const Profile& p, Collective c, size_t level, int ranks) {

@@ -34,27 +34,44 @@ struct GemmRate {
 // The achieved rate of one memory-bound kernel (core/memory_kernel.h says what its elements are),
 // one rank per device with every rank running at once. Kernels a backend runs as scalar loops
 // (GELU's tanh, softmax's exponentials, Adam's square roots on a CPU core) are bound by their
-// arithmetic rather than by memory bandwidth, which is why each is measured on its own.
+// arithmetic rather than by memory bandwidth, which is why each is measured on its own; and at the
+// sizes a model's layers use, since a size that leaves the caches runs slower.
 struct KernelRate {
   MemoryKernel kernel = MemoryKernel::norm_forward;
+  double elements = 0;  // per call, the size it was measured at
   double elements_per_s = 0;
 
   bool operator==(const KernelRate&) const = default;
 };
 
+// One measured size of a collective's sweep: nccl-tests' size and time.
+struct CollectivePoint {
+  int64_t bytes = 0;
+  double time_us = 0;
+
+  bool operator==(const CollectivePoint&) const = default;
+};
+
 // Hockney's model of one collective (R. W. Hockney, "The communication challenge for MPP: Intel
 // Paragon and Meiko CS-2", Parallel Computing 20(3), 1994: t = t0 + n / r_inf):
-//   time_s(bytes) = alpha_us·1e-6 + bytes / (algbw_GBps·1e9)
+//   alpha_us·1e-6 + bytes / (algbw_GBps·1e9)
 // with `bytes` nccl-tests' size (one rank's full buffer, as simulator/collective_cost.h prices it).
 // alpha is the latency; beta = 1 / algbw_GBps the time per byte; busbw follows with
-// bus_bandwidth_factor (core/collective.h).
+// bus_bandwidth_factor (core/collective.h). The sweep it was fitted to is kept beside it: a library
+// switches algorithm and protocol with the size (Open MPI's tuned decisions, NCCL's LL/LL128/Simple
+// protocols), so one line can be off by several times at some sizes; time_s follows the measured
+// points wherever they reach.
 struct CollectiveFit {
   Collective collective = Collective::all_reduce;
   size_t level = 0;       // the interconnect level the group spans (index into Cluster::levels)
   int ranks = 2;          // group size
   double alpha_us = 0;    // latency
   double algbw_GBps = 0;  // 1 / beta: the algbw the collective tends to at large sizes
+  std::vector<CollectivePoint> measured;  // ascending sizes; may be empty
 
+  // Between two measured sizes, the line through them (a Hockney model per segment); below the
+  // smallest, its time; above the largest, its time plus the rest at algbw. Without measured
+  // points, the fit.
   double time_s(int64_t bytes) const;
   bool operator==(const CollectiveFit&) const = default;
 };
@@ -73,8 +90,8 @@ struct Profile {
 };
 
 // Keys: backend, device, ranks, dtype, memory_GBps, gemm [{m, n, k, tflops}], kernels (optional)
-// [{kernel, elements_per_s}], collectives [{collective, level, ranks, alpha_us, algbw_GBps}];
-// "source" is documentation. Unknown keys are
+// [{kernel, elements, elements_per_s}], collectives [{collective, level, ranks, alpha_us,
+// algbw_GBps, measured (optional) [{bytes, time_us}]}]; "source" is documentation. Unknown keys are
 // rejected; validated before returning.
 Profile profile_from_json(const nlohmann::json& j, const std::string& file);
 nlohmann::json profile_to_json(const Profile& p);  // reads back to an equal Profile
@@ -82,8 +99,9 @@ nlohmann::json profile_to_json(const Profile& p);  // reads back to an equal Pro
 // The profile in a file, as `--profile profile.json` names it.
 Profile read_profile_file(const std::string& path);
 
-// Positive sizes and rates, at least one GEMM rate, no shape and no (collective, level, ranks)
-// given twice, group sizes of at least 2.
+// Positive sizes and rates, at least one GEMM rate, no shape, no (kernel, elements) and no
+// (collective, level, ranks) given twice, group sizes of at least 2, measured collective sizes
+// ascending.
 void validate_profile(const Profile& p, const std::string& file);
 
 // The cluster with what the profile measured in place of the description's figures:
@@ -105,8 +123,10 @@ Cluster apply_profile(Cluster c, const Profile& p, const std::string& file);
 // m×n×k also stands for n×m×k, at the distance of whichever orientation is nearer.
 double gemm_rate_flops(const Profile& p, int64_t m, int64_t n, int64_t k);
 
-// The measured rate of `kernel`; nullptr when it was not measured.
-const KernelRate* find_kernel_rate(const Profile& p, MemoryKernel kernel);
+// The rate of `kernel` over `elements` per call: interpolated linearly in log2(elements) between
+// the nearest measured sizes of that kernel, the nearest one's outside them; 0 when the kernel was
+// not measured.
+double kernel_rate_per_s(const Profile& p, MemoryKernel kernel, double elements);
 
 // The fit for exactly this collective, level and group size; nullptr when it was not measured.
 const CollectiveFit* find_collective_fit(const Profile& p, Collective c, size_t level, int ranks);

@@ -97,7 +97,8 @@ CollectiveSweep sweep_collective(const CollectiveBench& b, const SweepOptions& o
     points.push_back({static_cast<double>(s.rows.back().size_bytes), t});
   }
   const AlphaBeta f = fit_alpha_beta(points);
-  s.fit = {b.collective, level, n, f.alpha_s * 1e6, 1 / f.beta_s_per_byte / 1e9};
+  s.fit = {b.collective, level, n, f.alpha_s * 1e6, 1 / f.beta_s_per_byte / 1e9, {}};
+  for (const BenchRow& r : s.rows) s.fit.measured.push_back({r.size_bytes, r.time_s * 1e6});
   s.max_fit_error = max_relative_error(f, points);
   return s;
 }

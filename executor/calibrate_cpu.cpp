@@ -4,7 +4,6 @@
 
 #include <fstream>
 #include <string>
-#include <type_traits>
 
 #include "core/error.h"
 #include "executor/calibrate_gemm.h"
@@ -84,7 +83,7 @@ std::vector<KernelTiming> model_kernel_timings(const std::vector<LayerShare>& sh
 }
 
 // Every collective on groups of each size (consecutive ranks, as tp groups are; every group at
-// once; ranks left over when the size does not divide the world sit out).
+// once; ranks left over when the size does not divide the world sit out). Complete on rank 0 only.
 std::vector<CollectiveFit> measure_collectives(const CalibrateOptions& o, MPI_Comm world,
                                                std::FILE* out) {
   int rank = 0, world_size = 0;
@@ -106,13 +105,7 @@ std::vector<CollectiveFit> measure_collectives(const CalibrateOptions& o, MPI_Co
     }
     MPI_Barrier(world);
   }
-  // Rank 0 is in every first group; the others learn its fits so every rank returns one profile.
-  static_assert(std::is_trivially_copyable_v<CollectiveFit>, "sent as bytes");
-  int count = static_cast<int>(fits.size());
-  MPI_Bcast(&count, 1, MPI_INT, 0, world);
-  fits.resize(static_cast<size_t>(count));
-  MPI_Bcast(fits.data(), count * static_cast<int>(sizeof(CollectiveFit)), MPI_BYTE, 0, world);
-  return fits;
+  return fits;  // rank 0's: it is in every first group
 }
 
 }  // namespace
@@ -176,7 +169,13 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
         out,
         "# collectives: none on one rank (--ranks N, or mpirun -np N shardplan calibrate ...)\n");
   if (rank == 0) std::fflush(out);
-  return p;
+  // Every rank returns rank 0's profile, which alone saw every group's sweep.
+  std::string text = rank == 0 ? profile_to_json(p).dump() : std::string();
+  int length = static_cast<int>(text.size());
+  MPI_Bcast(&length, 1, MPI_INT, 0, world);
+  text.resize(static_cast<size_t>(length));
+  MPI_Bcast(text.data(), length, MPI_CHAR, 0, world);
+  return profile_from_json(nlohmann::json::parse(text), "calibration");
 }
 
 }  // namespace shardplan

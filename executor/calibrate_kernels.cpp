@@ -130,14 +130,15 @@ std::vector<KernelTiming> time_kernels(const LayerDims& d, int64_t vocab_rows, i
 }
 
 std::vector<KernelRate> kernel_rates(const std::vector<KernelTiming>& timings) {
-  std::map<MemoryKernel, std::pair<double, double>> by_kernel;  // elements, seconds
+  std::map<std::pair<MemoryKernel, double>, std::pair<int, double>> by_size;  // calls, seconds
   for (const KernelTiming& k : timings) {
-    auto& [elements, seconds] = by_kernel[k.kernel];
-    elements += k.elements;
+    auto& [calls, seconds] = by_size[{k.kernel, k.elements}];
+    ++calls;
     seconds += k.time_s;
   }
   std::vector<KernelRate> rates;
-  for (const auto& [kernel, es] : by_kernel) rates.push_back({kernel, es.first / es.second});
+  for (const auto& [key, cs] : by_size)
+    rates.push_back({key.first, key.second, key.second * cs.first / cs.second});
   return rates;
 }
 

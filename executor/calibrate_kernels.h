@@ -32,7 +32,7 @@ std::vector<KernelTiming> time_kernels(const LayerDims& d, int64_t vocab_rows, i
                                        const std::string& label, const TimingOptions& t,
                                        MPI_Comm comm);
 
-// One rate per kernel: the elements of its timings over their summed time.
+// One rate per kernel and size: the elements of its timings of that size over their summed time.
 std::vector<KernelRate> kernel_rates(const std::vector<KernelTiming>& timings);
 
 void print_kernel_timings(std::FILE* out, const std::vector<KernelTiming>& timings);

@@ -10,8 +10,8 @@ namespace shardplan {
 namespace {
 
 MeasuredMemory as_measured(const SimulatedMemory& m) {
-  return {m.state.parameters, m.state.gradients,   m.state.optimizer(), m.activations_bytes(),
-          m.other_bytes,      m.peak_bytes()};
+  return {m.state.parameters,    m.state.gradients, m.state.optimizer(),
+          m.activations_bytes(), m.other_bytes,     m.peak_bytes()};
 }
 
 }  // namespace

@@ -41,16 +41,18 @@ struct Gap {
 struct Comparison {
   std::string layout;  // the compact string
   double predicted_step_time_s = 0;
-  double measured_step_time_s = 0;  // median after the warm-up
-  int64_t predicted_peak_bytes = 0;  // worst rank
-  int64_t measured_peak_bytes = 0;   // worst rank
-  int64_t measured_steps = 0;        // after the warm-up
-  std::vector<KindTime> kinds;       // by rank, then in order of first appearance
+  double measured_step_time_s = 0;           // median after the warm-up
+  int64_t predicted_peak_bytes = 0;          // worst rank
+  int64_t measured_peak_bytes = 0;           // worst rank
+  int64_t measured_steps = 0;                // after the warm-up
+  std::vector<KindTime> kinds;               // by rank, then in order of first appearance
   std::vector<RankMemoryComparison> memory;  // by rank
   int64_t gap_rank = 0;                      // the rank the gaps are on
   std::vector<Gap> gaps;                     // largest |gap_s| first
 
-  double step_time_error() const { return relative_error(predicted_step_time_s, measured_step_time_s); }
+  double step_time_error() const {
+    return relative_error(predicted_step_time_s, measured_step_time_s);
+  }
   double peak_error() const {
     return relative_error(static_cast<double>(predicted_peak_bytes),
                           static_cast<double>(measured_peak_bytes));

@@ -69,11 +69,13 @@ nlohmann::json comparison_to_json(const Comparison& c) {
 }
 
 std::string format_comparison_table(const Comparison& c) {
-  std::string out = fmt::format("{:<34} {:>12} {:>12} {:>8}\n", "", "predicted", "measured", "error");
-  out += fmt::format("{:<34} {:>12} {:>12} {:>8}\n",
-                     fmt::format("step time (median of {} steps)", c.measured_steps),
-                     format_seconds(c.predicted_step_time_s), format_seconds(c.measured_step_time_s),
-                     format_signed_percent(c.step_time_error()));
+  std::string out =
+      fmt::format("{:<34} {:>12} {:>12} {:>8}\n", "", "predicted", "measured", "error");
+  out +=
+      fmt::format("{:<34} {:>12} {:>12} {:>8}\n",
+                  fmt::format("step time (median of {} steps)", c.measured_steps),
+                  format_seconds(c.predicted_step_time_s), format_seconds(c.measured_step_time_s),
+                  format_signed_percent(c.step_time_error()));
   out += fmt::format("{:<34} {:>12} {:>12} {:>8}\n", "peak memory (worst rank)",
                      mib(c.predicted_peak_bytes), mib(c.measured_peak_bytes),
                      format_signed_percent(c.peak_error()));

@@ -56,10 +56,8 @@ double gemm_time_s(const DeviceRates& r, int64_t m, int64_t k, int64_t n, int64_
 }
 
 double kernel_time_s(const DeviceRates& r, MemoryKernel kernel, double elements, double bytes) {
-  if (r.profile)
-    if (const KernelRate* k = find_kernel_rate(*r.profile, kernel))
-      return elements / k->elements_per_s;
-  return memory_time_s(r, bytes);
+  const double rate = r.profile ? kernel_rate_per_s(*r.profile, kernel, elements) : 0;
+  return rate > 0 ? elements / rate : memory_time_s(r, bytes);
 }
 
 }  // namespace shardplan

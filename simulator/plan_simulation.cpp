@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <stdexcept>
 
 #include "simulator/cost_model_pricer.h"
 
@@ -85,6 +86,18 @@ PlanSimulation simulate_plan(const Model& m, const Cluster& c, const Training& t
   s.simulate_s = seconds_since(t1);
   if (s.result.ok()) fill_figures(s, l);
   return s;
+}
+
+void require_finished(const SimResult& r) {
+  if (r.ok()) return;
+  std::string what = "the simulated step did not finish";
+  if (!r.errors.empty())
+    what += ": " + r.errors.front();
+  else
+    what += ": rank " + std::to_string(r.deadlock.front().rank) + " (" +
+            std::string(enum_name(r.deadlock.front().stream, kStreamNames)) + ") waits for " +
+            r.deadlock.front().waiting_for;
+  throw std::logic_error(what);
 }
 
 }  // namespace shardplan

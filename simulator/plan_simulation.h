@@ -82,4 +82,8 @@ struct PlanSimulation {
 PlanSimulation simulate_plan(const Model& m, const Cluster& c, const Training& t, const Layout& l,
                              const ExecutionOptions& x, bool exploit_symmetry);
 
+// A schedule that cannot finish, or collectives whose members disagree, is a bug in the schedule:
+// std::logic_error naming what the first stuck stream waits for.
+void require_finished(const SimResult& r);
+
 }  // namespace shardplan

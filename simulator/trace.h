@@ -19,7 +19,7 @@ namespace shardplan {
 // Processes are named "<label> rank R" with pid R + pid_offset, so that two timelines of the same
 // ranks (predicted and measured) can share one file.
 struct TraceProcesses {
-  std::string label;       // "" or "predicted", "measured"
+  std::string label;  // "" or "predicted", "measured"
   int64_t pid_offset = 0;
 };
 nlohmann::json chrome_trace(const std::vector<Program>& programs,

@@ -27,25 +27,13 @@ struct SimulateOptions {
   ExecutionOptions execution;
 };
 
-// A schedule that cannot finish, or collectives whose members disagree, is a bug in the schedule.
-[[noreturn]] void throw_broken(const SimResult& r) {
-  std::string what = "the simulated step did not finish";
-  if (!r.errors.empty())
-    what += ": " + r.errors.front();
-  else
-    what += fmt::format(": rank {} ({}) waits for {}", r.deadlock.front().rank,
-                        enum_name(r.deadlock.front().stream, kStreamNames),
-                        r.deadlock.front().waiting_for);
-  throw std::logic_error(what);
-}
-
 int run_simulate(const SimulateOptions& o) {
   Plan p = resolve_plan(o.inputs);
   const std::optional<Profile> profile = apply_profile_option(o.inputs, p.cluster, p.training);
   const ExecutionOptions x = priced_execution(o.execution, profile);
   const PlanSimulation s =
       simulate_plan(p.model, p.cluster, p.training, p.layout, x, !o.no_symmetry);
-  if (!s.result.ok()) throw_broken(s.result);
+  require_finished(s.result);
   std::string table = format_simulation_table(s);
   if (!o.trace_file.empty()) {
     write_json_file(o.trace_file,

@@ -50,8 +50,8 @@ std::vector<MeasuredMemory> gather_memory(const TensorAllocator& alloc) {
   static_assert(sizeof(MeasuredMemory) == 6 * sizeof(int64_t));
   const MemoryBytes& m = alloc.at_peak();
   const MeasuredMemory mine{m[MemoryCategory::parameters], m[MemoryCategory::gradients],
-                        m[MemoryCategory::optimizer],  m[MemoryCategory::activations],
-                        m[MemoryCategory::buffers],    alloc.peak_bytes()};
+                            m[MemoryCategory::optimizer],  m[MemoryCategory::activations],
+                            m[MemoryCategory::buffers],    alloc.peak_bytes()};
   std::vector<MeasuredMemory> all(world_rank() == 0 ? static_cast<size_t>(world_size()) : 0);
   MPI_Gather(&mine, 6, MPI_INT64_T, all.data(), 6, MPI_INT64_T, 0, MPI_COMM_WORLD);
   return all;

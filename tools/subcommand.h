@@ -18,6 +18,7 @@ Subcommand add_plan(CLI::App& root);
 Subcommand add_calibrate(CLI::App& root);
 Subcommand add_simulate(CLI::App& root);
 Subcommand add_execute(CLI::App& root);
+Subcommand add_compare(CLI::App& root);
 Subcommand add_pending(CLI::App& root, const char* name, const char* summary, const char* issue);
 
 }  // namespace shardplan::cli

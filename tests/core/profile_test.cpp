@@ -21,10 +21,13 @@ Profile sample_profile() {
   p.dtype = Dtype::fp32;
   p.memory_GBps = 30.5;
   p.gemm = {{64, 64, 64, 1.0}, {256, 256, 256, 2.0}};
-  p.collectives = {{Collective::all_reduce, 0, 2, 3.5, 4.25},
-                   {Collective::send_recv, 0, 4, 1.0, 9.0},
-                   {Collective::send_recv, 0, 2, 0.5, 6.0},
-                   {Collective::send_recv, 1, 2, 4.0, 12.0}};
+  p.kernels = {{MemoryKernel::gelu_forward, 1024, 1e8},
+               {MemoryKernel::gelu_forward, 4096, 2e8},
+               {MemoryKernel::optimizer_step, 1e6, 5e7}};
+  p.collectives = {{Collective::all_reduce, 0, 2, 3.5, 4.25, {{8, 4.0}, {1024, 6.0}, {4096, 30.0}}},
+                   {Collective::send_recv, 0, 4, 1.0, 9.0, {}},
+                   {Collective::send_recv, 0, 2, 0.5, 6.0, {}},
+                   {Collective::send_recv, 1, 2, 4.0, 12.0, {}}};
   return p;
 }
 
@@ -83,17 +86,53 @@ TEST_CASE("profile: unknown keys and bad values are errors naming the field", "[
   j["gemm"] = json::array();
   CHECK(read_error(j).field == "gemm");
   j = good;
+  j["kernels"][1]["elements"] = 1024;  // gelu_forward over 1024 elements twice
+  CHECK(read_error(j).field == "kernels[1]");
+  j = good;
+  j["kernels"][0]["kernel"] = "gelu";
+  CHECK(read_error(j).field == "kernels[0].kernel");
+  j = good;
+  j["collectives"][0]["measured"][2]["bytes"] = 512;  // not ascending
+  CHECK(read_error(j).field == "collectives[0].measured[2].bytes");
+  j = good;
   j["backend"] = "rocm";
   CHECK(read_error(j).field == "backend");
 }
 
 TEST_CASE("profile: a collective fit prices a size as alpha + bytes / algbw", "[profile]") {
-  const CollectiveFit f{Collective::all_reduce, 0, 2, 2.0, 4.0};
+  const CollectiveFit f{Collective::all_reduce, 0, 2, 2.0, 4.0, {}};
   CHECK(f.time_s(8'000'000) == Approx(2e-6 + 8e6 / 4e9).epsilon(1e-12));
   const Profile p = sample_profile();
   CHECK(find_collective_fit(p, Collective::send_recv, 0, 4) == &p.collectives[1]);
   CHECK(find_collective_fit(p, Collective::send_recv, 1, 4) == nullptr);
   CHECK(find_collective_fit(p, Collective::all_gather, 0, 2) == nullptr);
+}
+
+TEST_CASE("profile: a collective follows its measured sizes, the fit past them", "[profile]") {
+  const Profile p = sample_profile();
+  const CollectiveFit& f = p.collectives[0];  // 8 B 4 us, 1 KiB 6 us, 4 KiB 30 us
+  CHECK(f.time_s(1024) == Approx(6e-6).epsilon(1e-12));
+  CHECK(f.time_s(2560) == Approx(18e-6).epsilon(1e-12));  // halfway from 1 KiB to 4 KiB
+  CHECK(f.time_s(1) == Approx(4e-6).epsilon(1e-12));      // below the sweep: its smallest
+  // Past the sweep: its largest plus the rest at algbw (4.25 GB/s).
+  CHECK(f.time_s(4096 + 4'250'000) == Approx(30e-6 + 1e-3).epsilon(1e-12));
+}
+
+TEST_CASE("profile: kernel rates interpolate in log2 of the size, clamped outside", "[profile]") {
+  const Profile p = sample_profile();  // gelu_forward: 1 K at 1e8/s, 4 K at 2e8/s
+  CHECK(kernel_rate_per_s(p, MemoryKernel::gelu_forward, 1024) == 1e8);
+  CHECK(kernel_rate_per_s(p, MemoryKernel::gelu_forward, 2048) == Approx(1.5e8).epsilon(1e-12));
+  CHECK(kernel_rate_per_s(p, MemoryKernel::gelu_forward, 64) == 1e8);
+  CHECK(kernel_rate_per_s(p, MemoryKernel::gelu_forward, 1 << 20) == 2e8);
+  CHECK(kernel_rate_per_s(p, MemoryKernel::optimizer_step, 3) == 5e7);
+  CHECK(kernel_rate_per_s(p, MemoryKernel::softmax_forward, 1024) == 0);  // not measured
+}
+
+TEST_CASE("profile: a GEMM shape stands for its transpose", "[profile]") {
+  Profile p = sample_profile();
+  p.gemm = {{256, 64, 128, 3.0}, {4096, 4096, 4096, 1.0}};
+  CHECK(gemm_rate_flops(p, 64, 256, 128) == 3e12);  // Cᵀ = Bᵀ·Aᵀ: the same work
+  CHECK(gemm_rate_flops(p, 128, 64, 256) != 3e12);  // k is not interchangeable
 }
 
 TEST_CASE("profile: GEMM rate is exact on measured shapes and inverse-distance between",

@@ -22,9 +22,9 @@ Profile hand_profile() {
                  .memory_GBps = 2000,
                  .gemm = {{1024, 2048, 512, 100}, {4096, 4096, 4096, 400}},
                  .kernels = {},
-                 .collectives = {{Collective::all_reduce, 0, 8, 20, 150},
-                                 {Collective::send_recv, 0, 2, 4, 300},
-                                 {Collective::send_recv, 1, 2, 10, 40}}};
+                 .collectives = {{Collective::all_reduce, 0, 8, 20, 150, {}},
+                                 {Collective::send_recv, 0, 2, 4, 300, {}},
+                                 {Collective::send_recv, 1, 2, 10, 40, {}}}};
 }
 
 Device datasheet_device() {
