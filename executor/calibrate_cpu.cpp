@@ -125,7 +125,14 @@ void validate_calibrate_options(const CalibrateOptions& o, int world) {
             "--max-bytes", "",
             fmt::format("{} B leaves {} on {} ranks fewer than two sizes to fit alpha and beta",
                         o.sweep.max_bytes, enum_name(b->collective, kCollectiveNames), n),
-            "leave --max-bytes at its default of 4194304");
+            "leave --max-bytes out: it follows the models' gradient size");
+}
+
+int64_t sweep_max_bytes(const std::vector<Model>& models) {
+  int64_t bytes = int64_t{4} << 20;
+  for (const Model& m : models)
+    while (bytes < count_parameters(m).total() * dtype_bytes(Dtype::fp32)) bytes *= 2;
+  return bytes;
 }
 
 std::vector<int> calibration_group_sizes(int world) {

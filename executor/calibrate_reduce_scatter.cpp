@@ -1,7 +1,8 @@
 // reduce_scatter for the collective driver: rank r ends with block r (count elements) of the
-// element-wise sum of the ranks' n·count inputs (nccl-tests' reduce_scatter.cu;
-// MPI_Reduce_scatter_block).
+// element-wise sum of the ranks' n·count inputs (nccl-tests' reduce_scatter.cu), called as the
+// executor calls it (mpi_comm.h: MPI_Reduce_scatter with equal counts).
 #include "executor/calibrate_collective.h"
+#include "executor/mpi_comm.h"
 
 namespace shardplan {
 
@@ -12,7 +13,9 @@ BufferElements buffers(int64_t count, int n) {
 }
 
 void run(const float* send, float* recv, int64_t count, MPI_Comm comm) {
-  MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm);
+  int n = 0;
+  MPI_Comm_size(comm, &n);
+  reduce_scatter_equal(comm, send, recv, count, n);
 }
 
 }  // namespace

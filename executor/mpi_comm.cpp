@@ -68,8 +68,7 @@ void MpiTpComm::all_gather(std::span<const float> part, std::span<float> full) {
 void MpiTpComm::reduce_scatter(std::span<const float> full, std::span<float> part) {
   assert(full.size() == part.size() * static_cast<size_t>(size_));
   const double start = MPI_Wtime();
-  MPI_Reduce_scatter_block(full.data(), part.data(), to_int(static_cast<int64_t>(part.size())),
-                           MPI_FLOAT, MPI_SUM, comm_);
+  reduce_scatter_equal(comm_, full.data(), part.data(), static_cast<int64_t>(part.size()), size_);
   if (calls != nullptr) calls->push_back({Collective::reduce_scatter, group_, start, MPI_Wtime()});
 }
 
@@ -81,6 +80,11 @@ std::vector<int> FlatShards::counts_in(ElementRange range) const {
         to_int(std::max<int64_t>(0, std::min(s.end, range.end) - std::max(s.begin, range.begin))));
   }
   return counts;
+}
+
+void reduce_scatter_equal(MPI_Comm comm, const float* full, float* part, int64_t count, int n) {
+  const std::vector<int> counts(static_cast<size_t>(n), to_int(count));
+  MPI_Reduce_scatter(full, part, counts.data(), MPI_FLOAT, MPI_SUM, comm);
 }
 
 void all_reduce_sum(MPI_Comm comm, std::span<float> x) {

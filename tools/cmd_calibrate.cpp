@@ -31,6 +31,7 @@ struct CalibrateCliOptions {
   std::string backend;
   std::string out;
   std::optional<int> ranks;
+  std::optional<int64_t> max_bytes;
   std::vector<std::string> models{"gpt-tiny", "gpt-small"};
   CalibrateOptions calibrate;
 };
@@ -51,6 +52,7 @@ int run_calibrate(CalibrateCliOptions& o) {
                      "use --backend cpu");
   check_output_folder(o.out);
   for (const auto& name : o.models) o.calibrate.models.push_back(load_model(name));
+  o.calibrate.sweep.max_bytes = o.max_bytes.value_or(sweep_max_bytes(o.calibrate.models));
 
   if (!started_by_mpirun()) {
     const int ranks =
@@ -100,10 +102,10 @@ Subcommand add_calibrate(CLI::App& root) {
   app->add_option("--seq", o->calibrate.seq,
                   "Tokens per sequence (default: the model's max_position_embeddings)")
       ->check(CLI::PositiveNumber);
-  app->add_option(
-         "--max-bytes", o->calibrate.sweep.max_bytes,
-         "Largest collective size in bytes (nccl-tests' -e; the sweep starts at 8 B, doubling)")
-      ->capture_default_str()
+  app->add_option("--max-bytes", o->max_bytes,
+                  "Largest collective size in bytes (nccl-tests' -e; the sweep starts at 8 B, "
+                  "doubling; default: the smallest power of two holding a model's fp32 "
+                  "gradients, 4 MiB at least)")
       ->check(CLI::PositiveNumber);
   return {app, [o] { return run_calibrate(*o); }};
 }
