@@ -12,11 +12,27 @@ namespace shardplan {
 
 namespace {
 
+// The q-quantile of sorted values, linear between neighbours (Hyndman & Fan 1996, definition 7,
+// the default of R and NumPy).
+double quantile(const std::vector<double>& sorted, double q) {
+  assert(!sorted.empty());
+  const double at = q * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<size_t>(at);
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (at - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
 double median_of(std::vector<double> v) {
-  assert(!v.empty());
   std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 == 1 ? v[h] : (v[h - 1] + v[h]) / 2;
+  return quantile(v, 0.5);
+}
+
+std::vector<double> measured_step_times(const Measurement& m) {
+  std::vector<double> t;
+  for (size_t i = static_cast<size_t>(m.warmup_steps); i < m.steps.size(); ++i)
+    t.push_back(m.steps[i].step_time_s);
+  std::sort(t.begin(), t.end());
+  return t;
 }
 
 nlohmann::json memory_json(const MeasuredMemory& m) {
@@ -51,10 +67,12 @@ int64_t warmup_steps(int64_t steps) {
 }
 
 double median_step_time_s(const Measurement& m) {
-  std::vector<double> t;
-  for (size_t i = static_cast<size_t>(m.warmup_steps); i < m.steps.size(); ++i)
-    t.push_back(m.steps[i].step_time_s);
-  return median_of(std::move(t));
+  return quantile(measured_step_times(m), 0.5);
+}
+
+double step_time_spread_s(const Measurement& m) {
+  const std::vector<double> t = measured_step_times(m);
+  return (quantile(t, 0.75) - quantile(t, 0.25)) / 2;
 }
 
 std::vector<std::vector<double>> median_action_s(const Measurement& m) {

@@ -49,6 +49,10 @@ int64_t warmup_steps(int64_t steps);
 // The median step time of the steps after the warm-up.
 double median_step_time_s(const Measurement& m);
 
+// How much the step time varied after the warm-up: half the distance between its first and third
+// quartiles (the step times' interquartile half-range), in seconds.
+double step_time_spread_s(const Measurement& m);
+
 // The median over the steps after the warm-up of each action's duration: [rank][action].
 std::vector<std::vector<double>> median_action_s(const Measurement& m);
 

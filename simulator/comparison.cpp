@@ -69,4 +69,29 @@ Comparison compare_run(const PlanSimulation& predicted, const Measurement& measu
   return c;
 }
 
+std::vector<int> ranks_by(const std::vector<double>& values) {
+  std::vector<int> ranks;
+  for (double v : values)
+    ranks.push_back(1 + static_cast<int>(std::count_if(values.begin(), values.end(),
+                                                       [v](double w) { return w < v; })));
+  return ranks;
+}
+
+OrderAgreement order_agreement(const std::vector<double>& predicted,
+                               const std::vector<double>& measured,
+                               const std::vector<double>& spread) {
+  assert(predicted.size() == measured.size() && measured.size() == spread.size());
+  OrderAgreement a;
+  for (size_t i = 0; i < measured.size(); ++i)
+    for (size_t j = 0; j < measured.size(); ++j) {
+      if (!(measured[i] + spread[i] + spread[j] < measured[j])) continue;  // i not clearly faster
+      ++a.distinguishable_pairs;
+      if (predicted[i] < predicted[j])
+        ++a.agreeing_pairs;
+      else
+        a.disagreeing.emplace_back(i, j);
+    }
+  return a;
+}
+
 }  // namespace shardplan

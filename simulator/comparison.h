@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/measurement.h"
@@ -58,6 +59,20 @@ struct Comparison {
                           static_cast<double>(measured_peak_bytes));
   }
 };
+
+// 1 for the smallest value, 2 for the next, ...; equal values share the smaller rank.
+std::vector<int> ranks_by(const std::vector<double>& values);
+
+// Whether predictions order runs as measurements do, counted over the pairs the measurements can
+// tell apart: those whose measured times differ by more than their two spreads together.
+struct OrderAgreement {
+  int distinguishable_pairs = 0;
+  int agreeing_pairs = 0;
+  std::vector<std::pair<size_t, size_t>> disagreeing;  // (i, j): measured i faster, predicted not
+};
+OrderAgreement order_agreement(const std::vector<double>& predicted,
+                               const std::vector<double>& measured,
+                               const std::vector<double>& spread);
 
 // `predicted` must simulate every rank (no symmetry) of the plan `measured` ran, so that programs
 // and actions correspond one to one.

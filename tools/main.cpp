@@ -28,8 +28,9 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Help for every subcommand");
 
   std::vector<cli::Subcommand> subcommands{
-      cli::add_plan(app),    cli::add_estimate(app),  cli::add_simulate(app), cli::add_execute(app),
-      cli::add_compare(app), cli::add_calibrate(app), cli::add_describe(app),
+      cli::add_plan(app),      cli::add_estimate(app), cli::add_simulate(app),
+      cli::add_execute(app),   cli::add_compare(app),  cli::add_demo(app),
+      cli::add_calibrate(app), cli::add_describe(app),
   };
 
   try {

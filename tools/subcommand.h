@@ -19,6 +19,6 @@ Subcommand add_calibrate(CLI::App& root);
 Subcommand add_simulate(CLI::App& root);
 Subcommand add_execute(CLI::App& root);
 Subcommand add_compare(CLI::App& root);
-Subcommand add_pending(CLI::App& root, const char* name, const char* summary, const char* issue);
+Subcommand add_demo(CLI::App& root);
 
 }  // namespace shardplan::cli

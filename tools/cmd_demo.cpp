@@ -1,0 +1,251 @@
+// `shardplan demo`: the whole loop on this machine's CPU cores — calibrate, plan a model for them
+// with the measured profile, execute the best plan and the runners-up, compare each with its
+// prediction — and one table: layout, predicted and measured step time and peak memory, the
+// errors, and both rankings. Every file it reads or writes stays in --out-dir.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/human_format.h"
+#include "core/json_reader.h"
+#include "core/layout.h"
+#include "core/presets.h"
+#include "planner/report.h"
+#include "planner/rerank.h"
+#include "planner/search.h"
+#include "simulator/comparison_report.h"
+#include "tools/cli_inputs.h"
+#include "tools/compare_run.h"
+#include "tools/output_file.h"
+#include "tools/subcommand.h"
+#include "tools/subprocess.h"
+
+namespace shardplan::cli {
+
+namespace {
+
+struct DemoOptions {
+  std::string model = "gpt-small";
+  std::string cluster = "local-cpu";
+  int64_t gbs = 8;
+  int64_t seq = 256;
+  int64_t steps = 8;
+  int top = 4;
+  std::vector<std::string> layouts;  // run these instead of the planner's best
+  std::string profile;               // use this profile instead of calibrating
+  std::string out_dir = "out/demo";
+  ReportOptions report;
+};
+
+struct Run {
+  Ranked planned;
+  std::string plan_file, measured_file;
+  Comparison comparison;
+  double spread_s = 0;  // of the measured step time
+};
+
+void progress(const std::string& line) {
+  fmt::print("{}\n", line);
+  std::fflush(stdout);
+}
+
+// The layouts to run: the given ones, priced, or the planner's best `top` after its re-ranking by
+// simulation.
+std::vector<Ranked> candidates(const DemoOptions& o, const Model& m, const Cluster& c, Training& t,
+                               const ExecutionOptions& x) {
+  std::vector<Ranked> out;
+  if (!o.layouts.empty()) {
+    for (const std::string& text : o.layouts) {
+      const Layout l = resolve_layout(parse_layout_string(text, "--layout"), m, c, t, "--layout");
+      out.push_back({l, estimate(m, c, t, l, x), 0, static_cast<int64_t>(out.size())});
+    }
+    return out;
+  }
+  SearchOptions search;
+  search.top_k = o.top;
+  search.execution = x;
+  const SearchResult r = plan_search(m, c, t, LayoutSpec{}, search);
+  if (r.top.empty())
+    throw InputError("--model", "", fmt::format("no layout of {} fits {}", m.name, c.name));
+  for (const Resimulated& s : rerank_by_simulation(m, c, t, r.top, search.objective))
+    out.push_back(s.ranked);
+  return out;
+}
+
+std::string calibrate(const DemoOptions& o, const std::string& dir, int64_t ranks) {
+  if (!o.profile.empty()) return o.profile;
+  const std::string profile = dir + "/profile.json", log = dir + "/calibrate.log";
+  progress(
+      fmt::format("[calibrate] GEMMs, kernels and collectives on {} ranks (log: {})", ranks, log));
+  const int rc = run_shardplan({"calibrate", "--backend", "cpu", "--ranks", std::to_string(ranks),
+                                "--model", o.model, "--out", profile},
+                               log);
+  if (rc != 0)
+    throw InputError(log, "", fmt::format("calibrate exited with {}", rc), "read " + log);
+  return profile;
+}
+
+void execute(const DemoOptions& o, const std::string& dir, size_t i, size_t n, Run& run) {
+  const std::string stem = fmt::format("{}/layout-{}", dir, i + 1);
+  run.measured_file = stem + "-measured.json";
+  const std::string log = stem + "-execute.log";
+  progress(fmt::format("[execute {}/{}] {}: {} steps (log: {})", i + 1, n,
+                       layout_label(run.planned.layout), o.steps, log));
+  const int rc =
+      run_shardplan({"execute", run.plan_file, "--steps", std::to_string(o.steps), "--out",
+                     run.measured_file, "--trace", stem + "-measured-trace.json"},
+                    log);
+  if (rc != 0) throw InputError(log, "", fmt::format("execute exited with {}", rc), "read " + log);
+}
+
+std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement& order) {
+  std::vector<double> predicted, measured;
+  for (const Run& r : runs) {
+    predicted.push_back(r.comparison.predicted_step_time_s);
+    measured.push_back(r.comparison.measured_step_time_s);
+  }
+  const std::vector<int> predicted_rank = ranks_by(predicted), measured_rank = ranks_by(measured);
+  size_t width = 6;
+  for (const Run& r : runs) width = std::max(width, layout_label(r.planned.layout).size());
+  std::string out = fmt::format("{:<{}}  {:>10} {:>20} {:>7}  {:>11} {:>11} {:>7}  {:>4} {:>4}\n",
+                                "layout", width, "predicted", "measured (± spread)", "error",
+                                "pred. peak", "meas. peak", "error", "pred", "meas");
+  out += fmt::format("{:<{}}  {:>10} {:>20} {:>7}  {:>11} {:>11} {:>7}  {:>4} {:>4}\n", "", width,
+                     "step", "step", "", "memory", "memory", "", "rank", "rank");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Comparison& c = runs[i].comparison;
+    out += fmt::format(
+        "{:<{}}  {:>10} {:>20} {:>7}  {:>11} {:>11} {:>7}  {:>4} {:>4}\n",
+        layout_label(runs[i].planned.layout), width, format_seconds(c.predicted_step_time_s),
+        format_seconds(c.measured_step_time_s) + " ± " + format_seconds(runs[i].spread_s),
+        format_signed_percent(c.step_time_error()),
+        format_mib(static_cast<double>(c.predicted_peak_bytes)),
+        format_mib(static_cast<double>(c.measured_peak_bytes)),
+        format_signed_percent(c.peak_error()), predicted_rank[i], measured_rank[i]);
+  }
+  out += fmt::format(
+      "\norder: the prediction orders {} of the {} pairs of layouts whose measured step times "
+      "differ by more than their spreads as measured\n",
+      order.agreeing_pairs, order.distinguishable_pairs);
+  for (const auto& [i, j] : order.disagreeing)
+    out += fmt::format("  measured {} faster than {}, predicted not\n",
+                       layout_label(runs[i].planned.layout), layout_label(runs[j].planned.layout));
+  out += "spread: half the interquartile range of the measured steps (after the warm-up)\n";
+  return out;
+}
+
+int run_demo(const DemoOptions& o) {
+  std::filesystem::create_directories(o.out_dir);
+  if (!o.report.json_file.empty()) check_output_folder(o.report.json_file);
+  const Model model = load_model(o.model);
+  Cluster cluster = load_cluster(o.cluster, std::nullopt);
+  Training training = with_compute_dtype(Training{}, Dtype::fp32);  // what the cpu backend runs
+  training.global_batch = o.gbs;
+  training.seq_len = o.seq;
+  validate_training(training, "demo");
+
+  InputOptions profile_option;
+  profile_option.profile_file = calibrate(o, o.out_dir, cluster.world());
+  const std::optional<Profile> profile = apply_profile_option(profile_option, cluster, training);
+  const ExecutionOptions x = priced_execution({}, profile);
+
+  progress(fmt::format("[plan] {} on {} ({} ranks), gbs {}, seq {}, fp32, priced with {}",
+                       model.name, cluster.name, cluster.world(), o.gbs, o.seq,
+                       profile_option.profile_file));
+  std::vector<Run> runs;
+  for (Ranked& r : candidates(o, model, cluster, training, x)) {
+    Run run;
+    run.planned = std::move(r);
+    runs.push_back(std::move(run));
+  }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    Run& run = runs[i];
+    progress(fmt::format("  {}. {}: estimated {}", i + 1, layout_label(run.planned.layout),
+                         format_seconds(run.planned.estimate.step_time_s)));
+    const Plan plan = chosen_plan(model, cluster, training, run.planned);
+    run.plan_file = fmt::format("{}/layout-{}-plan.json", o.out_dir, i + 1);
+    write_json_file(run.plan_file, plan_to_json(plan));
+  }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    Run& run = runs[i];
+    execute(o, o.out_dir, i, runs.size(), run);
+    const Measurement measured = read_measurement_file(run.measured_file);
+    const Predicted predicted = predict_measured(measured, profile_option.profile_file);
+    run.comparison = compare_run(predicted.simulation, measured);
+    run.spread_s = step_time_spread_s(measured);
+    write_json_file(fmt::format("{}/layout-{}-compare.json", o.out_dir, i + 1),
+                    comparison_to_json(run.comparison));
+    progress(fmt::format("  measured {} ± {}, predicted {} ({})",
+                         format_seconds(run.comparison.measured_step_time_s),
+                         format_seconds(run.spread_s),
+                         format_seconds(run.comparison.predicted_step_time_s),
+                         format_signed_percent(run.comparison.step_time_error())));
+  }
+
+  std::vector<double> predicted, measured, spread;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const Run& r : runs) {
+    predicted.push_back(r.comparison.predicted_step_time_s);
+    measured.push_back(r.comparison.measured_step_time_s);
+    spread.push_back(r.spread_s);
+    nlohmann::json row = comparison_row_json(r.comparison);
+    row["measured_step_time_spread_s"] = r.spread_s;
+    rows.push_back(row);
+  }
+  const OrderAgreement order = order_agreement(predicted, measured, spread);
+  const nlohmann::json j{{"rows", rows},
+                         {"order",
+                          {{"distinguishable_pairs", order.distinguishable_pairs},
+                           {"agreeing_pairs", order.agreeing_pairs}}},
+                         {"profile", profile_option.profile_file}};
+  if (!o.report.json_file.empty()) write_json_file(o.report.json_file, j);
+  if (o.report.format == "json")
+    fmt::print("{}\n", j.dump(2));
+  else
+    fmt::print("\n{}", format_demo_table(runs, order));
+  return static_cast<int>(ExitCode::ok);
+}
+
+}  // namespace
+
+Subcommand add_demo(CLI::App& root) {
+  auto o = std::make_shared<DemoOptions>();
+  CLI::App* app = root.add_subcommand(
+      "demo",
+      "The whole loop on this machine's CPU cores: calibrate, plan the model for them with the "
+      "measured profile, execute the best plan and the runners-up, compare each with its "
+      "prediction, and print one table (predicted and measured step time and peak memory, "
+      "errors, both rankings). A few minutes for gpt-small on 2 cores");
+  app->add_option("--model,-m", o->model, "Model (preset or JSON)")->capture_default_str();
+  app->add_option("--cluster,-c", o->cluster, "The cluster describing this machine")
+      ->capture_default_str();
+  app->add_option("--gbs", o->gbs, "Global batch in sequences")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app->add_option("--seq", o->seq, "Tokens per sequence")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app->add_option("--steps", o->steps, "Training steps per layout (the first is warm-up)")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1000));
+  app->add_option("--top", o->top, "How many of the planner's best layouts to run")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app->add_option("--layout,-l", o->layouts,
+                  "Run this layout instead of the planner's best (repeatable, e.g. -l dp=2 -l "
+                  "tp=2,sp=1)");
+  app->add_option("--profile", o->profile, "Use this calibration profile instead of calibrating");
+  app->add_option("--out-dir", o->out_dir,
+                  "Folder for the profile, plans, measurements, traces, comparisons and logs")
+      ->capture_default_str();
+  add_report_options(app, o->report);
+  return {app, [o] { return run_demo(*o); }};
+}
+
+}  // namespace shardplan::cli
