@@ -6,7 +6,7 @@
 #include <cassert>
 #include <climits>
 
-#include "executor/calibrate_fit.h"
+#include "core/alpha_beta_fit.h"
 
 namespace shardplan {
 

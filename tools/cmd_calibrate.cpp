@@ -16,10 +16,12 @@
 
 #include "core/error.h"
 #include "core/json_reader.h"
+#include "core/measurement.h"
 #include "core/presets.h"
 #include "core/profile.h"
 #include "executor/calibrate_cpu.h"
 #include "executor/mpi_launch.h"
+#include "simulator/profile_refit.h"
 #include "tools/output_file.h"
 #include "tools/subcommand.h"
 
@@ -33,24 +35,44 @@ struct CalibrateCliOptions {
   std::optional<int> ranks;
   std::optional<int64_t> max_bytes;
   std::vector<std::string> models{"gpt-tiny", "gpt-small"};
+  std::vector<std::string> from;  // measured.json files to refit from
+  std::string base_profile;       // the profile they refine
   CalibrateOptions calibrate;
 };
 
-void write_profile(const Profile& p, const std::string& out) {
+void write_profile(const Profile& p, const std::string& out, const std::string& how) {
   nlohmann::json j = profile_to_json(p);
   j["source"] =
-      fmt::format("shardplan calibrate --backend {} --ranks {}, {:%Y-%m-%d %H:%M} UTC",
-                  enum_name(p.backend, kBackendNames), p.ranks,
+      fmt::format("shardplan calibrate {}, {:%Y-%m-%d %H:%M} UTC", how,
                   std::chrono::floor<std::chrono::minutes>(std::chrono::system_clock::now()));
   write_json_file(out, j);
   fmt::print("# wrote {}\n", out);
 }
 
+// --from: the profile refitted from the executor's measurements (simulator/profile_refit.h).
+int run_refit(const CalibrateCliOptions& o) {
+  std::vector<Measurement> runs;
+  for (const std::string& f : o.from) runs.push_back(read_measurement_file(f));
+  const std::optional<Profile> base =
+      o.base_profile.empty() ? std::nullopt : std::optional(read_profile_file(o.base_profile));
+  RefitReport report;
+  const Profile p = refit_profile(base ? &*base : nullptr, runs, o.from, &report);
+  fmt::print("{}", format_refit_report(report));
+  std::string how = "--from";
+  for (const std::string& f : o.from) how += " " + f;
+  if (base) how += " --profile " + o.base_profile;
+  write_profile(p, o.out, how);
+  return 0;
+}
+
 int run_calibrate(CalibrateCliOptions& o) {
+  check_output_folder(o.out);
+  if (!o.from.empty()) return run_refit(o);
+  if (o.backend.empty())
+    throw InputError("--backend", "", "not given", "--backend cpu, or --from measured.json");
   if (o.backend == "cuda")
     throw InputError("--backend", "", "cuda: no CUDA device (this build has no CUDA backend)",
                      "use --backend cpu");
-  check_output_folder(o.out);
   for (const auto& name : o.models) o.calibrate.models.push_back(load_model(name));
   o.calibrate.sweep.max_bytes = o.max_bytes.value_or(sweep_max_bytes(o.calibrate.models));
 
@@ -66,7 +88,7 @@ int run_calibrate(CalibrateCliOptions& o) {
                      fmt::format("{}, but mpirun started {} ranks", *o.ranks, mpi.size()),
                      "leave --ranks out under mpirun, or run without mpirun");
   const Profile p = calibrate_cpu(o.calibrate, MPI_COMM_WORLD, stdout);
-  if (mpi.rank() == 0) write_profile(p, o.out);
+  if (mpi.rank() == 0) write_profile(p, o.out, fmt::format("--backend cpu --ranks {}", p.ranks));
   return 0;
 }
 
@@ -76,13 +98,23 @@ Subcommand add_calibrate(CLI::App& root) {
   auto o = std::make_shared<CalibrateCliOptions>();
   CLI::App* app = root.add_subcommand(
       "calibrate",
-      "Measure this machine (GEMMs over a model's layer shapes, STREAM memory bandwidth, every "
-      "collective over sizes and group sizes, printed as nccl-tests prints them) and write a "
-      "profile for --profile. Runs on the ranks mpirun started (mpirun -np 2 shardplan calibrate "
-      "...), or re-runs itself under mpirun -np N (--ranks N)");
+      "Measure this machine (GEMMs and memory-bound kernels over a model's layer shapes, STREAM "
+      "memory bandwidth, every collective over sizes and group sizes, printed as nccl-tests "
+      "prints them) and write a profile for --profile. Runs on the ranks mpirun started (mpirun "
+      "-np 2 shardplan calibrate ...), or re-runs itself under mpirun -np N (--ranks N). With "
+      "--from, refits a profile from what `execute` measured instead");
   app->add_option("--backend", o->backend, "cpu (Eigen fp32 + MPI, one rank per core) or cuda")
-      ->required()
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  app->add_option("--from", o->from,
+                  "Refit from these measured.json files (`execute --out`): each compute class's "
+                  "measured time rescales the GEMM shapes and kernel sizes priced in it, each "
+                  "collective's own time (its fastest member's) joins its sweep, and the "
+                  "optimizer step's rate is taken as measured")
+      ->excludes("--backend");
+  app->add_option("--profile", o->base_profile,
+                  "With --from: the profile to refine (default: the datasheet figures of the "
+                  "run's cluster)")
+      ->needs("--from");
   app->add_option("--out,-o", o->out, "Where to write the profile JSON")->required();
   app->add_option(
          "--ranks", o->ranks,
