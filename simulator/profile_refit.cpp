@@ -9,6 +9,7 @@
 #include "core/alpha_beta_fit.h"
 #include "core/error.h"
 #include "core/human_format.h"
+#include "simulator/cost_model_pricer.h"
 #include "simulator/device_efficiency.h"
 #include "simulator/execution_options.h"
 #include "simulator/parts_compute.h"
@@ -113,28 +114,42 @@ struct RunFit {
   std::vector<std::pair<double, double>> optimizer;                             // params, s
 };
 
-void fit_compute(const Measurement& m, const OpTable& table,
+// The price of a compute action outside its operations: the vocabulary-parallel cross entropy's
+// tp all-reduces inside the head's forward (CostModelPricer::duration_s).
+double outside_ops_s(const CostModelPricer& pricer, const Program& p, const Action& a) {
+  return a.pass == Pass::forward && has_part(a.parts, Part::head) ? pricer.cross_entropy_s(p) : 0;
+}
+
+void fit_compute(const Measurement& m, const OpTable& table, const CostModelPricer& pricer,
                  const std::vector<std::vector<double>>& medians, RunFit& fit) {
   const Recompute r = m.plan.layout.recompute;
   const auto class_of = [](const Action& a) {
     return fmt::format("{} {}", enum_name(a.pass, kPassNames), parts_name(a.parts));
   };
-  std::map<std::string, ComputeClassFit> run_classes;
+  struct Class {
+    ComputeClassFit fit;
+    double ops_s = 0, outside_s = 0;  // the price split into the operations and the rest
+  };
+  std::map<std::string, Class> classes;
   for (size_t rank = 0; rank < m.programs.size(); ++rank)
     for (size_t i = 0; i < m.programs[rank].actions.size(); ++i) {
-      const Action& a = m.programs[rank].actions[i];
+      const Program& p = m.programs[rank];
+      const Action& a = p.actions[i];
       if (a.kind != ActionKind::compute) continue;
-      ComputeClassFit& c = run_classes[class_of(a)];
-      c.name = class_of(a);
-      ++c.actions;
-      for (const PricedOp* o : action_ops(table, a, r)) c.predicted_s += o->time_s;
-      c.measured_s += medians[rank][i];
+      Class& c = classes[class_of(a)];
+      c.fit.name = class_of(a);
+      ++c.fit.actions;
+      c.fit.predicted_s += pricer.duration_s(p, a);
+      c.fit.measured_s += medians[rank][i];
+      for (const PricedOp* o : action_ops(table, a, r)) c.ops_s += o->time_s;
+      c.outside_s += outside_ops_s(pricer, p, a);
     }
   for (size_t rank = 0; rank < m.programs.size(); ++rank)
     for (const Action& a : m.programs[rank].actions) {
       if (a.kind != ActionKind::compute) continue;
-      const ComputeClassFit& c = run_classes[class_of(a)];
-      const double ratio = c.predicted_s > 0 ? c.measured_s / c.predicted_s : 1;
+      const Class& c = classes[class_of(a)];
+      // The operations take what was measured beyond the rest of the price.
+      const double ratio = c.ops_s > 0 ? (c.fit.measured_s - c.outside_s) / c.ops_s : 1;
       for (const PricedOp* o : action_ops(table, a, r)) {
         if (o->kind == OpKind::attention) continue;  // flash attention: no profile entry
         Rescaled& s = fit.ops[key_of(*o)];
@@ -142,12 +157,12 @@ void fit_compute(const Measurement& m, const OpTable& table,
         s.time_s += o->time_s * ratio;
       }
     }
-  for (const auto& [name, c] : run_classes) {
+  for (const auto& [name, c] : classes) {
     ComputeClassFit& total = fit.classes[name];
     total.name = name;
-    total.actions += c.actions;
-    total.predicted_s += c.predicted_s;
-    total.measured_s += c.measured_s;
+    total.actions += c.fit.actions;
+    total.predicted_s += c.fit.predicted_s;
+    total.measured_s += c.fit.measured_s;
   }
 }
 
@@ -238,7 +253,9 @@ Profile refit_profile(const Profile* base, const std::vector<Measurement>& runs,
     x.profile = base;
     const DeviceRates rates = device_rates(cluster.device, plan.training.dtype, base);
     const std::vector<std::vector<double>> medians = median_action_s(m);
-    fit_compute(m, op_table(plan, rates, x), medians, fit);
+    const StepPrograms step{m.programs, plan.layout.world(), 1};
+    const CostModelPricer pricer(plan.model, cluster, plan.training, plan.layout, x, step);
+    fit_compute(m, op_table(plan, rates, x), pricer, medians, fit);
     fit_communication(m, cluster, medians, fit);
   }
 
