@@ -111,7 +111,8 @@ struct RunFit {
   std::map<std::string, ComputeClassFit> classes;
   std::map<OpKey, Rescaled> ops;
   std::map<CollectiveKey, std::map<int64_t, std::vector<double>>> collectives;  // bytes → s
-  std::vector<std::pair<double, double>> optimizer;                             // params, s
+  std::map<size_t, double> link_GBps;                // by level: the cluster's per-device rate
+  std::vector<std::pair<double, double>> optimizer;  // params, s
 };
 
 // The price of a compute action outside its operations: the vocabulary-parallel cross entropy's
@@ -183,6 +184,8 @@ void fit_communication(const Measurement& m, const Cluster& cluster,
     }
     const GroupSpan span = ranks_span(cluster, a.group, first.members(a));
     fit.collectives[{a.op, span.level, span.size}][a.bytes].push_back(median(per_step));
+    const InterconnectLevel& level = cluster.levels[span.level];
+    fit.link_GBps[span.level] = level.is_scale_out() ? level.nic_GBps : level.bandwidth_GBps;
   }
   for (size_t rank = 0; rank < m.programs.size(); ++rank)
     for (size_t i = 0; i < m.programs[rank].actions.size(); ++i) {
@@ -192,8 +195,10 @@ void fit_communication(const Measurement& m, const Cluster& cluster,
     }
 }
 
+// `link_GBps`: the per-device rate of the level the collective spans (the cluster's), the slope a
+// collective measured at one size only is given.
 void merge_collective(Profile& p, const CollectiveKey& key,
-                      const std::map<int64_t, std::vector<double>>& measured) {
+                      const std::map<int64_t, std::vector<double>>& measured, double link_GBps) {
   const auto& [collective, level, ranks] = key;
   CollectiveFit* fit = nullptr;
   for (CollectiveFit& f : p.collectives)
@@ -215,12 +220,15 @@ void merge_collective(Profile& p, const CollectiveKey& key,
       fit->algbw_GBps = 1 / ab.beta_s_per_byte / 1e9;
       return;
     } catch (const std::runtime_error&) {
-      // Times that do not grow with size (in-situ noise): keep the line through the largest.
+      // Times that do not grow with size (in-situ noise): priced as one size, below.
     }
   }
-  const CollectivePoint& largest = fit->measured.back();
-  if (fit->algbw_GBps <= 0)
-    fit->algbw_GBps = static_cast<double>(largest.bytes) / (largest.time_us * 1e-6) / 1e9;
+  // One size (or sizes whose times do not grow): it tells the latency, not the rate at which
+  // larger sizes grow; that comes from the fit the profile had, or the cluster's link.
+  if (fit->algbw_GBps <= 0) fit->algbw_GBps = link_GBps;
+  const CollectivePoint& smallest = fit->measured.front();
+  fit->alpha_us = std::max(
+      0.0, smallest.time_us - static_cast<double>(smallest.bytes) / (fit->algbw_GBps * 1e3));
 }
 
 }  // namespace
@@ -285,7 +293,7 @@ Profile refit_profile(const Profile* base, const std::vector<Measurement>& runs,
     ++r.kernel_sizes;
   }
   for (const auto& [key, measured] : fit.collectives) {
-    merge_collective(out, key, measured);
+    merge_collective(out, key, measured, fit.link_GBps.at(std::get<1>(key)));
     r.collective_sizes += static_cast<int64_t>(measured.size());
   }
   for (const auto& [name, c] : fit.classes) r.compute.push_back(c);
