@@ -4,6 +4,8 @@
 #include <cassert>
 #include <cmath>
 
+#include "core/statistics.h"
+
 namespace shardplan {
 
 namespace {
@@ -22,17 +24,6 @@ double time_batch_s(const std::function<void()>& op, int calls, MPI_Comm comm,
 }
 
 }  // namespace
-
-double median(std::vector<double> values) {
-  assert(!values.empty());
-  const size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
-  if (values.size() % 2 == 1) return values[mid];
-  const double upper = values[mid];
-  return (*std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid)) +
-          upper) /
-         2;
-}
 
 double median_time_s(const std::function<void()>& op, const TimingOptions& t, MPI_Comm comm,
                      const std::function<double()>& excluded_s) {

@@ -23,7 +23,4 @@ struct TimingOptions {
 double median_time_s(const std::function<void()>& op, const TimingOptions& t, MPI_Comm comm,
                      const std::function<double()>& excluded_s = {});
 
-// The middle value (the mean of the two middle ones for an even count); `values` not empty.
-double median(std::vector<double> values);
-
 }  // namespace shardplan

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <map>
 
+#include "core/statistics.h"
+
 namespace shardplan {
 
 namespace {
@@ -16,12 +18,6 @@ double outside_actions_s(double step_s, const Program& p, const std::vector<Acti
   for (size_t a = 0; a < p.actions.size(); ++a)
     if (p.actions[a].kind != ActionKind::send) busy_s += t[a].end_s - t[a].start_s;
   return std::max(0.0, step_s - busy_s);
-}
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 == 1 ? v[h] : (v[h - 1] + v[h]) / 2;
 }
 
 MeasuredMemory as_measured(const SimulatedMemory& m) {
@@ -73,7 +69,7 @@ Comparison compare_run(const PlanSimulation& predicted, const Measurement& measu
           outside_actions_s(measured.steps[step].step_time_s, p, measured.timings[step][rank]));
     c.kinds.push_back({p.rank, kOutsideActions, 0,
                        outside_actions_s(predicted.step_time_s, p, sim.timings[i]),
-                       median_of(std::move(outside))});
+                       median(std::move(outside))});
     if (busy_s > longest_busy_s) {
       longest_busy_s = busy_s;
       c.gap_rank = p.rank;

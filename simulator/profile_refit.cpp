@@ -9,6 +9,7 @@
 #include "core/alpha_beta_fit.h"
 #include "core/error.h"
 #include "core/human_format.h"
+#include "core/statistics.h"
 #include "simulator/cost_model_pricer.h"
 #include "simulator/device_efficiency.h"
 #include "simulator/execution_options.h"
@@ -17,12 +18,6 @@
 namespace shardplan {
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 == 1 ? v[h] : (v[h - 1] + v[h]) / 2;
-}
 
 // What a priced operation is a rate of: a GEMM shape, or a kernel at a size.
 using OpKey = std::tuple<OpKind, int64_t, int64_t, int64_t, MemoryKernel, double>;
