@@ -19,6 +19,7 @@
 #include "core/presets.h"
 #include "core/profile.h"
 #include "executor/calibrate_cpu.h"
+#include "executor/cuda_devices.h"
 #include "executor/mpi_launch.h"
 #include "tools/output_file.h"
 #include "tools/subcommand.h"
@@ -46,9 +47,7 @@ void write_profile(const Profile& p, const std::string& out) {
 }
 
 int run_calibrate(CalibrateCliOptions& o) {
-  if (o.backend == "cuda")
-    throw InputError("--backend", "", "cuda: no CUDA device (this build has no CUDA backend)",
-                     "use --backend cpu");
+  if (o.backend == "cuda") require_cuda_device("--backend");  // before mpirun starts any rank
   check_output_folder(o.out);
   for (const auto& name : o.models) o.calibrate.models.push_back(load_model(name));
 

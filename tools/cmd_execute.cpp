@@ -25,6 +25,7 @@
 #include "core/json_reader.h"
 #include "core/presets.h"
 #include "executor/checkpoint.h"
+#include "executor/cuda_devices.h"
 #include "executor/data.h"
 #include "executor/interpreter.h"
 #include "executor/mpi_launch.h"
@@ -203,9 +204,7 @@ int run_rank(const ExecuteOptions& o, const Plan& p) {
 }
 
 int run_execute(const ExecuteOptions& o) {
-  if (o.backend == "cuda")
-    throw InputError("--backend", "", "cuda: no CUDA device (this build has no CUDA backend)",
-                     "use --backend cpu");
+  if (o.backend == "cuda") require_cuda_device("--backend");  // before mpirun starts any rank
   const Plan given = resolve_plan(o.inputs);
   if (!runs_as_given(given.training) && !started_by_mpirun())
     fmt::print(
