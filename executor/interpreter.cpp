@@ -399,7 +399,7 @@ struct RankInterpreter::State {
   // Adam on what this rank owns: everything, or its ZeRO shard (stored padded under ZeRO; a shard
   // shorter than the padding is stepped through a padded copy).
   void optimizer_step() {
-    if (l.zero == 0) return adam_step(settings.adam, adam, params.span(), grads.span());
+    if (l.zero == 0) return adam_step(ctx.dev(), settings.adam, adam, params.span(), grads.span());
     const ElementRange mine = shards.mine();
     const auto n = static_cast<size_t>(shards.padded());
     const auto padded = [&](float* p, Buffer<float>& scratch) {
@@ -413,7 +413,7 @@ struct RankInterpreter::State {
         l.zero >= 3 ? param_shard.span() : padded(params.data() + mine.begin, p_scratch);
     const std::span<float> g =
         l.zero >= 2 ? grad_shard.span() : padded(grads.data() + mine.begin, g_scratch);
-    adam_step(settings.adam, adam, p, g);
+    adam_step(ctx.dev(), settings.adam, adam, p, g);
     if (!p_scratch.empty())
       std::copy(p.data(), p.data() + mine.count(), params.data() + mine.begin);
   }
