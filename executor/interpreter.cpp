@@ -6,17 +6,19 @@
 #include <cassert>
 #include <csignal>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "executor/block.h"
 #include "executor/context_parallel.h"
 #include "executor/embedding.h"
 #include "executor/lm_head.h"
-#include "executor/mpi_comm.h"
 #include "executor/param_init.h"
+#include "executor/rank_runtime.h"
 #include "executor/whole_layout.h"
 
 namespace shardplan {
@@ -85,6 +87,12 @@ const Program& checked(const Program& p, const Layout& l) {
   return p;
 }
 
+// The runtime of the settings' backend for `p`'s rank.
+std::unique_ptr<RankRuntime> rank_runtime(const InterpreterSettings& s, const Program& p) {
+  (void)s;
+  return mpi_runtime(p);
+}
+
 int world_rank() {
   int r = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &r);
@@ -102,6 +110,13 @@ struct MicroBatch {
   HeadSaved<float> head;
 };
 
+// A unit's pass as one call into the layer code: actions [first, last), their tp and cp calls.
+struct UnitPassRun {
+  size_t first = 0, last = 0;
+  Stamp start, end;
+  std::vector<TimedCall> calls;
+};
+
 struct RankInterpreter::State {
   const Model& m;
   Training t;
@@ -109,25 +124,29 @@ struct RankInterpreter::State {
   const TextTokens& text;
   InterpreterSettings settings;
   Program program;
-  MpiGroups groups;
-  MpiTpComm tp, cp;
-  TensorAllocator alloc;
+  std::unique_ptr<RankRuntime> rt;  // before every Buffer: its allocator outlives them
+  TensorAllocator& alloc;
+  Kernels<float>& dev;
+  StepStreams& streams;
+  GroupComm &tp, &cp;
   RankShard shard;
   ParamLayout layout;
   LayerDims dims;
   MatmulStats matmul;
-  LayerContext<float> ctx{alloc, tp, &matmul, &cp};
+  LayerContext<float> ctx{alloc, tp, &matmul, &cp, &dev};
   Group zero_group;   // the dense weights' replicas, which ZeRO shards over: dp, or dp·cp
   FlatShards shards;  // ZeRO's shards of the flat buffer over zero_group
   Buffer<float> params, grads;            // the full flat buffers (work copies under ZeRO-3 / 2+)
   Buffer<float> param_shard, grad_shard;  // ZeRO-3 / ZeRO-2+: this rank's padded shard
   AdamState adam;
   std::map<std::pair<int, int>, MicroBatch> live;  // by (micro-batch, chunk)
-  std::vector<std::pair<MPI_Request, Buffer<float>>> sends;
-  std::vector<TimedCall> calls;
   int64_t step = 0;
-  double step_start = 0;
   double loss_sum = 0;
+  // This step's stamps: every action's start and end (a unit pass's actions share its end), the
+  // unit passes with their tp and cp calls, and the gradient ranges reduced so far.
+  std::vector<Stamp> starts, ends;
+  std::vector<UnitPassRun> passes;
+  std::vector<std::pair<ElementRange, Stamp>> reductions;
 
   State(const Model& model, const Training& training, const Layout& lay, const TextTokens& tx,
         const InterpreterSettings& st)
@@ -137,10 +156,12 @@ struct RankInterpreter::State {
         text(tx),
         settings(st),
         program(checked(build_program(model, training, lay, world_rank()), lay)),
-        groups(program),
-        tp(groups.get(Group::tp), Group::tp),
-        cp(groups.get(Group::cp), Group::cp),
-        alloc("rank " + std::to_string(program.rank)),
+        rt(rank_runtime(settings, program)),
+        alloc(rt->allocator()),
+        dev(rt->kernels()),
+        streams(rt->streams()),
+        tp(rt->group(Group::tp)),
+        cp(rt->group(Group::cp)),
         shard(rank_shard(model, lay, program.coord)),
         layout(param_layout(model, shard)),
         dims(layer_dims(model, shard, lay.micro_batch, training.seq_len,
@@ -153,7 +174,11 @@ struct RankInterpreter::State {
                                    layout.total, zero3 ? "gathered parameters" : "parameters");
     grads = alloc.allocate<float>(zero2 ? MemoryCategory::buffers : MemoryCategory::gradients,
                                   layout.total, zero2 ? "gradient accumulation" : "gradients");
-    init_parameters(m, layout, settings.seed, params.span());
+    {
+      std::vector<float> initial(static_cast<size_t>(layout.total));
+      init_parameters<float>(m, layout, settings.seed, initial);
+      to_device(params.data(), initial);
+    }
     if (zero3) {
       param_shard =
           alloc.allocate<float>(MemoryCategory::parameters, shards.padded(), "parameter shard");
@@ -163,6 +188,11 @@ struct RankInterpreter::State {
       grad_shard =
           alloc.allocate<float>(MemoryCategory::gradients, shards.padded(), "gradient shard");
     adam = adam_state(alloc, l.zero >= 1 ? shards.padded() : layout.total);
+  }
+
+  template <class T>
+  void to_device(T* into, const std::vector<T>& host) {
+    dev.copy_from_host(into, host.data(), static_cast<int64_t>(host.size() * sizeof(T)));
   }
 
   ElementRange embedding_range() const {
@@ -194,13 +224,73 @@ struct RankInterpreter::State {
     return out;
   }
 
+  // The gradients a unit's backward pass adds to (the head's include a tied word embedding).
+  std::vector<ElementRange> written_by(const Action& a) const {
+    switch (unit_of(a)) {
+      case UnitKind::embedding:
+        return {embedding_range()};
+      case UnitKind::layer:
+        return {layout.layer_range(a.layer_begin)};
+      case UnitKind::head:
+        return {head_range(), embedding_range()};
+    }
+    return {};
+  }
+
+  // Where action `a` runs: a unit pass on the compute stream (its tp and cp collectives go to
+  // their streams and back inside it), every other action on its program stream.
+  static Stream run_stream(const Action& a) {
+    return a.kind == ActionKind::compute || a.kind == ActionKind::collective ? Stream::compute
+                                                                             : a.stream;
+  }
+
+  // Selects the stream of actions [first, last) and makes it wait for their dependencies on other
+  // streams (and, going backward, for reductions still reading the gradients it adds to); then
+  // stamps their start.
+  void begin_actions(size_t first, size_t last) {
+    const Action& a = program.actions[first];
+    const Stream s = run_stream(a);
+    streams.select(s);
+    for (size_t k = first; k < last; ++k)
+      for (uint32_t d : program.deps_of(program.actions[k]))
+        if (d < first && run_stream(program.actions[d]) != s) streams.wait(ends[d]);
+    if (a.kind == ActionKind::compute && a.pass != Pass::forward)
+      for (const ElementRange w : written_by(a))
+        for (const auto& [range, done] : reductions)
+          if (range.begin < w.end && w.begin < range.end) streams.wait(done);
+    for (size_t k = first; k < last; ++k) starts[k] = streams.stamp();
+  }
+  void end_actions(size_t first, size_t last) {
+    const Stamp end = streams.stamp();
+    for (size_t k = first; k < last; ++k) ends[k] = end;
+  }
+
+  // A buffer for an action on a communication stream. Its block may have served the compute
+  // stream a moment ago and is zeroed there, so the selected stream waits for the compute stream
+  // first; release it with rt->release_after_use.
+  template <class T = float>
+  Buffer<T> side_buffer(MemoryCategory category, int64_t count, const char* what) {
+    Buffer<T> b = alloc.allocate<T>(category, count, what);
+    const Stream s = streams.selected();
+    if (s != Stream::compute) {
+      streams.select(Stream::compute);
+      const Stamp now = streams.stamp();
+      streams.select(s);
+      streams.wait(now);
+    }
+    return b;
+  }
+
   MicroBatch& micro_batch(const Action& a) {
     auto [it, fresh] = live.try_emplace({a.micro_batch, a.chunk});
     MicroBatch& mb = it->second;
     if (fresh) {
+      const Stream s = streams.selected();
+      streams.select(Stream::compute);  // where the layers read the tokens
       mb.inputs = alloc.allocate<int32_t>(MemoryCategory::buffers, dims.tokens(), "input tokens");
       mb.targets = alloc.allocate<int32_t>(MemoryCategory::buffers, dims.tokens(), "target tokens");
       sample_tokens(a.micro_batch, mb);
+      streams.select(s);
     }
     return mb;
   }
@@ -210,60 +300,49 @@ struct RankInterpreter::State {
   void sample_tokens(int micro_batch, MicroBatch& mb) {
     const int64_t first =
         first_sequence(program.coord.dp, micro_batch, l.micro_batch, l.num_microbatches);
-    if (l.cp == 1)
-      return sample_micro_batch(text, settings.seed, step, first, l.micro_batch, t.seq_len,
-                                mb.inputs.span(), mb.targets.span());
-    const int64_t whole = l.micro_batch * t.seq_len;
-    Buffer<int32_t> inputs = alloc.allocate<int32_t>(MemoryCategory::buffers, whole, "sequences"),
-                    targets = alloc.allocate<int32_t>(MemoryCategory::buffers, whole, "targets");
-    sample_micro_batch(text, settings.seed, step, first, l.micro_batch, t.seq_len, inputs.span(),
-                       targets.span());
-    take_local_tokens(dims, inputs.data(), mb.inputs.data());
-    take_local_tokens(dims, targets.data(), mb.targets.data());
-  }
-
-  void reap_sends(bool wait) {
-    std::erase_if(sends, [&](auto& s) {
-      int done = 0;
-      if (wait)
-        MPI_Wait(&s.first, MPI_STATUS_IGNORE), done = 1;
-      else
-        MPI_Test(&s.first, &done, MPI_STATUS_IGNORE);
-      return done != 0;
-    });
+    const auto whole = static_cast<size_t>(l.micro_batch * t.seq_len);
+    std::vector<int32_t> inputs(whole), targets(whole);
+    sample_micro_batch(text, settings.seed, step, first, l.micro_batch, t.seq_len, inputs, targets);
+    if (l.cp > 1)
+      for (std::vector<int32_t>* tokens : {&inputs, &targets}) {
+        std::vector<int32_t> mine(static_cast<size_t>(dims.tokens()));
+        take_local_tokens(dims, tokens->data(), mine.data());
+        tokens->swap(mine);
+      }
+    to_device(mb.inputs.data(), inputs);
+    to_device(mb.targets.data(), targets);
   }
 
   void p2p(const Action& a) {
     const bool forward = a.pass == Pass::forward;
     const int64_t n = dims.local_tokens() * dims.hidden;
-    const int peer = static_cast<int>(a.peer), tag = static_cast<int>(a.tag % 32768);
     MicroBatch& mb = micro_batch(a);
     if (a.kind == ActionKind::recv) {
       Buffer<float>& into = forward ? mb.x : mb.grad;
-      into = alloc.allocate<float>(forward ? MemoryCategory::activations : MemoryCategory::buffers,
-                                   n, forward ? "received activation" : "received gradient");
-      MPI_Recv(into.data(), static_cast<int>(n), MPI_FLOAT, peer, tag, MPI_COMM_WORLD,
-               MPI_STATUS_IGNORE);
+      into = side_buffer(forward ? MemoryCategory::activations : MemoryCategory::buffers, n,
+                         forward ? "received activation" : "received gradient");
+      rt->p2p().recv(into.data(), n, a.peer, a.tag, a.pass);
     } else {
       Buffer<float> out = std::move(forward ? mb.x : mb.grad);
       assert(out.size() == n);
-      MPI_Request r = MPI_REQUEST_NULL;
-      MPI_Isend(out.data(), static_cast<int>(n), MPI_FLOAT, peer, tag, MPI_COMM_WORLD, &r);
-      sends.emplace_back(r, std::move(out));
+      rt->p2p().send(std::move(out), a.peer, a.tag, a.pass);
       if (!forward) live.erase({a.micro_batch, a.chunk});
     }
-    reap_sends(false);
+    rt->p2p().finish_sends(false);
   }
 
   // One unit's pass of a micro-batch: actions [first, last) of the program.
-  void unit_pass(size_t first, size_t last, std::vector<ActionTiming>& timings) {
+  void unit_pass(size_t first, size_t last) {
     const Action& a = program.actions[first];
     MicroBatch& mb = micro_batch(a);
+    begin_actions(first, last);
     const float* w = params.data();
     float* g = grads.data();
-    calls.clear();
-    tp.calls = cp.calls = &calls;
-    const double t0 = MPI_Wtime();
+    UnitPassRun& run = passes.emplace_back();
+    run.first = first;
+    run.last = last;
+    run.start = starts[first];
+    tp.calls = cp.calls = &run.calls;
     const bool forward = a.pass == Pass::forward;
     switch (unit_of(a)) {
       case UnitKind::embedding: {
@@ -301,29 +380,31 @@ struct RankInterpreter::State {
         break;
       }
     }
-    const double t1 = MPI_Wtime();
     tp.calls = cp.calls = nullptr;
-    attribute(first, last, t0, t1, timings);
+    end_actions(first, last);
+    run.end = ends[first];
   }
 
   // The layers' tp and cp calls matched in order to the pass's collective actions (the vocabulary-
   // parallel cross-entropy's small all-reduces are inside the head's compute action, as the
   // schedule says); a compute action runs from the collective before it to the one after it.
-  void attribute(size_t first, size_t last, double t0, double t1,
-                 std::vector<ActionTiming>& timings) {
+  void attribute(const UnitPassRun& run, std::vector<ActionTiming>& timings) const {
+    const size_t first = run.first, last = run.last;
+    const double t0 = streams.seconds(run.start), t1 = streams.seconds(run.end);
     size_t next = 0;
+    const auto& calls = run.calls;
     for (size_t i = first; i < last; ++i) {
       const Action& a = program.actions[i];
       if (a.kind != ActionKind::collective) continue;
       while (next < calls.size() && (calls[next].op != a.op || calls[next].group != a.group))
         ++next;
-      const double at = i > first ? timings[i - 1].end_s + step_start : t0;
-      timings[i] = next < calls.size() ? ActionTiming{calls[next].start_s - step_start,
-                                                      calls[next].end_s - step_start}
-                                       : ActionTiming{at - step_start, at - step_start};
+      const double at = i > first ? timings[i - 1].end_s : t0;
+      timings[i] = next < calls.size() ? ActionTiming{streams.seconds(calls[next].start),
+                                                      streams.seconds(calls[next].end)}
+                                       : ActionTiming{at, at};
       if (next < calls.size()) ++next;
     }
-    double cursor = t0 - step_start;
+    double cursor = t0;
     for (size_t i = first; i < last; ++i) {
       if (program.actions[i].kind == ActionKind::collective) {
         cursor = timings[i].end_s;
@@ -331,58 +412,69 @@ struct RankInterpreter::State {
       }
       size_t j = i + 1;
       while (j < last && program.actions[j].kind != ActionKind::collective) ++j;
-      timings[i] = {cursor, j < last ? timings[j].start_s : t1 - step_start};
+      timings[i] = {cursor, j < last ? timings[j].start_s : t1};
     }
+  }
+
+  // Every action's start and end in seconds from the step's start (after the step's streams ended).
+  std::vector<ActionTiming> timings() const {
+    std::vector<ActionTiming> out(program.actions.size());
+    for (size_t i = 0; i < out.size(); ++i)
+      if (starts[i].index >= 0) out[i] = {streams.seconds(starts[i]), streams.seconds(ends[i])};
+    for (const UnitPassRun& run : passes) attribute(run, out);
+    return out;
   }
 
   // Gradient sums over `comm` of the tensors in `range` (replicated norms over tp, the tied
   // embedding over the first and last stage) where this rank keeps its reduced gradients: the
   // whole buffer, or under ZeRO its shard (gathered over zero_group for the sum, then put back:
   // the two stages' shards cover different tensors).
-  void all_reduce_tensor_grads(MPI_Comm comm, ElementRange range) {
+  void all_reduce_tensor_grads(GroupComm& comm, ElementRange range) {
     if (l.zero == 0)
-      return all_reduce_sum(comm, {grads.data() + range.begin, static_cast<size_t>(range.count())});
+      return comm.all_reduce({grads.data() + range.begin, static_cast<size_t>(range.count())},
+                             ReduceOp::sum);
     const ElementRange mine = shards.mine();
     const int64_t begin = std::clamp(range.begin, mine.begin, mine.end),
                   end = std::clamp(range.end, mine.begin, mine.end);
     float* owned = l.zero >= 2 ? grad_shard.data() + (begin - mine.begin) : grads.data() + begin;
-    Buffer<float> full =
-        alloc.allocate<float>(MemoryCategory::buffers, range.count(), "gradient gather");
-    all_gather_range(groups.get(zero_group), shards, range, owned, full.data());
-    all_reduce_sum(comm, full.span());
-    std::copy(full.data() + (begin - range.begin), full.data() + (end - range.begin), owned);
+    Buffer<float> full = side_buffer(MemoryCategory::buffers, range.count(), "gradient gather");
+    rt->group(zero_group).all_gather_range(shards, range, owned, full.data());
+    comm.all_reduce(full.span(), ReduceOp::sum);
+    dev.copy(owned, full.data() + (begin - range.begin), end - begin);
+    rt->release_after_use(std::move(full));
   }
 
   void grad_reduce(const Action& a) {
     if (a.group == Group::tp) {
       for (const ParamTensor& x : layout.tensors)
         if (x.split == TensorSplit::replicated)
-          all_reduce_tensor_grads(groups.get(Group::tp), {x.offset, x.offset + x.count()});
+          all_reduce_tensor_grads(tp, {x.offset, x.offset + x.count()});
       return;
     }
     if (a.group == Group::pp) {
       const ParamTensor& x = layout.get(shard.embedding ? "wte" : "lm_head");
-      return all_reduce_tensor_grads(groups.embedding(), {x.offset, x.offset + x.count()});
+      return all_reduce_tensor_grads(*rt->embedding_group(), {x.offset, x.offset + x.count()});
     }
-    const MPI_Comm comm = groups.get(a.group);
+    GroupComm& comm = rt->group(a.group);
     const ElementRange mine = shards.mine();
     for (const ElementRange r : ranges_of(a)) {
       if (a.op == Collective::all_reduce) {
-        all_reduce_sum(comm, {grads.data() + r.begin, static_cast<size_t>(r.count())});
+        comm.all_reduce({grads.data() + r.begin, static_cast<size_t>(r.count())}, ReduceOp::sum);
         continue;
       }
       const int64_t begin = std::clamp(r.begin, mine.begin, mine.end),
                     end = std::clamp(r.end, mine.begin, mine.end);
       Buffer<float> part =
-          alloc.allocate<float>(MemoryCategory::buffers, end - begin, "reduce-scatter output");
-      reduce_scatter_range(comm, shards, r, grads.data() + r.begin, part.data());
+          side_buffer(MemoryCategory::buffers, end - begin, "reduce-scatter output");
+      comm.reduce_scatter_range(shards, r, grads.data() + r.begin, part.data());
       if (l.zero == 1) {
-        std::copy(part.data(), part.data() + part.size(), grads.data() + begin);
+        dev.copy(grads.data() + begin, part.data(), part.size());
       } else {  // ZeRO-2/3 keep the shard; the accumulation buffer starts the next micro-batch at 0
-        float* into = grad_shard.data() + (begin - mine.begin);
-        for (int64_t i = 0; i < part.size(); ++i) into[i] += part[i];
-        std::fill(grads.data() + r.begin, grads.data() + r.end, 0.0f);
+        dev.residual_add(grad_shard.data() + (begin - mine.begin), part.data(), nullptr, 1,
+                         part.size());
+        dev.fill(grads.data() + r.begin, r.count(), 0.0f);
       }
+      rt->release_after_use(std::move(part));
     }
   }
 
@@ -392,20 +484,20 @@ struct RankInterpreter::State {
       const int64_t begin = std::clamp(r.begin, mine.begin, mine.end);
       const float* part =
           l.zero >= 3 ? param_shard.data() + (begin - mine.begin) : params.data() + begin;
-      all_gather_range(groups.get(a.group), shards, r, part, params.data() + r.begin);
+      rt->group(a.group).all_gather_range(shards, r, part, params.data() + r.begin);
     }
   }
 
   // Adam on what this rank owns: everything, or its ZeRO shard (stored padded under ZeRO; a shard
   // shorter than the padding is stepped through a padded copy).
   void optimizer_step() {
-    if (l.zero == 0) return adam_step(ctx.dev(), settings.adam, adam, params.span(), grads.span());
+    if (l.zero == 0) return adam_step(dev, settings.adam, adam, params.span(), grads.span());
     const ElementRange mine = shards.mine();
     const auto n = static_cast<size_t>(shards.padded());
     const auto padded = [&](float* p, Buffer<float>& scratch) {
       if (mine.count() == shards.padded()) return std::span<float>(p, n);
       scratch = alloc.allocate<float>(MemoryCategory::buffers, shards.padded(), "padded shard");
-      std::copy(p, p + mine.count(), scratch.data());
+      dev.copy(scratch.data(), p, mine.count());
       return scratch.span();
     };
     Buffer<float> p_scratch, g_scratch;
@@ -413,9 +505,8 @@ struct RankInterpreter::State {
         l.zero >= 3 ? param_shard.span() : padded(params.data() + mine.begin, p_scratch);
     const std::span<float> g =
         l.zero >= 2 ? grad_shard.span() : padded(grads.data() + mine.begin, g_scratch);
-    adam_step(ctx.dev(), settings.adam, adam, p, g);
-    if (!p_scratch.empty())
-      std::copy(p.data(), p.data() + mine.count(), params.data() + mine.begin);
+    adam_step(dev, settings.adam, adam, p, g);
+    if (!p_scratch.empty()) dev.copy(params.data() + mine.begin, p.data(), mine.count());
   }
 
   // What this rank's optimizer owns of the parameters: the flat buffer, or under ZeRO its shard.
@@ -424,14 +515,18 @@ struct RankInterpreter::State {
     return l.zero >= 1 ? params.data() + shards.mine().begin : params.data();
   }
 
-  // This rank's whole flat buffer (layout.total) of what it owns (`owned`): a copy, or under ZeRO
-  // the ZeRO shards gathered.
+  // This rank's whole flat buffer (layout.total) of what it owns (`owned`), on the host: a copy,
+  // or under ZeRO the ZeRO shards gathered.
   std::vector<float> rank_flat(const float* owned) {
     std::vector<float> flat(static_cast<size_t>(layout.total));
-    if (l.zero == 0)
-      std::copy(owned, owned + layout.total, flat.data());
-    else
-      all_gather_range(groups.get(zero_group), shards, {0, layout.total}, owned, flat.data());
+    streams.select(Stream::compute);
+    Buffer<float> gathered;
+    if (l.zero > 0) {
+      gathered = alloc.allocate<float>(MemoryCategory::buffers, layout.total, "gathered state");
+      rt->group(zero_group).all_gather_range(shards, {0, layout.total}, owned, gathered.data());
+      owned = gathered.data();
+    }
+    dev.copy_to_host(flat.data(), owned, layout.total * static_cast<int64_t>(sizeof(float)));
     return flat;
   }
 
@@ -441,11 +536,12 @@ struct RankInterpreter::State {
     return to_whole_layout(m, layout, program.coord, rank_flat(owned));
   }
 
-  // This rank's ZeRO shard of `flat` into the padded shard buffer `into` (zeros past its end).
-  void own_shard(const float* flat, Buffer<float>& into) const {
+  // This rank's ZeRO shard of `flat` (on the device) into the padded shard buffer `into` (zeros
+  // past its end).
+  void own_shard(const float* flat, Buffer<float>& into) {
     const ElementRange mine = shards.mine();
-    std::fill(into.data(), into.data() + into.size(), 0.0f);
-    std::copy(flat + mine.begin, flat + mine.end, into.data());
+    dev.fill(into.data(), into.size(), 0.0f);
+    dev.copy(into.data(), flat + mine.begin, mine.count());
   }
 
   void inject_fault(size_t action) {
@@ -473,25 +569,28 @@ StepMeasurement RankInterpreter::run_step(int64_t step) {
   State& s = *s_;
   s.step = step;
   s.loss_sum = 0;
-  std::fill(s.grads.data(), s.grads.data() + s.grads.size(), 0.0f);
-  if (!s.grad_shard.empty())
-    std::fill(s.grad_shard.data(), s.grad_shard.data() + s.grad_shard.size(), 0.0f);
-  StepMeasurement out;
+  s.streams.select(Stream::compute);
+  s.dev.fill(s.grads.data(), s.grads.size(), 0.0f);
+  if (!s.grad_shard.empty()) s.dev.fill(s.grad_shard.data(), s.grad_shard.size(), 0.0f);
   const auto& actions = s.program.actions;
-  out.timings.resize(actions.size());
+  s.starts.assign(actions.size(), Stamp{});
+  s.ends.assign(actions.size(), Stamp{});
+  s.passes.clear();
+  s.reductions.clear();
+  s.dev.synchronize();
   MPI_Barrier(MPI_COMM_WORLD);
-  s.step_start = MPI_Wtime();
+  s.streams.begin_step();
   for (size_t i = 0; i < actions.size();) {
     s.inject_fault(i);
     const Action& a = actions[i];
     if (a.kind == ActionKind::compute || a.kind == ActionKind::collective) {
       size_t j = i + 1;
       while (j < actions.size() && same_unit_pass(a, actions[j])) ++j;
-      s.unit_pass(i, j, out.timings);
+      s.unit_pass(i, j);
       i = j;
       continue;
     }
-    const double t0 = MPI_Wtime();
+    s.begin_actions(i, i + 1);
     switch (a.kind) {
       case ActionKind::send:
       case ActionKind::recv:
@@ -509,12 +608,18 @@ StepMeasurement RankInterpreter::run_step(int64_t step) {
       default:
         assert(false);
     }
-    out.timings[i] = {t0 - s.step_start, MPI_Wtime() - s.step_start};
+    s.end_actions(i, i + 1);
+    if (a.kind == ActionKind::grad_reduce)
+      for (const ElementRange r : s.ranges_of(a)) s.reductions.emplace_back(r, s.ends[i]);
+    s.rt->finish_releases(false);
     ++i;
   }
-  s.reap_sends(true);
+  s.rt->p2p().finish_sends(true);
+  const double elapsed = s.streams.end_step();
+  s.rt->finish_releases(true);
   assert(s.live.empty());
-  const double elapsed = MPI_Wtime() - s.step_start;
+  StepMeasurement out;
+  out.timings = s.timings();
   MPI_Allreduce(&elapsed, &out.step_time_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   // The loss is the same on every tp rank of the last stage: count tp rank 0's (of every cp rank,
   // each holding its own tokens).
@@ -541,17 +646,24 @@ FullState RankInterpreter::gather_full_state() {
 
 void RankInterpreter::load_full_state(const FullState& state) {
   State& s = *s_;
-  from_whole_layout(s.m, s.layout, state.params, s.params.data());
-  if (s.l.zero >= 3) s.own_shard(s.params.data(), s.param_shard);
+  s.streams.select(Stream::compute);
   std::vector<float> flat(static_cast<size_t>(s.layout.total));
+  from_whole_layout(s.m, s.layout, state.params, flat.data());
+  s.to_device(s.params.data(), flat);
+  if (s.l.zero >= 3) s.own_shard(s.params.data(), s.param_shard);
   for (auto [whole, into] :
        {std::pair{&state.adam_m, &s.adam.m}, std::pair{&state.adam_v, &s.adam.v}}) {
     from_whole_layout(s.m, s.layout, *whole, flat.data());
-    if (s.l.zero == 0)
-      std::copy(flat.begin(), flat.end(), into->data());
-    else
-      s.own_shard(flat.data(), *into);
+    if (s.l.zero == 0) {
+      s.to_device(into->data(), flat);
+      continue;
+    }
+    Buffer<float> on_device =
+        s.alloc.allocate<float>(MemoryCategory::buffers, s.layout.total, "loaded state");
+    s.to_device(on_device.data(), flat);
+    s.own_shard(on_device.data(), *into);
   }
+  s.dev.synchronize();
   s.adam.step = state.adam_step;
   MPI_Bcast(&s.adam.step, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
 }
