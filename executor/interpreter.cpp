@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "executor/block.h"
 #include "executor/context_parallel.h"
+#include "executor/cuda_rank.h"
 #include "executor/embedding.h"
 #include "executor/lm_head.h"
 #include "executor/param_init.h"
@@ -89,8 +90,7 @@ const Program& checked(const Program& p, const Layout& l) {
 
 // The runtime of the settings' backend for `p`'s rank.
 std::unique_ptr<RankRuntime> rank_runtime(const InterpreterSettings& s, const Program& p) {
-  (void)s;
-  return mpi_runtime(p);
+  return s.backend == Backend::cuda ? cuda_runtime(p, s.cuda) : mpi_runtime(p);
 }
 
 int world_rank() {

@@ -17,9 +17,11 @@
 
 #include "core/layout.h"
 #include "core/model.h"
+#include "core/profile.h"
 #include "core/schedule.h"
 #include "core/training.h"
 #include "executor/adam.h"
+#include "executor/cuda_rank.h"
 #include "executor/data.h"
 #include "executor/tensor_allocator.h"
 #include "simulator/trace.h"
@@ -38,6 +40,8 @@ struct InterpreterSettings {
   uint64_t seed = 1234;  // initial parameters and data
   AdamConfig adam;
   InjectedFault fault;
+  Backend backend = Backend::cpu;  // which runtime the ranks run on (rank_runtime.h)
+  CudaSettings cuda;               // Backend::cuda's
 };
 
 // The training state in the single-rank flat layout (param_layout of whole_model): what a

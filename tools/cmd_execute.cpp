@@ -47,6 +47,7 @@ struct ExecuteOptions {
   std::string out;
   std::string trace;
   std::string backend = "cpu";
+  bool tf32 = false;  // --tf32: the cuda backend's fp32 GEMMs on TF32 tensor cores
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;  // 0: never
   bool resume = false;
@@ -117,6 +118,8 @@ void execute_steps(const ExecuteOptions& o, const Plan& p, int rank) {
   InterpreterSettings settings;
   settings.seed = o.seed;
   settings.fault = parse_fault(o.inject_fault);
+  settings.backend = o.backend == "cuda" ? Backend::cuda : Backend::cpu;
+  settings.cuda.matmul = o.tf32 ? MatmulPrecision::tf32 : MatmulPrecision::fp32;
   int64_t done = 0;  // steps taken before this run
   if (o.resume) {
     const CheckpointInfo c = resumed_checkpoint(o, p);
@@ -134,8 +137,9 @@ void execute_steps(const ExecuteOptions& o, const Plan& p, int rank) {
   if (root) {
     for (int64_t r = 0; r < p.layout.world(); ++r)
       record.programs.push_back(build_program(p.model, p.training, p.layout, r));
-    fmt::print("{}: {} on {} ranks (cpu, fp32), {} steps of {} x {} tokens, data {}\n",
-               to_string(p.layout), p.model.name, p.layout.world(), o.steps,
+    fmt::print("{}: {} on {} ranks ({}, {}), {} steps of {} x {} tokens, data {}\n",
+               to_string(p.layout), p.model.name, p.layout.world(), o.backend,
+               o.tf32 && o.backend == "cuda" ? "fp32, tf32 GEMMs" : "fp32", o.steps,
                p.training.global_batch, p.training.seq_len, text.path);
     fmt::print("{:>5}  {:>8}  {:>12}  {:>12}\n", "step", "loss", "step_time_s", "tokens_per_s");
     std::fflush(stdout);
@@ -208,10 +212,10 @@ int run_execute(const ExecuteOptions& o) {
   const Plan given = resolve_plan(o.inputs);
   if (!runs_as_given(given.training) && !started_by_mpirun())
     fmt::print(
-        "# the cpu backend runs fp32 weights, activations and gradients without a master "
+        "# the {} backend runs fp32 weights, activations and gradients without a master "
         "copy; the plan's dtype {}, grad_dtype {}, master_weights {} is priced by estimate, "
         "not run\n",
-        enum_name(given.training.dtype, kDtypeNames),
+        o.backend, enum_name(given.training.dtype, kDtypeNames),
         enum_name(given.training.grad_dtype, kDtypeNames), given.training.master_weights);
   const Plan p = executed_plan(given);
   parse_fault(o.inject_fault);
@@ -237,7 +241,8 @@ Subcommand add_execute(CLI::App& root) {
   auto o = std::make_shared<ExecuteOptions>();
   CLI::App* app = root.add_subcommand(
       "execute",
-      "Train a plan's layout for real on this machine (cpu: Eigen fp32, one MPI rank per device) "
+      "Train a plan's layout for real on this machine (cpu: Eigen fp32, one MPI rank per device; "
+      "cuda: cuBLAS and CUDA kernels in fp32, NCCL, one MPI rank per GPU) "
       "and print loss, step time and tokens/s per step (step 1 is warm-up: medians leave it out) "
       "and each rank's peak memory. Runs on the ranks mpirun started, or re-runs itself under "
       "mpirun -np <the plan's device count>. An error on any rank aborts the whole job (exit 1)");
@@ -256,9 +261,13 @@ Subcommand add_execute(CLI::App& root) {
                   "Write measured.json: steps, per-rank memory, every action's timing, the plan");
   app->add_option("--trace", o->trace,
                   "Write the last step's timeline as Chrome trace JSON (as simulate's)");
-  app->add_option("--backend", o->backend, "cpu (Eigen fp32 + MPI) or cuda")
+  app->add_option("--backend", o->backend,
+                  "cpu (Eigen fp32 + MPI) or cuda (cuBLAS, CUDA kernels, NCCL; one rank per GPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  app->add_flag("--tf32", o->tf32,
+                "cuda: run the fp32 GEMMs on TF32 tensor cores (10-bit mantissa inputs, fp32 "
+                "accumulation)");
   app->add_option("--checkpoint-dir", o->checkpoint_dir,
                   "Folder of the checkpoints: step-N/ (full parameters and Adam state in the "
                   "single-rank layout, any layout resumes from them) and latest");

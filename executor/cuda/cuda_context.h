@@ -4,12 +4,9 @@
 #pragma once
 
 #include "executor/cuda/cuda_raii.h"
+#include "executor/cuda_rank.h"
 
 namespace shardplan {
-
-// fp32 GEMMs as IEEE fp32, or with TF32 tensor cores (10-bit mantissa inputs, fp32 accumulation:
-// NVIDIA A100 Tensor Core GPU Architecture whitepaper, 2020, "TF32").
-enum class MatmulPrecision { fp32, tf32 };
 
 class CudaContext {
  public:
