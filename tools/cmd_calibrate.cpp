@@ -1,6 +1,7 @@
-// `shardplan calibrate --backend cpu [--ranks N] --out profile.json`. On several ranks it runs
+// `shardplan calibrate --backend cpu|cuda [--ranks N] --out profile.json`. On several ranks it runs
 // either under a launcher (`mpirun -np 2 shardplan calibrate ...`: the ranks mpirun started) or
-// by itself (`--ranks N`, by default one rank per core: it re-runs the command under mpirun).
+// by itself (`--ranks N`, by default one rank per core, or per GPU with cuda: it re-runs the
+// command under mpirun). An error on any rank aborts the job (tools/rank_errors.h).
 
 #include <fmt/chrono.h>
 #include <fmt/core.h>
@@ -19,9 +20,11 @@
 #include "core/presets.h"
 #include "core/profile.h"
 #include "executor/calibrate_cpu.h"
+#include "executor/calibrate_cuda.h"
 #include "executor/cuda_devices.h"
 #include "executor/mpi_launch.h"
 #include "tools/output_file.h"
+#include "tools/rank_errors.h"
 #include "tools/subcommand.h"
 
 namespace shardplan::cli {
@@ -30,6 +33,7 @@ namespace {
 
 struct CalibrateCliOptions {
   std::string backend;
+  bool tf32 = false;
   std::string out;
   std::optional<int> ranks;
   std::vector<std::string> models{"gpt-tiny", "gpt-small"};
@@ -46,14 +50,20 @@ void write_profile(const Profile& p, const std::string& out) {
   fmt::print("# wrote {}\n", out);
 }
 
+// One rank per core (cpu) or per GPU (cuda) unless --ranks says otherwise.
+int default_ranks(const CalibrateCliOptions& o) {
+  if (o.backend == "cuda") return query_cuda_devices().count;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 int run_calibrate(CalibrateCliOptions& o) {
-  if (o.backend == "cuda") require_cuda_device("--backend");  // before mpirun starts any rank
+  const bool cuda = o.backend == "cuda";
+  if (cuda) require_cuda_device("--backend");  // before mpirun starts any rank
   check_output_folder(o.out);
   for (const auto& name : o.models) o.calibrate.models.push_back(load_model(name));
 
   if (!started_by_mpirun()) {
-    const int ranks =
-        o.ranks.value_or(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    const int ranks = o.ranks.value_or(default_ranks(o));
     validate_calibrate_options(o.calibrate, ranks);  // once, here, rather than on every rank
     if (ranks > 1) return rerun_under_mpirun(ranks);
   }
@@ -62,8 +72,12 @@ int run_calibrate(CalibrateCliOptions& o) {
     throw InputError("--ranks", "",
                      fmt::format("{}, but mpirun started {} ranks", *o.ranks, mpi.size()),
                      "leave --ranks out under mpirun, or run without mpirun");
-  const Profile p = calibrate_cpu(o.calibrate, MPI_COMM_WORLD, stdout);
-  if (mpi.rank() == 0) write_profile(p, o.out);
+  abort_job_on_error(mpi.rank(), [&] {
+    const CudaSettings settings{o.tf32 ? MatmulPrecision::tf32 : MatmulPrecision::fp32};
+    const Profile p = cuda ? calibrate_cuda(o.calibrate, settings, MPI_COMM_WORLD, stdout)
+                           : calibrate_cpu(o.calibrate, MPI_COMM_WORLD, stdout);
+    if (mpi.rank() == 0) write_profile(p, o.out);
+  });
   return 0;
 }
 
@@ -73,17 +87,22 @@ Subcommand add_calibrate(CLI::App& root) {
   auto o = std::make_shared<CalibrateCliOptions>();
   CLI::App* app = root.add_subcommand(
       "calibrate",
-      "Measure this machine (GEMMs over a model's layer shapes, STREAM memory bandwidth, every "
-      "collective over sizes and group sizes, printed as nccl-tests prints them) and write a "
-      "profile for --profile. Runs on the ranks mpirun started (mpirun -np 2 shardplan calibrate "
-      "...), or re-runs itself under mpirun -np N (--ranks N)");
-  app->add_option("--backend", o->backend, "cpu (Eigen fp32 + MPI, one rank per core) or cuda")
+      "Measure this machine (GEMMs over a model's layer shapes, memory bandwidth, every "
+      "collective over sizes and group sizes, printed as nccl-tests prints them; cpu: Eigen, "
+      "STREAM and MPI, cuda: cuBLAS, a device copy and NCCL) and write a profile for --profile. "
+      "Runs on the ranks mpirun started (mpirun -np 2 shardplan calibrate ...), or re-runs "
+      "itself under mpirun -np N (--ranks N)");
+  app->add_option("--backend", o->backend,
+                  "cpu (Eigen fp32 + MPI, one rank per core) or cuda (cuBLAS + NCCL, one rank per "
+                  "GPU)")
       ->required()
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  app->add_flag("--tf32", o->tf32, "cuda: time the fp32 GEMMs on TF32 tensor cores");
   app->add_option("--out,-o", o->out, "Where to write the profile JSON")->required();
   app->add_option(
          "--ranks", o->ranks,
-         "Ranks to measure on; outside mpirun, re-runs under mpirun -np N (default: one per core)")
+         "Ranks to measure on; outside mpirun, re-runs under mpirun -np N (default: one per core, "
+         "or per GPU with --backend cuda)")
       ->check(CLI::PositiveNumber);
   app->add_option("--model,-m", o->models,
                   "Models whose layer GEMM shapes to time (presets or JSON)")

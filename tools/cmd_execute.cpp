@@ -33,6 +33,7 @@
 #include "tools/cli_inputs.h"
 #include "tools/execute_report.h"
 #include "tools/output_file.h"
+#include "tools/rank_errors.h"
 #include "tools/subcommand.h"
 
 namespace shardplan::cli {
@@ -195,15 +196,7 @@ int run_rank(const ExecuteOptions& o, const Plan& p) {
                     mpi.size()),
         fmt::format("run it under mpirun -np {}, or without mpirun", p.layout.world()));
   }
-  try {
-    execute_steps(o, p, mpi.rank());
-  } catch (const std::exception& e) {
-    const auto* input = dynamic_cast<const InputError*>(&e);
-    fmt::print(stderr, "shardplan: error: rank {}: {}\n", mpi.rank(), e.what());
-    if (input != nullptr && !input->hint.empty()) fmt::print(stderr, "  hint: {}\n", input->hint);
-    std::fflush(nullptr);
-    MPI_Abort(MPI_COMM_WORLD, static_cast<int>(ExitCode::user_error));
-  }
+  abort_job_on_error(mpi.rank(), [&] { execute_steps(o, p, mpi.rank()); });
   return 0;
 }
 

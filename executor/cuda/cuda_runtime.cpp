@@ -14,6 +14,7 @@
 #include "executor/cuda/device_memory.h"
 #include "executor/cuda/nccl_comm.h"
 #include "executor/cuda/nccl_p2p.h"
+#include "executor/cuda/node_device.h"
 #include "executor/cuda_rank.h"
 #include "executor/mpi_comm.h"
 #include "executor/rank_runtime.h"
@@ -21,25 +22,6 @@
 namespace shardplan {
 
 namespace {
-
-// One GPU per rank: the rank's index among the ranks of its node (MPI's shared-memory split).
-int node_device(int64_t world_rank) {
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  int local = 0, local_ranks = 1;
-  MPI_Comm_rank(node, &local);
-  MPI_Comm_size(node, &local_ranks);
-  MPI_Comm_free(&node);
-  int devices = 0;
-  SHARDPLAN_CUDA_CHECK(cudaGetDeviceCount(&devices));
-  if (local_ranks > devices)
-    throw InputError("--backend", "",
-                     "cuda: rank " + std::to_string(world_rank) + "'s node runs " +
-                         std::to_string(local_ranks) + " ranks but has " + std::to_string(devices) +
-                         " CUDA devices; each rank needs its own",
-                     "run at most " + std::to_string(devices) + " ranks per node");
-  return local;
-}
 
 // The stream a group's layer collectives run on (the tp and cp groups'; any other group's TpComm
 // calls come from actions already on that group's stream).
@@ -61,7 +43,7 @@ Stream own_stream(Group g) {
 class CudaRuntime final : public RankRuntime {
  public:
   CudaRuntime(const Program& p, const CudaSettings& settings)
-      : ctx_(node_device(p.rank), settings.matmul),
+      : ctx_(node_device(), settings.matmul),
         memory_(ctx_),
         alloc_("rank " + std::to_string(p.rank), 0, &memory_),
         kernels_(ctx_, alloc_),
