@@ -22,6 +22,19 @@ bool all_equal(const std::vector<int64_t>& counts) {
   return std::adjacent_find(counts.begin(), counts.end(), std::not_equal_to<>()) == counts.end();
 }
 
+// One call per member with elements in `counts` (its count, and the offset of its part: parts
+// follow one another in member order), all in one NCCL group.
+template <class PerMember>
+void per_member(const std::vector<int64_t>& counts, PerMember&& call) {
+  SHARDPLAN_NCCL_CHECK(ncclGroupStart());
+  int64_t offset = 0;
+  for (size_t member = 0; member < counts.size(); ++member) {
+    if (counts[member] > 0) call(static_cast<int>(member), offset, count_of(counts[member]));
+    offset += counts[member];
+  }
+  SHARDPLAN_NCCL_CHECK(ncclGroupEnd());
+}
+
 }  // namespace
 
 NcclComm::NcclComm(MPI_Comm group) {
@@ -109,16 +122,10 @@ void NcclGroupComm::reduce_scatter_range(const FlatShards& sh, ElementRange rang
           ncclReduceScatter(in, part, count_of(counts[0]), ncclFloat, ncclSum, comm_.get(), s));
       return;
     }
-    SHARDPLAN_NCCL_CHECK(ncclGroupStart());
-    int64_t offset = 0;
-    for (int member = 0; member < sh.members; ++member) {
-      const int64_t n = counts[static_cast<size_t>(member)];
-      if (n > 0)
-        SHARDPLAN_NCCL_CHECK(ncclReduce(in + offset, member == sh.index ? part : nullptr,
-                                        count_of(n), ncclFloat, ncclSum, member, comm_.get(), s));
-      offset += n;
-    }
-    SHARDPLAN_NCCL_CHECK(ncclGroupEnd());
+    per_member(counts, [&](int member, int64_t offset, size_t n) {
+      SHARDPLAN_NCCL_CHECK(ncclReduce(in + offset, member == sh.index ? part : nullptr, n,
+                                      ncclFloat, ncclSum, member, comm_.get(), s));
+    });
   });
 }
 
@@ -131,16 +138,10 @@ void NcclGroupComm::all_gather_range(const FlatShards& sh, ElementRange range, c
           ncclAllGather(part, out, count_of(counts[0]), ncclFloat, comm_.get(), s));
       return;
     }
-    SHARDPLAN_NCCL_CHECK(ncclGroupStart());
-    int64_t offset = 0;
-    for (int member = 0; member < sh.members; ++member) {
-      const int64_t n = counts[static_cast<size_t>(member)];
-      if (n > 0)
-        SHARDPLAN_NCCL_CHECK(ncclBroadcast(member == sh.index ? part : out + offset, out + offset,
-                                           count_of(n), ncclFloat, member, comm_.get(), s));
-      offset += n;
-    }
-    SHARDPLAN_NCCL_CHECK(ncclGroupEnd());
+    per_member(counts, [&](int member, int64_t offset, size_t n) {
+      SHARDPLAN_NCCL_CHECK(ncclBroadcast(member == sh.index ? part : out + offset, out + offset, n,
+                                         ncclFloat, member, comm_.get(), s));
+    });
   });
 }
 

@@ -14,21 +14,17 @@
 
 #include "core/presets.h"
 #include "executor/interpreter.h"
+#include "tests/executor/mpi/interpreter_fixtures.h"
 #include "tests/executor_cuda/cuda_test_device.h"
 
 namespace shardplan {
 namespace {
 
-constexpr int kSteps = 3;
-constexpr int64_t kSeq = 16;
-constexpr int64_t kGlobalBatch = 4;
+using test::kGlobalBatch;
+using test::kSteps;
+using test::layout;
+using test::world_size;
 constexpr double kTolerance = 1e-4;
-
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
 
 struct Run {
   std::vector<double> losses;
@@ -38,16 +34,9 @@ struct Run {
 
 Run train(const Layout& l, Backend backend) {
   static const Model m = load_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/gpt-tiny.json");
-  static const TextTokens text =
-      load_text_tokens(std::string(SHARDPLAN_SOURCE_DIR) + "/" + kDefaultTextFile, kSeq + 1);
-  Training t;
-  t.global_batch = kGlobalBatch;
-  t.seq_len = kSeq;
-  t.dtype = t.grad_dtype = Dtype::fp32;
-  t.master_weights = false;
   InterpreterSettings settings;
   settings.backend = backend;
-  RankInterpreter interpreter(m, t, l, text, settings);
+  RankInterpreter interpreter(m, test::fp32_training(), l, test::text(), settings);
   Run r;
   for (int step = 0; step < kSteps; ++step) r.losses.push_back(interpreter.run_step(step).loss);
   r.params = interpreter.gather_full_parameters();
@@ -66,25 +55,10 @@ void check_layout(Layout l) {
     CHECK(std::abs(gpu.losses[static_cast<size_t>(step)] - want) <= kTolerance * std::abs(want));
   }
   REQUIRE(gpu.params.size() == cpu.params.size());
-  double diff2 = 0, ref2 = 0;
-  for (size_t i = 0; i < cpu.params.size(); ++i) {
-    const double d = double{gpu.params[i]} - cpu.params[i];
-    diff2 += d * d;
-    ref2 += double{cpu.params[i]} * cpu.params[i];
-  }
-  if (!cpu.params.empty()) CHECK(std::sqrt(diff2 / ref2) < kTolerance);
+  if (!cpu.params.empty()) CHECK(test::relative_norm_error(gpu.params, cpu.params) < kTolerance);
   for (MemoryCategory c :
        {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::optimizer})
     CHECK(gpu.at_peak[c] == cpu.at_peak[c]);
-}
-
-Layout layout(int dp, int tp, int pp, int cp = 1) {
-  Layout l;
-  l.dp = dp;
-  l.tp = tp;
-  l.pp = pp;
-  l.cp = cp;
-  return l;
 }
 
 TEST_CASE("cuda interpreter: one rank, each recompute mode", "[cuda]") {
