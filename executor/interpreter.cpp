@@ -254,7 +254,9 @@ struct RankInterpreter::State {
     for (size_t k = first; k < last; ++k)
       for (uint32_t d : program.deps_of(program.actions[k]))
         if (d < first && run_stream(program.actions[d]) != s) streams.wait(ends[d]);
-    if (a.kind == ActionKind::compute && a.pass != Pass::forward)
+    const bool unit_backward = s == Stream::compute && a.kind != ActionKind::optimizer_step &&
+                               (a.pass == Pass::backward || a.pass == Pass::recompute);
+    if (unit_backward)
       for (const ElementRange w : written_by(a))
         for (const auto& [range, done] : reductions)
           if (range.begin < w.end && w.begin < range.end) streams.wait(done);
