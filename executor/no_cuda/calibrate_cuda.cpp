@@ -7,8 +7,8 @@ namespace shardplan {
 
 Profile calibrate_cuda(const CalibrateOptions&, const CudaSettings&, MPI_Comm, std::FILE*) {
   throw InputError("--backend", "",
-                   "cuda: no CUDA device (this build has no CUDA backend: nvcc was not found when "
-                   "it was configured)",
+                   "cuda: no CUDA device (this build has no CUDA backend: it was configured "
+                   "without nvcc, cuBLAS and NCCL, or with -DSHARDPLAN_CUDA=OFF)",
                    "use --backend cpu");
 }
 

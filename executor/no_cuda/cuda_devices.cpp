@@ -4,7 +4,9 @@
 namespace shardplan {
 
 CudaDeviceQuery query_cuda_devices() {
-  return {0, "this build has no CUDA backend: nvcc was not found when it was configured"};
+  return {0,
+          "this build has no CUDA backend: it was configured without nvcc, cuBLAS and NCCL, or "
+          "with -DSHARDPLAN_CUDA=OFF"};
 }
 
 }  // namespace shardplan

@@ -7,8 +7,8 @@ namespace shardplan {
 
 std::unique_ptr<RankRuntime> cuda_runtime(const Program&, const CudaSettings&) {
   throw InputError("--backend", "",
-                   "cuda: no CUDA device (this build has no CUDA backend: nvcc was not found when "
-                   "it was configured)",
+                   "cuda: no CUDA device (this build has no CUDA backend: it was configured "
+                   "without nvcc, cuBLAS and NCCL, or with -DSHARDPLAN_CUDA=OFF)",
                    "use --backend cpu");
 }
 
