@@ -58,6 +58,8 @@ int default_ranks(const CalibrateCliOptions& o) {
 
 int run_calibrate(CalibrateCliOptions& o) {
   const bool cuda = o.backend == "cuda";
+  if (o.tf32 && !cuda)
+    throw InputError("--tf32", "", "needs --backend cuda", "leave --tf32 out on the cpu backend");
   if (cuda) require_cuda_device("--backend");  // before mpirun starts any rank
   check_output_folder(o.out);
   for (const auto& name : o.models) o.calibrate.models.push_back(load_model(name));

@@ -201,6 +201,8 @@ int run_rank(const ExecuteOptions& o, const Plan& p) {
 }
 
 int run_execute(const ExecuteOptions& o) {
+  if (o.tf32 && o.backend != "cuda")
+    throw InputError("--tf32", "", "needs --backend cuda", "leave --tf32 out on the cpu backend");
   if (o.backend == "cuda") require_cuda_device("--backend");  // before mpirun starts any rank
   const Plan given = resolve_plan(o.inputs);
   if (!runs_as_given(given.training) && !started_by_mpirun())
