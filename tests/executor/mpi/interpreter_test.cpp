@@ -18,35 +18,19 @@
 #include "executor/param_layout.h"
 #include "simulator/comm_volume.h"
 #include "simulator/memory_model.h"
+#include "tests/executor/mpi/interpreter_fixtures.h"
 #include "tests/executor/single_rank_training.h"
 
 namespace shardplan {
 namespace {
 
-constexpr int kSteps = 3;
-constexpr int64_t kSeq = 16;
-constexpr int64_t kGlobalBatch = 4;
-
-Training fp32_training() {
-  Training t;
-  t.global_batch = kGlobalBatch;
-  t.seq_len = kSeq;
-  t.dtype = t.grad_dtype = Dtype::fp32;
-  t.master_weights = false;
-  return t;
-}
-
-const TextTokens& text() {
-  static const TextTokens tokens =
-      load_text_tokens(std::string(SHARDPLAN_SOURCE_DIR) + "/" + kDefaultTextFile, kSeq + 1);
-  return tokens;
-}
-
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
+using test::fp32_training;
+using test::kGlobalBatch;
+using test::kSeq;
+using test::kSteps;
+using test::layout;
+using test::text;
+using test::world_size;
 
 double relative(double a, double b) {
   return std::abs(a - b) / std::max(std::abs(b), 1e-30);
@@ -73,17 +57,9 @@ void check_layout(Layout l) {
   const std::vector<float> params = run.gather_full_parameters();
   if (run.program().rank == 0) {
     REQUIRE(params.size() == reference.final_params.size());
-    // Relative to the whole model's norm: Adam divides every gradient by its own running RMS, so
-    // elements whose gradient is near zero (the key bias's is exactly 0 — softmax ignores a shift
-    // of a query's scores — and float rounding gives it noise) take steps of up to lr from rounding
-    // alone, and no per-element relative bound holds for them in any summation order.
-    double diff2 = 0, ref2 = 0;
-    for (size_t i = 0; i < params.size(); ++i) {
-      const double d = double{params[i]} - reference.final_params[i];
-      diff2 += d * d;
-      ref2 += double{reference.final_params[i]} * reference.final_params[i];
-    }
-    CHECK(std::sqrt(diff2 / ref2) < 1e-5);
+    // Relative to the whole model's norm (test::relative_norm_error): the key bias's gradient is
+    // exactly 0 — softmax ignores a shift of a query's scores — and float rounding gives it noise.
+    CHECK(test::relative_norm_error(params, reference.final_params) < 1e-5);
   }
   const ParamShard shard = param_shard(m, l, stage_layers(m, l, run.program().coord.pp));
   const ModelStateBytes predicted = model_state_bytes(shard.dense(), dense_replicas(l), l.zero, t);
@@ -91,15 +67,6 @@ void check_layout(Layout l) {
   CHECK(measured[MemoryCategory::parameters] == predicted.parameters);
   CHECK(measured[MemoryCategory::gradients] == predicted.gradients);
   CHECK(measured[MemoryCategory::optimizer] == predicted.optimizer());
-}
-
-Layout layout(int dp, int tp, int pp, int cp = 1) {
-  Layout l;
-  l.dp = dp;
-  l.tp = tp;
-  l.pp = pp;
-  l.cp = cp;
-  return l;
 }
 
 // The full state after a step under `from`, loaded under `to` and gathered again: the same bits

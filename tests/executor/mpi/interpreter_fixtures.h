@@ -1,0 +1,65 @@
+// What the interpreter tests (CPU backend, and CUDA against CPU) train: gpt-tiny on fp32 steps of
+// 4 sequences of 16 byte tokens, on layouts given by their degrees, on MPI_COMM_WORLD's ranks.
+#pragma once
+
+#include <mpi.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/layout.h"
+#include "core/training.h"
+#include "executor/data.h"
+
+namespace shardplan::test {
+
+constexpr int kSteps = 3;
+constexpr int64_t kSeq = 16;
+constexpr int64_t kGlobalBatch = 4;
+
+inline Training fp32_training() {
+  Training t;
+  t.global_batch = kGlobalBatch;
+  t.seq_len = kSeq;
+  t.dtype = t.grad_dtype = Dtype::fp32;
+  t.master_weights = false;
+  return t;
+}
+
+inline const TextTokens& text() {
+  static const TextTokens tokens =
+      load_text_tokens(std::string(SHARDPLAN_SOURCE_DIR) + "/" + kDefaultTextFile, kSeq + 1);
+  return tokens;
+}
+
+inline int world_size() {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+inline Layout layout(int dp, int tp, int pp, int cp = 1) {
+  Layout l;
+  l.dp = dp;
+  l.tp = tp;
+  l.pp = pp;
+  l.cp = cp;
+  return l;
+}
+
+// ‖a − b‖ / ‖b‖ over two whole models' flat parameters. Relative to the whole model's norm:
+// Adam divides every gradient by its own running RMS, so elements whose gradient is near zero
+// take steps of up to lr from rounding alone, and no per-element relative bound holds for them in
+// any summation order.
+inline double relative_norm_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff2 = 0, ref2 = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    const double d = double{a[i]} - b[i];
+    diff2 += d * d;
+    ref2 += double{b[i]} * b[i];
+  }
+  return std::sqrt(diff2 / ref2);
+}
+
+}  // namespace shardplan::test
