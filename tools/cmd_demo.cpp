@@ -36,7 +36,7 @@ struct DemoOptions {
   std::string cluster = "local-cpu";
   int64_t gbs = 8;
   int64_t seq = 256;
-  int64_t steps = 8;
+  int64_t steps = 10;
   int top = 4;
   std::vector<std::string> layouts;  // run these instead of the planner's best
   std::string profile;               // use this profile instead of calibrating
