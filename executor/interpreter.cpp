@@ -6,11 +6,14 @@
 #include <cassert>
 #include <csignal>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "core/error.h"
+#include "executor/action_ranges.h"
 #include "executor/block.h"
 #include "executor/context_parallel.h"
 #include "executor/embedding.h"
@@ -18,6 +21,7 @@
 #include "executor/mpi_comm.h"
 #include "executor/param_init.h"
 #include "executor/whole_layout.h"
+#include "executor/zero3_units.h"
 
 namespace shardplan {
 
@@ -44,18 +48,6 @@ bool same_unit_pass(const Action& a, const Action& b) {
 
 ElementRange rows_of(const ParamTensor& t) {
   return {t.row_begin, t.row_begin + t.local_rows};
-}
-
-// Elements of the tensors `pick` selects (they are contiguous in the layout).
-template <class Pick>
-ElementRange tensors_range(const ParamLayout& layout, Pick pick) {
-  ElementRange r{layout.total, 0};
-  for (const ParamTensor& t : layout.tensors)
-    if (pick(t)) {
-      r.begin = std::min(r.begin, t.offset);
-      r.end = std::max(r.end, t.offset + t.count());
-    }
-  return r.end > r.begin ? r : ElementRange{};
 }
 
 RankShard rank_shard(const Model& m, const Layout& l, const RankCoord& c) {
@@ -117,14 +109,18 @@ struct RankInterpreter::State {
   LayerDims dims;
   MatmulStats matmul;
   LayerContext<float> ctx{alloc, tp, &matmul, &cp};
-  Group zero_group;   // the dense weights' replicas, which ZeRO shards over: dp, or dp·cp
-  FlatShards shards;  // ZeRO's shards of the flat buffer over zero_group
-  Buffer<float> params, grads;            // the full flat buffers (work copies under ZeRO-3 / 2+)
-  Buffer<float> param_shard, grad_shard;  // ZeRO-3 / ZeRO-2+: this rank's padded shard
+  Group zero_group;      // the dense weights' replicas, which ZeRO shards over: dp, or dp·cp
+  FlatShards shards;     // ZeRO's shards of the flat buffer over zero_group
+  Buffer<float> params;  // the full flat buffer; none under ZeRO-3
+  Buffer<float> grads;  // the full flat buffer (ZeRO-2: the accumulation bucket); none under ZeRO-3
+  Buffer<float> param_shard;  // ZeRO-3: this rank's padded shard
+  Buffer<float> grad_shard;   // ZeRO-2 and 3: this rank's padded shard
+  Zero3Units zero3;           // ZeRO-3: gathered units and their gradients
   AdamState adam;
   std::map<std::pair<int, int>, MicroBatch> live;  // by (micro-batch, chunk)
   std::vector<std::pair<MPI_Request, Buffer<float>>> sends;
   std::vector<TimedCall> calls;
+  std::vector<char> ran;  // this step's actions that have run (ZeRO-3 gathers run ahead)
   int64_t step = 0;
   double step_start = 0;
   double loss_sum = 0;
@@ -147,51 +143,25 @@ struct RankInterpreter::State {
                         lay.sequence_parallel && lay.tp > 1, lay.cp, program.coord.cp)),
         zero_group(dense_dp_group(lay)),
         shards{layout.total, group_size(lay, zero_group),
-               rank_in_group(lay, program.rank, zero_group)} {
-    const bool zero3 = l.zero >= 3, zero2 = l.zero >= 2;
-    params = alloc.allocate<float>(zero3 ? MemoryCategory::buffers : MemoryCategory::parameters,
-                                   layout.total, zero3 ? "gathered parameters" : "parameters");
-    grads = alloc.allocate<float>(zero2 ? MemoryCategory::buffers : MemoryCategory::gradients,
-                                  layout.total, zero2 ? "gradient accumulation" : "gradients");
-    init_parameters(m, layout, settings.seed, params.span());
-    if (zero3) {
+               rank_in_group(lay, program.rank, zero_group)},
+        zero3(alloc, shards, groups.get(zero_group)) {
+    if (l.zero >= 3) {  // each rank initialises its own shard (zeros past its end)
       param_shard =
           alloc.allocate<float>(MemoryCategory::parameters, shards.padded(), "parameter shard");
-      own_shard(params.data(), param_shard);
+      init_parameters(m, layout, settings.seed, shards.mine(),
+                      param_shard.span().first(static_cast<size_t>(shards.mine().count())));
+    } else {
+      params = alloc.allocate<float>(MemoryCategory::parameters, layout.total, "parameters");
+      init_parameters(m, layout, settings.seed, params.span());
     }
-    if (zero2)
+    if (l.zero < 2)
+      grads = alloc.allocate<float>(MemoryCategory::gradients, layout.total, "gradients");
+    else if (l.zero == 2)
+      grads = alloc.allocate<float>(MemoryCategory::buffers, layout.total, "gradient accumulation");
+    if (l.zero >= 2)
       grad_shard =
           alloc.allocate<float>(MemoryCategory::gradients, shards.padded(), "gradient shard");
     adam = adam_state(alloc, l.zero >= 1 ? shards.padded() : layout.total);
-  }
-
-  ElementRange embedding_range() const {
-    return tensors_range(layout, [](const ParamTensor& x) {
-      return x.component == ParamComponent::embedding ||
-             x.component == ParamComponent::position_embedding;
-    });
-  }
-  ElementRange head_range() const {
-    return tensors_range(layout, [](const ParamTensor& x) {
-      return x.layer < 0 &&
-             (x.component == ParamComponent::norms || x.component == ParamComponent::head);
-    });
-  }
-
-  // The flat-buffer ranges of a bucket or gather: its units' tensors, adjacent ones merged.
-  std::vector<ElementRange> ranges_of(const Action& a) const {
-    std::vector<ElementRange> out;
-    const auto add = [&](ElementRange r) {
-      if (r.count() == 0) return;
-      if (!out.empty() && out.back().end == r.begin)
-        out.back().end = r.end;
-      else
-        out.push_back(r);
-    };
-    if (has_part(a.parts, Part::embedding)) add(embedding_range());
-    for (int layer = a.layer_begin; layer < a.layer_end; ++layer) add(layout.layer_range(layer));
-    if (has_part(a.parts, Part::head)) add(head_range());
-    return out;
   }
 
   MicroBatch& micro_batch(const Action& a) {
@@ -256,24 +226,62 @@ struct RankInterpreter::State {
   }
 
   // One unit's pass of a micro-batch: actions [first, last) of the program.
+  // Program index of the first or last compute action in [first, last).
+  uint32_t compute_in(size_t first, size_t last, bool want_last) const {
+    std::optional<size_t> found;
+    for (size_t i = first; i < last; ++i)
+      if (program.actions[i].kind == ActionKind::compute && (want_last || !found)) found = i;
+    assert(found);
+    return static_cast<uint32_t>(*found);
+  }
+
+  // The ZeRO-3 param_gather a unit pass's first compute waits for; none when the zero group has
+  // one member (its shard is the whole buffer).
+  std::optional<uint32_t> zero3_gather_of(size_t first, size_t last) const {
+    if (l.zero < 3) return std::nullopt;
+    for (const uint32_t d : program.deps_of(program.actions[compute_in(first, last, false)]))
+      if (program.actions[d].kind == ActionKind::param_gather) return d;
+    assert(shards.members == 1);
+    return std::nullopt;
+  }
+
+  // One unit's pass of a micro-batch: actions [first, last) of the program. Its weights are the
+  // full flat buffer, or under ZeRO-3 the unit's gathered parameters (freed when the pass ends);
+  // a backward accumulates into the full gradients, or under ZeRO-3 into the unit's own until its
+  // grad_reduce.
   void unit_pass(size_t first, size_t last, std::vector<ActionTiming>& timings) {
     const Action& a = program.actions[first];
-    MicroBatch& mb = micro_batch(a);
-    const float* w = params.data();
-    float* g = grads.data();
+    const bool forward = a.pass == Pass::forward;
+    const std::optional<uint32_t> gather = zero3_gather_of(first, last);
+    float* const flat_w = l.zero >= 3 ? param_shard.data() : params.data();
+    float* const flat_g = l.zero >= 3 ? grad_shard.data() : grads.data();
+    const FlatView<const float> w =
+        gather ? zero3.params(*gather) : FlatView<const float>::whole(flat_w, layout);
+    const FlatView<float> g = forward ? FlatView<float>{}
+                              : gather
+                                  ? zero3.start_gradients(*gather, compute_in(first, last, true))
+                                  : FlatView<float>::whole(flat_g, layout);
     calls.clear();
     tp.calls = cp.calls = &calls;
     const double t0 = MPI_Wtime();
+    run_unit(a, w, g);
+    const double t1 = MPI_Wtime();
+    tp.calls = cp.calls = nullptr;
+    if (gather) zero3.reshard(*gather);
+    attribute(first, last, t0, t1, timings);
+  }
+
+  void run_unit(const Action& a, const FlatView<const float>& w, const FlatView<float>& g) {
+    MicroBatch& mb = micro_batch(a);
     const bool forward = a.pass == Pass::forward;
     switch (unit_of(a)) {
       case UnitKind::embedding: {
-        const ParamTensor& wte = layout.get("wte");
-        const float* wpe = w + layout.get("wpe").offset;
+        const ParamTensor &wte = layout.get("wte"), &wpe = layout.get("wpe");
         if (forward) {
-          mb.x = embedding_forward(dims, mb.inputs.data(), w + wte.offset, rows_of(wte), wpe, ctx);
+          mb.x = embedding_forward(dims, mb.inputs.data(), w.at(wte), rows_of(wte), w.at(wpe), ctx);
         } else {
-          embedding_backward(dims, mb.inputs.data(), mb.grad.data(), rows_of(wte), g + wte.offset,
-                             g + layout.get("wpe").offset, ctx);
+          embedding_backward(dims, mb.inputs.data(), mb.grad.data(), rows_of(wte), g.at(wte),
+                             g.at(wpe), ctx);
           live.erase({a.micro_batch, a.chunk});
         }
         break;
@@ -301,9 +309,6 @@ struct RankInterpreter::State {
         break;
       }
     }
-    const double t1 = MPI_Wtime();
-    tp.calls = cp.calls = nullptr;
-    attribute(first, last, t0, t1, timings);
   }
 
   // The layers' tp and cp calls matched in order to the pass's collective actions (the vocabulary-
@@ -364,35 +369,36 @@ struct RankInterpreter::State {
       const ParamTensor& x = layout.get(shard.embedding ? "wte" : "lm_head");
       return all_reduce_tensor_grads(groups.embedding(), {x.offset, x.offset + x.count()});
     }
+    // ZeRO-3: the unit's own gradients, from the backward this reduction follows (its one
+    // dependency), which the head's include the tied word embedding it borrowed under pp = 1.
+    if (l.zero >= 3) return zero3.reduce_scatter(program.deps_of(a).front(), grad_shard.data());
     const MPI_Comm comm = groups.get(a.group);
     const ElementRange mine = shards.mine();
-    for (const ElementRange r : ranges_of(a)) {
+    for (const ElementRange r : action_ranges(layout, a)) {
+      float* full = grads.data() + r.begin;
       if (a.op == Collective::all_reduce) {
-        all_reduce_sum(comm, {grads.data() + r.begin, static_cast<size_t>(r.count())});
-        continue;
-      }
-      const int64_t begin = std::clamp(r.begin, mine.begin, mine.end),
-                    end = std::clamp(r.end, mine.begin, mine.end);
-      Buffer<float> part =
-          alloc.allocate<float>(MemoryCategory::buffers, end - begin, "reduce-scatter output");
-      reduce_scatter_range(comm, shards, r, grads.data() + r.begin, part.data());
-      if (l.zero == 1) {
+        all_reduce_sum(comm, {full, static_cast<size_t>(r.count())});
+      } else if (l.zero == 1) {  // the reduced part back into the buffer the optimizer steps
+        const int64_t begin = std::clamp(r.begin, mine.begin, mine.end),
+                      end = std::clamp(r.end, mine.begin, mine.end);
+        Buffer<float> part =
+            alloc.allocate<float>(MemoryCategory::buffers, end - begin, "reduce-scatter output");
+        reduce_scatter_range(comm, shards, r, full, part.data());
         std::copy(part.data(), part.data() + part.size(), grads.data() + begin);
-      } else {  // ZeRO-2/3 keep the shard; the accumulation buffer starts the next micro-batch at 0
-        float* into = grad_shard.data() + (begin - mine.begin);
-        for (int64_t i = 0; i < part.size(); ++i) into[i] += part[i];
-        std::fill(grads.data() + r.begin, grads.data() + r.end, 0.0f);
+      } else {  // ZeRO-2 keeps the shard; the bucket starts the next micro-batch at 0
+        reduce_scatter_add(comm, shards, r, full, grad_shard.data(), alloc);
+        std::fill(full, full + r.count(), 0.0f);
       }
     }
   }
 
-  void param_gather(const Action& a) {
+  void param_gather(const Action& a, uint32_t index) {
+    if (l.zero >= 3) return zero3.gather(index, action_ranges(layout, a), param_shard.data());
     const ElementRange mine = shards.mine();
-    for (const ElementRange r : ranges_of(a)) {
+    for (const ElementRange r : action_ranges(layout, a)) {
       const int64_t begin = std::clamp(r.begin, mine.begin, mine.end);
-      const float* part =
-          l.zero >= 3 ? param_shard.data() + (begin - mine.begin) : params.data() + begin;
-      all_gather_range(groups.get(a.group), shards, r, part, params.data() + r.begin);
+      all_gather_range(groups.get(a.group), shards, r, params.data() + begin,
+                       params.data() + r.begin);
     }
   }
 
@@ -448,6 +454,48 @@ struct RankInterpreter::State {
     std::copy(flat + mine.begin, flat + mine.end, into.data());
   }
 
+  // An action outside the units' passes.
+  void run_action(size_t i, std::vector<ActionTiming>& timings) {
+    const Action& a = program.actions[i];
+    const double t0 = MPI_Wtime();
+    switch (a.kind) {
+      case ActionKind::send:
+      case ActionKind::recv:
+        p2p(a);
+        break;
+      case ActionKind::grad_reduce:
+        grad_reduce(a);
+        break;
+      case ActionKind::param_gather:
+        param_gather(a, static_cast<uint32_t>(i));
+        break;
+      case ActionKind::optimizer_step:
+        optimizer_step();
+        break;
+      default:
+        assert(false);
+    }
+    timings[i] = {t0 - step_start, MPI_Wtime() - step_start};
+    ran[i] = 1;
+  }
+
+  // FSDP's prefetch (Zhao et al. 2023 §4.2): a ZeRO-3 gather runs as soon as the actions it
+  // depends on have, not at its place in program order. The schedule makes the next unit's gather
+  // wait for the unit two before it, so before the pass at `next` the gather of the unit after it
+  // runs, and the two units are gathered together, as FSDP holds them. The gathers keep their
+  // order (one stream), and every member of the group pulls the same gather ahead at the same
+  // point (their programs match), so the collectives still meet.
+  void prefetch(size_t next, std::vector<ActionTiming>& timings) {
+    if (l.zero < 3) return;
+    for (size_t g = next; g < program.actions.size(); ++g) {
+      const Action& a = program.actions[g];
+      if (a.kind != ActionKind::param_gather || ran[g]) continue;
+      for (const uint32_t d : program.deps_of(a))
+        if (d >= next && !ran[d]) return;
+      run_action(g, timings);
+    }
+  }
+
   void inject_fault(size_t action) {
     const InjectedFault& f = settings.fault;
     if (f.rank != program.rank || f.step != step || action != program.actions.size() / 2) return;
@@ -473,12 +521,12 @@ StepMeasurement RankInterpreter::run_step(int64_t step) {
   State& s = *s_;
   s.step = step;
   s.loss_sum = 0;
-  std::fill(s.grads.data(), s.grads.data() + s.grads.size(), 0.0f);
-  if (!s.grad_shard.empty())
-    std::fill(s.grad_shard.data(), s.grad_shard.data() + s.grad_shard.size(), 0.0f);
+  for (Buffer<float>* b : {&s.grads, &s.grad_shard})
+    std::fill(b->data(), b->data() + b->size(), 0.0f);
   StepMeasurement out;
   const auto& actions = s.program.actions;
   out.timings.resize(actions.size());
+  s.ran.assign(actions.size(), 0);
   MPI_Barrier(MPI_COMM_WORLD);
   s.step_start = MPI_Wtime();
   for (size_t i = 0; i < actions.size();) {
@@ -487,33 +535,16 @@ StepMeasurement RankInterpreter::run_step(int64_t step) {
     if (a.kind == ActionKind::compute || a.kind == ActionKind::collective) {
       size_t j = i + 1;
       while (j < actions.size() && same_unit_pass(a, actions[j])) ++j;
+      s.prefetch(i, out.timings);
       s.unit_pass(i, j, out.timings);
       i = j;
       continue;
     }
-    const double t0 = MPI_Wtime();
-    switch (a.kind) {
-      case ActionKind::send:
-      case ActionKind::recv:
-        s.p2p(a);
-        break;
-      case ActionKind::grad_reduce:
-        s.grad_reduce(a);
-        break;
-      case ActionKind::param_gather:
-        s.param_gather(a);
-        break;
-      case ActionKind::optimizer_step:
-        s.optimizer_step();
-        break;
-      default:
-        assert(false);
-    }
-    out.timings[i] = {t0 - s.step_start, MPI_Wtime() - s.step_start};
+    if (!s.ran[i]) s.run_action(i, out.timings);
     ++i;
   }
   s.reap_sends(true);
-  assert(s.live.empty());
+  assert(s.live.empty() && s.zero3.empty());
   const double elapsed = MPI_Wtime() - s.step_start;
   MPI_Allreduce(&elapsed, &out.step_time_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   // The loss is the same on every tp rank of the last stage: count tp rank 0's (of every cp rank,
@@ -541,16 +572,18 @@ FullState RankInterpreter::gather_full_state() {
 
 void RankInterpreter::load_full_state(const FullState& state) {
   State& s = *s_;
-  from_whole_layout(s.m, s.layout, state.params, s.params.data());
-  if (s.l.zero >= 3) s.own_shard(s.params.data(), s.param_shard);
+  // Each of what this rank owns taken from the whole model's layout: its flat buffer, or its
+  // ZeRO shard of it (parameters under ZeRO-3, Adam's moments under ZeRO-1 and above).
   std::vector<float> flat(static_cast<size_t>(s.layout.total));
-  for (auto [whole, into] :
-       {std::pair{&state.adam_m, &s.adam.m}, std::pair{&state.adam_v, &s.adam.v}}) {
+  for (auto [whole, into, sharded] :
+       {std::tuple{&state.params, s.l.zero >= 3 ? &s.param_shard : &s.params, s.l.zero >= 3},
+        std::tuple{&state.adam_m, &s.adam.m, s.l.zero >= 1},
+        std::tuple{&state.adam_v, &s.adam.v, s.l.zero >= 1}}) {
     from_whole_layout(s.m, s.layout, *whole, flat.data());
-    if (s.l.zero == 0)
-      std::copy(flat.begin(), flat.end(), into->data());
-    else
+    if (sharded)
       s.own_shard(flat.data(), *into);
+    else
+      std::copy(flat.begin(), flat.end(), into->data());
   }
   s.adam.step = state.adam_step;
   MPI_Bcast(&s.adam.step, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);

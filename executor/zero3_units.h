@@ -1,0 +1,65 @@
+// ZeRO-3's full-size buffers on one rank, held as PyTorch FSDP holds them (Zhao et al. 2023,
+// §3.3–3.4): a unit's parameters all-gathered from the shards before each use (forward, backward
+// with a full recompute's re-forward) and freed when that use ends (reshard after forward and
+// after backward), and the unit's gradients from its backward until they are reduce-scattered into
+// the rank's gradient shard. A unit is a layer, the embedding or the head — with the word
+// embedding it borrows when the embeddings are tied and pp = 1. Both are charged as buffers; no
+// full flat copy of the parameters or gradients exists.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "executor/flat_view.h"
+#include "executor/mpi_comm.h"
+#include "executor/tensor_allocator.h"
+
+namespace shardplan {
+
+// `full` (the flat buffer's `range`) summed over the members of `comm`; this rank's part of the
+// sum added into its padded shard `shard` (ZeRO-2's bucket and ZeRO-3's unit gradients, which
+// accumulate over micro-batches in the shard).
+void reduce_scatter_add(MPI_Comm comm, const FlatShards& shards, ElementRange range,
+                        const float* full, float* shard, TensorAllocator& alloc);
+
+class Zero3Units {
+ public:
+  // `comm`: the group ZeRO shards over (dp, or dp·cp), whose shards `shards` describes.
+  Zero3Units(TensorAllocator& alloc, const FlatShards& shards, MPI_Comm comm);
+
+  // The param_gather at program index `gather`: `ranges` of every member's shard (this rank's in
+  // `param_shard`, padded) all-gathered into one buffer per range.
+  void gather(uint32_t gather, const std::vector<ElementRange>& ranges, const float* param_shard);
+  // Its parameters, for the pass that waits for it; reshard() frees them when that pass ends.
+  FlatView<const float> params(uint32_t gather) const;
+  void reshard(uint32_t gather);
+
+  // Zeroed full gradients of the ranges `gather` gathered, for the backward whose last compute is
+  // at program index `compute` (the action the unit's grad_reduce depends on).
+  FlatView<float> start_gradients(uint32_t gather, uint32_t compute);
+  // The grad_reduce after that backward: its gradients reduce-scattered and added into
+  // `grad_shard` (padded), then freed.
+  void reduce_scatter(uint32_t compute, float* grad_shard);
+
+  // Nothing gathered, no gradients waiting (true between steps).
+  bool empty() const { return params_.empty() && grads_.empty(); }
+
+ private:
+  // One unit's full-size pieces: buffers[i] holds the flat buffer's ranges[i].
+  struct Unit {
+    std::vector<ElementRange> ranges;
+    std::vector<Buffer<float>> buffers;
+  };
+  Unit allocate(const std::vector<ElementRange>& ranges, const char* what) const;
+
+  TensorAllocator& alloc_;
+  FlatShards shards_;
+  MPI_Comm comm_;
+  std::map<uint32_t, Unit> params_;  // by param_gather index
+  std::map<uint32_t, Unit> grads_;   // by the backward's last compute index
+};
+
+}  // namespace shardplan
