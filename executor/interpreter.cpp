@@ -254,7 +254,9 @@ struct RankInterpreter::State {
     const bool forward = a.pass == Pass::forward;
     const std::optional<uint32_t> gather = zero3_gather_of(first, last);
     float* const flat_w = l.zero >= 3 ? param_shard.data() : params.data();
-    float* const flat_g = l.zero >= 3 ? grad_shard.data() : grads.data();
+    // Into the shard where no grad_reduce moves gradients there: a one-member zero group has none.
+    const bool into_shard = l.zero >= 3 || (l.zero == 2 && shards.members == 1);
+    float* const flat_g = into_shard ? grad_shard.data() : grads.data();
     const FlatView<const float> w =
         gather ? zero3.params(*gather) : FlatView<const float>::whole(flat_w, layout);
     const FlatView<float> g = forward ? FlatView<float>{}

@@ -180,6 +180,29 @@ TEST_CASE("interpreter: ZeRO 1, 2 and 3 over dp2", "[interpreter]") {
   }
 }
 
+// dp = cp = 1: the zero group has one member, the program no gathers or gradient reductions.
+TEST_CASE("interpreter: ZeRO 2 and 3 with tp2 and sequence parallelism", "[interpreter]") {
+  if (world_size() != 2) return;
+  for (int zero = 2; zero <= 3; ++zero) {
+    INFO("zero " << zero);
+    Layout l = layout(1, 2, 1);
+    l.sequence_parallel = true;
+    l.zero = zero;
+    check_layout(l);
+  }
+}
+
+TEST_CASE("interpreter: ZeRO-3 under every recompute mode", "[interpreter]") {
+  if (world_size() != 2) return;
+  for (const Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+    INFO(enum_name(r, kRecomputeNames));
+    Layout l = layout(2, 1, 1);
+    l.zero = 3;
+    l.recompute = r;
+    check_layout(l);
+  }
+}
+
 TEST_CASE("interpreter: every recompute mode", "[interpreter]") {
   if (world_size() != 2) return;
   for (const Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
@@ -230,6 +253,21 @@ TEST_CASE("interpreter: dp2·tp2, dp2·pp2, tp2·pp2", "[world4]") {
   dp_pp.zero = 1;
   check_layout(dp_pp);
   check_layout(layout(1, 2, 2));
+}
+
+TEST_CASE("interpreter: ZeRO-3 over dp2·pp2 (interleaved too), dp2·tp2 with sequence parallelism",
+          "[world4]") {
+  if (world_size() != 4) return;
+  Layout dp_pp = layout(2, 1, 2);
+  dp_pp.zero = 3;
+  check_layout(dp_pp);
+  dp_pp.schedule = Schedule::interleaved;
+  dp_pp.vpp = 2;
+  check_layout(dp_pp);
+  Layout dp_tp = layout(2, 2, 1);
+  dp_tp.sequence_parallel = true;
+  dp_tp.zero = 3;
+  check_layout(dp_tp);
 }
 
 }  // namespace shardplan
