@@ -18,35 +18,20 @@
 #include "executor/param_layout.h"
 #include "simulator/comm_volume.h"
 #include "simulator/memory_model.h"
+#include "tests/executor/mpi/interpreter_fixtures.h"
 #include "tests/executor/single_rank_training.h"
 
 namespace shardplan {
 namespace {
 
+using test::fp32_training;
+using test::kGlobalBatch;
+using test::layout;
+using test::text;
+using test::tiny_model;
+using test::world_size;
+
 constexpr int kSteps = 3;
-constexpr int64_t kSeq = 16;
-constexpr int64_t kGlobalBatch = 4;
-
-Training fp32_training() {
-  Training t;
-  t.global_batch = kGlobalBatch;
-  t.seq_len = kSeq;
-  t.dtype = t.grad_dtype = Dtype::fp32;
-  t.master_weights = false;
-  return t;
-}
-
-const TextTokens& text() {
-  static const TextTokens tokens =
-      load_text_tokens(std::string(SHARDPLAN_SOURCE_DIR) + "/" + kDefaultTextFile, kSeq + 1);
-  return tokens;
-}
-
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
 
 double relative(double a, double b) {
   return std::abs(a - b) / std::max(std::abs(b), 1e-30);
@@ -55,12 +40,12 @@ double relative(double a, double b) {
 // Trains `l` for kSteps on the world and checks it against the single-rank run.
 void check_layout(Layout l) {
   REQUIRE(l.world() == world_size());
-  const Model m = load_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/gpt-tiny.json");
+  const Model m = tiny_model();
   const Training t = fp32_training();
   l.num_microbatches = static_cast<int>(kGlobalBatch / (l.micro_batch * l.dp));
   const InterpreterSettings settings;
   const test::TrainingRun reference = test::train_single_rank(
-      m, text(), kSteps, l.micro_batch, static_cast<int>(kGlobalBatch / l.micro_batch), kSeq,
+      m, text(), kSteps, l.micro_batch, static_cast<int>(kGlobalBatch / l.micro_batch), test::kSeq,
       Recompute::none, settings.adam, settings.seed);
 
   INFO(to_string(l));
@@ -93,19 +78,10 @@ void check_layout(Layout l) {
   CHECK(measured[MemoryCategory::optimizer] == predicted.optimizer());
 }
 
-Layout layout(int dp, int tp, int pp, int cp = 1) {
-  Layout l;
-  l.dp = dp;
-  l.tp = tp;
-  l.pp = pp;
-  l.cp = cp;
-  return l;
-}
-
 // The full state after a step under `from`, loaded under `to` and gathered again: the same bits
 // (loading is the inverse of gathering), with Adam's step carried.
 void check_state_round_trip(Layout from, Layout to) {
-  const Model m = load_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/gpt-tiny.json");
+  const Model m = tiny_model();
   const Training t = fp32_training();
   for (Layout* l : {&from, &to})
     l->num_microbatches = static_cast<int>(kGlobalBatch / (l->micro_batch * l->dp));
