@@ -4,7 +4,9 @@
 //
 // Streams are not overlapped: one thread runs the actions in program order (a topological order of
 // the program), which a CPU run gains little from overlapping; the timings show each action where
-// it ran. Pipeline sends are non-blocking (MPI_Isend, as Megatron-LM's p2p ops), receives block.
+// it ran. The one exception is ZeRO-3's parameter gathers, which run as soon as their dependencies
+// have (FSDP's prefetch of the next unit: executor/zero3_units.h), so that memory holds what FSDP
+// holds. Pipeline sends are non-blocking (MPI_Isend, as Megatron-LM's p2p ops), receives block.
 #pragma once
 
 #include <cstdint>
