@@ -109,10 +109,10 @@ struct RankInterpreter::State {
   LayerDims dims;
   MatmulStats matmul;
   LayerContext<float> ctx{alloc, tp, &matmul, &cp};
-  Group zero_group;      // the dense weights' replicas, which ZeRO shards over: dp, or dp·cp
-  FlatShards shards;     // ZeRO's shards of the flat buffer over zero_group
-  Buffer<float> params;  // the full flat buffer; none under ZeRO-3
-  Buffer<float> grads;  // the full flat buffer (ZeRO-2: the accumulation bucket); none under ZeRO-3
+  Group zero_group;           // the dense weights' replicas, which ZeRO shards over: dp, or dp·cp
+  FlatShards shards;          // ZeRO's shards of the flat buffer over zero_group
+  Buffer<float> params;       // the full flat buffer; none under ZeRO-3
+  Buffer<float> grads;        // the full flat buffer (ZeRO-2: the bucket); none under ZeRO-3
   Buffer<float> param_shard;  // ZeRO-3: this rank's padded shard
   Buffer<float> grad_shard;   // ZeRO-2 and 3: this rank's padded shard
   Zero3Units zero3;           // ZeRO-3: gathered units and their gradients
@@ -225,26 +225,6 @@ struct RankInterpreter::State {
     reap_sends(false);
   }
 
-  // One unit's pass of a micro-batch: actions [first, last) of the program.
-  // Program index of the first or last compute action in [first, last).
-  uint32_t compute_in(size_t first, size_t last, bool want_last) const {
-    std::optional<size_t> found;
-    for (size_t i = first; i < last; ++i)
-      if (program.actions[i].kind == ActionKind::compute && (want_last || !found)) found = i;
-    assert(found);
-    return static_cast<uint32_t>(*found);
-  }
-
-  // The ZeRO-3 param_gather a unit pass's first compute waits for; none when the zero group has
-  // one member (its shard is the whole buffer).
-  std::optional<uint32_t> zero3_gather_of(size_t first, size_t last) const {
-    if (l.zero < 3) return std::nullopt;
-    for (const uint32_t d : program.deps_of(program.actions[compute_in(first, last, false)]))
-      if (program.actions[d].kind == ActionKind::param_gather) return d;
-    assert(shards.members == 1);
-    return std::nullopt;
-  }
-
   // One unit's pass of a micro-batch: actions [first, last) of the program. Its weights are the
   // full flat buffer, or under ZeRO-3 the unit's gathered parameters (freed when the pass ends);
   // a backward accumulates into the full gradients, or under ZeRO-3 into the unit's own until its
@@ -252,17 +232,19 @@ struct RankInterpreter::State {
   void unit_pass(size_t first, size_t last, std::vector<ActionTiming>& timings) {
     const Action& a = program.actions[first];
     const bool forward = a.pass == Pass::forward;
-    const std::optional<uint32_t> gather = zero3_gather_of(first, last);
+    const std::optional<uint32_t> gather =
+        l.zero >= 3 ? unit_gather(program, first, last) : std::nullopt;
+    assert(gather || l.zero < 3 || shards.members == 1);
     float* const flat_w = l.zero >= 3 ? param_shard.data() : params.data();
     // Into the shard where no grad_reduce moves gradients there: a one-member zero group has none.
     const bool into_shard = l.zero >= 3 || (l.zero == 2 && shards.members == 1);
     float* const flat_g = into_shard ? grad_shard.data() : grads.data();
     const FlatView<const float> w =
         gather ? zero3.params(*gather) : FlatView<const float>::whole(flat_w, layout);
-    const FlatView<float> g = forward ? FlatView<float>{}
-                              : gather
-                                  ? zero3.start_gradients(*gather, compute_in(first, last, true))
-                                  : FlatView<float>::whole(flat_g, layout);
+    const FlatView<float> g =
+        forward  ? FlatView<float>{}
+        : gather ? zero3.start_gradients(*gather, last_compute(program, first, last))
+                 : FlatView<float>::whole(flat_g, layout);
     calls.clear();
     tp.calls = cp.calls = &calls;
     const double t0 = MPI_Wtime();
@@ -481,21 +463,11 @@ struct RankInterpreter::State {
     ran[i] = 1;
   }
 
-  // FSDP's prefetch (Zhao et al. 2023 §4.2): a ZeRO-3 gather runs as soon as the actions it
-  // depends on have, not at its place in program order. The schedule makes the next unit's gather
-  // wait for the unit two before it, so before the pass at `next` the gather of the unit after it
-  // runs, and the two units are gathered together, as FSDP holds them. The gathers keep their
-  // order (one stream), and every member of the group pulls the same gather ahead at the same
-  // point (their programs match), so the collectives still meet.
+  // ZeRO-3: before the unit pass at `next`, the gathers ready to run ahead (FSDP's prefetch).
   void prefetch(size_t next, std::vector<ActionTiming>& timings) {
     if (l.zero < 3) return;
-    for (size_t g = next; g < program.actions.size(); ++g) {
-      const Action& a = program.actions[g];
-      if (a.kind != ActionKind::param_gather || ran[g]) continue;
-      for (const uint32_t d : program.deps_of(a))
-        if (d >= next && !ran[d]) return;
-      run_action(g, timings);
-    }
+    while (const std::optional<size_t> g = ready_gather(program, next, ran))
+      run_action(*g, timings);
   }
 
   void inject_fault(size_t action) {

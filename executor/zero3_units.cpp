@@ -16,6 +16,35 @@ FlatView<T> view_of(const std::vector<ElementRange>& ranges, Buffers& buffers) {
 
 }  // namespace
 
+std::optional<uint32_t> unit_gather(const Program& p, size_t first, size_t last) {
+  for (size_t i = first; i < last; ++i) {
+    if (p.actions[i].kind != ActionKind::compute) continue;
+    for (const uint32_t d : p.deps_of(p.actions[i]))
+      if (p.actions[d].kind == ActionKind::param_gather) return d;
+    return std::nullopt;
+  }
+  assert(false && "a unit pass has a compute action");
+  return std::nullopt;
+}
+
+uint32_t last_compute(const Program& p, size_t first, size_t last) {
+  for (size_t i = last; i-- > first;)
+    if (p.actions[i].kind == ActionKind::compute) return static_cast<uint32_t>(i);
+  assert(false && "a unit pass has a compute action");
+  return 0;
+}
+
+std::optional<size_t> ready_gather(const Program& p, size_t next, const std::vector<char>& ran) {
+  for (size_t g = next; g < p.actions.size(); ++g) {
+    const Action& a = p.actions[g];
+    if (a.kind != ActionKind::param_gather || ran[g]) continue;
+    for (const uint32_t d : p.deps_of(a))
+      if (d >= next && !ran[d]) return std::nullopt;
+    return g;
+  }
+  return std::nullopt;
+}
+
 void reduce_scatter_add(MPI_Comm comm, const FlatShards& shards, ElementRange range,
                         const float* full, float* shard, TensorAllocator& alloc) {
   const ElementRange mine = shards.mine();

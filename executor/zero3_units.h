@@ -11,8 +11,10 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
+#include "core/schedule.h"
 #include "executor/flat_view.h"
 #include "executor/mpi_comm.h"
 #include "executor/tensor_allocator.h"
@@ -24,6 +26,21 @@ namespace shardplan {
 // accumulate over micro-batches in the shard).
 void reduce_scatter_add(MPI_Comm comm, const FlatShards& shards, ElementRange range,
                         const float* full, float* shard, TensorAllocator& alloc);
+
+// The param_gather the unit pass at actions [first, last) of `p` waits for (a dependency of its
+// first compute); none where the zero group has one member and the program gathers nothing.
+std::optional<uint32_t> unit_gather(const Program& p, size_t first, size_t last);
+// The last compute of that pass: the action its grad_reduce depends on.
+uint32_t last_compute(const Program& p, size_t first, size_t last);
+
+// FSDP's prefetch (Zhao et al. 2023 §4.2): a gather runs as soon as the actions it depends on
+// have, not at its place in program order. The schedule makes a unit's gather wait for the use
+// two units back (FSDP's rate limit of two gathered units), so before the pass at `next` the
+// gather of the unit after it is ready, and the two are gathered together as FSDP holds them.
+// Returns the first gather not yet run (`ran`; every action before `next` has run) if all its
+// dependencies have run. Gathers keep their order (one stream), and every member of the group
+// takes the same gather ahead at the same point (their programs match), so the collectives meet.
+std::optional<size_t> ready_gather(const Program& p, size_t next, const std::vector<char>& ran);
 
 class Zero3Units {
  public:
