@@ -146,40 +146,22 @@ TEST_CASE("interpreter: pp2 under gpipe, 1f1b and interleaved", "[interpreter]")
   check_layout(l);
 }
 
-TEST_CASE("interpreter: ZeRO 1, 2 and 3 over dp2", "[interpreter]") {
+// tp2·sp has dp = cp = 1: a one-member zero group, a program without gathers or dp reductions.
+TEST_CASE("interpreter: ZeRO 1, 2 and 3 over dp2, and with tp2·sp", "[interpreter]") {
   if (world_size() != 2) return;
   for (int zero = 1; zero <= 3; ++zero) {
     INFO("zero " << zero);
     Layout l = layout(2, 1, 1);
     l.zero = zero;
     check_layout(l);
+    Layout tp = layout(1, 2, 1);
+    tp.sequence_parallel = true;
+    tp.zero = zero;
+    check_layout(tp);
   }
 }
 
-// dp = cp = 1: the zero group has one member, the program no gathers or gradient reductions.
-TEST_CASE("interpreter: ZeRO 2 and 3 with tp2 and sequence parallelism", "[interpreter]") {
-  if (world_size() != 2) return;
-  for (int zero = 2; zero <= 3; ++zero) {
-    INFO("zero " << zero);
-    Layout l = layout(1, 2, 1);
-    l.sequence_parallel = true;
-    l.zero = zero;
-    check_layout(l);
-  }
-}
-
-TEST_CASE("interpreter: ZeRO-3 under every recompute mode", "[interpreter]") {
-  if (world_size() != 2) return;
-  for (const Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
-    INFO(enum_name(r, kRecomputeNames));
-    Layout l = layout(2, 1, 1);
-    l.zero = 3;
-    l.recompute = r;
-    check_layout(l);
-  }
-}
-
-TEST_CASE("interpreter: every recompute mode", "[interpreter]") {
+TEST_CASE("interpreter: every recompute mode (tp2·sp, pp2, dp2 with ZeRO-3)", "[interpreter]") {
   if (world_size() != 2) return;
   for (const Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
     INFO(enum_name(r, kRecomputeNames));
@@ -190,6 +172,10 @@ TEST_CASE("interpreter: every recompute mode", "[interpreter]") {
     Layout pp = layout(1, 1, 2);
     pp.recompute = r;
     check_layout(pp);
+    Layout zero3 = layout(2, 1, 1);
+    zero3.recompute = r;
+    zero3.zero = 3;
+    check_layout(zero3);
   }
 }
 
