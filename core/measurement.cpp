@@ -7,31 +7,16 @@
 #include <cassert>
 
 #include "core/json_reader.h"
+#include "core/statistics.h"
 
 namespace shardplan {
 
 namespace {
 
-// The q-quantile of sorted values, linear between neighbours (Hyndman & Fan 1996, definition 7,
-// the default of R and NumPy).
-double quantile(const std::vector<double>& sorted, double q) {
-  assert(!sorted.empty());
-  const double at = q * static_cast<double>(sorted.size() - 1);
-  const auto lo = static_cast<size_t>(at);
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (at - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-}
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return quantile(v, 0.5);
-}
-
 std::vector<double> measured_step_times(const Measurement& m) {
   std::vector<double> t;
   for (size_t i = static_cast<size_t>(m.warmup_steps); i < m.steps.size(); ++i)
     t.push_back(m.steps[i].step_time_s);
-  std::sort(t.begin(), t.end());
   return t;
 }
 
@@ -85,7 +70,7 @@ std::vector<std::vector<double>> median_action_s(const Measurement& m) {
         const ActionTiming& t = m.timings[step][rank][a];
         samples.push_back(t.end_s - t.start_s);
       }
-      durations.push_back(median_of(std::move(samples)));
+      durations.push_back(median(std::move(samples)));
     }
   }
   return out;

@@ -18,6 +18,15 @@ ElementRange tensors_range(const ParamLayout& layout, Pick pick) {
   return r.end > r.begin ? r : ElementRange{};
 }
 
+// core/schedule.h: a ZeRO-3 gather (one before a use: it has a pass) of the head with the
+// embedding bit gathers the tied word embedding the head borrows.
+bool borrows_word_embedding(const Action& a) {
+  return a.kind == ActionKind::param_gather && a.pass != Pass::none &&
+         has_part(a.parts, Part::head) && has_part(a.parts, Part::embedding);
+}
+
+}  // namespace
+
 ElementRange embedding_range(const ParamLayout& layout) {
   return tensors_range(layout, [](const ParamTensor& x) {
     return x.component == ParamComponent::embedding ||
@@ -31,15 +40,6 @@ ElementRange head_range(const ParamLayout& layout) {
            (x.component == ParamComponent::norms || x.component == ParamComponent::head);
   });
 }
-
-// core/schedule.h: a ZeRO-3 gather (one before a use: it has a pass) of the head with the
-// embedding bit gathers the tied word embedding the head borrows.
-bool borrows_word_embedding(const Action& a) {
-  return a.kind == ActionKind::param_gather && a.pass != Pass::none &&
-         has_part(a.parts, Part::head) && has_part(a.parts, Part::embedding);
-}
-
-}  // namespace
 
 std::vector<ElementRange> action_ranges(const ParamLayout& layout, const Action& a) {
   std::vector<ElementRange> out;

@@ -14,19 +14,23 @@ AdamState adam_state(TensorAllocator& alloc, int64_t count) {
   return s;
 }
 
-void adam_step(const AdamConfig& config, AdamState& state, std::span<float> params,
-               std::span<const float> grads) {
+void adam_step(Kernels<float>& dev, const AdamConfig& config, AdamState& state,
+               std::span<float> params, std::span<const float> grads) {
   assert(static_cast<int64_t>(params.size()) == state.m.size() && grads.size() == params.size());
   ++state.step;
   // Bias corrections 1 − β^t (Kingma & Ba 2015, Algorithm 1), in double: β2^t is close to 1.
   const auto t = static_cast<double>(state.step);
   const auto bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(config.beta1), t));
   const auto bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(config.beta2), t));
-  float* m = state.m.data();
-  float* v = state.v.data();
-  for (size_t i = 0; i < params.size(); ++i)
+  dev.adam_update(config, bc1, bc2, params.data(), grads.data(), state.m.data(), state.v.data(),
+                  state.m.size());
+}
+
+void adam_update(const AdamConfig& config, float bias_correction1, float bias_correction2,
+                 float* params, const float* grads, float* m, float* v, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
     ew::adam_update(params[i], grads[i], m[i], v[i], config.lr, config.beta1, config.beta2,
-                    config.eps, config.weight_decay, bc1, bc2);
+                    config.eps, config.weight_decay, bias_correction1, bias_correction2);
 }
 
 }  // namespace shardplan

@@ -5,19 +5,11 @@
 #include <cstdint>
 #include <span>
 
+#include "executor/adam_config.h"
+#include "executor/kernels.h"
 #include "executor/tensor_allocator.h"
 
 namespace shardplan {
-
-// Defaults: Kingma & Ba 2015, Algorithm 1 (β1 = 0.9, β2 = 0.999, ε = 1e-8); weight_decay > 0 is
-// AdamW's decoupled decay (Loshchilov & Hutter 2019, Algorithm 2).
-struct AdamConfig {
-  float lr = 1e-3f;
-  float beta1 = 0.9f;
-  float beta2 = 0.999f;
-  float eps = 1e-8f;
-  float weight_decay = 0.0f;
-};
 
 struct AdamState {
   Buffer<float> m;   // first moment
@@ -28,8 +20,13 @@ struct AdamState {
 // Zeroed state for `count` parameters.
 AdamState adam_state(TensorAllocator& alloc, int64_t count);
 
-// One update of params from grads (both state.m.size() long); increments state.step.
-void adam_step(const AdamConfig& config, AdamState& state, std::span<float> params,
-               std::span<const float> grads);
+// One update of params from grads (both state.m.size() long) on `dev`; increments state.step.
+void adam_step(Kernels<float>& dev, const AdamConfig& config, AdamState& state,
+               std::span<float> params, std::span<const float> grads);
+
+// The update of `count` elements as a host loop: the CPU backend's kernel (bias_correction1/2 are
+// 1 − β1^t and 1 − β2^t).
+void adam_update(const AdamConfig& config, float bias_correction1, float bias_correction2,
+                 float* params, const float* grads, float* m, float* v, int64_t count);
 
 }  // namespace shardplan

@@ -3,20 +3,42 @@
 #include <algorithm>
 #include <cmath>
 
-#include "executor/elementwise.h"
-
 namespace shardplan {
 
 namespace {
 
-// Where head h's q starts within a query row, and its group's k and v within a key row.
-struct HeadColumns {
-  int64_t q, k, v;
+// One batched call's heads: heads first·G + j, (first + 1)·G + j, ... (`count` of them), G query
+// heads per kv head; kv groups first .. first + count − 1.
+struct HeadBatch {
+  int64_t b = 0;  // the sequence
+  int64_t j = 0;  // position within the kv group
+  int64_t first = 0, count = 1;
+};
+
+// Every batch of heads of the micro-batch, sequence after sequence, in the order the CPU backend
+// (one head a call) meets the heads: for G = 1 that is head after head.
+template <class T, class F>
+void for_each_head_batch(const Kernels<T>& dev, const LayerDims& d, F&& f) {
+  const int64_t G = d.heads / d.kv_heads, per_call = dev.attention_heads_per_call(d.kv_heads);
+  for (int64_t b = 0; b < d.batch; ++b)
+    for (int64_t j = 0; j < G; ++j)
+      for (int64_t g = 0; g < d.kv_heads; g += per_call)
+        f(HeadBatch{b, j, g, std::min(per_call, d.kv_heads - g)});
+}
+
+// Where a batch's first head's operands start (its heads are G·D columns apart in a query row, D
+// in a key row, G·S·K elements apart in probs).
+struct HeadOperands {
+  int64_t q = 0;         // its q columns within a query row
+  int64_t k = 0, v = 0;  // its kv group's k and v columns within a key row
+  int64_t probs = 0;     // its score block within probs
 };
 template <class P>
-HeadColumns head_columns(const LayerDims& d, const KeyValues<P>& kv, int64_t h) {
-  const int64_t group = h / (d.heads / d.kv_heads);
-  return {h * d.head_dim, kv.k + group * d.head_dim, kv.v + group * d.head_dim};
+HeadOperands head_operands(const LayerDims& d, const KeyValues<P>& kv, const HeadBatch& hb) {
+  const int64_t G = d.heads / d.kv_heads, D = d.head_dim;
+  const int64_t head = hb.first * G + hb.j;
+  return {head * D, kv.k + hb.first * D, kv.v + hb.first * D,
+          (hb.b * d.heads + head) * d.seq * d.kv_seq()};
 }
 
 // Sequence b's first key row.
@@ -33,99 +55,83 @@ T softmax_scale(const LayerDims& d) {
 }  // namespace
 
 template <class T>
-void attention_probs(const LayerDims& d, const T* qkv, KeyValues<const T*> kv, T* probs,
-                     MatmulStats* stats) {
+void attention_probs(Kernels<T>& dev, const LayerDims& d, const T* qkv, KeyValues<const T*> kv,
+                     T* probs, MatmulStats* stats) {
   const int64_t S = d.seq, K = d.kv_seq(), W = d.qkv_width(), D = d.head_dim;
+  const int64_t G = d.heads / d.kv_heads;
   const T scale = softmax_scale<T>(d);
-  for (int64_t b = 0; b < d.batch; ++b) {
-    const T* rows = qkv + b * S * W;
-    const T* keys = key_rows(d, kv, b);
-    for (int64_t h = 0; h < d.heads; ++h) {
-      const HeadColumns c = head_columns(d, kv, h);
-      T* p = probs + (b * d.heads + h) * S * K;
-      gemm<T>(view(p, S, K), view(rows + c.q, S, D, W), Op::none, view(keys + c.k, K, D, kv.stride),
-              Op::transpose, Accumulate::overwrite, stats);
-      for (int64_t i = 0; i < S; ++i) {
-        T* row = p + i * K;
-        const int64_t last = d.position(i);  // the causal mask: keys up to the query's position
-        T row_max = row[0] * scale;
-        for (int64_t j = 1; j <= last; ++j) row_max = std::max(row_max, row[j] * scale);
-        T sum = 0;
-        for (int64_t j = 0; j <= last; ++j)
-          sum += (row[j] = ew::softmax_numerator(row[j] * scale, row_max));
-        for (int64_t j = 0; j <= last; ++j) row[j] /= sum;
-        std::fill(row + last + 1, row + K, T(0));
-      }
-    }
-  }
+  for_each_head_batch(dev, d, [&](const HeadBatch& hb) {
+    const HeadOperands o = head_operands(d, kv, hb);
+    const T* rows = qkv + hb.b * S * W;
+    const T* keys = key_rows(d, kv, hb.b);
+    const GemmBatch batch{hb.count, G * D, D, G * S * K};
+    dev.gemm_batched(matrix(probs + o.probs, S, K), matrix(rows + o.q, S, D, W), Op::none,
+                     matrix(keys + o.k, K, D, kv.stride), Op::transpose, Accumulate::overwrite,
+                     batch, stats);
+    dev.causal_softmax_forward(probs + o.probs, {hb.count, G * S * K, S, K}, scale, d.positions());
+  });
 }
 
 template <class T>
-void attention_context(const LayerDims& d, KeyValues<const T*> kv, const T* probs, T* ctx,
-                       MatmulStats* stats) {
+void attention_context(Kernels<T>& dev, const LayerDims& d, KeyValues<const T*> kv, const T* probs,
+                       T* ctx, MatmulStats* stats) {
   const int64_t S = d.seq, K = d.kv_seq(), D = d.head_dim, C = d.heads * d.head_dim;
-  for (int64_t b = 0; b < d.batch; ++b)
-    for (int64_t h = 0; h < d.heads; ++h) {
-      const HeadColumns c = head_columns(d, kv, h);
-      gemm<T>(view(ctx + b * S * C + h * D, S, D, C), view(probs + (b * d.heads + h) * S * K, S, K),
-              Op::none, view(key_rows(d, kv, b) + c.v, K, D, kv.stride), Op::none,
-              Accumulate::overwrite, stats);
-    }
+  const int64_t G = d.heads / d.kv_heads;
+  for_each_head_batch(dev, d, [&](const HeadBatch& hb) {
+    const HeadOperands o = head_operands(d, kv, hb);
+    const GemmBatch batch{hb.count, G * S * K, D, G * D};
+    dev.gemm_batched(matrix(ctx + hb.b * S * C + o.q, S, D, C), matrix(probs + o.probs, S, K),
+                     Op::none, matrix(key_rows(d, kv, hb.b) + o.v, K, D, kv.stride), Op::none,
+                     Accumulate::overwrite, batch, stats);
+  });
 }
 
 template <class T>
-void attention_backward(const LayerDims& d, const T* qkv, KeyValues<const T*> kv, const T* probs,
-                        const T* dctx, T* dqkv, KeyValues<T*> dkv, T* scratch, MatmulStats* stats) {
+void attention_backward(Kernels<T>& dev, const LayerDims& d, const T* qkv, KeyValues<const T*> kv,
+                        const T* probs, const T* dctx, T* dqkv, KeyValues<T*> dkv, T* scratch,
+                        MatmulStats* stats) {
   const int64_t S = d.seq, K = d.kv_seq(), W = d.qkv_width(), D = d.head_dim,
                 C = d.heads * d.head_dim, KV = d.kv_heads * d.head_dim;
+  const int64_t G = d.heads / d.kv_heads;
   const T scale = softmax_scale<T>(d);
-  for (int64_t r = 0; r < d.batch * K; ++r) {  // k and v gradients accumulate over a group's heads
-    T* row = dkv.rows + r * dkv.stride;
-    std::fill(row + dkv.k, row + dkv.k + KV, T(0));
-    std::fill(row + dkv.v, row + dkv.v + KV, T(0));
-  }
-  for (int64_t b = 0; b < d.batch; ++b) {
-    const T* rows = qkv + b * S * W;
-    const T* keys = key_rows(d, kv, b);
-    T* dq_rows = dqkv + b * S * W;
-    T* dkeys = key_rows(d, dkv, b);
-    for (int64_t h = 0; h < d.heads; ++h) {
-      const HeadColumns c = head_columns(d, kv, h), dc = head_columns(d, dkv, h);
-      const T* p = probs + (b * d.heads + h) * S * K;
-      const auto dctx_h = view(dctx + b * S * C + h * D, S, D, C);
-      // dP = dctx·vᵀ;  dv += Pᵀ·dctx.
-      gemm<T>(view(scratch, S, K), dctx_h, Op::none, view(keys + c.v, K, D, kv.stride),
-              Op::transpose, Accumulate::overwrite, stats);
-      gemm<T>(view(dkeys + dc.v, K, D, dkv.stride), view(p, S, K), Op::transpose, dctx_h, Op::none,
-              Accumulate::add, stats);
-      // dScores = P ⊙ (dP − rowsum(P ⊙ dP)), times the 1/√d the scores were scaled by.
-      for (int64_t i = 0; i < S; ++i) {
-        const T* pr = p + i * K;
-        T* dr = scratch + i * K;
-        const int64_t last = d.position(i);
-        T dot = 0;
-        for (int64_t j = 0; j <= last; ++j) dot += pr[j] * dr[j];
-        for (int64_t j = 0; j <= last; ++j)
-          dr[j] = ew::softmax_input_grad(pr[j], dr[j], dot) * scale;
-        std::fill(dr + last + 1, dr + K, T(0));
-      }
-      // dq = dScores·k;  dk += dScoresᵀ·q.
-      const T* dscores = scratch;
-      gemm<T>(view(dq_rows + c.q, S, D, W), view(dscores, S, K), Op::none,
-              view(keys + c.k, K, D, kv.stride), Op::none, Accumulate::overwrite, stats);
-      gemm<T>(view(dkeys + dc.k, K, D, dkv.stride), view(dscores, S, K), Op::transpose,
-              view(rows + c.q, S, D, W), Op::none, Accumulate::add, stats);
-    }
-  }
+  // k and v gradients accumulate over a group's heads.
+  dev.fill(matrix(dkv.rows + dkv.k, d.batch * K, KV, dkv.stride), T(0));
+  dev.fill(matrix(dkv.rows + dkv.v, d.batch * K, KV, dkv.stride), T(0));
+  for_each_head_batch(dev, d, [&](const HeadBatch& hb) {
+    const HeadOperands o = head_operands(d, kv, hb);
+    const HeadOperands dout = head_operands(d, dkv, hb);
+    const T* rows = qkv + hb.b * S * W;
+    const T* keys = key_rows(d, kv, hb.b);
+    T* dkeys = key_rows(d, dkv, hb.b);
+    const auto dctx_h = matrix(dctx + hb.b * S * C + o.q, S, D, C);
+    const auto p = matrix(probs + o.probs, S, K);
+    const auto dscores = matrix(scratch, S, K);
+    // dP = dctx·vᵀ;  dv += Pᵀ·dctx.
+    dev.gemm_batched(dscores, dctx_h, Op::none, matrix(keys + o.v, K, D, kv.stride), Op::transpose,
+                     Accumulate::overwrite, {hb.count, G * D, D, S * K}, stats);
+    dev.gemm_batched(matrix(dkeys + dout.v, K, D, dkv.stride), p, Op::transpose, dctx_h, Op::none,
+                     Accumulate::add, {hb.count, G * S * K, G * D, D}, stats);
+    // dScores = P ⊙ (dP − rowsum(P ⊙ dP)), times the 1/√d the scores were scaled by.
+    dev.causal_softmax_backward(probs + o.probs, {hb.count, G * S * K, S, K}, scratch,
+                                {hb.count, S * K, S, K}, scale, d.positions());
+    // dq = dScores·k;  dk += dScoresᵀ·q.
+    dev.gemm_batched(matrix(dqkv + hb.b * S * W + o.q, S, D, W), dscores, Op::none,
+                     matrix(keys + o.k, K, D, kv.stride), Op::none, Accumulate::overwrite,
+                     {hb.count, S * K, D, G * D}, stats);
+    dev.gemm_batched(matrix(dkeys + dout.k, K, D, dkv.stride), dscores, Op::transpose,
+                     matrix(rows + o.q, S, D, W), Op::none, Accumulate::add,
+                     {hb.count, S * K, G * D, D}, stats);
+  });
 }
 
-#define SHARDPLAN_INSTANTIATE(T)                                                                 \
-  template void attention_probs<T>(const LayerDims&, const T*, KeyValues<const T*>, T*,          \
-                                   MatmulStats*);                                                \
-  template void attention_context<T>(const LayerDims&, KeyValues<const T*>, const T*, T*,        \
-                                     MatmulStats*);                                              \
-  template void attention_backward<T>(const LayerDims&, const T*, KeyValues<const T*>, const T*, \
-                                      const T*, T*, KeyValues<T*>, T*, MatmulStats*);
+#define SHARDPLAN_INSTANTIATE(T)                                                                   \
+  template void attention_probs<T>(Kernels<T>&, const LayerDims&, const T*, KeyValues<const T*>,   \
+                                   T*, MatmulStats*);                                              \
+  template void attention_context<T>(Kernels<T>&, const LayerDims&, KeyValues<const T*>, const T*, \
+                                     T*, MatmulStats*);                                            \
+  template void attention_backward<T>(Kernels<T>&, const LayerDims&, const T*,                     \
+                                      KeyValues<const T*>, const T*, const T*, T*, KeyValues<T*>,  \
+                                      T*, MatmulStats*);
 SHARDPLAN_INSTANTIATE(float)
 SHARDPLAN_INSTANTIATE(double)
 #undef SHARDPLAN_INSTANTIATE

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "executor/kernels.h"
 #include "executor/layer_context.h"
 
 namespace shardplan {
@@ -34,21 +35,34 @@ inline int64_t attention_probs_count(const LayerDims& d) {
   return d.batch * d.heads * d.seq * d.kv_seq();
 }
 
+// The heads are computed on `dev` in batches of GEMMs over the kv groups (attention_heads_per_call
+// of them a call): for each sequence and each position j within a group, heads j, G + j, 2G + j,
+// ... (G query heads per kv head) read different keys and write different key gradients, so one
+// strided batch covers them.
+//
 // probs[b, h, i, j] = softmax over keys j ≤ position(i) of q_i·k_j/√head_dim (Vaswani et al. 2017,
 // eq. 1), 0 for the later keys.
 template <class T>
-void attention_probs(const LayerDims& d, const T* qkv, KeyValues<const T*> kv, T* probs,
-                     MatmulStats* stats);
+void attention_probs(Kernels<T>& dev, const LayerDims& d, const T* qkv, KeyValues<const T*> kv,
+                     T* probs, MatmulStats* stats);
 
 // ctx[tokens, heads·head_dim]: each head's probs·v, heads side by side.
 template <class T>
-void attention_context(const LayerDims& d, KeyValues<const T*> kv, const T* probs, T* ctx,
-                       MatmulStats* stats);
+void attention_context(Kernels<T>& dev, const LayerDims& d, KeyValues<const T*> kv, const T* probs,
+                       T* ctx, MatmulStats* stats);
+
+// Elements of attention_backward's scratch: the score gradients of the heads one call takes.
+template <class T>
+int64_t attention_scratch_count(const Kernels<T>& dev, const LayerDims& d) {
+  return dev.attention_heads_per_call(d.kv_heads) * d.seq * d.kv_seq();
+}
 
 // From dctx, using the saved or recomputed probs: dq into dqkv's q columns and dk, dv into dkv
-// (both overwritten; dkv may be dqkv's own k and v columns). `scratch` holds seq·kv_seq elements.
+// (both overwritten; dkv may be dqkv's own k and v columns). `scratch` holds
+// attention_scratch_count elements.
 template <class T>
-void attention_backward(const LayerDims& d, const T* qkv, KeyValues<const T*> kv, const T* probs,
-                        const T* dctx, T* dqkv, KeyValues<T*> dkv, T* scratch, MatmulStats* stats);
+void attention_backward(Kernels<T>& dev, const LayerDims& d, const T* qkv, KeyValues<const T*> kv,
+                        const T* probs, const T* dctx, T* dqkv, KeyValues<T*> dkv, T* scratch,
+                        MatmulStats* stats);
 
 }  // namespace shardplan

@@ -1,12 +1,8 @@
 #include "executor/block.h"
 
-#include <algorithm>
-
-#include "executor/activation.h"
 #include "executor/attention.h"
 #include "executor/context_parallel.h"
 #include "executor/linear.h"
-#include "executor/norm.h"
 #include "executor/tp_collectives.h"
 
 namespace shardplan {
@@ -34,12 +30,13 @@ void column_parallel_backward(const LayerDims& d, const NormFeed<T>& norm, const
   const int64_t N = d.tokens(), L = d.local_tokens(), H = d.hidden;
   Buffer<T> partial =
       c.allocate(MemoryCategory::buffers, N * H, "column-parallel input gradient partial sums");
-  linear_backward<T>(norm.out_all_tokens, w, dout, N, H, out_cols, partial.data(), dw, db,
+  linear_backward<T>(c.dev(), norm.out_all_tokens, w, dout, N, H, out_cols, partial.data(), dw, db,
                      c.matmul_stats);
   Buffer<T> dnorm_out = c.allocate(MemoryCategory::buffers, L * H, "norm output gradient");
   reduce_partial_sums(d, c, partial, dnorm_out.data());
   partial = {};
-  norm_backward(d.norm, norm.x, norm.weight, dnorm_out.data(), L, H, dx, norm.dweight, norm.dbias);
+  c.dev().norm_backward(d.norm, norm.x, norm.weight, dnorm_out.data(), L, H, dx, norm.dweight,
+                        norm.dbias);
 }
 
 }  // namespace
@@ -70,15 +67,16 @@ Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buf
       mode == Recompute::full ? MemoryCategory::buffers : MemoryCategory::activations;
   const auto keep = [&](int64_t n, const char* what) { return c.allocate(kept, n, what); };
   s = BlockSaved<T>{};
+  Kernels<T>& dev = c.dev();
 
   // Attention branch: x1 = x + Wo·attn(Wqkv·ln1(x)) + bo.
   s.h1 = keep(L * H, "ln1 output");
-  norm_forward(d.norm, x.data(), w.ln1_weight, w.ln1_bias, L, H, s.h1.data());
+  dev.norm_forward(d.norm, x.data(), w.ln1_weight, w.ln1_bias, L, H, s.h1.data());
   {
     Buffer<T> gathered;
     const T* h1 = gather_tokens(d, c, s.h1.data(), gathered);
     s.qkv = keep(N * d.qkv_width(), "qkv");
-    linear_forward<T>(h1, w.w_qkv, w.b_qkv, N, H, d.qkv_width(), s.qkv.data(), c.matmul_stats);
+    linear_forward<T>(dev, h1, w.w_qkv, w.b_qkv, N, H, d.qkv_width(), s.qkv.data(), c.matmul_stats);
   }
   {
     Buffer<T> gathered;
@@ -86,38 +84,39 @@ Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buf
     s.probs =
         c.allocate(mode == Recompute::none ? MemoryCategory::activations : MemoryCategory::buffers,
                    attention_probs_count(d), "attention probabilities");
-    attention_probs(d, s.qkv.data(), kv, s.probs.data(), c.matmul_stats);
+    attention_probs(dev, d, s.qkv.data(), kv, s.probs.data(), c.matmul_stats);
     s.ctx = keep(N * C, "attention context");
-    attention_context(d, kv, s.probs.data(), s.ctx.data(), c.matmul_stats);
+    attention_context(dev, d, kv, s.probs.data(), s.ctx.data(), c.matmul_stats);
   }
   if (mode != Recompute::none) s.probs = {};
   {
     Buffer<T> partial =
         c.allocate(MemoryCategory::buffers, N * H, "attention projection partial sums");
-    linear_forward<T>(s.ctx.data(), w.w_o, nullptr, N, C, H, partial.data(), c.matmul_stats);
+    linear_forward<T>(dev, s.ctx.data(), w.w_o, nullptr, N, C, H, partial.data(), c.matmul_stats);
     s.x1 = keep(L * H, "attention residual");
     reduce_partial_sums(d, c, partial, s.x1.data());
   }
-  residual_add(s.x1.data(), x.data(), w.b_o, L, H);
+  dev.residual_add(s.x1.data(), x.data(), w.b_o, L, H);
 
   // MLP branch: y = x1 + W2·act(W1·ln2(x1)) + b2.
   s.h2 = keep(L * H, "ln2 output");
-  norm_forward(d.norm, s.x1.data(), w.ln2_weight, w.ln2_bias, L, H, s.h2.data());
+  dev.norm_forward(d.norm, s.x1.data(), w.ln2_weight, w.ln2_bias, L, H, s.h2.data());
   {
     Buffer<T> gathered;
     const T* h2 = gather_tokens(d, c, s.h2.data(), gathered);
     s.u = keep(N * d.fc1_width(), "fc1 output");
-    linear_forward<T>(h2, w.w_fc1, w.b_fc1, N, H, d.fc1_width(), s.u.data(), c.matmul_stats);
+    linear_forward<T>(dev, h2, w.w_fc1, w.b_fc1, N, H, d.fc1_width(), s.u.data(), c.matmul_stats);
   }
   s.a = keep(N * d.ffn, "mlp activation");
-  activation_forward(d.activation, s.u.data(), N, d.ffn, s.a.data());
+  dev.activation_forward(d.activation, s.u.data(), N, d.ffn, s.a.data());
   Buffer<T> y = c.allocate(MemoryCategory::activations, L * H, "layer output");
   {
     Buffer<T> partial = c.allocate(MemoryCategory::buffers, N * H, "fc2 partial sums");
-    linear_forward<T>(s.a.data(), w.w_fc2, nullptr, N, d.ffn, H, partial.data(), c.matmul_stats);
+    linear_forward<T>(dev, s.a.data(), w.w_fc2, nullptr, N, d.ffn, H, partial.data(),
+                      c.matmul_stats);
     reduce_partial_sums(d, c, partial, y.data());
   }
-  residual_add(y.data(), s.x1.data(), w.b_fc2, L, H);
+  dev.residual_add(y.data(), s.x1.data(), w.b_fc2, L, H);
 
   if (mode == Recompute::full) s = BlockSaved<T>{};
   s.mode = mode;
@@ -135,21 +134,22 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
   const auto scratch = [&](int64_t n, const char* what) {
     return c.allocate(MemoryCategory::buffers, n, what);
   };
+  Kernels<T>& dev = c.dev();
 
   // The residual stream's gradient: dy, plus ln2's backward (→ d x1), plus ln1's (→ d x).
   Buffer<T> dx = scratch(L * H, "layer input gradient");
-  std::copy(dy, dy + L * H, dx.data());
+  dev.copy(dx.data(), dy, L * H);
 
   // MLP branch, from dy and ln2's output for every token.
-  if (grad.b_fc2 != nullptr) bias_backward(dy, L, H, grad.b_fc2);
+  if (grad.b_fc2 != nullptr) dev.bias_backward(dy, L, H, grad.b_fc2);
   {
     const GatheredPair<T> g = gather_token_pair(d, c, dy, s.h2.data());
     Buffer<T> da = scratch(N * d.ffn, "mlp activation gradient");
-    linear_backward<T>(s.a.data(), w.w_fc2, g.first, N, d.ffn, H, da.data(), grad.w_fc2, nullptr,
-                       c.matmul_stats);
+    linear_backward<T>(dev, s.a.data(), w.w_fc2, g.first, N, d.ffn, H, da.data(), grad.w_fc2,
+                       nullptr, c.matmul_stats);
     s.a = {};
     Buffer<T> du = scratch(N * d.fc1_width(), "fc1 output gradient");
-    activation_backward(d.activation, s.u.data(), da.data(), N, d.ffn, du.data());
+    dev.activation_backward(d.activation, s.u.data(), da.data(), N, d.ffn, du.data());
     da = {};
     s.u = {};
     const NormFeed<T> ln2{s.x1.data(), g.second, w.ln2_weight, grad.ln2_weight, grad.ln2_bias};
@@ -158,7 +158,7 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
   }
 
   // Attention branch, from d x1 (now in dx) and ln1's output for every token.
-  if (grad.b_o != nullptr) bias_backward(dx.data(), L, H, grad.b_o);
+  if (grad.b_o != nullptr) dev.bias_backward(dx.data(), L, H, grad.b_o);
   const GatheredPair<T> g = gather_token_pair(d, c, dx.data(), s.h1.data());
   Buffer<T> dqkv;
   {
@@ -167,18 +167,18 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
     Buffer<T> gathered, dkv_whole;
     const KeyValues<const T*> kv = gather_key_values(d, c, s.qkv.data(), gathered);
     Buffer<T> dctx = scratch(N * C, "attention context gradient");
-    linear_backward<T>(s.ctx.data(), w.w_o, g.first, N, C, H, dctx.data(), grad.w_o, nullptr,
+    linear_backward<T>(dev, s.ctx.data(), w.w_o, g.first, N, C, H, dctx.data(), grad.w_o, nullptr,
                        c.matmul_stats);
     s.ctx = {};
     if (s.probs.empty()) {  // selective recomputation
       s.probs = c.allocate(MemoryCategory::activations, attention_probs_count(d),
                            "recomputed attention probabilities");
-      attention_probs(d, s.qkv.data(), kv, s.probs.data(), c.matmul_stats);
+      attention_probs(dev, d, s.qkv.data(), kv, s.probs.data(), c.matmul_stats);
     }
     dqkv = scratch(N * d.qkv_width(), "qkv gradient");
     const KeyValues<T*> dkv = key_value_grads(d, c, dqkv.data(), dkv_whole);
-    Buffer<T> dscores = scratch(d.seq * d.kv_seq(), "attention score gradient");
-    attention_backward(d, s.qkv.data(), kv, s.probs.data(), dctx.data(), dqkv.data(), dkv,
+    Buffer<T> dscores = scratch(attention_scratch_count(dev, d), "attention score gradient");
+    attention_backward(dev, d, s.qkv.data(), kv, s.probs.data(), dctx.data(), dqkv.data(), dkv,
                        dscores.data(), c.matmul_stats);
     reduce_key_value_grads(d, c, dkv_whole, dqkv.data());
   }

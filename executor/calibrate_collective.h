@@ -1,12 +1,16 @@
 // The collective benchmark driver, as nccl-tests has one: each collective is a short file
 // (calibrate_<name>.cpp) supplying its buffer sizes and its call; this driver sweeps sizes, times,
-// prints nccl-tests' columns (size, count, type, time, algbw, busbw) and fits alpha and beta.
+// prints nccl-tests' columns (size, count, type, time, algbw, busbw) and fits alpha and beta. The
+// calls themselves go through a CollectiveRunner: MPI on host buffers here, NCCL on GPU buffers
+// for the CUDA backend (cuda/nccl_collectives.h), so one driver times both.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "core/collective.h"
@@ -57,8 +61,42 @@ int64_t count_for_bytes(const CollectiveBench& b, int n, int64_t bytes);
 // Rank r's send buffer holds send_value(r, i) at element i, so results can be checked by hand.
 float send_value(int rank, int64_t i);
 
-// One call on `comm` with the send buffer filled by send_value; returns the receive buffer.
-std::vector<float> run_collective_once(const CollectiveBench& b, int64_t count, MPI_Comm comm);
+// One group's side of the driver: buffers for a collective's count (rank r's send buffer filled by
+// send_value(r, ·)), one call of it, and the wait for the calls issued (a GPU runs them later).
+class CollectiveRunner {
+ public:
+  virtual ~CollectiveRunner() = default;
+  virtual MPI_Comm group() const = 0;  // the group's MPI communicator: barriers and timing
+  virtual void prepare(const CollectiveBench& b, int64_t count) = 0;
+  virtual void run() = 0;
+  virtual void finish() = 0;
+  virtual std::vector<float> received() = 0;  // the receive buffer after finish()
+};
+
+// The MPI calls of the CollectiveBench tables, on host buffers.
+class MpiCollectiveRunner final : public CollectiveRunner {
+ public:
+  explicit MpiCollectiveRunner(MPI_Comm group) : group_(group) {}
+  MPI_Comm group() const override { return group_; }
+  void prepare(const CollectiveBench& b, int64_t count) override;
+  void run() override;
+  void finish() override {}
+  std::vector<float> received() override { return sets_[last_].recv; }
+
+ private:
+  struct Buffers {
+    std::vector<float> send, recv;
+  };
+  MPI_Comm group_;
+  const CollectiveBench* bench_ = nullptr;
+  int64_t count_ = 0;
+  std::vector<Buffers> sets_;  // taken in turn, so that no cache holds the next call's
+  size_t next_ = 0, last_ = 0;
+};
+
+// One call on `runner`'s group; returns the receive buffer.
+std::vector<float> run_collective_once(CollectiveRunner& runner, const CollectiveBench& b,
+                                       int64_t count);
 
 struct SweepOptions {
   int64_t min_bytes = 8;        // nccl-tests' -b
@@ -78,10 +116,21 @@ struct CollectiveSweep {
   double max_fit_error = 0;  // the fit's largest relative error over the rows
 };
 
-// Every rank of `group` calls this together; `level` is the interconnect level the group spans.
-// Needs two counts at least (sweep_counts) to fit.
-CollectiveSweep sweep_collective(const CollectiveBench& b, const SweepOptions& o, MPI_Comm group,
-                                 size_t level);
+// Every rank of the runner's group calls this together; `level` is the interconnect level the
+// group spans. Needs two counts at least (sweep_counts) to fit.
+CollectiveSweep sweep_collective(const CollectiveBench& b, const SweepOptions& o,
+                                 CollectiveRunner& runner, size_t level);
+
+// Every collective on groups of each of calibration_group_sizes' sizes (consecutive ranks, as tp
+// groups are; every group at once; ranks left over sit out), each group's runner made by
+// `runner_for` (collective over the group). Rank 0 prints the tables to `out` and returns every
+// group size's fits (it is in every first group); the others return theirs.
+using RunnerFactory = std::function<std::unique_ptr<CollectiveRunner>(MPI_Comm group)>;
+std::vector<CollectiveFit> measure_collectives(const SweepOptions& o, MPI_Comm world,
+                                               const RunnerFactory& runner_for, std::FILE* out);
+
+// Group sizes the collectives run over on `world` ranks: 2, 4, 8, ... up to world, and world.
+std::vector<int> calibration_group_sizes(int world);
 
 // The nccl-tests table of a sweep, then its fit.
 void print_sweep(std::FILE* out, const CollectiveSweep& s, int groups);

@@ -48,23 +48,24 @@ void add_distinct(std::vector<GemmCall>& into, const std::vector<GemmCall>& call
 }
 
 std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, const TimingOptions& t,
-                                        MPI_Comm comm) {
+                                        MPI_Comm comm, Kernels<float>& dev,
+                                        TensorAllocator& alloc) {
   std::vector<GemmTiming> out;
   for (const GemmCall& g : calls) {
     // Operands as stored: op(A) is m×k, so A is k×m when transposed; likewise B.
     const int64_t a_rows = g.op_a == Op::none ? g.m : g.k, a_cols = g.op_a == Op::none ? g.k : g.m;
     const int64_t b_rows = g.op_b == Op::none ? g.k : g.n, b_cols = g.op_b == Op::none ? g.n : g.k;
+    Buffer<float> a = alloc.allocate<float>(MemoryCategory::buffers, a_rows * a_cols, "gemm a"),
+                  b = alloc.allocate<float>(MemoryCategory::buffers, b_rows * b_cols, "gemm b"),
+                  c = alloc.allocate<float>(MemoryCategory::buffers, g.m * g.n, "gemm c");
     // Small values keep repeated accumulation (wgrad's +=) far from overflow.
-    std::vector<float> a(static_cast<size_t>(a_rows * a_cols), 1e-3f),
-        b(static_cast<size_t>(b_rows * b_cols), 1e-3f);
-    std::vector<float> c(static_cast<size_t>(g.m * g.n), 0.0f);
+    dev.fill(a.data(), a.size(), 1e-3f);
+    dev.fill(b.data(), b.size(), 1e-3f);
     const auto run = [&] {
-      gemm<float>(view(c.data(), g.m, g.n),
-                  view(static_cast<const float*>(a.data()), a_rows, a_cols), g.op_a,
-                  view(static_cast<const float*>(b.data()), b_rows, b_cols), g.op_b, g.acc,
-                  nullptr);
+      dev.gemm(matrix(c.data(), g.m, g.n), matrix<const float>(a.data(), a_rows, a_cols), g.op_a,
+               matrix<const float>(b.data(), b_rows, b_cols), g.op_b, g.acc, nullptr);
     };
-    out.push_back({g, median_time_s(run, t, comm)});
+    out.push_back({g, median_time_s(run, t, comm, {}, [&] { dev.synchronize(); })});
   }
   return out;
 }

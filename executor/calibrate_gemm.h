@@ -1,6 +1,7 @@
 // GEMM microbenchmarks over the shapes a model's layers use: every GEMM call the executor's layers
 // make (executor/linear.cpp, executor/attention.cpp) for a tp rank's share of a layer and of the LM
-// head, timed through the executor's own gemm() with every rank running at once.
+// head, timed through the executor's own GEMM (Kernels::gemm: Eigen on a CPU core, cuBLAS on a GPU)
+// with every rank running at once.
 #pragma once
 
 #include <mpi.h>
@@ -13,8 +14,8 @@
 
 #include "core/profile.h"
 #include "executor/calibrate_timing.h"
+#include "executor/kernels.h"
 #include "executor/layer_context.h"
-#include "executor/matmul.h"
 
 namespace shardplan {
 
@@ -47,9 +48,10 @@ struct GemmTiming {
   double time_s = 0;
 };
 
-// Times each call through gemm(), every rank of `comm` running it at once.
+// Times each call on `dev` with operands from `alloc` (the device's memory), every rank of `comm`
+// running it at once.
 std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, const TimingOptions& t,
-                                        MPI_Comm comm);
+                                        MPI_Comm comm, Kernels<float>& dev, TensorAllocator& alloc);
 
 // One rate per distinct (m, n, k): the FLOPs of one call of each variant (ops, accumulation) over
 // their summed time, the rate a step making each once would see.

@@ -46,6 +46,7 @@ std::vector<KernelTiming> time_kernels(const LayerDims& d, int64_t vocab_rows, i
                                        const std::string& label, const TimingOptions& t,
                                        MPI_Comm comm) {
   KernelTimer timer{t, comm, label, {}};
+  CpuKernels<float>& cpu = cpu_kernels<float>();
   const int64_t N = d.tokens(), L = d.local_tokens(), H = d.hidden, F = d.ffn;
   const int64_t widest = std::max(d.fc1_width(), d.qkv_width());
   std::vector<float> x = filled(N * widest), y = filled(N * widest), dy = filled(N * widest);
@@ -83,11 +84,11 @@ std::vector<KernelTiming> time_kernels(const LayerDims& d, int64_t vocab_rows, i
   MatmulStats gemms;
   timer.time(
       MemoryKernel::softmax_forward, scores,
-      [&] { attention_probs(d, qkv.data(), kv, probs.data(), &gemms); }, &gemms);
+      [&] { attention_probs(cpu, d, qkv.data(), kv, probs.data(), &gemms); }, &gemms);
   timer.time(
       MemoryKernel::softmax_backward, scores,
       [&] {
-        attention_backward(d, qkv.data(), kv, probs.data(), dctx.data(), dqkv.data(), dkv,
+        attention_backward(cpu, d, qkv.data(), kv, probs.data(), dctx.data(), dqkv.data(), dkv,
                            scratch.data(), &gemms);
       },
       &gemms);
@@ -125,7 +126,7 @@ std::vector<KernelTiming> time_kernels(const LayerDims& d, int64_t vocab_rows, i
   std::vector<float> params = filled(parameters), grads = filled(parameters);
   AdamState adam = adam_state(alloc, parameters);
   timer.time(MemoryKernel::optimizer_step, parameters,
-             [&] { adam_step(AdamConfig{}, adam, params, grads); });
+             [&] { adam_step(cpu, AdamConfig{}, adam, params, grads); });
   return timer.out;
 }
 

@@ -10,11 +10,6 @@
 
 namespace shardplan {
 
-namespace {
-
-// The largest cache of CPU 0 in bytes, from sysfs as lscpu reads it ("32768K"); 0 when unknown.
-// (glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) is not used: on this machine's VM it reports 320 MiB for
-// a 32 MiB L3.)
 int64_t largest_cache_bytes() {
   int64_t largest = 0;
   for (int index = 0;; ++index) {
@@ -26,8 +21,6 @@ int64_t largest_cache_bytes() {
     largest = std::max(largest, size * (unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1));
   }
 }
-
-}  // namespace
 
 int64_t stream_elements() {
   const int64_t cache_bytes = largest_cache_bytes();

@@ -21,6 +21,11 @@ struct StreamResult {
   double GBps = 0;  // per rank, every rank streaming at once
 };
 
+// The largest cache of CPU 0 in bytes, from sysfs as lscpu reads it ("32768K"); 0 when unknown.
+// (glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) is not used: on this machine's VM it reports 320 MiB for
+// a 32 MiB L3.)
+int64_t largest_cache_bytes();
+
 // Elements per array by STREAM's rule (stream.c's comment on STREAM_ARRAY_SIZE): each array at
 // least 4 times the largest cache; STREAM's default of 10^7 elements when no cache size is known.
 int64_t stream_elements();

@@ -4,17 +4,20 @@
 #include <cassert>
 #include <cmath>
 
+#include "core/statistics.h"
+
 namespace shardplan {
 
 namespace {
 
 // Seconds per call over `calls` back-to-back calls, at the slowest rank.
 double time_batch_s(const std::function<void()>& op, int calls, MPI_Comm comm,
-                    const std::function<double()>& excluded_s) {
+                    const std::function<double()>& excluded_s, const std::function<void()>& drain) {
   MPI_Barrier(comm);
   const double excluded_before = excluded_s ? excluded_s() : 0;
   const double start = MPI_Wtime();
   for (int i = 0; i < calls; ++i) op();
+  if (drain) drain();
   const double excluded = excluded_s ? excluded_s() - excluded_before : 0;
   double per_call = (MPI_Wtime() - start - excluded) / calls;
   MPI_Allreduce(MPI_IN_PLACE, &per_call, 1, MPI_DOUBLE, MPI_MAX, comm);
@@ -23,24 +26,16 @@ double time_batch_s(const std::function<void()>& op, int calls, MPI_Comm comm,
 
 }  // namespace
 
-double median(std::vector<double> values) {
-  assert(!values.empty());
-  const size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
-  if (values.size() % 2 == 1) return values[mid];
-  const double upper = values[mid];
-  return (*std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid)) +
-          upper) /
-         2;
-}
-
 double median_time_s(const std::function<void()>& op, const TimingOptions& t, MPI_Comm comm,
-                     const std::function<double()>& excluded_s) {
+                     const std::function<double()>& excluded_s,
+                     const std::function<void()>& drain) {
   assert(t.warmup >= 1 && t.samples >= 1);
-  const double warm_s = time_batch_s(op, t.warmup, comm, excluded_s);
+  if (drain) drain();  // nothing issued before is timed
+  const double warm_s = time_batch_s(op, t.warmup, comm, excluded_s, drain);
   const int calls = static_cast<int>(std::clamp(std::ceil(t.min_sample_s / warm_s), 1.0, 1e6));
   std::vector<double> samples;
-  for (int i = 0; i < t.samples; ++i) samples.push_back(time_batch_s(op, calls, comm, excluded_s));
+  for (int i = 0; i < t.samples; ++i)
+    samples.push_back(time_batch_s(op, calls, comm, excluded_s, drain));
   return median(std::move(samples));
 }
 

@@ -19,11 +19,10 @@ struct TimingOptions {
 // Seconds per call of `op`, run by every rank of `comm` at once (`op` may itself communicate on
 // `comm`). Every rank returns the same value. With `excluded_s`, a running count of seconds spent
 // inside the calls on work timed elsewhere (a MatmulStats' GEMM seconds), each batch's increase
-// of it is left out: the time of the rest of the call.
+// of it is left out: the time of the rest of the call. With `drain`, called after each batch's
+// calls before the clock is read: a GPU's calls are only issued by `op`, and drain waits for them.
 double median_time_s(const std::function<void()>& op, const TimingOptions& t, MPI_Comm comm,
-                     const std::function<double()>& excluded_s = {});
-
-// The middle value (the mean of the two middle ones for an even count); `values` not empty.
-double median(std::vector<double> values);
+                     const std::function<double()>& excluded_s = {},
+                     const std::function<void()>& drain = {});
 
 }  // namespace shardplan

@@ -18,16 +18,17 @@ int64_t kv_width(const LayerDims& d) {
 }
 
 // The collectives' layout is rank-major (rank r's batch · seq rows, then r + 1's); the whole
-// sequences' is sequence-major, by position. Copies every row from one to the other.
+// sequences' is sequence-major, by position. Copies every row from one to the other: rank r's
+// rows of sequence b are two runs of seq/2 consecutive positions (its chunks r and 2·cp−1−r).
 template <class T>
-void reorder_rows(const LayerDims& d, const T* from, T* to, bool to_whole) {
-  const int64_t w = kv_width(d);
+void reorder_rows(Kernels<T>& dev, const LayerDims& d, const T* from, T* to, bool to_whole) {
+  const int64_t w = kv_width(d), half = d.seq / 2;
   for (int r = 0; r < d.cp; ++r)
     for (int64_t b = 0; b < d.batch; ++b)
-      for (int64_t i = 0; i < d.seq; ++i) {
+      for (int64_t i = 0; i < d.seq; i += half) {
         const int64_t ranked = (r * d.batch + b) * d.seq + i, whole = whole_row(d, r, b, i);
         const T* src = from + (to_whole ? ranked : whole) * w;
-        std::copy(src, src + w, to + (to_whole ? whole : ranked) * w);
+        dev.copy(to + (to_whole ? whole : ranked) * w, src, half * w);
       }
 }
 
@@ -46,17 +47,17 @@ KeyValues<const T*> gather_key_values(const LayerDims& d, LayerContext<T>& c, co
   const KeyValues<const T*> mine = qkv_key_values(d, qkv);
   const int64_t w = kv_width(d), kv = w / 2;
   Buffer<T> part = c.allocate(MemoryCategory::buffers, d.tokens() * w, "K and V to all-gather");
-  for (int64_t t = 0; t < d.tokens(); ++t) {
-    const T* row = qkv + t * mine.stride;
-    std::copy(row + mine.k, row + mine.k + kv, part.data() + t * w);
-    std::copy(row + mine.v, row + mine.v + kv, part.data() + t * w + kv);
-  }
+  Kernels<T>& dev = c.dev();
+  dev.copy(matrix(part.data(), d.tokens(), kv, w),
+           matrix(qkv + mine.k, d.tokens(), kv, mine.stride));
+  dev.copy(matrix(part.data() + kv, d.tokens(), kv, w),
+           matrix(qkv + mine.v, d.tokens(), kv, mine.stride));
   Buffer<T> ranked =
       c.allocate(MemoryCategory::buffers, d.cp * d.tokens() * w, "all-gathered K and V");
   c.cp->all_gather(part.span(), ranked.span());
   part = {};
   gathered = c.allocate(MemoryCategory::buffers, d.cp * d.tokens() * w, "K and V of the sequence");
-  reorder_rows(d, ranked.data(), gathered.data(), true);
+  reorder_rows(dev, d, ranked.data(), gathered.data(), true);
   return {gathered.data(), w, 0, kv};
 }
 
@@ -76,15 +77,15 @@ void reduce_key_value_grads(const LayerDims& d, LayerContext<T>& c, const Buffer
   const int64_t w = kv_width(d), kv = w / 2;
   Buffer<T> ranked =
       c.allocate(MemoryCategory::buffers, d.cp * d.tokens() * w, "dK and dV to reduce-scatter");
-  reorder_rows(d, whole.data(), ranked.data(), false);
+  Kernels<T>& dev = c.dev();
+  reorder_rows(dev, d, whole.data(), ranked.data(), false);
   Buffer<T> part = c.allocate(MemoryCategory::buffers, d.tokens() * w, "reduce-scattered dK, dV");
   c.cp->reduce_scatter(ranked.span(), part.span());
   const KeyValues<T*> mine = qkv_key_values(d, dqkv);
-  for (int64_t t = 0; t < d.tokens(); ++t) {
-    T* row = dqkv + t * mine.stride;
-    std::copy(part.data() + t * w, part.data() + t * w + kv, row + mine.k);
-    std::copy(part.data() + t * w + kv, part.data() + (t + 1) * w, row + mine.v);
-  }
+  dev.copy(matrix(dqkv + mine.k, d.tokens(), kv, mine.stride),
+           matrix(static_cast<const T*>(part.data()), d.tokens(), kv, w));
+  dev.copy(matrix(dqkv + mine.v, d.tokens(), kv, mine.stride),
+           matrix(static_cast<const T*>(part.data()) + kv, d.tokens(), kv, w));
 }
 
 #define SHARDPLAN_INSTANTIATE(T)                                                                  \

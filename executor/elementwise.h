@@ -5,11 +5,7 @@
 
 #include <cmath>
 
-#if defined(__CUDACC__)
-#define SHARDPLAN_HD __host__ __device__
-#else
-#define SHARDPLAN_HD
-#endif
+#include "executor/host_device.h"
 
 namespace shardplan::ew {
 

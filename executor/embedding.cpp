@@ -1,7 +1,5 @@
 #include "executor/embedding.h"
 
-#include <algorithm>
-
 #include "executor/tp_collectives.h"
 
 namespace shardplan {
@@ -20,16 +18,11 @@ Buffer<T> embedding_forward(const LayerDims& d, const int32_t* tokens, const T* 
   const int64_t H = d.hidden;
   Buffer<T> partial =
       c.allocate(MemoryCategory::buffers, d.tokens() * H, "token embedding partial sums");
-  for (int64_t t = 0; t < d.tokens(); ++t)
-    if (tokens[t] >= vocab.begin && tokens[t] < vocab.end)
-      std::copy_n(wte_local + (tokens[t] - vocab.begin) * H, H, partial.data() + t * H);
+  c.dev().embedding_rows(tokens, d.tokens(), wte_local, vocab, H, partial.data());
   Buffer<T> out = c.allocate(MemoryCategory::activations, d.local_tokens() * H, "embedding output");
   reduce_partial_sums(d, c, partial, out.data());
-  const int64_t first = first_local_token(d, c.tp.rank());
-  for (int64_t r = 0; r < d.local_tokens(); ++r) {
-    const T* pos = wpe + d.position((first + r) % d.seq) * H;
-    for (int64_t i = 0; i < H; ++i) out[r * H + i] += pos[i];
-  }
+  c.dev().position_embedding_add(out.data(), d.local_tokens(), H, wpe, d.positions(),
+                                 first_local_token(d, c.tp.rank()));
   return out;
 }
 
@@ -37,18 +30,11 @@ template <class T>
 void embedding_backward(const LayerDims& d, const int32_t* tokens, const T* dout,
                         ElementRange vocab, T* dwte_local, T* dwpe, LayerContext<T>& c) {
   const int64_t H = d.hidden;
-  const int64_t first = first_local_token(d, c.tp.rank());
-  for (int64_t r = 0; r < d.local_tokens(); ++r) {
-    T* pos = dwpe + d.position((first + r) % d.seq) * H;
-    for (int64_t i = 0; i < H; ++i) pos[i] += dout[r * H + i];
-  }
+  c.dev().position_embedding_backward(dout, d.local_tokens(), H, dwpe, d.positions(),
+                                      first_local_token(d, c.tp.rank()));
   Buffer<T> gathered;
   const T* dfull = gather_tokens(d, c, dout, gathered);
-  for (int64_t t = 0; t < d.tokens(); ++t) {
-    if (tokens[t] < vocab.begin || tokens[t] >= vocab.end) continue;
-    T* row = dwte_local + (tokens[t] - vocab.begin) * H;
-    for (int64_t i = 0; i < H; ++i) row[i] += dfull[t * H + i];
-  }
+  c.dev().embedding_rows_backward(tokens, d.tokens(), dfull, vocab, H, dwte_local);
 }
 
 #define SHARDPLAN_INSTANTIATE(T)                                                                \

@@ -1,12 +1,16 @@
-// The MPI interpreter of one rank's step program (core/schedule.h): every action — compute over a
+// The interpreter of one rank's step program (core/schedule.h): every action — compute over a
 // layer's parts, the tp and cp collectives between them, pipeline sends and receives, gradient
-// reductions, ZeRO gathers, the optimizer step — run for real on this rank's shard and timed.
+// reductions, ZeRO gathers, the optimizer step — run for real on this rank's shard and timed, on
+// the rank's runtime (rank_runtime.h): the CPU backend's or the CUDA backend's.
 //
-// Streams are not overlapped: one thread runs the actions in program order (a topological order of
-// the program), which a CPU run gains little from overlapping; the timings show each action where
-// it ran. The one exception is ZeRO-3's parameter gathers, which run as soon as their dependencies
-// have (FSDP's prefetch of the next unit: executor/zero3_units.h), so that memory holds what FSDP
-// holds. Pipeline sends are non-blocking (MPI_Isend, as Megatron-LM's p2p ops), receives block.
+// The actions are issued in program order (a topological order of the program), each on its
+// program stream after waiting for its dependencies on other streams. On the CPU one thread runs
+// them as issued, so nothing overlaps (a CPU run gains little from it); on a GPU each stream is a
+// CUDA stream and a dependency an event, so gradient reductions and ZeRO gathers overlap compute
+// exactly where the program lets them. The one exception to program order is ZeRO-3's parameter
+// gathers, issued as soon as their dependencies have been (FSDP's prefetch of the next unit:
+// executor/zero3_units.h), so that memory holds what FSDP holds. Pipeline sends complete in the
+// background, receives before the work that follows them.
 #pragma once
 
 #include <cstdint>
@@ -15,9 +19,11 @@
 
 #include "core/layout.h"
 #include "core/model.h"
+#include "core/profile.h"
 #include "core/schedule.h"
 #include "core/training.h"
 #include "executor/adam.h"
+#include "executor/cuda_rank.h"
 #include "executor/data.h"
 #include "executor/tensor_allocator.h"
 #include "simulator/trace.h"
@@ -36,6 +42,8 @@ struct InterpreterSettings {
   uint64_t seed = 1234;  // initial parameters and data
   AdamConfig adam;
   InjectedFault fault;
+  Backend backend = Backend::cpu;  // which runtime the ranks run on (rank_runtime.h)
+  CudaSettings cuda;               // Backend::cuda's
 };
 
 // The training state in the single-rank flat layout (param_layout of whole_model): what a

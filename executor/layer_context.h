@@ -5,9 +5,11 @@
 #include <cstdint>
 
 #include "core/model.h"
+#include "executor/cpu_kernels.h"
 #include "executor/matmul.h"
 #include "executor/param_layout.h"
 #include "executor/tensor_allocator.h"
+#include "executor/token_positions.h"
 #include "executor/tp_comm.h"
 
 namespace shardplan {
@@ -30,16 +32,12 @@ struct LayerDims {
   int64_t tokens() const { return batch * seq; }
   // Key positions each query meets: the whole sequence (all-gathered under cp).
   int64_t kv_seq() const { return seq * cp; }
-  // Position in the whole sequence of this rank's `i`-th token of a sequence. Megatron-LM's
-  // get_batch_on_this_cp_rank cuts the sequence into 2·cp chunks and gives cp rank r chunks r and
-  // 2·cp−1−r, in that order, so every rank gets the same share of the causal mask's work.
-  int64_t position(int64_t i) const { return position_on(cp_rank, i); }
+  // Position in the whole sequence of this rank's `i`-th token of a sequence (token_positions.h).
+  int64_t position(int64_t i) const { return positions().of(i); }
   // The same for cp rank `rank`'s i-th token.
-  int64_t position_on(int rank, int64_t i) const {
-    if (cp == 1) return i;
-    const int64_t chunk = seq / 2;
-    return i < chunk ? rank * chunk + i : (2 * cp - 1 - rank) * chunk + (i - chunk);
-  }
+  int64_t position_on(int rank, int64_t i) const { return TokenPositions{seq, cp, rank}.of(i); }
+  // This rank's positions as a value (token_positions.h), for the kernels.
+  TokenPositions positions() const { return {seq, cp, cp_rank}; }
   // Rows of the residual stream this rank holds: all tokens, or its 1/tp under sequence
   // parallelism.
   int64_t local_tokens() const { return sequence_parallel ? tokens() / tp : tokens(); }
@@ -61,7 +59,11 @@ struct LayerContext {
   // The context-parallel group (the same collectives as tp's; LayerDims::cp > 1 needs it): the
   // all-gather of K, V and the reduce-scatter of dK, dV in attention (context_parallel.h).
   TpComm<T>* cp = nullptr;
+  // Where the layers' GEMMs and kernels run (kernels.h): the CPU unless the interpreter runs the
+  // rank on another device, whose memory `alloc` then hands out.
+  Kernels<T>* kernels = &cpu_kernels<T>();
 
+  Kernels<T>& dev() { return *kernels; }
   Buffer<T> allocate(MemoryCategory c, int64_t count, const char* what) {
     return alloc.template allocate<T>(c, count, what);
   }

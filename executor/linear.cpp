@@ -3,11 +3,11 @@
 namespace shardplan {
 
 template <class T>
-void linear_forward(const T* x, const T* w, const T* b, int64_t n, int64_t in, int64_t out, T* y,
-                    MatmulStats* stats) {
-  gemm<T>(view(y, n, out), view(x, n, in), Op::none, view(w, out, in), Op::transpose,
-          Accumulate::overwrite, stats);
-  if (b != nullptr) bias_forward(y, b, n, out);
+void linear_forward(Kernels<T>& dev, const T* x, const T* w, const T* b, int64_t n, int64_t in,
+                    int64_t out, T* y, MatmulStats* stats) {
+  dev.gemm(matrix(y, n, out), matrix(x, n, in), Op::none, matrix(w, out, in), Op::transpose,
+           Accumulate::overwrite, stats);
+  if (b != nullptr) dev.bias_forward(y, b, n, out);
 }
 
 template <class T>
@@ -24,13 +24,13 @@ void residual_add(T* y, const T* x, const T* bias, int64_t rows, int64_t cols) {
 }
 
 template <class T>
-void linear_backward(const T* x, const T* w, const T* dy, int64_t n, int64_t in, int64_t out, T* dx,
-                     T* dw, T* db, MatmulStats* stats) {
-  gemm<T>(view(dx, n, in), view(dy, n, out), Op::none, view(w, out, in), Op::none,
-          Accumulate::overwrite, stats);
-  gemm<T>(view(dw, out, in), view(dy, n, out), Op::transpose, view(x, n, in), Op::none,
-          Accumulate::add, stats);
-  if (db != nullptr) bias_backward(dy, n, out, db);
+void linear_backward(Kernels<T>& dev, const T* x, const T* w, const T* dy, int64_t n, int64_t in,
+                     int64_t out, T* dx, T* dw, T* db, MatmulStats* stats) {
+  dev.gemm(matrix(dx, n, in), matrix(dy, n, out), Op::none, matrix(w, out, in), Op::none,
+           Accumulate::overwrite, stats);
+  dev.gemm(matrix(dw, out, in), matrix(dy, n, out), Op::transpose, matrix(x, n, in), Op::none,
+           Accumulate::add, stats);
+  if (db != nullptr) dev.bias_backward(dy, n, out, db);
 }
 
 template <class T>
@@ -40,10 +40,10 @@ void bias_backward(const T* dy, int64_t rows, int64_t cols, T* db) {
 }
 
 #define SHARDPLAN_INSTANTIATE(T)                                                                \
-  template void linear_forward<T>(const T*, const T*, const T*, int64_t, int64_t, int64_t, T*,  \
-                                  MatmulStats*);                                                \
-  template void linear_backward<T>(const T*, const T*, const T*, int64_t, int64_t, int64_t, T*, \
-                                   T*, T*, MatmulStats*);                                       \
+  template void linear_forward<T>(Kernels<T>&, const T*, const T*, const T*, int64_t, int64_t,  \
+                                  int64_t, T*, MatmulStats*);                                   \
+  template void linear_backward<T>(Kernels<T>&, const T*, const T*, const T*, int64_t, int64_t, \
+                                   int64_t, T*, T*, T*, MatmulStats*);                          \
   template void bias_forward<T>(T*, const T*, int64_t, int64_t);                                \
   template void residual_add<T>(T*, const T*, const T*, int64_t, int64_t);                      \
   template void bias_backward<T>(const T*, int64_t, int64_t, T*);

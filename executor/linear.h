@@ -5,19 +5,21 @@
 
 #include <cstdint>
 
-#include "executor/matmul.h"
+#include "executor/kernels.h"
 
 namespace shardplan {
 
-// y[n, out] = x[n, in]·w[out, in]ᵀ (+ b[out] when b is not null).
+// y[n, out] = x[n, in]·w[out, in]ᵀ (+ b[out] when b is not null), on `dev`.
 template <class T>
-void linear_forward(const T* x, const T* w, const T* b, int64_t n, int64_t in, int64_t out, T* y,
-                    MatmulStats* stats);
+void linear_forward(Kernels<T>& dev, const T* x, const T* w, const T* b, int64_t n, int64_t in,
+                    int64_t out, T* y, MatmulStats* stats);
 
-// dx[n, in] = dy·w (overwritten); dw += dyᵀ·x; db += Σ_rows dy (when db is not null).
+// dx[n, in] = dy·w (overwritten); dw += dyᵀ·x; db += Σ_rows dy (when db is not null), on `dev`.
 template <class T>
-void linear_backward(const T* x, const T* w, const T* dy, int64_t n, int64_t in, int64_t out, T* dx,
-                     T* dw, T* db, MatmulStats* stats);
+void linear_backward(Kernels<T>& dev, const T* x, const T* w, const T* dy, int64_t n, int64_t in,
+                     int64_t out, T* dx, T* dw, T* db, MatmulStats* stats);
+
+// The CPU backend's kernels (host loops; cpu_kernels.h):
 
 // y[rows, cols] += b[cols] on every row: the bias add after a GEMM.
 template <class T>

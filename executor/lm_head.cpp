@@ -1,10 +1,6 @@
 #include "executor/lm_head.h"
 
-#include <algorithm>
-
-#include "executor/cross_entropy.h"
 #include "executor/linear.h"
-#include "executor/norm.h"
 #include "executor/tp_collectives.h"
 
 namespace shardplan {
@@ -22,28 +18,29 @@ double head_forward(const LayerDims& d, const HeadTensors<const T*>& w, ElementR
     return c.allocate(MemoryCategory::activations, n, what);
   };
   s.h = act(d.local_tokens() * H, "final norm output");
-  norm_forward(d.norm, x.data(), w.norm_weight, w.norm_bias, d.local_tokens(), H, s.h.data());
+  Kernels<T>& dev = c.dev();
+  dev.norm_forward(d.norm, x.data(), w.norm_weight, w.norm_bias, d.local_tokens(), H, s.h.data());
   s.x = std::move(x);
   Buffer<T> gathered;
   const T* h = gather_tokens(d, c, s.h.data(), gathered);
   s.exp_logits = act(N * V, "logits");
-  linear_forward<T>(h, w.vocab_weight, nullptr, N, H, V, s.exp_logits.data(), c.matmul_stats);
+  linear_forward<T>(dev, h, w.vocab_weight, nullptr, N, H, V, s.exp_logits.data(), c.matmul_stats);
 
   // Megatron-LM's VocabParallelCrossEntropy: all-reduce the row maxima, then (one all-reduce of
   // both) the sums of exponentials and the target logits, which only the rank holding it has.
   Buffer<T> row_max = c.allocate(MemoryCategory::buffers, N, "logit row max");
-  logits_row_max(s.exp_logits.data(), N, V, row_max.data());
+  dev.logits_row_max(s.exp_logits.data(), N, V, row_max.data());
   c.tp.all_reduce(row_max.span(), ReduceOp::max);
   Buffer<T> sums =
       c.allocate(MemoryCategory::buffers, 2 * N, "softmax denominators and target logits");
   T* sum_exp = sums.data();
   T* target = sums.data() + N;
-  logits_target(s.exp_logits.data(), targets, N, V, vocab, target);
-  logits_exponentiate(s.exp_logits.data(), N, V, row_max.data(), sum_exp);
+  dev.logits_target(s.exp_logits.data(), targets, N, V, vocab, target);
+  dev.logits_exponentiate(s.exp_logits.data(), N, V, row_max.data(), sum_exp);
   c.tp.all_reduce(sums.span(), ReduceOp::sum);
   s.sum_exp = act(N, "softmax denominators");
-  std::copy(sum_exp, sum_exp + N, s.sum_exp.data());
-  return token_loss_sum(row_max.data(), sum_exp, target, N);
+  dev.copy(s.sum_exp.data(), sum_exp, N);
+  return dev.token_loss_sum(row_max.data(), sum_exp, target, N);
 }
 
 template <class T>
@@ -52,12 +49,13 @@ Buffer<T> head_backward(const LayerDims& d, const HeadTensors<const T*>& w,
                         HeadSaved<T>&& saved, T loss_scale, LayerContext<T>& c) {
   HeadSaved<T> s = std::move(saved);  // freed on return
   const int64_t H = d.hidden, N = d.tokens(), V = vocab.count();
-  logits_backward(s.exp_logits.data(), s.sum_exp.data(), targets, N, V, vocab, loss_scale);
+  Kernels<T>& dev = c.dev();
+  dev.logits_backward(s.exp_logits.data(), s.sum_exp.data(), targets, N, V, vocab, loss_scale);
   Buffer<T> gathered;
   const T* h = gather_tokens(d, c, s.h.data(), gathered);
   Buffer<T> dh_partial =
       c.allocate(MemoryCategory::buffers, N * H, "head input gradient partial sums");
-  linear_backward<T>(h, w.vocab_weight, s.exp_logits.data(), N, H, V, dh_partial.data(),
+  linear_backward<T>(dev, h, w.vocab_weight, s.exp_logits.data(), N, H, V, dh_partial.data(),
                      grad.vocab_weight, nullptr, c.matmul_stats);
   s.exp_logits = {};
   gathered = {};
@@ -66,8 +64,8 @@ Buffer<T> head_backward(const LayerDims& d, const HeadTensors<const T*>& w,
   reduce_partial_sums(d, c, dh_partial, dh.data());
   dh_partial = {};
   Buffer<T> dx = c.allocate(MemoryCategory::buffers, d.local_tokens() * H, "head input gradient");
-  norm_backward(d.norm, s.x.data(), w.norm_weight, dh.data(), d.local_tokens(), H, dx.data(),
-                grad.norm_weight, grad.norm_bias);
+  dev.norm_backward(d.norm, s.x.data(), w.norm_weight, dh.data(), d.local_tokens(), H, dx.data(),
+                    grad.norm_weight, grad.norm_bias);
   return dx;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <climits>
 
 namespace shardplan {
 
@@ -25,6 +26,12 @@ MPI_Comm split(const std::vector<int64_t>& members, int64_t rank) {
   return comm;
 }
 
+std::vector<int> int_counts(const std::vector<int64_t>& counts) {
+  std::vector<int> out;
+  for (int64_t c : counts) out.push_back(to_int(c));
+  return out;
+}
+
 std::vector<int> displacements(const std::vector<int>& counts) {
   std::vector<int> d(counts.size(), 0);
   for (size_t i = 1; i < counts.size(); ++i) d[i] = d[i - 1] + counts[i - 1];
@@ -32,6 +39,16 @@ std::vector<int> displacements(const std::vector<int>& counts) {
 }
 
 }  // namespace
+
+std::vector<int64_t> FlatShards::counts_in(ElementRange range) const {
+  std::vector<int64_t> counts;
+  for (int i = 0; i < members; ++i) {
+    const ElementRange s = split_range(total, members, i);
+    counts.push_back(
+        std::max<int64_t>(0, std::min(s.end, range.end) - std::max(s.begin, range.begin)));
+  }
+  return counts;
+}
 
 MpiGroups::MpiGroups(const Program& p) {
   for (const auto& [g, name] : kGroupNames)
@@ -45,41 +62,40 @@ MpiGroups::~MpiGroups() {
   if (embedding_ != MPI_COMM_NULL) MPI_Comm_free(&embedding_);
 }
 
-MpiTpComm::MpiTpComm(MPI_Comm comm, Group group) : comm_(comm), group_(group) {
+MpiGroupComm::MpiGroupComm(MPI_Comm comm, Group group, StepStreams& streams)
+    : comm_(comm), group_(group), streams_(streams) {
   MPI_Comm_size(comm_, &size_);
   MPI_Comm_rank(comm_, &rank_);
 }
 
-void MpiTpComm::all_reduce(std::span<float> x, ReduceOp op) {
-  const double start = MPI_Wtime();
-  MPI_Allreduce(MPI_IN_PLACE, x.data(), to_int(static_cast<int64_t>(x.size())), MPI_FLOAT,
-                op == ReduceOp::sum ? MPI_SUM : MPI_MAX, comm_);
-  if (calls != nullptr) calls->push_back({Collective::all_reduce, group_, start, MPI_Wtime()});
+template <class Call>
+void MpiGroupComm::timed(Collective op, Call&& call) {
+  if (calls == nullptr) return call();
+  const Stamp start = streams_.stamp();
+  call();
+  calls->push_back({op, group_, start, streams_.stamp()});
 }
 
-void MpiTpComm::all_gather(std::span<const float> part, std::span<float> full) {
+void MpiGroupComm::all_reduce(std::span<float> x, ReduceOp op) {
+  timed(Collective::all_reduce, [&] {
+    MPI_Allreduce(MPI_IN_PLACE, x.data(), to_int(static_cast<int64_t>(x.size())), MPI_FLOAT,
+                  op == ReduceOp::sum ? MPI_SUM : MPI_MAX, comm_);
+  });
+}
+
+void MpiGroupComm::all_gather(std::span<const float> part, std::span<float> full) {
   assert(full.size() == part.size() * static_cast<size_t>(size_));
-  const double start = MPI_Wtime();
-  const int n = to_int(static_cast<int64_t>(part.size()));
-  MPI_Allgather(part.data(), n, MPI_FLOAT, full.data(), n, MPI_FLOAT, comm_);
-  if (calls != nullptr) calls->push_back({Collective::all_gather, group_, start, MPI_Wtime()});
+  timed(Collective::all_gather, [&] {
+    const int n = to_int(static_cast<int64_t>(part.size()));
+    MPI_Allgather(part.data(), n, MPI_FLOAT, full.data(), n, MPI_FLOAT, comm_);
+  });
 }
 
-void MpiTpComm::reduce_scatter(std::span<const float> full, std::span<float> part) {
+void MpiGroupComm::reduce_scatter(std::span<const float> full, std::span<float> part) {
   assert(full.size() == part.size() * static_cast<size_t>(size_));
-  const double start = MPI_Wtime();
-  reduce_scatter_equal(comm_, full.data(), part.data(), static_cast<int64_t>(part.size()), size_);
-  if (calls != nullptr) calls->push_back({Collective::reduce_scatter, group_, start, MPI_Wtime()});
-}
-
-std::vector<int> FlatShards::counts_in(ElementRange range) const {
-  std::vector<int> counts;
-  for (int i = 0; i < members; ++i) {
-    const ElementRange s = split_range(total, members, i);
-    counts.push_back(
-        to_int(std::max<int64_t>(0, std::min(s.end, range.end) - std::max(s.begin, range.begin))));
-  }
-  return counts;
+  timed(Collective::reduce_scatter, [&] {
+    reduce_scatter_equal(comm_, full.data(), part.data(), static_cast<int64_t>(part.size()), size_);
+  });
 }
 
 void reduce_scatter_equal(MPI_Comm comm, const float* full, float* part, int64_t count, int n) {
@@ -87,25 +103,43 @@ void reduce_scatter_equal(MPI_Comm comm, const float* full, float* part, int64_t
   MPI_Reduce_scatter(full, part, counts.data(), MPI_FLOAT, MPI_SUM, comm);
 }
 
-void all_reduce_sum(MPI_Comm comm, std::span<float> x) {
-  MPI_Allreduce(MPI_IN_PLACE, x.data(), to_int(static_cast<int64_t>(x.size())), MPI_FLOAT, MPI_SUM,
-                comm);
-}
-
-void reduce_scatter_range(MPI_Comm comm, const FlatShards& s, ElementRange range, const float* in,
-                          float* part) {
-  const std::vector<int> counts = s.counts_in(range);
+void MpiGroupComm::reduce_scatter_range(const FlatShards& s, ElementRange range, const float* in,
+                                        float* part) {
+  const std::vector<int> counts = int_counts(s.counts_in(range));
   // MPI_Reduce_scatter: uneven counts, member i receives counts[i] elements (MPI 4.0 §6.10.1).
-  MPI_Reduce_scatter(in, part, counts.data(), MPI_FLOAT, MPI_SUM, comm);
+  MPI_Reduce_scatter(in, part, counts.data(), MPI_FLOAT, MPI_SUM, comm_);
 }
 
-void all_gather_range(MPI_Comm comm, const FlatShards& s, ElementRange range, const float* part,
-                      float* out) {
-  const std::vector<int> counts = s.counts_in(range);
+void MpiGroupComm::all_gather_range(const FlatShards& s, ElementRange range, const float* part,
+                                    float* out) {
+  const std::vector<int> counts = int_counts(s.counts_in(range));
   const std::vector<int> displs = displacements(counts);
   const auto me = static_cast<size_t>(s.index);
   const void* send = part == out + displs[me] ? MPI_IN_PLACE : part;
-  MPI_Allgatherv(send, counts[me], MPI_FLOAT, out, counts.data(), displs.data(), MPI_FLOAT, comm);
+  MPI_Allgatherv(send, counts[me], MPI_FLOAT, out, counts.data(), displs.data(), MPI_FLOAT, comm_);
+}
+
+void MpiP2p::send(Buffer<float> message, int64_t peer, int64_t tag, Pass) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  MPI_Isend(message.data(), to_int(message.size()), MPI_FLOAT, to_int(peer),
+            static_cast<int>(tag % 32768), MPI_COMM_WORLD, &r);
+  sends_.emplace_back(r, std::move(message));
+}
+
+void MpiP2p::recv(float* into, int64_t count, int64_t peer, int64_t tag, Pass) {
+  MPI_Recv(into, to_int(count), MPI_FLOAT, to_int(peer), static_cast<int>(tag % 32768),
+           MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+
+void MpiP2p::finish_sends(bool wait) {
+  std::erase_if(sends_, [&](auto& s) {
+    int done = 0;
+    if (wait)
+      MPI_Wait(&s.first, MPI_STATUS_IGNORE), done = 1;
+    else
+      MPI_Test(&s.first, &done, MPI_STATUS_IGNORE);
+    return done != 0;
+  });
 }
 
 }  // namespace shardplan

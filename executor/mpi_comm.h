@@ -1,19 +1,19 @@
-// MPI for the executor: one communicator per parallel group of a rank (split from MPI_COMM_WORLD by
-// the placement), the tensor- and context-parallel collectives the layers call (TpComm over MPI,
-// each call timed), and the flat-buffer collectives of data parallelism and ZeRO over uneven
-// shards.
+// MPI for the CPU backend: one communicator per parallel group of a rank (split from
+// MPI_COMM_WORLD by the placement), each group's collectives over it (GroupComm: the tp and cp
+// collectives the layers call, stamped; the flat-buffer collectives of data parallelism and ZeRO
+// over uneven shards), and the pipeline's sends and receives.
 #pragma once
 
 #include <mpi.h>
 
 #include <array>
 #include <span>
+#include <utility>
 #include <vector>
 
-#include "core/collective.h"
 #include "core/schedule.h"
-#include "executor/param_layout.h"
-#include "executor/tp_comm.h"
+#include "executor/group_comm.h"
+#include "executor/pipeline_p2p.h"
 
 namespace shardplan {
 
@@ -35,45 +35,30 @@ class MpiGroups {
   MPI_Comm embedding_ = MPI_COMM_NULL;
 };
 
-// One tp or cp collective as it ran: its kind, group and MPI_Wtime() at start and end.
-struct TimedCall {
-  Collective op = Collective::all_reduce;
-  Group group = Group::tp;
-  double start_s = 0;
-  double end_s = 0;
-};
-
-// TpComm over the communicator of a group (tp, or cp for context parallelism's K, V exchange);
-// every call is appended to `calls` (when set).
-class MpiTpComm final : public TpComm<float> {
+// A group's collectives over its communicator, on host memory; TpComm calls are stamped on
+// `streams`.
+class MpiGroupComm final : public GroupComm {
  public:
-  MpiTpComm(MPI_Comm comm, Group group);
+  MpiGroupComm(MPI_Comm comm, Group group, StepStreams& streams);
   int size() const override { return size_; }
   int rank() const override { return rank_; }
   void all_reduce(std::span<float> x, ReduceOp op) override;
   void all_gather(std::span<const float> part, std::span<float> full) override;
   void reduce_scatter(std::span<const float> full, std::span<float> part) override;
-
-  std::vector<TimedCall>* calls = nullptr;
+  void reduce_scatter_range(const FlatShards& s, ElementRange range, const float* in,
+                            float* part) override;
+  void all_gather_range(const FlatShards& s, ElementRange range, const float* part,
+                        float* out) override;
 
  private:
+  template <class Call>
+  void timed(Collective op, Call&& call);
+
   MPI_Comm comm_;
   Group group_;
+  StepStreams& streams_;
   int size_ = 1;
   int rank_ = 0;
-};
-
-// How a flat buffer of `total` elements is sharded over `members` ranks (ZeRO: split_range, each
-// shard stored in ceil(total / members) elements, as DeepSpeed and FSDP pad theirs).
-struct FlatShards {
-  int64_t total = 0;
-  int members = 1;
-  int index = 0;  // this rank's shard
-
-  ElementRange mine() const { return split_range(total, members, index); }
-  int64_t padded() const { return (total + members - 1) / members; }
-  // Elements of `range` in each member's shard (they follow one another in member order).
-  std::vector<int> counts_in(ElementRange range) const;
 };
 
 // part (count elements) = this rank's block of the element-wise sum of every rank's n·count
@@ -82,17 +67,17 @@ struct FlatShards {
 // 2026-11-23: 4.19 ms against 1.27 ms at 3.16 MB).
 void reduce_scatter_equal(MPI_Comm comm, const float* full, float* part, int64_t count, int n);
 
-// Element-wise sum over `comm`, in place.
-void all_reduce_sum(MPI_Comm comm, std::span<float> x);
+// Sends are MPI_Isend (non-blocking, as Megatron-LM's p2p ops), receives MPI_Recv (blocking), on
+// MPI_COMM_WORLD, matched by tag.
+class MpiP2p final : public PipelineP2p {
+ public:
+  ~MpiP2p() override { finish_sends(true); }
+  void send(Buffer<float> message, int64_t peer, int64_t tag, Pass pass) override;
+  void recv(float* into, int64_t count, int64_t peer, int64_t tag, Pass pass) override;
+  void finish_sends(bool wait) override;
 
-// `in` (range.count() elements: the flat buffer's `range`) summed over the members; this rank's
-// part of the sum (range ∩ its shard, counts_in(range)[index] elements) written to `part`.
-void reduce_scatter_range(MPI_Comm comm, const FlatShards& s, ElementRange range, const float* in,
-                          float* part);
-
-// Every member's part of `range` (range ∩ its shard, this rank's at `part`) gathered into `out`
-// (range.count() elements). `part` may point into `out` itself.
-void all_gather_range(MPI_Comm comm, const FlatShards& s, ElementRange range, const float* part,
-                      float* out);
+ private:
+  std::vector<std::pair<MPI_Request, Buffer<float>>> sends_;
+};
 
 }  // namespace shardplan

@@ -21,8 +21,20 @@ int64_t MemoryBytes::total() const {
   return sum;
 }
 
-TensorAllocator::TensorAllocator(std::string owner, int64_t capacity_bytes)
-    : owner_(std::move(owner)), capacity_bytes_(capacity_bytes) {}
+void* HostMemory::allocate(int64_t bytes) {
+  return std::aligned_alloc(static_cast<size_t>(kAlignmentBytes), static_cast<size_t>(bytes));
+}
+void HostMemory::release(void* p) {
+  std::free(p);
+}
+void HostMemory::zero(void* p, int64_t bytes) {
+  std::memset(p, 0, static_cast<size_t>(bytes));
+}
+
+TensorAllocator::TensorAllocator(std::string owner, int64_t capacity_bytes, MemorySource* source)
+    : owner_(std::move(owner)),
+      capacity_bytes_(capacity_bytes),
+      source_(source != nullptr ? source : &host_) {}
 
 TensorAllocator::~TensorAllocator() {
   assert(current_.total() == 0 && "a Buffer outlived its allocator");
@@ -30,7 +42,7 @@ TensorAllocator::~TensorAllocator() {
 }
 
 void TensorAllocator::free_cache() {
-  for (auto& [size, p] : cache_) std::free(p);
+  for (auto& [size, p] : cache_) source_->release(p);
   cache_.clear();
   cached_bytes_ = 0;
 }
@@ -54,14 +66,14 @@ void* TensorAllocator::allocate_bytes(MemoryCategory category, int64_t bytes,
     cache_.erase(it);
     cached_bytes_ -= rounded;
   } else {
-    p = std::aligned_alloc(static_cast<size_t>(kAlignmentBytes), static_cast<size_t>(rounded));
+    p = source_->allocate(rounded);
     if (p == nullptr && !cache_.empty()) {  // give the cached blocks back and try once more
       free_cache();
-      p = std::aligned_alloc(static_cast<size_t>(kAlignmentBytes), static_cast<size_t>(rounded));
+      p = source_->allocate(rounded);
     }
     if (p == nullptr) throw fail("the system refused the allocation");
   }
-  std::memset(p, 0, static_cast<size_t>(rounded));
+  source_->zero(p, rounded);
 
   current_[category] += bytes;
   if (current_[category] > peak_by_category_[category])

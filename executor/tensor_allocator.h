@@ -2,7 +2,9 @@
 // named as the cost model itemises memory, and the allocator keeps current and peak bytes per
 // category and in total. Buffers are RAII (move-only); running out of memory throws
 // AllocationError. Freed blocks are cached for reuse by the next request of the same size (as
-// PyTorch's caching allocator does), since every micro-batch asks for the same sizes again.
+// PyTorch's caching allocator does), since every micro-batch asks for the same sizes again. The
+// blocks come from a MemorySource: host memory, or a GPU's (cuda/device_memory.h), so one
+// allocator itemises a rank's memory whichever device holds it.
 #pragma once
 
 #include <array>
@@ -44,6 +46,23 @@ struct MemoryBytes {
 // MPI driver can print it and abort.
 struct AllocationError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// Where an allocator's blocks come from. Blocks are at least 64-byte aligned.
+class MemorySource {
+ public:
+  virtual ~MemorySource() = default;
+  virtual void* allocate(int64_t bytes) = 0;  // nullptr when the memory is full
+  virtual void release(void* p) = 0;
+  virtual void zero(void* p, int64_t bytes) = 0;
+};
+
+// Host memory (std::aligned_alloc to a cache line, the widest SIMD load).
+class HostMemory final : public MemorySource {
+ public:
+  void* allocate(int64_t bytes) override;
+  void release(void* p) override;
+  void zero(void* p, int64_t bytes) override;
 };
 
 class TensorAllocator;
@@ -90,8 +109,9 @@ class Buffer {
 class TensorAllocator {
  public:
   // `owner` names the rank in errors ("rank 3"); capacity_bytes = 0 means no limit beyond the
-  // system's.
-  explicit TensorAllocator(std::string owner = "", int64_t capacity_bytes = 0);
+  // system's; `source` (which must outlive the allocator) defaults to host memory.
+  explicit TensorAllocator(std::string owner = "", int64_t capacity_bytes = 0,
+                           MemorySource* source = nullptr);
   TensorAllocator(const TensorAllocator&) = delete;
   TensorAllocator& operator=(const TensorAllocator&) = delete;
   ~TensorAllocator();  // asserts that every buffer was given back
@@ -130,6 +150,8 @@ class TensorAllocator {
 
   std::string owner_;
   int64_t capacity_bytes_ = 0;
+  HostMemory host_;
+  MemorySource* source_;
   MemoryBytes current_;
   MemoryBytes peak_by_category_;
   MemoryBytes at_peak_;

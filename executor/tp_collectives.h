@@ -4,7 +4,6 @@
 // row-parallel layer's partial sums back into it.
 #pragma once
 
-#include <algorithm>
 #include <span>
 
 #include "executor/layer_context.h"
@@ -44,18 +43,18 @@ GatheredPair<T> gather_token_pair(const LayerDims& d, LayerContext<T>& c, const 
   const int64_t n = d.local_tokens() * d.hidden;
   Buffer<T> packed =
       c.allocate(MemoryCategory::buffers, 2 * n, "sequence-parallel all-gather input");
-  std::copy(a, a + n, packed.data());
-  std::copy(b, b + n, packed.data() + n);
+  Kernels<T>& dev = c.dev();
+  dev.copy(packed.data(), a, n);
+  dev.copy(packed.data() + n, b, n);
   Buffer<T> gathered =
       c.allocate(MemoryCategory::buffers, d.tp * 2 * n, "sequence-parallel all-gather");
   c.tp.all_gather(packed.span(), gathered.span());
   g.first_buffer = c.allocate(MemoryCategory::buffers, d.tokens() * d.hidden, "gathered gradient");
   g.second_buffer = c.allocate(MemoryCategory::buffers, d.tokens() * d.hidden, "gathered input");
-  for (int r = 0; r < d.tp; ++r) {
-    const T* part = gathered.data() + r * 2 * n;
-    std::copy(part, part + n, g.first_buffer.data() + r * n);
-    std::copy(part + n, part + 2 * n, g.second_buffer.data() + r * n);
-  }
+  // Rank r's part of gathered is [first | second], n each: one strided copy per tensor.
+  const T* parts = gathered.data();
+  dev.copy(matrix(g.first_buffer.data(), d.tp, n), matrix(parts, d.tp, n, 2 * n));
+  dev.copy(matrix(g.second_buffer.data(), d.tp, n), matrix(parts + n, d.tp, n, 2 * n));
   g.first = g.first_buffer.data();
   g.second = g.second_buffer.data();
   return g;
@@ -72,7 +71,7 @@ void reduce_partial_sums(const LayerDims& d, LayerContext<T>& c, Buffer<T>& part
     return;
   }
   c.tp.all_reduce(partial.span(), ReduceOp::sum);
-  std::copy(partial.data(), partial.data() + n, out);
+  c.dev().copy(out, partial.data(), static_cast<int64_t>(n));
 }
 
 }  // namespace shardplan

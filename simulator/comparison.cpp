@@ -5,9 +5,20 @@
 #include <cmath>
 #include <map>
 
+#include "core/statistics.h"
+
 namespace shardplan {
 
 namespace {
+
+// A step's time on one rank outside its actions: waiting that no action holds, and work the
+// rank's timeline does not attribute to an action. Posted sends do not hold a rank: left out.
+double outside_actions_s(double step_s, const Program& p, const std::vector<ActionTiming>& t) {
+  double busy_s = 0;
+  for (size_t a = 0; a < p.actions.size(); ++a)
+    if (p.actions[a].kind != ActionKind::send) busy_s += t[a].end_s - t[a].start_s;
+  return std::max(0.0, step_s - busy_s);
+}
 
 MeasuredMemory as_measured(const SimulatedMemory& m) {
   return {m.state.parameters,    m.state.gradients, m.state.optimizer(),
@@ -51,6 +62,14 @@ Comparison compare_run(const PlanSimulation& predicted, const Measurement& measu
       k.measured_s += medians[rank][a];
       busy_s += medians[rank][a];
     }
+    std::vector<double> outside;
+    for (size_t step = static_cast<size_t>(measured.warmup_steps); step < measured.steps.size();
+         ++step)
+      outside.push_back(
+          outside_actions_s(measured.steps[step].step_time_s, p, measured.timings[step][rank]));
+    c.kinds.push_back({p.rank, kOutsideActions, 0,
+                       outside_actions_s(predicted.step_time_s, p, sim.timings[i]),
+                       median(std::move(outside))});
     if (busy_s > longest_busy_s) {
       longest_busy_s = busy_s;
       c.gap_rank = p.rank;

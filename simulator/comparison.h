@@ -17,6 +17,11 @@ namespace shardplan {
 // (predicted − measured) / measured; 0 when both are 0.
 double relative_error(double predicted, double measured);
 
+// The KindTime of a rank's step outside its actions (the step time less its actions' times, posted
+// sends aside): waiting no action holds, and work the timeline attributes to no action (the
+// executor's layer code between a pass's last collective and its return).
+inline constexpr const char* kOutsideActions = "(outside actions)";
+
 // One kind of action (action_kind_name) on one rank, over one step.
 struct KindTime {
   int64_t rank = 0;

@@ -46,7 +46,37 @@ struct PassBuilder {
   const DeviceRates& rates;
   int64_t elem_bytes;
   PartsCompute& out;
+  std::vector<PricedOp>* ops = nullptr;
   Part part = Part::attention_qkv;
+
+  // Records `op` of the current part (and its re-forward when `recomputed`) when ops are asked for.
+  void record(PricedOp op, bool recomputed) {
+    if (!ops) return;
+    op.part = part;
+    ops->push_back(op);
+    if (recomputed && op.pass == Pass::forward) {
+      op.pass = Pass::recompute;
+      ops->push_back(op);
+    }
+  }
+  double timed_gemm(Pass pass, bool recomputed, int64_t m, int64_t k, int64_t n, int64_t count) {
+    const double t = gemm_time_s(rates, m, k, n, elem_bytes, count);
+    PricedOp op{.pass = pass, .kind = OpKind::matmul, .m = m, .n = n, .k = k, .count = count};
+    op.time_s = t;
+    record(op, recomputed);
+    return t;
+  }
+  double timed_kernel(Pass pass, bool recomputed, MemoryKernel kernel, double elements,
+                      double bytes) {
+    const double t = kernel_time_s(rates, kernel, elements, bytes);
+    record({.pass = pass,
+            .kind = OpKind::memory_bound,
+            .kernel = kernel,
+            .elements = elements,
+            .time_s = t},
+           recomputed);
+    return t;
+  }
 
   void add(OpKind k, double flops_fwd, double flops_bwd, double bytes_fwd, double bytes_bwd,
            double time_fwd, double time_bwd, bool recomputed) {
@@ -64,17 +94,19 @@ struct PassBuilder {
   // dW = Xᵀ·dY, (k×m)·(m×n): twice the forward FLOPs, their own output tiles.
   void gemm(int64_t m, int64_t k, int64_t n, bool recomputed, int64_t count = 1) {
     const double flops = 2.0 * as_double(m) * as_double(k) * as_double(n) * as_double(count);
-    const double forward = gemm_time_s(rates, m, k, n, elem_bytes, count);
-    const double backward = gemm_time_s(rates, m, n, k, elem_bytes, count) +
-                            gemm_time_s(rates, k, m, n, elem_bytes, count);
+    const double forward = timed_gemm(Pass::forward, recomputed, m, k, n, count);
+    const double backward = timed_gemm(Pass::backward, false, m, n, k, count) +
+                            timed_gemm(Pass::backward, false, k, m, n, count);
     add(OpKind::matmul, flops, 2 * flops, 0, 0, forward, backward, recomputed);
   }
 
   void flash_attention(double flops_fwd, bool recomputed) {
     const double flops_bwd = kFlashBackwardFactor * flops_fwd;
-    add(OpKind::attention, flops_fwd, flops_bwd, 0, 0,
-        flops_fwd / rates.attention_forward_flops_per_s,
-        flops_bwd / rates.attention_backward_flops_per_s, recomputed);
+    const double fwd_s = flops_fwd / rates.attention_forward_flops_per_s;
+    const double bwd_s = flops_bwd / rates.attention_backward_flops_per_s;
+    record({.pass = Pass::forward, .kind = OpKind::attention, .time_s = fwd_s}, recomputed);
+    record({.pass = Pass::backward, .kind = OpKind::attention, .time_s = bwd_s}, false);
+    add(OpKind::attention, flops_fwd, flops_bwd, 0, 0, fwd_s, bwd_s, recomputed);
   }
 
   // A memory-bound kernel and its gradient over `elements` (core/memory_kernel.h), moving the given
@@ -84,8 +116,8 @@ struct PassBuilder {
     const double bytes_fwd = elements * fwd_bytes_per_element;
     const double bytes_bwd = elements * bwd_bytes_per_element;
     add(OpKind::memory_bound, 0, 0, bytes_fwd, bytes_bwd,
-        kernel_time_s(rates, fwd, elements, bytes_fwd),
-        kernel_time_s(rates, bwd, elements, bytes_bwd), recomputed);
+        timed_kernel(Pass::forward, recomputed, fwd, elements, bytes_fwd),
+        timed_kernel(Pass::backward, false, bwd, elements, bytes_bwd), recomputed);
   }
 
   // The bias of a linear layer with `columns` outputs over `tokens`, when the framework does not
@@ -98,8 +130,10 @@ struct PassBuilder {
     const double e = as_double(elem_bytes), n = as_double(tokens * columns);
     const double fwd_bytes = in_residual ? 0 : 2 * e * n;
     add(OpKind::memory_bound, 0, 0, fwd_bytes, e * n,
-        in_residual ? 0 : kernel_time_s(rates, MemoryKernel::bias_forward, n, fwd_bytes),
-        kernel_time_s(rates, MemoryKernel::bias_backward, n, e * n), recomputed);
+        in_residual
+            ? 0
+            : timed_kernel(Pass::forward, recomputed, MemoryKernel::bias_forward, n, fwd_bytes),
+        timed_kernel(Pass::backward, false, MemoryKernel::bias_backward, n, e * n), recomputed);
   }
 };
 
@@ -219,9 +253,10 @@ void add_to(MicrobatchCompute& dst, const MicrobatchCompute& src, double times) 
 }  // namespace
 
 PartsCompute layer_compute(const Model& m, const Training& t, const Layout& l, bool moe_layer,
-                           const DeviceRates& rates, const ExecutionOptions& x) {
+                           const DeviceRates& rates, const ExecutionOptions& x,
+                           std::vector<PricedOp>* ops) {
   PartsCompute out;
-  PassBuilder b{rates, dtype_bytes(t.dtype), out};
+  PassBuilder b{rates, dtype_bytes(t.dtype), out, ops};
   const RankShape r = rank_shape(t, l);
   // Each block has a norm before it and a residual add after it.
   const BlockEdges edges = block_edges(m, r, b.elem_bytes, x);
@@ -231,9 +266,9 @@ PartsCompute layer_compute(const Model& m, const Training& t, const Layout& l, b
 }
 
 PartsCompute ends_compute(const Model& m, const Training& t, const Layout& l,
-                          const DeviceRates& rates) {
+                          const DeviceRates& rates, std::vector<PricedOp>* ops) {
   PartsCompute out;
-  PassBuilder b{rates, dtype_bytes(t.dtype), out};
+  PassBuilder b{rates, dtype_bytes(t.dtype), out, ops};
   const RankShape r = rank_shape(t, l);
   const double e = as_double(b.elem_bytes);
   const int64_t tokens = r.tokens();

@@ -83,6 +83,11 @@ struct Engine {
     const size_t i = program_of(g);
     return step.programs[i].actions[static_cast<size_t>(g - offset[i])];
   }
+  // In program order a send is posted and its rank goes on (MPI_Isend): what follows it waits for
+  // its start, not its transfer.
+  bool posted(const Action& a) const {
+    return execution == StreamExecution::program_order && a.kind == ActionKind::send;
+  }
   // The queue an action runs on: its stream, or under program order the rank's one thread.
   int stream_id(size_t program, Stream s) const {
     const Stream queue = execution == StreamExecution::program_order ? Stream::compute : s;
@@ -210,7 +215,9 @@ void Engine::advance(int sid) {
     for (uint32_t d : prog.deps_of(a)) {
       const int64_t gd = offset[pi] + d;
       if (state[gd] != kDone) return park(sid, gd);
-      if (end[gd] > ready_s) ready_s = end[gd], bind = gd;
+      const bool post = posted(prog.actions[d]);  // done at its start: bound by what started it
+      const double done_s = post ? start[gd] : end[gd];
+      if (done_s > ready_s) ready_s = done_s, bind = post ? binder[gd] : gd;
     }
     if (a.kind == ActionKind::recv) {
       const int64_t send = match[g];
@@ -227,8 +234,7 @@ void Engine::advance(int sid) {
     } else {
       complete(g, ready_s, ready_s + pricer.duration_s(prog, a), bind);
     }
-    // A posted send does not hold the thread that runs in program order.
-    if (execution == StreamExecution::program_order && a.kind == ActionKind::send) continue;
+    if (posted(a)) continue;
     s.free_s = end[g];
     s.last = g;
   }

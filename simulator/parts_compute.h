@@ -4,8 +4,11 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <vector>
 
 #include "core/layout.h"
+#include "core/memory_kernel.h"
 #include "core/model.h"
 #include "core/schedule.h"
 #include "core/training.h"
@@ -26,9 +29,26 @@ struct PartsCompute {
   const MicrobatchCompute& operator[](Part p) const { return parts[static_cast<size_t>(p)]; }
 };
 
+// One operation the cost model priced in one pass of one part: a GEMM C[m×n] = A[m×k]·B[k×n]
+// (`count` of them) as gemm_rate_flops looks its rate up, or a memory-bound kernel over `elements`
+// (core/memory_kernel.h). What `calibrate --from` rescales by measured time (simulator/
+// profile_refit.h).
+struct PricedOp {
+  Part part = Part::attention_qkv;
+  Pass pass = Pass::forward;  // forward, backward or recompute (the re-forward)
+  OpKind kind = OpKind::matmul;
+  int64_t m = 0, n = 0, k = 0, count = 1;            // matmul
+  MemoryKernel kernel = MemoryKernel::norm_forward;  // memory_bound
+  double elements = 0;                               // memory_bound
+  double time_s = 0;
+};
+
+// With `ops`, every priced operation is appended to it as well.
 PartsCompute layer_compute(const Model& m, const Training& t, const Layout& l, bool moe_layer,
-                           const DeviceRates& r, const ExecutionOptions& x);
+                           const DeviceRates& r, const ExecutionOptions& x,
+                           std::vector<PricedOp>* ops = nullptr);
 // The embedding and head parts, whichever stage holds them.
-PartsCompute ends_compute(const Model& m, const Training& t, const Layout& l, const DeviceRates& r);
+PartsCompute ends_compute(const Model& m, const Training& t, const Layout& l, const DeviceRates& r,
+                          std::vector<PricedOp>* ops = nullptr);
 
 }  // namespace shardplan

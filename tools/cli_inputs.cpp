@@ -140,17 +140,21 @@ Plan resolve_plan(const InputOptions& o) {
               nlohmann::json::object()};
 }
 
+void check_profile_dtype(const Profile& p, const std::string& file, const Training& training) {
+  if (p.dtype == training.dtype) return;
+  throw InputError(
+      file, "dtype",
+      fmt::format("the profile measured {} GEMMs, the training computes in {}",
+                  enum_name(p.dtype, kDtypeNames), enum_name(training.dtype, kDtypeNames)),
+      fmt::format("pass --dtype {}, or calibrate in {}", enum_name(p.dtype, kDtypeNames),
+                  enum_name(training.dtype, kDtypeNames)));
+}
+
 std::optional<Profile> apply_profile_option(const InputOptions& o, Cluster& cluster,
                                             const Training& training) {
   if (o.profile_file.empty()) return std::nullopt;
   Profile p = read_profile_file(o.profile_file);
-  if (p.dtype != training.dtype)
-    throw InputError(
-        o.profile_file, "dtype",
-        fmt::format("the profile measured {} GEMMs, the training computes in {}",
-                    enum_name(p.dtype, kDtypeNames), enum_name(training.dtype, kDtypeNames)),
-        fmt::format("pass --dtype {}, or calibrate in {}", enum_name(p.dtype, kDtypeNames),
-                    enum_name(training.dtype, kDtypeNames)));
+  check_profile_dtype(p, o.profile_file, training);
   cluster = apply_profile(std::move(cluster), p, o.profile_file);
   return p;
 }

@@ -71,6 +71,9 @@ Plan resolve_plan(const InputOptions& o);
 std::optional<Profile> apply_profile_option(const InputOptions& o, Cluster& cluster,
                                             const Training& training);
 
+// InputError naming `file` when the profile measured another dtype than the training computes in.
+void check_profile_dtype(const Profile& p, const std::string& file, const Training& training);
+
 // How the layers are priced: as the flags say, or, with a profile measured on the CPU backend, as
 // shardplan's CPU executor runs them (cpu_executor_options: what runs where that profile was
 // measured); with the profile, which must outlive the estimates made with the result.

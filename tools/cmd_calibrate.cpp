@@ -1,6 +1,7 @@
-// `shardplan calibrate --backend cpu [--ranks N] --out profile.json`. On several ranks it runs
+// `shardplan calibrate --backend cpu|cuda [--ranks N] --out profile.json`. On several ranks it runs
 // either under a launcher (`mpirun -np 2 shardplan calibrate ...`: the ranks mpirun started) or
-// by itself (`--ranks N`, by default one rank per core: it re-runs the command under mpirun).
+// by itself (`--ranks N`, by default one rank per core, or per GPU with cuda: it re-runs the
+// command under mpirun). An error on any rank aborts the job (tools/rank_errors.h).
 
 #include <fmt/chrono.h>
 #include <fmt/core.h>
@@ -16,11 +17,16 @@
 
 #include "core/error.h"
 #include "core/json_reader.h"
+#include "core/measurement.h"
 #include "core/presets.h"
 #include "core/profile.h"
 #include "executor/calibrate_cpu.h"
+#include "executor/calibrate_cuda.h"
+#include "executor/cuda_devices.h"
 #include "executor/mpi_launch.h"
+#include "simulator/profile_refit.h"
 #include "tools/output_file.h"
+#include "tools/rank_errors.h"
 #include "tools/subcommand.h"
 
 namespace shardplan::cli {
@@ -29,34 +35,61 @@ namespace {
 
 struct CalibrateCliOptions {
   std::string backend;
+  bool tf32 = false;
   std::string out;
   std::optional<int> ranks;
   std::optional<int64_t> max_bytes;
   std::vector<std::string> models{"gpt-tiny", "gpt-small"};
+  std::vector<std::string> from;  // measured.json files to refit from
+  std::string base_profile;       // the profile they refine
   CalibrateOptions calibrate;
 };
 
-void write_profile(const Profile& p, const std::string& out) {
+void write_profile(const Profile& p, const std::string& out, const std::string& how) {
   nlohmann::json j = profile_to_json(p);
   j["source"] =
-      fmt::format("shardplan calibrate --backend {} --ranks {}, {:%Y-%m-%d %H:%M} UTC",
-                  enum_name(p.backend, kBackendNames), p.ranks,
+      fmt::format("shardplan calibrate {}, {:%Y-%m-%d %H:%M} UTC", how,
                   std::chrono::floor<std::chrono::minutes>(std::chrono::system_clock::now()));
   write_json_file(out, j);
   fmt::print("# wrote {}\n", out);
 }
 
+// --from: the profile refitted from the executor's measurements (simulator/profile_refit.h).
+int run_refit(const CalibrateCliOptions& o) {
+  std::vector<Measurement> runs;
+  for (const std::string& f : o.from) runs.push_back(read_measurement_file(f));
+  const std::optional<Profile> base =
+      o.base_profile.empty() ? std::nullopt : std::optional(read_profile_file(o.base_profile));
+  RefitReport report;
+  const Profile p = refit_profile(base ? &*base : nullptr, runs, o.from, &report);
+  fmt::print("{}", format_refit_report(report));
+  std::string how = "--from";
+  for (const std::string& f : o.from) how += " " + f;
+  if (base) how += " --profile " + o.base_profile;
+  write_profile(p, o.out, how);
+  return 0;
+}
+
+// One rank per core (cpu) or per GPU (cuda) unless --ranks says otherwise.
+int default_ranks(const CalibrateCliOptions& o) {
+  if (o.backend == "cuda") return query_cuda_devices().count;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 int run_calibrate(CalibrateCliOptions& o) {
-  if (o.backend == "cuda")
-    throw InputError("--backend", "", "cuda: no CUDA device (this build has no CUDA backend)",
-                     "use --backend cpu");
   check_output_folder(o.out);
+  if (!o.from.empty()) return run_refit(o);
+  if (o.backend.empty())
+    throw InputError("--backend", "", "not given", "--backend cpu, or --from measured.json");
+  const bool cuda = o.backend == "cuda";
+  if (o.tf32 && !cuda)
+    throw InputError("--tf32", "", "needs --backend cuda", "leave --tf32 out on the cpu backend");
+  if (cuda) require_cuda_device("--backend");  // before mpirun starts any rank
   for (const auto& name : o.models) o.calibrate.models.push_back(load_model(name));
   o.calibrate.sweep.max_bytes = o.max_bytes.value_or(sweep_max_bytes(o.calibrate.models));
 
   if (!started_by_mpirun()) {
-    const int ranks =
-        o.ranks.value_or(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    const int ranks = o.ranks.value_or(default_ranks(o));
     validate_calibrate_options(o.calibrate, ranks);  // once, here, rather than on every rank
     if (ranks > 1) return rerun_under_mpirun(ranks);
   }
@@ -65,8 +98,13 @@ int run_calibrate(CalibrateCliOptions& o) {
     throw InputError("--ranks", "",
                      fmt::format("{}, but mpirun started {} ranks", *o.ranks, mpi.size()),
                      "leave --ranks out under mpirun, or run without mpirun");
-  const Profile p = calibrate_cpu(o.calibrate, MPI_COMM_WORLD, stdout);
-  if (mpi.rank() == 0) write_profile(p, o.out);
+  abort_job_on_error(mpi.rank(), [&] {
+    const CudaSettings settings{o.tf32 ? MatmulPrecision::tf32 : MatmulPrecision::fp32};
+    const Profile p = cuda ? calibrate_cuda(o.calibrate, settings, MPI_COMM_WORLD, stdout)
+                           : calibrate_cpu(o.calibrate, MPI_COMM_WORLD, stdout);
+    if (mpi.rank() == 0)
+      write_profile(p, o.out, fmt::format("--backend {} --ranks {}", o.backend, p.ranks));
+  });
   return 0;
 }
 
@@ -76,17 +114,32 @@ Subcommand add_calibrate(CLI::App& root) {
   auto o = std::make_shared<CalibrateCliOptions>();
   CLI::App* app = root.add_subcommand(
       "calibrate",
-      "Measure this machine (GEMMs over a model's layer shapes, STREAM memory bandwidth, every "
-      "collective over sizes and group sizes, printed as nccl-tests prints them) and write a "
-      "profile for --profile. Runs on the ranks mpirun started (mpirun -np 2 shardplan calibrate "
-      "...), or re-runs itself under mpirun -np N (--ranks N)");
-  app->add_option("--backend", o->backend, "cpu (Eigen fp32 + MPI, one rank per core) or cuda")
-      ->required()
+      "Measure this machine (GEMMs over a model's layer shapes, memory bandwidth, every "
+      "collective over sizes and group sizes, printed as nccl-tests prints them; cpu: Eigen, the "
+      "executor's memory-bound kernels, STREAM and MPI, cuda: cuBLAS, a device copy and NCCL) and "
+      "write a profile for --profile. Runs on the ranks mpirun started (mpirun -np 2 shardplan "
+      "calibrate ...), or re-runs itself under mpirun -np N (--ranks N). With --from, refits a "
+      "profile from what `execute` measured instead");
+  app->add_option("--backend", o->backend,
+                  "cpu (Eigen fp32 + MPI, one rank per core) or cuda (cuBLAS + NCCL, one rank per "
+                  "GPU)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  app->add_flag("--tf32", o->tf32, "cuda: time the fp32 GEMMs on TF32 tensor cores");
+  app->add_option("--from", o->from,
+                  "Refit from these measured.json files (`execute --out`): each compute class's "
+                  "measured time rescales the GEMM shapes and kernel sizes priced in it, each "
+                  "collective's own time (its fastest member's) joins its sweep, and the "
+                  "optimizer step's rate is taken as measured")
+      ->excludes("--backend");
+  app->add_option("--profile", o->base_profile,
+                  "With --from: the profile to refine (default: the datasheet figures of the "
+                  "run's cluster)")
+      ->needs("--from");
   app->add_option("--out,-o", o->out, "Where to write the profile JSON")->required();
   app->add_option(
          "--ranks", o->ranks,
-         "Ranks to measure on; outside mpirun, re-runs under mpirun -np N (default: one per core)")
+         "Ranks to measure on; outside mpirun, re-runs under mpirun -np N (default: one per core, "
+         "or per GPU with --backend cuda)")
       ->check(CLI::PositiveNumber);
   app->add_option("--model,-m", o->models,
                   "Models whose layer GEMM shapes to time (presets or JSON)")

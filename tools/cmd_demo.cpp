@@ -20,6 +20,7 @@
 #include "planner/rerank.h"
 #include "planner/search.h"
 #include "simulator/comparison_report.h"
+#include "simulator/profile_refit.h"
 #include "tools/cli_inputs.h"
 #include "tools/compare_run.h"
 #include "tools/output_file.h"
@@ -46,9 +47,28 @@ struct DemoOptions {
 struct Run {
   Ranked planned;
   std::string plan_file, measured_file;
+  Measurement measured;
   Comparison comparison;
   double spread_s = 0;  // of the measured step time
+  // Predicted again with the profile refitted from the other runs' measurements (0: one run).
+  double refit_predicted_s = 0;
 };
+
+// Each run predicted again with the profile refitted (calibrate --from) on the other runs'
+// measurements: leave one out, so that no run is predicted from its own measurement.
+void predict_from_the_others(std::vector<Run>& runs, const Profile* base) {
+  if (runs.size() < 2) return;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    std::vector<Measurement> others;
+    std::vector<std::string> files;
+    for (size_t j = 0; j < runs.size(); ++j)
+      if (j != i) others.push_back(runs[j].measured), files.push_back(runs[j].measured_file);
+    auto refit = std::make_unique<Profile>(refit_profile(base, others, files, nullptr));
+    const Predicted p =
+        predict_measured(runs[i].measured, std::move(refit), "the other layouts' refit");
+    runs[i].refit_predicted_s = p.simulation.step_time_s;
+  }
+}
 
 void progress(const std::string& line) {
   fmt::print("{}\n", line);
@@ -113,18 +133,24 @@ std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement
   const std::vector<int> predicted_rank = ranks_by(predicted), measured_rank = ranks_by(measured);
   size_t width = 6;
   for (const Run& r : runs) width = std::max(width, layout_label(r.planned.layout).size());
-  std::string out = fmt::format("{:<{}}  {:>10} {:>20} {:>7}  {:>11} {:>11} {:>7}  {:>4} {:>4}\n",
-                                "layout", width, "predicted", "measured (± spread)", "error",
-                                "pred. peak", "meas. peak", "error", "pred", "meas");
-  out += fmt::format("{:<{}}  {:>10} {:>20} {:>7}  {:>11} {:>11} {:>7}  {:>4} {:>4}\n", "", width,
-                     "step", "step", "", "memory", "memory", "", "rank", "rank");
+  const char* row = "{:<{}}  {:>10} {:>20} {:>7}  {:>10} {:>7}  {:>11} {:>11} {:>7}  {:>4} {:>4}\n";
+  std::string out =
+      fmt::format(fmt::runtime(row), "layout", width, "predicted", "measured (± spread)", "error",
+                  "refit", "error", "pred. peak", "meas. peak", "error", "pred", "meas");
+  out += fmt::format(fmt::runtime(row), "", width, "step", "step", "", "others", "", "memory",
+                     "memory", "", "rank", "rank");
   for (size_t i = 0; i < runs.size(); ++i) {
-    const Comparison& c = runs[i].comparison;
+    const Run& r = runs[i];
+    const Comparison& c = r.comparison;
+    const bool refit = r.refit_predicted_s > 0;
     out += fmt::format(
-        "{:<{}}  {:>10} {:>20} {:>7}  {:>11} {:>11} {:>7}  {:>4} {:>4}\n",
-        layout_label(runs[i].planned.layout), width, format_seconds(c.predicted_step_time_s),
-        format_seconds(c.measured_step_time_s) + " ± " + format_seconds(runs[i].spread_s),
+        fmt::runtime(row), layout_label(r.planned.layout), width,
+        format_seconds(c.predicted_step_time_s),
+        format_seconds(c.measured_step_time_s) + " ± " + format_seconds(r.spread_s),
         format_signed_percent(c.step_time_error()),
+        refit ? format_seconds(r.refit_predicted_s) : "-",
+        refit ? format_signed_percent(relative_error(r.refit_predicted_s, c.measured_step_time_s))
+              : "-",
         format_mib(static_cast<double>(c.predicted_peak_bytes)),
         format_mib(static_cast<double>(c.measured_peak_bytes)),
         format_signed_percent(c.peak_error()), predicted_rank[i], measured_rank[i]);
@@ -137,6 +163,9 @@ std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement
     out += fmt::format("  measured {} faster than {}, predicted not\n",
                        layout_label(runs[i].planned.layout), layout_label(runs[j].planned.layout));
   out += "spread: half the interquartile range of the measured steps (after the warm-up)\n";
+  out +=
+      "refit others: predicted with the profile refitted (calibrate --from) on the other "
+      "layouts' runs\n";
   return out;
 }
 
@@ -175,10 +204,10 @@ int run_demo(const DemoOptions& o) {
   for (size_t i = 0; i < runs.size(); ++i) {
     Run& run = runs[i];
     execute(o, o.out_dir, i, runs.size(), run);
-    const Measurement measured = read_measurement_file(run.measured_file);
-    const Predicted predicted = predict_measured(measured, profile_option.profile_file);
-    run.comparison = compare_run(predicted.simulation, measured);
-    run.spread_s = step_time_spread_s(measured);
+    run.measured = read_measurement_file(run.measured_file);
+    const Predicted predicted = predict_measured(run.measured, profile_option.profile_file);
+    run.comparison = compare_run(predicted.simulation, run.measured);
+    run.spread_s = step_time_spread_s(run.measured);
     write_json_file(fmt::format("{}/layout-{}-compare.json", o.out_dir, i + 1),
                     comparison_to_json(run.comparison));
     progress(fmt::format("  measured {} ± {}, predicted {} ({})",
@@ -188,6 +217,7 @@ int run_demo(const DemoOptions& o) {
                          format_signed_percent(run.comparison.step_time_error())));
   }
 
+  predict_from_the_others(runs, profile ? &*profile : nullptr);
   std::vector<double> predicted, measured, spread;
   nlohmann::json rows = nlohmann::json::array();
   for (const Run& r : runs) {
@@ -196,6 +226,7 @@ int run_demo(const DemoOptions& o) {
     spread.push_back(r.spread_s);
     nlohmann::json row = comparison_row_json(r.comparison);
     row["measured_step_time_spread_s"] = r.spread_s;
+    if (r.refit_predicted_s > 0) row["refit_predicted_step_time_s"] = r.refit_predicted_s;
     rows.push_back(row);
   }
   const OrderAgreement order = order_agreement(predicted, measured, spread);

@@ -25,6 +25,7 @@
 #include "core/json_reader.h"
 #include "core/presets.h"
 #include "executor/checkpoint.h"
+#include "executor/cuda_devices.h"
 #include "executor/data.h"
 #include "executor/interpreter.h"
 #include "executor/mpi_launch.h"
@@ -32,6 +33,7 @@
 #include "tools/cli_inputs.h"
 #include "tools/execute_report.h"
 #include "tools/output_file.h"
+#include "tools/rank_errors.h"
 #include "tools/subcommand.h"
 
 namespace shardplan::cli {
@@ -46,6 +48,7 @@ struct ExecuteOptions {
   std::string out;
   std::string trace;
   std::string backend = "cpu";
+  bool tf32 = false;  // --tf32: the cuda backend's fp32 GEMMs on TF32 tensor cores
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;  // 0: never
   bool resume = false;
@@ -116,6 +119,8 @@ void execute_steps(const ExecuteOptions& o, const Plan& p, int rank) {
   InterpreterSettings settings;
   settings.seed = o.seed;
   settings.fault = parse_fault(o.inject_fault);
+  settings.backend = o.backend == "cuda" ? Backend::cuda : Backend::cpu;
+  settings.cuda.matmul = o.tf32 ? MatmulPrecision::tf32 : MatmulPrecision::fp32;
   int64_t done = 0;  // steps taken before this run
   if (o.resume) {
     const CheckpointInfo c = resumed_checkpoint(o, p);
@@ -133,8 +138,9 @@ void execute_steps(const ExecuteOptions& o, const Plan& p, int rank) {
   if (root) {
     for (int64_t r = 0; r < p.layout.world(); ++r)
       record.programs.push_back(build_program(p.model, p.training, p.layout, r));
-    fmt::print("{}: {} on {} ranks (cpu, fp32), {} steps of {} x {} tokens, data {}\n",
-               to_string(p.layout), p.model.name, p.layout.world(), o.steps,
+    fmt::print("{}: {} on {} ranks ({}, {}), {} steps of {} x {} tokens, data {}\n",
+               to_string(p.layout), p.model.name, p.layout.world(), o.backend,
+               o.tf32 && o.backend == "cuda" ? "fp32, tf32 GEMMs" : "fp32", o.steps,
                p.training.global_batch, p.training.seq_len, text.path);
     fmt::print("{:>5}  {:>8}  {:>12}  {:>12}\n", "step", "loss", "step_time_s", "tokens_per_s");
     std::fflush(stdout);
@@ -190,29 +196,21 @@ int run_rank(const ExecuteOptions& o, const Plan& p) {
                     mpi.size()),
         fmt::format("run it under mpirun -np {}, or without mpirun", p.layout.world()));
   }
-  try {
-    execute_steps(o, p, mpi.rank());
-  } catch (const std::exception& e) {
-    const auto* input = dynamic_cast<const InputError*>(&e);
-    fmt::print(stderr, "shardplan: error: rank {}: {}\n", mpi.rank(), e.what());
-    if (input != nullptr && !input->hint.empty()) fmt::print(stderr, "  hint: {}\n", input->hint);
-    std::fflush(nullptr);
-    MPI_Abort(MPI_COMM_WORLD, static_cast<int>(ExitCode::user_error));
-  }
+  abort_job_on_error(mpi.rank(), [&] { execute_steps(o, p, mpi.rank()); });
   return 0;
 }
 
 int run_execute(const ExecuteOptions& o) {
-  if (o.backend == "cuda")
-    throw InputError("--backend", "", "cuda: no CUDA device (this build has no CUDA backend)",
-                     "use --backend cpu");
+  if (o.tf32 && o.backend != "cuda")
+    throw InputError("--tf32", "", "needs --backend cuda", "leave --tf32 out on the cpu backend");
+  if (o.backend == "cuda") require_cuda_device("--backend");  // before mpirun starts any rank
   const Plan given = resolve_plan(o.inputs);
   if (!runs_as_given(given.training) && !started_by_mpirun())
     fmt::print(
-        "# the cpu backend runs fp32 weights, activations and gradients without a master "
+        "# the {} backend runs fp32 weights, activations and gradients without a master "
         "copy; the plan's dtype {}, grad_dtype {}, master_weights {} is priced by estimate, "
         "not run\n",
-        enum_name(given.training.dtype, kDtypeNames),
+        o.backend, enum_name(given.training.dtype, kDtypeNames),
         enum_name(given.training.grad_dtype, kDtypeNames), given.training.master_weights);
   const Plan p = executed_plan(given);
   parse_fault(o.inject_fault);
@@ -238,7 +236,8 @@ Subcommand add_execute(CLI::App& root) {
   auto o = std::make_shared<ExecuteOptions>();
   CLI::App* app = root.add_subcommand(
       "execute",
-      "Train a plan's layout for real on this machine (cpu: Eigen fp32, one MPI rank per device) "
+      "Train a plan's layout for real on this machine (cpu: Eigen fp32, one MPI rank per device; "
+      "cuda: cuBLAS and CUDA kernels in fp32, NCCL, one MPI rank per GPU) "
       "and print loss, step time and tokens/s per step (step 1 is warm-up: medians leave it out) "
       "and each rank's peak memory. Runs on the ranks mpirun started, or re-runs itself under "
       "mpirun -np <the plan's device count>. An error on any rank aborts the whole job (exit 1)");
@@ -257,9 +256,13 @@ Subcommand add_execute(CLI::App& root) {
                   "Write measured.json: steps, per-rank memory, every action's timing, the plan");
   app->add_option("--trace", o->trace,
                   "Write the last step's timeline as Chrome trace JSON (as simulate's)");
-  app->add_option("--backend", o->backend, "cpu (Eigen fp32 + MPI) or cuda")
+  app->add_option("--backend", o->backend,
+                  "cpu (Eigen fp32 + MPI) or cuda (cuBLAS, CUDA kernels, NCCL; one rank per GPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  app->add_flag("--tf32", o->tf32,
+                "cuda: run the fp32 GEMMs on TF32 tensor cores (10-bit mantissa inputs, fp32 "
+                "accumulation)");
   app->add_option("--checkpoint-dir", o->checkpoint_dir,
                   "Folder of the checkpoints: step-N/ (full parameters and Adam state in the "
                   "single-rank layout, any layout resumes from them) and latest");

@@ -22,19 +22,27 @@ void check_same_run(const Plan& plan, const std::string& plan_file, const Measur
 }
 
 Predicted predict_measured(const Measurement& measured, const std::string& profile_file) {
+  if (profile_file.empty()) return predict_measured(measured, nullptr, "the datasheet figures");
+  return predict_measured(measured, std::make_unique<Profile>(read_profile_file(profile_file)),
+                          profile_file);
+}
+
+Predicted predict_measured(const Measurement& measured, std::unique_ptr<Profile> profile,
+                           const std::string& source) {
   const Plan& p = measured.plan;
   Cluster cluster = p.cluster;
-  InputOptions profile_option;
-  profile_option.profile_file = profile_file;
+  if (profile) {
+    check_profile_dtype(*profile, source, p.training);
+    cluster = apply_profile(std::move(cluster), *profile, source);
+  }
   Predicted out;
-  if (std::optional<Profile> profile = apply_profile_option(profile_option, cluster, p.training))
-    out.profile = std::make_unique<Profile>(std::move(*profile));
+  out.profile = std::move(profile);
   ExecutionOptions x =
       measured.backend == Backend::cpu ? cpu_executor_options() : ExecutionOptions{};
   x.profile = out.profile.get();
   out.simulation = simulate_plan(p.model, cluster, p.training, p.layout, x, false);
   require_finished(out.simulation.result);
-  out.source = profile_file.empty() ? "from the datasheet figures" : "from " + profile_file;
+  out.source = "from " + source;
   return out;
 }
 

@@ -26,4 +26,8 @@ struct Predicted {
 // options for a cpu run), with the calibration profile at `profile_file` ("": none).
 Predicted predict_measured(const Measurement& measured, const std::string& profile_file);
 
+// The same with a profile in hand (null: none); `source` names it in errors and reports.
+Predicted predict_measured(const Measurement& measured, std::unique_ptr<Profile> profile,
+                           const std::string& source);
+
 }  // namespace shardplan::cli

@@ -8,9 +8,9 @@
 
 namespace shardplan::cli {
 
-// Runs `shardplan args...` (this very executable) with stdout and stderr appended to `log_file`,
-// waits, and returns its exit code (128 + the signal when a signal ended it). InputError when it
-// cannot be started.
+// Runs `shardplan args...` (this very executable) with stdout and stderr written to `log_file`
+// (replaced), waits, and returns its exit code (128 + the signal when a signal ended it).
+// InputError when it cannot be started.
 int run_shardplan(const std::vector<std::string>& args, const std::string& log_file);
 
 }  // namespace shardplan::cli

@@ -94,5 +94,17 @@ TEST_CASE("validate_training: a struct built in code", "[training]") {
   validate_training(t, "--seq-len");
 }
 
+TEST_CASE("training: --dtype fp32 means fp32 gradients and no master copy", "[training]") {
+  Training t;  // bf16, bf16 gradients, fp32 master weights
+  const Training fp32 = with_compute_dtype(t, Dtype::fp32);
+  CHECK(fp32.dtype == Dtype::fp32);
+  CHECK(fp32.grad_dtype == Dtype::fp32);
+  CHECK_FALSE(fp32.master_weights);
+  const Training fp16 = with_compute_dtype(t, Dtype::fp16);
+  CHECK(fp16.dtype == Dtype::fp16);
+  CHECK(fp16.grad_dtype == Dtype::bf16);  // left as it was
+  CHECK(fp16.master_weights);
+}
+
 }  // namespace
 }  // namespace shardplan

@@ -1,10 +1,9 @@
 // What `calibrate --backend cpu` checks before measuring, and the group sizes it measures on.
-#include "executor/calibrate_cpu.h"
-
 #include <catch2/catch.hpp>
 #include <string>
 
 #include "core/json_reader.h"
+#include "executor/calibrate_options.h"
 
 namespace shardplan {
 namespace {

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "all_heads_cpu_kernels.h"
 #include "executor/activation.h"
 #include "executor/attention.h"
 #include "executor/chunk.h"
@@ -45,12 +46,13 @@ TEST_CASE("gradient check: linear layer", "[executor]") {
   const auto r = random_values(n * out, 4);
   const auto loss = [&] {
     std::vector<double> y(static_cast<size_t>(n * out));
-    linear_forward(x.data(), w.data(), b.data(), n, in, out, y.data(), nullptr);
+    linear_forward(cpu_kernels<double>(), x.data(), w.data(), b.data(), n, in, out, y.data(),
+                   nullptr);
     return dot(y, r);
   };
   std::vector<double> dx(x.size()), dw(w.size()), db(b.size());
-  linear_backward(x.data(), w.data(), r.data(), n, in, out, dx.data(), dw.data(), db.data(),
-                  nullptr);
+  linear_backward(cpu_kernels<double>(), x.data(), w.data(), r.data(), n, in, out, dx.data(),
+                  dw.data(), db.data(), nullptr);
   require_close(check_gradient(x, dx, loss), "dx");
   require_close(check_gradient(w, dw, loss), "dw");
   require_close(check_gradient(b, db, loss), "db");
@@ -97,26 +99,34 @@ TEST_CASE("gradient check: gelu and swiglu activations", "[executor]") {
 }
 
 TEST_CASE("gradient check: causal attention with grouped kv heads", "[executor]") {
-  const LayerDims d{.batch = 2, .seq = 5, .heads = 4, .kv_heads = 2, .head_dim = 3};
-  auto qkv = random_values(d.tokens() * d.qkv_width(), 11);
-  const auto r = random_values(d.tokens() * d.heads * d.head_dim, 12);
-  std::vector<double> probs(static_cast<size_t>(attention_probs_count(d)));
-  const auto loss = [&] {
-    std::vector<double> ctx(r.size());
-    const KeyValues<const double*> kv = qkv_key_values<const double*>(d, qkv.data());
-    attention_probs(d, qkv.data(), kv, probs.data(), nullptr);
-    attention_context(d, kv, probs.data(), ctx.data(), nullptr);
-    return dot(ctx, r);
-  };
-  loss();
-  // Causal: the first token attends to itself only.
-  CHECK(probs[0] == 1.0);
-  CHECK(probs[1] == 0.0);
-  std::vector<double> dqkv(qkv.size()), scratch(static_cast<size_t>(d.seq * d.seq));
-  attention_backward(d, qkv.data(), qkv_key_values<const double*>(d, qkv.data()), probs.data(),
-                     r.data(), dqkv.data(), qkv_key_values(d, dqkv.data()), scratch.data(),
-                     nullptr);
-  require_close(check_gradient(qkv, dqkv, loss, 1000), "dqkv");
+  // One head a call (the CPU backend's) and every kv group in one batched call (a GPU's).
+  CpuKernels<double> one_head;
+  test::AllHeadsCpuKernels<double> all_heads;
+  for (Kernels<double>* dev :
+       {static_cast<Kernels<double>*>(&one_head), static_cast<Kernels<double>*>(&all_heads)}) {
+    const LayerDims d{.batch = 2, .seq = 5, .heads = 4, .kv_heads = 2, .head_dim = 3};
+    INFO("heads per call: " << dev->attention_heads_per_call(d.kv_heads));
+    auto qkv = random_values(d.tokens() * d.qkv_width(), 11);
+    const auto r = random_values(d.tokens() * d.heads * d.head_dim, 12);
+    std::vector<double> probs(static_cast<size_t>(attention_probs_count(d)));
+    const auto loss = [&] {
+      std::vector<double> ctx(r.size());
+      const KeyValues<const double*> kv = qkv_key_values<const double*>(d, qkv.data());
+      attention_probs(*dev, d, qkv.data(), kv, probs.data(), nullptr);
+      attention_context(*dev, d, kv, probs.data(), ctx.data(), nullptr);
+      return dot(ctx, r);
+    };
+    loss();
+    // Causal: the first token attends to itself only.
+    CHECK(probs[0] == 1.0);
+    CHECK(probs[1] == 0.0);
+    std::vector<double> dqkv(qkv.size()),
+        scratch(static_cast<size_t>(attention_scratch_count(*dev, d)));
+    attention_backward(*dev, d, qkv.data(), qkv_key_values<const double*>(d, qkv.data()),
+                       probs.data(), r.data(), dqkv.data(), qkv_key_values(d, dqkv.data()),
+                       scratch.data(), nullptr);
+    require_close(check_gradient(qkv, dqkv, loss, 1000), "dqkv");
+  }
 }
 
 TEST_CASE("gradient check: token and position embedding", "[executor]") {

@@ -57,7 +57,7 @@ inline TrainingRun train_single_rank(const Model& m, const TextTokens& text, int
       chunk_backward<float>(chunk, layout, params.data(), grads.data(), d, tokens, std::move(saved),
                             nullptr, 1.0f / step_tokens, c);
     }
-    adam_step(adam, state, params.span(), grads.span());
+    adam_step(c.dev(), adam, state, params.span(), grads.span());
     run.losses.push_back(loss_sum / step_tokens);
   }
   run.step_cpu_seconds = thread_cpu_seconds() - cpu_start;

@@ -1,7 +1,10 @@
 #include "simulator/compute_model.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
+#include "simulator/execution_options.h"
+#include "simulator/parts_compute.h"
 #include "simulator_fixtures.h"
 
 using namespace shardplan;
@@ -99,4 +102,50 @@ TEST_CASE("optimizer step bytes", "[compute][optimizer]") {
   CHECK(optimizer_step_bytes(t, 1000) == 30'000);
   t.grad_dtype = Dtype::fp32;
   CHECK(optimizer_step_bytes(t, 1000) == 34'000);
+}
+
+TEST_CASE("the cpu executor's biases are passes of their own; kernels at the profile's rates",
+          "[compute][profile]") {
+  const Model m = test::preset_model("gpt-tiny");  // GPT-2: biases on qkv, out, fc1, fc2
+  const Training t = with_compute_dtype(test::training(4, 64), Dtype::fp32);
+  const Layout l = test::layout(1, 4, 1, 1);
+  Profile p;
+  p.dtype = Dtype::fp32;
+  p.memory_GBps = 10;
+  p.gemm = {{64, 64, 64, 0.05}};
+  const double gelu_elements = 64.0 * static_cast<double>(m.ffn_hidden);  // tokens × ffn
+  p.kernels = {{MemoryKernel::gelu_forward, gelu_elements, 2e8}};
+  const DeviceRates rates{1e11, 1e11, 1e11, 10e9, 0, &p};
+  const auto ops_of = [&](const ExecutionOptions& x) {
+    std::vector<PricedOp> ops;
+    layer_compute(m, t, l, false, rates, x, &ops);
+    return ops;
+  };
+  const auto count = [](const std::vector<PricedOp>& ops, MemoryKernel k) {
+    return std::count_if(ops.begin(), ops.end(), [k](const PricedOp& o) {
+      return o.kind == OpKind::memory_bound && o.kernel == k;
+    });
+  };
+  const std::vector<PricedOp> fused = ops_of(ExecutionOptions{});
+  CHECK(count(fused, MemoryKernel::bias_forward) == 0);
+  CHECK(count(fused, MemoryKernel::bias_backward) == 0);
+  const std::vector<PricedOp> cpu = ops_of(cpu_executor_options());
+  // Forward: the qkv and fc1 biases (out and fc2 ride in the residual add); backward: all four
+  // column sums.
+  CHECK(count(cpu, MemoryKernel::bias_forward) == 2);
+  CHECK(count(cpu, MemoryKernel::bias_backward) == 4);
+  for (const PricedOp& o : cpu) {
+    if (o.kind != OpKind::memory_bound) continue;
+    INFO(enum_name(o.kernel, kMemoryKernelNames));
+    if (o.kernel == MemoryKernel::gelu_forward)
+      CHECK(o.time_s == gelu_elements / 2e8);  // the measured rate
+    else if (o.kernel == MemoryKernel::norm_forward)
+      CHECK(o.time_s == Approx(o.elements * 2 * 4 / 10e9));  // not measured: bytes at 10 GB/s
+  }
+  // The ops add up to what the parts cost.
+  const PartsCompute parts = layer_compute(m, t, l, false, rates, cpu_executor_options());
+  double forward_s = 0, ops_forward_s = 0;
+  for (const MicrobatchCompute& c : parts.parts) forward_s += c.forward.time_s();
+  for (const PricedOp& o : cpu) ops_forward_s += o.pass == Pass::forward ? o.time_s : 0;
+  CHECK(ops_forward_s == Approx(forward_s).epsilon(1e-12));
 }

@@ -217,6 +217,33 @@ TEST_CASE("a collective starts when its last member arrives", "[event]") {
   CHECK(r.critical_path_s[static_cast<size_t>(Stream::tp_comm)] == 2);
 }
 
+TEST_CASE("in program order a rank runs one action at a time; a send is only posted", "[event]") {
+  // Llama 3 8B, dp=2, as the gradient reductions above: concurrently the reductions hide behind
+  // the backward (98 s); in program order every reduction holds the rank (96 s + 34 s).
+  UniformPricer pricer;
+  pricer.comm_s = 1;
+  const StepPrograms dp =
+      build_step(load_model("llama3-8b"), test::training(2, 4096), layout(2, 1, 1, 1), true);
+  CHECK(simulate(dp, pricer).step_time_s == 98);
+  const SimResult serial = simulate(dp, pricer, StreamExecution::program_order);
+  REQUIRE(serial.ok());
+  CHECK(serial.step_time_s == 96 + 34);
+  CHECK(serial.ranks[0].stream_busy_s[static_cast<size_t>(Stream::dp_comm)] == 34);
+
+  // Rank 0: compute 1, send (transfer 2: tag 1), compute 1. The send does not hold it: its second
+  // compute runs [1, 2], while rank 1's recv ends when the transfer does, at 3.
+  Action send = p2p(ActionKind::send, 1, 1);
+  send.params = 2;
+  const StepPrograms s =
+      two_ranks({compute(1), send, compute(1)}, {p2p(ActionKind::recv, 0, 1), compute(1)});
+  const SimResult r = simulate(s, ParamsPricer{}, StreamExecution::program_order);
+  REQUIRE(r.ok());
+  CHECK(r.timings[0][2].start_s == 1);
+  CHECK(r.timings[0][2].end_s == 2);
+  CHECK(r.timings[1][0].end_s == 3);
+  CHECK(r.timings[1][1].end_s == 4);
+}
+
 TEST_CASE("a deadlock is reported with what each rank waits for", "[event]") {
   // Both ranks receive before they send.
   const SimResult crossed =

@@ -22,45 +22,52 @@ int world_rank() {
 
 using Floats = std::vector<float>;
 
+// One call on the world through the MPI runner.
+Floats once(const CollectiveBench& b, int64_t count) {
+  MpiCollectiveRunner runner(MPI_COMM_WORLD);
+  return run_collective_once(runner, b, count);
+}
+
 TEST_CASE("mpi: all_reduce sums the ranks' buffers", "[calibrate][mpi]") {
   world_rank();
   // (1000 + i) + (2000 + i)
-  CHECK(run_collective_once(kAllReduceBench, 3, MPI_COMM_WORLD) == Floats{3000, 3002, 3004});
+  CHECK(once(kAllReduceBench, 3) == Floats{3000, 3002, 3004});
 }
 
 TEST_CASE("mpi: reduce_scatter gives rank r block r of the sum", "[calibrate][mpi]") {
   const int rank = world_rank();
-  const Floats got = run_collective_once(kReduceScatterBench, 2, MPI_COMM_WORLD);
+  const Floats got = once(kReduceScatterBench, 2);
   CHECK(got == (rank == 0 ? Floats{3000, 3002} : Floats{3004, 3006}));
 }
 
 TEST_CASE("mpi: all_gather concatenates in rank order", "[calibrate][mpi]") {
   world_rank();
-  CHECK(run_collective_once(kAllGatherBench, 2, MPI_COMM_WORLD) == Floats{1000, 1001, 2000, 2001});
+  CHECK(once(kAllGatherBench, 2) == Floats{1000, 1001, 2000, 2001});
 }
 
 TEST_CASE("mpi: all_to_all sends block p to rank p", "[calibrate][mpi]") {
   const int rank = world_rank();
-  const Floats got = run_collective_once(kAllToAllBench, 2, MPI_COMM_WORLD);
+  const Floats got = once(kAllToAllBench, 2);
   CHECK(got == (rank == 0 ? Floats{1000, 1001, 2000, 2001} : Floats{1002, 1003, 2002, 2003}));
 }
 
 TEST_CASE("mpi: broadcast copies rank 0's buffer to the others", "[calibrate][mpi]") {
   const int rank = world_rank();
-  const Floats got = run_collective_once(kBroadcastBench, 3, MPI_COMM_WORLD);
+  const Floats got = once(kBroadcastBench, 3);
   if (rank == 1) CHECK(got == Floats{1000, 1001, 1002});
 }
 
 TEST_CASE("mpi: send_recv receives the previous rank's buffer", "[calibrate][mpi]") {
   const int rank = world_rank();
-  const Floats got = run_collective_once(kSendRecvBench, 3, MPI_COMM_WORLD);
+  const Floats got = once(kSendRecvBench, 3);
   CHECK(got == (rank == 0 ? Floats{2000, 2001, 2002} : Floats{1000, 1001, 1002}));
 }
 
 TEST_CASE("mpi: a sweep times every count and fits on both ranks alike", "[calibrate][mpi]") {
   const int rank = world_rank();
   const SweepOptions o{8, 1024, 4, {1, 3, 1e-5}};  // 8, 32, 128, 512 B
-  const CollectiveSweep s = sweep_collective(kAllReduceBench, o, MPI_COMM_WORLD, 0);
+  MpiCollectiveRunner runner(MPI_COMM_WORLD);
+  const CollectiveSweep s = sweep_collective(kAllReduceBench, o, runner, 0);
   REQUIRE(s.rows.size() == 4);
   CHECK(s.rows[3].size_bytes == 512);
   CHECK(s.fit.ranks == 2);

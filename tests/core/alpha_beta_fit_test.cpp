@@ -1,5 +1,5 @@
 // The alpha-beta fit of a collective's size sweep, against synthetic sweeps with known answers.
-#include "executor/calibrate_fit.h"
+#include "core/alpha_beta_fit.h"
 
 #include <catch2/catch.hpp>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "executor/calibrate_fit.h"
+#include "core/alpha_beta_fit.h"
 
 #include <algorithm>
 #include <cassert>

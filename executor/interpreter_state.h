@@ -1,0 +1,158 @@
+// The interpreter's per-rank state (interpreter.h's RankInterpreter::State), shared by its two
+// source files: interpreter.cpp (the step's actions in program order, the layers' passes, pipeline
+// messages, action timings) and interpreter_data_parallel.cpp (gradient reductions, ZeRO gathers
+// and shards, the optimizer step, the full state in and out). Not a contract: only those include
+// it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "executor/block.h"
+#include "executor/interpreter.h"
+#include "executor/lm_head.h"
+#include "executor/rank_runtime.h"
+#include "executor/zero3_units.h"
+
+namespace shardplan {
+
+// One micro-batch's chunk between its forward and its backward.
+struct MicroBatch {
+  Buffer<int32_t> inputs, targets;
+  Buffer<float> x;     // the stream between units going forward
+  Buffer<float> grad;  // its gradient going backward
+  std::map<int, BlockSaved<float>> layers;
+  HeadSaved<float> head;
+};
+
+// A unit's pass as one call into the layer code: actions [first, last), their tp and cp calls.
+struct UnitPassRun {
+  size_t first = 0, last = 0;
+  Stamp start, end;
+  std::vector<TimedCall> calls;
+};
+
+struct RankInterpreter::State {
+  const Model& m;
+  Training t;
+  Layout l;
+  const TextTokens& text;
+  InterpreterSettings settings;
+  Program program;
+  std::unique_ptr<RankRuntime> rt;  // before every Buffer: its allocator outlives them
+  TensorAllocator& alloc;
+  Kernels<float>& dev;
+  StepStreams& streams;
+  GroupComm &tp, &cp;
+  RankShard shard;
+  ParamLayout layout;
+  LayerDims dims;
+  MatmulStats matmul;
+  LayerContext<float> ctx{alloc, tp, &matmul, &cp, &dev};
+  Group zero_group;           // the dense weights' replicas, which ZeRO shards over: dp, or dp·cp
+  FlatShards shards;          // ZeRO's shards of the flat buffer over zero_group
+  Buffer<float> params;       // the full flat buffer; none under ZeRO-3
+  Buffer<float> grads;        // the full flat buffer (ZeRO-2: the bucket); none under ZeRO-3
+  Buffer<float> param_shard;  // ZeRO-3: this rank's padded shard
+  Buffer<float> grad_shard;   // ZeRO-2 and 3: this rank's padded shard
+  Zero3Units zero3;           // ZeRO-3: gathered units and their gradients
+  AdamState adam;
+  std::map<std::pair<int, int>, MicroBatch> live;  // by (micro-batch, chunk)
+  int64_t step = 0;
+  double loss_sum = 0;
+  // This step's stamps: every action's start and end (a unit pass's actions share its end), the
+  // unit passes with their tp and cp calls, and the gradient ranges reduced so far.
+  std::vector<Stamp> starts, ends;
+  std::vector<UnitPassRun> passes;
+  std::vector<std::pair<ElementRange, Stamp>> reductions;
+
+  State(const Model& model, const Training& training, const Layout& lay, const TextTokens& tx,
+        const InterpreterSettings& st);
+
+  template <class T>
+  void to_device(T* into, const std::vector<T>& host) {
+    dev.copy_from_host(into, host.data(), static_cast<int64_t>(host.size() * sizeof(T)));
+  }
+
+  // The gradients a unit's backward pass adds to (the head's include a tied word embedding).
+  std::vector<ElementRange> written_by(const Action& a) const;
+
+  // Where action `a` runs: a unit pass on the compute stream (its tp and cp collectives go to
+  // their streams and back inside it), every other action on its program stream.
+  static Stream run_stream(const Action& a) {
+    return a.kind == ActionKind::compute || a.kind == ActionKind::collective ? Stream::compute
+                                                                             : a.stream;
+  }
+
+  // Selects the stream of actions [first, last) and makes it wait for their dependencies on other
+  // streams (and, going backward, for reductions still reading the gradients it adds to); then
+  // stamps their start.
+  void begin_actions(size_t first, size_t last);
+  void end_actions(size_t first, size_t last);
+
+  MicroBatch& micro_batch(const Action& a);
+
+  // The micro-batch's sequences, the same on every cp rank of a dp rank; under context parallelism
+  // this rank's tokens of them.
+  void sample_tokens(int micro_batch, MicroBatch& mb);
+
+  void p2p(const Action& a);
+
+  // One unit's pass of a micro-batch: actions [first, last) of the program. Its weights are the
+  // full flat buffer, or under ZeRO-3 the unit's gathered parameters (freed when the pass ends);
+  // a backward adds to the full gradients, or under ZeRO-3 to the unit's own until its
+  // grad_reduce.
+  void unit_pass(size_t first, size_t last);
+  // The layers' calls of that pass on weights `w`, gradients `g` (none going forward).
+  void run_unit(const Action& a, const FlatView<const float>& w, const FlatView<float>& g);
+
+  // Action i, outside the units' passes, on its stream.
+  void run_action(size_t i);
+  // ZeRO-3: before the unit pass at `next`, the gathers ready to be issued ahead (FSDP's
+  // prefetch).
+  void prefetch(size_t next);
+
+  // The layers' tp and cp calls matched in order to the pass's collective actions (the vocabulary-
+  // parallel cross-entropy's small all-reduces are inside the head's compute action, as the
+  // schedule says); a compute action runs from the collective before it to the one after it.
+  void attribute(const UnitPassRun& run, std::vector<ActionTiming>& timings) const;
+
+  // Every action's start and end in seconds from the step's start (after the step's streams ended).
+  std::vector<ActionTiming> timings() const;
+
+  // Gradient sums over `comm` of the tensors in `range` (replicated norms over tp, the tied
+  // embedding over the first and last stage) where this rank keeps its reduced gradients: the
+  // whole buffer, or under ZeRO its shard (gathered over zero_group for the sum, then put back:
+  // the two stages' shards cover different tensors).
+  void all_reduce_tensor_grads(GroupComm& comm, ElementRange range);
+
+  void grad_reduce(const Action& a);
+
+  // The param_gather at program index `index`.
+  void param_gather(const Action& a, uint32_t index);
+
+  // Adam on what this rank owns: everything, or its ZeRO shard (stored padded under ZeRO; a shard
+  // shorter than the padding is stepped through a padded copy).
+  void optimizer_step();
+
+  // What this rank's optimizer owns of the parameters: the flat buffer, or under ZeRO its shard.
+  const float* owned_params() const;
+
+  // This rank's whole flat buffer (layout.total) of what it owns (`owned`), on the host: a copy,
+  // or under ZeRO the ZeRO shards gathered.
+  std::vector<float> rank_flat(const float* owned);
+
+  // What this rank owns (`owned`: parameters or an Adam moment) in the whole model's flat layout,
+  // on rank 0.
+  std::vector<float> whole(const float* owned);
+
+  // This rank's ZeRO shard of `flat` (on the device) into the padded shard buffer `into` (zeros
+  // past its end).
+  void own_shard(const float* flat, Buffer<float>& into);
+
+  void inject_fault(size_t action);
+};
+
+}  // namespace shardplan

@@ -1,0 +1,49 @@
+// The CPU backend's RankRuntime (rank_runtime.h): host memory, CpuKernels, one MPI communicator
+// per group, MPI point-to-point, one thread in program order.
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "executor/cpu_kernels.h"
+#include "executor/mpi_comm.h"
+#include "executor/rank_runtime.h"
+
+namespace shardplan {
+
+namespace {
+
+class MpiRuntime final : public RankRuntime {
+ public:
+  explicit MpiRuntime(const Program& p) : groups_(p), alloc_("rank " + std::to_string(p.rank)) {
+    for (const auto& [g, name] : kGroupNames)
+      comms_[static_cast<size_t>(g)].emplace(groups_.get(g), g, streams_);
+    if (groups_.embedding() != MPI_COMM_NULL)
+      embedding_.emplace(groups_.embedding(), Group::pp, streams_);
+  }
+
+  Kernels<float>& kernels() override { return cpu_kernels<float>(); }
+  TensorAllocator& allocator() override { return alloc_; }
+  StepStreams& streams() override { return streams_; }
+  GroupComm& group(Group g) override { return *comms_[static_cast<size_t>(g)]; }
+  GroupComm* embedding_group() override { return embedding_ ? &*embedding_ : nullptr; }
+  PipelineP2p& p2p() override { return p2p_; }
+  void release_after_use(Buffer<float>) override {}  // the work is done: freed on return
+  void finish_releases(bool) override {}
+
+ private:
+  MpiGroups groups_;
+  HostStreams streams_;
+  TensorAllocator alloc_;
+  std::array<std::optional<MpiGroupComm>, 7> comms_;
+  std::optional<MpiGroupComm> embedding_;
+  MpiP2p p2p_;  // after alloc_: its pending messages are freed first
+};
+
+}  // namespace
+
+std::unique_ptr<RankRuntime> mpi_runtime(const Program& p) {
+  return std::make_unique<MpiRuntime>(p);
+}
+
+}  // namespace shardplan

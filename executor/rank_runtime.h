@@ -1,0 +1,60 @@
+// What one rank's program runs on: its device's kernels, memory (an allocator over it) and
+// streams, its parallel groups' collectives and its pipeline sends and receives. The MPI runtime
+// (host memory, CpuKernels, MPI collectives, one thread in program order) and the CUDA runtime
+// (GPU memory, CudaKernels, NCCL, CUDA streams and events) provide the same parts, so the
+// interpreter (interpreter.h) and the layers are written once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/schedule.h"
+#include "executor/group_comm.h"
+#include "executor/kernels.h"
+#include "executor/pipeline_p2p.h"
+#include "executor/step_streams.h"
+#include "executor/tensor_allocator.h"
+
+namespace shardplan {
+
+class RankRuntime {
+ public:
+  virtual ~RankRuntime() = default;
+  virtual Kernels<float>& kernels() = 0;
+  virtual TensorAllocator& allocator() = 0;
+  virtual StepStreams& streams() = 0;
+  // The rank's group of kind `g` (group rank = position in Program::groups[g]).
+  virtual GroupComm& group(Group g) = 0;
+  // The tied embedding's group (first and last pipeline stage), null on the other ranks.
+  virtual GroupComm* embedding_group() = 0;
+  virtual PipelineP2p& p2p() = 0;
+  // Frees `b` once the work issued so far on the selected stream no longer needs it: at once in
+  // program order; on a GPU when that stream has passed this point.
+  virtual void release_after_use(Buffer<float> b) = 0;
+  // Frees what release_after_use kept whose work has finished; with `wait`, all of it.
+  virtual void finish_releases(bool wait) = 0;
+};
+
+// A buffer for an action on the selected stream when that is a communication stream. Its block may
+// have served the compute stream a moment ago and is zeroed there (the memory source zeroes on the
+// compute stream), so the selected stream waits for the compute stream first; release it with
+// rt.release_after_use.
+template <class T = float>
+Buffer<T> side_buffer(RankRuntime& rt, MemoryCategory category, int64_t count, const char* what) {
+  Buffer<T> b = rt.allocator().allocate<T>(category, count, what);
+  StepStreams& streams = rt.streams();
+  const Stream s = streams.selected();
+  if (s != Stream::compute) {
+    streams.select(Stream::compute);
+    const Stamp now = streams.stamp();
+    streams.select(s);
+    streams.wait(now);
+  }
+  return b;
+}
+
+// The CPU backend's runtime for `p`'s rank. Collective over MPI_COMM_WORLD (every rank builds its
+// groups at the same time).
+std::unique_ptr<RankRuntime> mpi_runtime(const Program& p);
+
+}  // namespace shardplan

@@ -1,0 +1,86 @@
+// Predicted against measured: measured.json read back exactly, compare_run's sums and errors on a
+// measurement made by scaling the simulation, and the ranking checks of demo.
+#include "simulator/comparison.h"
+
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "tests/simulator/measured_fixture.h"
+
+namespace shardplan {
+namespace {
+
+double compute_scale(const Action& a) {
+  return a.kind == ActionKind::compute ? 1.25 : 1.0;
+}
+
+TEST_CASE("measurement: JSON round trip and actions checked against the programs", "[compare]") {
+  const Plan p = test::tiny_cpu_plan("tp=2");
+  const PlanSimulation s = test::simulate_every_rank(p);
+  const Measurement m = test::scaled_measurement(p, s, 3, compute_scale);
+  nlohmann::json j = measurement_to_json(m);
+  const Measurement back = measurement_from_json(j, "measured.json");
+  REQUIRE(back.timings.size() == 3);
+  CHECK(back.timings[2][1][5].end_s == m.timings[2][1][5].end_s);
+  CHECK(back.memory[1].peak_bytes == m.memory[1].peak_bytes);
+  CHECK(to_string(back.plan.layout) == to_string(p.layout));
+  CHECK(median_step_time_s(back) == Approx(m.steps[0].step_time_s * 1.015));
+  // Steps 2 and 3 are s·1.01 and s·1.02: quartiles 1.0125 and 1.0175, half their distance 0.0025.
+  CHECK(step_time_spread_s(back) == Approx(m.steps[0].step_time_s * 0.0025));
+
+  j["actions"][3]["name"] = "forward mb9 c0";
+  try {
+    measurement_from_json(j, "measured.json");
+    FAIL("a name that is not the program's must be an error");
+  } catch (const InputError& e) {
+    CHECK(e.file == "measured.json");
+    CHECK(e.field == "actions[3].name");
+  }
+  j = measurement_to_json(m);
+  j["actions"].erase(j["actions"].size() - 1);
+  CHECK_THROWS_AS(measurement_from_json(j, "measured.json"), InputError);
+}
+
+TEST_CASE("compare: sums per kind and rank, step and memory errors", "[compare]") {
+  const Plan p = test::tiny_cpu_plan("tp=2");
+  const PlanSimulation s = test::simulate_every_rank(p);
+  const Measurement m = test::scaled_measurement(p, s, 3, compute_scale);
+  const Comparison c = compare_run(s, m);
+  CHECK(c.predicted_step_time_s == s.step_time_s);
+  CHECK(c.measured_step_time_s == median_step_time_s(m));
+  CHECK(c.measured_steps == 2);
+  CHECK(c.peak_error() == 0);
+  bool saw_forward = false, saw_collective = false;
+  for (const KindTime& k : c.kinds) {
+    INFO(k.rank << " " << k.name);
+    if (k.name == "forward") {
+      saw_forward = true;
+      CHECK(k.measured_s == Approx(1.25 * k.predicted_s));
+    }
+    if (k.name == "tp all_reduce") {
+      saw_collective = true;
+      CHECK(k.measured_s == Approx(k.predicted_s));
+    }
+  }
+  CHECK(saw_forward);
+  CHECK(saw_collective);
+  // The gaps are the compute kinds', largest first: backward (2× forward's FLOPs) leads.
+  REQUIRE(c.gaps.size() >= 2);
+  CHECK(c.gaps[0].name == "backward");
+  CHECK(c.gaps[0].gap_s > 0);
+  CHECK(relative_error(1.1, 1.0) == Approx(0.1));
+}
+
+TEST_CASE("compare: rankings and the order over pairs the measurements tell apart", "[compare]") {
+  CHECK(ranks_by({3.0, 1.0, 2.0, 1.0}) == std::vector<int>{4, 1, 3, 1});
+  // Measured 1.0 ± 0.05, 1.3 ± 0.05, 1.32 ± 0.05: only (0,1) and (0,2) are told apart.
+  const OrderAgreement a = order_agreement({0.9, 1.2, 0.95}, {1.0, 1.3, 1.32}, {0.05, 0.05, 0.05});
+  CHECK(a.distinguishable_pairs == 2);
+  CHECK(a.agreeing_pairs == 2);
+  const OrderAgreement b = order_agreement({1.5, 1.2, 0.95}, {1.0, 1.3, 1.32}, {0.05, 0.05, 0.05});
+  CHECK(b.agreeing_pairs == 0);
+  CHECK(b.disagreeing.size() == 2);
+}
+
+}  // namespace
+}  // namespace shardplan

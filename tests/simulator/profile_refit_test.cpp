@@ -1,0 +1,84 @@
+// calibrate --from: a run whose compute took exactly k times the price refits a profile that
+// prices it as measured; a collective's own time is its fastest member's.
+#include "simulator/profile_refit.h"
+
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "simulator/comparison.h"
+#include "tests/simulator/measured_fixture.h"
+
+namespace shardplan {
+namespace {
+
+TEST_CASE("refit: compute measured at k × its price is priced as measured", "[refit]") {
+  // tp = 1: under tp the head's price also holds the cross entropy's all-reduces, which a run's
+  // compute does not scale.
+  for (const std::string layout :
+       {"dp=2", "pp=2", "dp=2,recompute=selective", "pp=2,recompute=full"}) {
+    INFO(layout);
+    const Plan p = test::tiny_cpu_plan(layout);
+    const PlanSimulation before = test::simulate_every_rank(p);
+    // Compute ran 1.7 times its price, the rest as priced. (One scale for every pass: a GEMM
+    // shape that forward and backward share has one rate, as it has on the machine.)
+    const auto scale = [](const Action& a) { return a.kind == ActionKind::compute ? 1.7 : 1.0; };
+    const Measurement m = test::scaled_measurement(p, before, 3, scale);
+    RefitReport report;
+    const Profile refit = refit_profile(nullptr, {m}, {"measured.json"}, &report);
+    CHECK(report.gemm_shapes > 0);
+    CHECK(report.kernel_sizes > 0);
+    for (const ComputeClassFit& c : report.compute) {
+      INFO(c.name);
+      CHECK(c.measured_s == Approx(1.7 * c.predicted_s));
+    }
+    const PlanSimulation after = test::simulate_every_rank(p, &refit);
+    const Comparison c = compare_run(after, m);
+    for (const KindTime& k : c.kinds)
+      if (k.name == "forward" || k.name == "backward") {
+        INFO(k.rank << " " << k.name);
+        CHECK(k.predicted_s == Approx(k.measured_s).epsilon(1e-9));
+      }
+  }
+}
+
+TEST_CASE("refit: a collective's own time is its fastest member's", "[refit]") {
+  const Plan p = test::tiny_cpu_plan("tp=2");
+  const PlanSimulation s = test::simulate_every_rank(p);
+  Measurement m = test::scaled_measurement(p, s, 3, [](const Action&) { return 1.0; });
+  // Rank 0 reaches every tp all-reduce 1 ms before rank 1 and waits for it; the all-reduce itself
+  // takes 40 us on both.
+  int64_t bytes = 0;
+  for (auto& step : m.timings)
+    for (size_t r = 0; r < step.size(); ++r)
+      for (size_t i = 0; i < step[r].size(); ++i) {
+        const Action& a = m.programs[r].actions[i];
+        if (a.kind != ActionKind::collective) continue;
+        bytes = a.bytes;
+        step[r][i].end_s = step[r][i].start_s + 40e-6 + (r == 0 ? 1e-3 : 0);
+      }
+  const Profile refit = refit_profile(nullptr, {m}, {"measured.json"}, nullptr);
+  const CollectiveFit* f = find_collective_fit(refit, Collective::all_reduce, 0, 2);
+  REQUIRE(f != nullptr);
+  REQUIRE(f->measured.size() == 1);
+  CHECK(f->measured[0].bytes == bytes);
+  CHECK(f->measured[0].time_us == Approx(40));
+  CHECK(f->time_s(bytes) == Approx(40e-6));
+}
+
+TEST_CASE("refit: runs of another backend or dtype than the profile are an error", "[refit]") {
+  const Plan p = test::tiny_cpu_plan("dp=2");
+  const PlanSimulation s = test::simulate_every_rank(p);
+  const Measurement m = test::scaled_measurement(p, s, 2, [](const Action&) { return 1.0; });
+  Profile cuda = refit_profile(nullptr, {m}, {"a.json"}, nullptr);
+  cuda.backend = Backend::cuda;
+  try {
+    refit_profile(&cuda, {m}, {"a.json"}, nullptr);
+    FAIL("a cpu run refitting a cuda profile must be an error");
+  } catch (const InputError& e) {
+    CHECK(e.file == "a.json");
+    CHECK(e.field == "backend");
+  }
+}
+
+}  // namespace
+}  // namespace shardplan
