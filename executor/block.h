@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/layout.h"
+#include "executor/flat_view.h"
 #include "executor/layer_context.h"
 
 namespace shardplan {
@@ -26,14 +27,12 @@ struct BlockTensors {
   P w_fc2 = nullptr, b_fc2 = nullptr;
 };
 
-// Layer `layer`'s tensors within `base`, which holds the layout's flat buffer from element
-// base_offset on (0: the whole buffer; layout.layer_range(layer).begin: one gathered layer).
+// Layer `layer`'s tensors in `flat`: the whole buffer, or under ZeRO-3 the gathered layer.
 template <class T>
-BlockTensors<T*> block_tensors(const ParamLayout& layout, int layer, T* base,
-                               int64_t base_offset = 0) {
+BlockTensors<T*> block_tensors(const ParamLayout& layout, int layer, const FlatView<T>& flat) {
   const std::string p = "layers." + std::to_string(layer) + ".";
   const auto at = [&](const std::string& name) -> T* {
-    return layout.has(p + name) ? base + (layout.get(p + name).offset - base_offset) : nullptr;
+    return layout.has(p + name) ? flat.at(layout.get(p + name)) : nullptr;
   };
   const auto first_of = [&](const char* a, const char* b) {
     return at(a) != nullptr ? at(a) : at(b);
@@ -53,6 +52,12 @@ BlockTensors<T*> block_tensors(const ParamLayout& layout, int layer, T* base,
   t.b_fc2 = at("mlp.b_fc2");
   assert(t.w_qkv != nullptr && t.w_o != nullptr && t.w_fc1 != nullptr && t.w_fc2 != nullptr);
   return t;
+}
+
+// Layer `layer`'s tensors in the whole flat buffer at `base`.
+template <class T>
+BlockTensors<T*> block_tensors(const ParamLayout& layout, int layer, T* base) {
+  return block_tensors(layout, layer, FlatView<T>::whole(base, layout));
 }
 
 // What a layer keeps from forward to backward, charged as activations. Recompute::none keeps all

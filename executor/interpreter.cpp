@@ -7,12 +7,15 @@
 #include <csignal>
 #include <map>
 #include <memory>
+#include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/error.h"
+#include "executor/action_ranges.h"
 #include "executor/context_parallel.h"
 #include "executor/cuda_rank.h"
 #include "executor/embedding.h"
@@ -106,23 +109,26 @@ RankInterpreter::State::State(const Model& model, const Training& training, cons
                       lay.sequence_parallel && lay.tp > 1, lay.cp, program.coord.cp)),
       zero_group(dense_dp_group(lay)),
       shards{layout.total, group_size(lay, zero_group),
-             rank_in_group(lay, program.rank, zero_group)} {
-  const bool zero3 = l.zero >= 3, zero2 = l.zero >= 2;
-  params = alloc.allocate<float>(zero3 ? MemoryCategory::buffers : MemoryCategory::parameters,
-                                 layout.total, zero3 ? "gathered parameters" : "parameters");
-  grads = alloc.allocate<float>(zero2 ? MemoryCategory::buffers : MemoryCategory::gradients,
-                                layout.total, zero2 ? "gradient accumulation" : "gradients");
-  {
+             rank_in_group(lay, program.rank, zero_group)},
+      zero3(*rt, zero_group, shards) {
+  if (l.zero >= 3) {  // each rank initialises its own shard (zeros past its end), as FSDP does
+    param_shard =
+        alloc.allocate<float>(MemoryCategory::parameters, shards.padded(), "parameter shard");
+    std::vector<float> initial(static_cast<size_t>(shards.padded()));
+    init_parameters<float>(m, layout, settings.seed, shards.mine(),
+                           std::span(initial).first(static_cast<size_t>(shards.mine().count())));
+    to_device(param_shard.data(), initial);
+  } else {
+    params = alloc.allocate<float>(MemoryCategory::parameters, layout.total, "parameters");
     std::vector<float> initial(static_cast<size_t>(layout.total));
     init_parameters<float>(m, layout, settings.seed, initial);
     to_device(params.data(), initial);
   }
-  if (zero3) {
-    param_shard =
-        alloc.allocate<float>(MemoryCategory::parameters, shards.padded(), "parameter shard");
-    own_shard(params.data(), param_shard);
-  }
-  if (zero2)
+  if (l.zero < 2)
+    grads = alloc.allocate<float>(MemoryCategory::gradients, layout.total, "gradients");
+  else if (l.zero == 2)
+    grads = alloc.allocate<float>(MemoryCategory::buffers, layout.total, "gradient accumulation");
+  if (l.zero >= 2)
     grad_shard =
         alloc.allocate<float>(MemoryCategory::gradients, shards.padded(), "gradient shard");
   adam = adam_state(alloc, l.zero >= 1 ? shards.padded() : layout.total);
@@ -131,11 +137,11 @@ RankInterpreter::State::State(const Model& model, const Training& training, cons
 std::vector<ElementRange> RankInterpreter::State::written_by(const Action& a) const {
   switch (unit_of(a)) {
     case UnitKind::embedding:
-      return {embedding_range()};
+      return {embedding_range(layout)};
     case UnitKind::layer:
       return {layout.layer_range(a.layer_begin)};
     case UnitKind::head:
-      return {head_range(), embedding_range()};
+      return {head_range(layout), embedding_range(layout)};
   }
   return {};
 }
@@ -197,7 +203,7 @@ void RankInterpreter::State::p2p(const Action& a) {
   MicroBatch& mb = micro_batch(a);
   if (a.kind == ActionKind::recv) {
     Buffer<float>& into = forward ? mb.x : mb.grad;
-    into = side_buffer(forward ? MemoryCategory::activations : MemoryCategory::buffers, n,
+    into = side_buffer(*rt, forward ? MemoryCategory::activations : MemoryCategory::buffers, n,
                        forward ? "received activation" : "received gradient");
     rt->p2p().recv(into.data(), n, a.peer, a.tag, a.pass);
   } else {
@@ -211,25 +217,45 @@ void RankInterpreter::State::p2p(const Action& a) {
 
 void RankInterpreter::State::unit_pass(size_t first, size_t last) {
   const Action& a = program.actions[first];
-  MicroBatch& mb = micro_batch(a);
+  const bool forward = a.pass == Pass::forward;
+  const std::optional<uint32_t> gather =
+      l.zero >= 3 ? unit_gather(program, first, last) : std::nullopt;
+  assert(gather || l.zero < 3 || shards.members == 1);
   begin_actions(first, last);
-  const float* w = params.data();
-  float* g = grads.data();
+  float* const flat_w = l.zero >= 3 ? param_shard.data() : params.data();
+  // Into the shard where no grad_reduce moves gradients there: a one-member zero group has none.
+  const bool into_shard = l.zero >= 3 || (l.zero == 2 && shards.members == 1);
+  float* const flat_g = into_shard ? grad_shard.data() : grads.data();
+  const FlatView<const float> w =
+      gather ? zero3.params(*gather) : FlatView<const float>::whole(flat_w, layout);
+  const FlatView<float> g = forward ? FlatView<float>{}
+                            : gather
+                                ? zero3.start_gradients(*gather, last_compute(program, first, last))
+                                : FlatView<float>::whole(flat_g, layout);
   UnitPassRun& run = passes.emplace_back();
   run.first = first;
   run.last = last;
   run.start = starts[first];
   tp.calls = cp.calls = &run.calls;
+  run_unit(a, w, g);
+  tp.calls = cp.calls = nullptr;
+  if (gather) zero3.reshard(*gather);
+  end_actions(first, last);
+  run.end = ends[first];
+}
+
+void RankInterpreter::State::run_unit(const Action& a, const FlatView<const float>& w,
+                                      const FlatView<float>& g) {
+  MicroBatch& mb = micro_batch(a);
   const bool forward = a.pass == Pass::forward;
   switch (unit_of(a)) {
     case UnitKind::embedding: {
-      const ParamTensor& wte = layout.get("wte");
-      const float* wpe = w + layout.get("wpe").offset;
+      const ParamTensor &wte = layout.get("wte"), &wpe = layout.get("wpe");
       if (forward) {
-        mb.x = embedding_forward(dims, mb.inputs.data(), w + wte.offset, rows_of(wte), wpe, ctx);
+        mb.x = embedding_forward(dims, mb.inputs.data(), w.at(wte), rows_of(wte), w.at(wpe), ctx);
       } else {
-        embedding_backward(dims, mb.inputs.data(), mb.grad.data(), rows_of(wte), g + wte.offset,
-                           g + layout.get("wpe").offset, ctx);
+        embedding_backward(dims, mb.inputs.data(), mb.grad.data(), rows_of(wte), g.at(wte),
+                           g.at(wpe), ctx);
         live.erase({a.micro_batch, a.chunk});
       }
       break;
@@ -257,9 +283,6 @@ void RankInterpreter::State::unit_pass(size_t first, size_t last) {
       break;
     }
   }
-  tp.calls = cp.calls = nullptr;
-  end_actions(first, last);
-  run.end = ends[first];
 }
 
 void RankInterpreter::State::attribute(const UnitPassRun& run,
@@ -298,6 +321,38 @@ std::vector<ActionTiming> RankInterpreter::State::timings() const {
   return out;
 }
 
+void RankInterpreter::State::run_action(size_t i) {
+  const Action& a = program.actions[i];
+  begin_actions(i, i + 1);
+  switch (a.kind) {
+    case ActionKind::send:
+    case ActionKind::recv:
+      p2p(a);
+      break;
+    case ActionKind::grad_reduce:
+      grad_reduce(a);
+      break;
+    case ActionKind::param_gather:
+      param_gather(a, static_cast<uint32_t>(i));
+      break;
+    case ActionKind::optimizer_step:
+      optimizer_step();
+      break;
+    default:
+      assert(false);
+  }
+  end_actions(i, i + 1);
+  // ZeRO-3's reductions read the unit's own gradients, which no later backward adds to.
+  if (a.kind == ActionKind::grad_reduce && l.zero < 3)
+    for (const ElementRange r : action_ranges(layout, a)) reductions.emplace_back(r, ends[i]);
+  rt->finish_releases(false);
+}
+
+void RankInterpreter::State::prefetch(size_t next) {
+  if (l.zero < 3) return;
+  while (const std::optional<size_t> g = ready_gather(program, next, starts)) run_action(*g);
+}
+
 void RankInterpreter::State::inject_fault(size_t action) {
   const InjectedFault& f = settings.fault;
   if (f.rank != program.rank || f.step != step || action != program.actions.size() / 2) return;
@@ -323,8 +378,8 @@ StepMeasurement RankInterpreter::run_step(int64_t step) {
   s.step = step;
   s.loss_sum = 0;
   s.streams.select(Stream::compute);
-  s.dev.fill(s.grads.data(), s.grads.size(), 0.0f);
-  if (!s.grad_shard.empty()) s.dev.fill(s.grad_shard.data(), s.grad_shard.size(), 0.0f);
+  for (Buffer<float>* b : {&s.grads, &s.grad_shard})
+    if (!b->empty()) s.dev.fill(b->data(), b->size(), 0.0f);
   const auto& actions = s.program.actions;
   s.starts.assign(actions.size(), Stamp{});
   s.ends.assign(actions.size(), Stamp{});
@@ -339,38 +394,18 @@ StepMeasurement RankInterpreter::run_step(int64_t step) {
     if (a.kind == ActionKind::compute || a.kind == ActionKind::collective) {
       size_t j = i + 1;
       while (j < actions.size() && same_unit_pass(a, actions[j])) ++j;
+      s.prefetch(i);
       s.unit_pass(i, j);
       i = j;
       continue;
     }
-    s.begin_actions(i, i + 1);
-    switch (a.kind) {
-      case ActionKind::send:
-      case ActionKind::recv:
-        s.p2p(a);
-        break;
-      case ActionKind::grad_reduce:
-        s.grad_reduce(a);
-        break;
-      case ActionKind::param_gather:
-        s.param_gather(a);
-        break;
-      case ActionKind::optimizer_step:
-        s.optimizer_step();
-        break;
-      default:
-        assert(false);
-    }
-    s.end_actions(i, i + 1);
-    if (a.kind == ActionKind::grad_reduce)
-      for (const ElementRange r : s.ranges_of(a)) s.reductions.emplace_back(r, s.ends[i]);
-    s.rt->finish_releases(false);
+    if (s.starts[i].index < 0) s.run_action(i);
     ++i;
   }
   s.rt->p2p().finish_sends(true);
   const double elapsed = s.streams.end_step();
   s.rt->finish_releases(true);
-  assert(s.live.empty());
+  assert(s.live.empty() && s.zero3.empty());
   StepMeasurement out;
   out.timings = s.timings();
   MPI_Allreduce(&elapsed, &out.step_time_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);

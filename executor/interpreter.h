@@ -7,8 +7,10 @@
 // program stream after waiting for its dependencies on other streams. On the CPU one thread runs
 // them as issued, so nothing overlaps (a CPU run gains little from it); on a GPU each stream is a
 // CUDA stream and a dependency an event, so gradient reductions and ZeRO gathers overlap compute
-// exactly where the program lets them. Pipeline sends complete in the background, receives before
-// the work that follows them.
+// exactly where the program lets them. The one exception to program order is ZeRO-3's parameter
+// gathers, issued as soon as their dependencies have been (FSDP's prefetch of the next unit:
+// executor/zero3_units.h), so that memory holds what FSDP holds. Pipeline sends complete in the
+// background, receives before the work that follows them.
 #pragma once
 
 #include <cstdint>

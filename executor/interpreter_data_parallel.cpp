@@ -6,57 +6,14 @@
 #include <algorithm>
 #include <cassert>
 #include <span>
+#include <tuple>
 #include <vector>
 
+#include "executor/action_ranges.h"
 #include "executor/interpreter_state.h"
 #include "executor/whole_layout.h"
 
 namespace shardplan {
-
-namespace {
-
-// Elements of the tensors `pick` selects (they are contiguous in the layout).
-template <class Pick>
-ElementRange tensors_range(const ParamLayout& layout, Pick pick) {
-  ElementRange r{layout.total, 0};
-  for (const ParamTensor& t : layout.tensors)
-    if (pick(t)) {
-      r.begin = std::min(r.begin, t.offset);
-      r.end = std::max(r.end, t.offset + t.count());
-    }
-  return r.end > r.begin ? r : ElementRange{};
-}
-
-}  // namespace
-
-ElementRange RankInterpreter::State::embedding_range() const {
-  return tensors_range(layout, [](const ParamTensor& x) {
-    return x.component == ParamComponent::embedding ||
-           x.component == ParamComponent::position_embedding;
-  });
-}
-
-ElementRange RankInterpreter::State::head_range() const {
-  return tensors_range(layout, [](const ParamTensor& x) {
-    return x.layer < 0 &&
-           (x.component == ParamComponent::norms || x.component == ParamComponent::head);
-  });
-}
-
-std::vector<ElementRange> RankInterpreter::State::ranges_of(const Action& a) const {
-  std::vector<ElementRange> out;
-  const auto add = [&](ElementRange r) {
-    if (r.count() == 0) return;
-    if (!out.empty() && out.back().end == r.begin)
-      out.back().end = r.end;
-    else
-      out.push_back(r);
-  };
-  if (has_part(a.parts, Part::embedding)) add(embedding_range());
-  for (int layer = a.layer_begin; layer < a.layer_end; ++layer) add(layout.layer_range(layer));
-  if (has_part(a.parts, Part::head)) add(head_range());
-  return out;
-}
 
 void RankInterpreter::State::all_reduce_tensor_grads(GroupComm& comm, ElementRange range) {
   if (l.zero == 0)
@@ -66,7 +23,7 @@ void RankInterpreter::State::all_reduce_tensor_grads(GroupComm& comm, ElementRan
   const int64_t begin = std::clamp(range.begin, mine.begin, mine.end),
                 end = std::clamp(range.end, mine.begin, mine.end);
   float* owned = l.zero >= 2 ? grad_shard.data() + (begin - mine.begin) : grads.data() + begin;
-  Buffer<float> full = side_buffer(MemoryCategory::buffers, range.count(), "gradient gather");
+  Buffer<float> full = side_buffer(*rt, MemoryCategory::buffers, range.count(), "gradient gather");
   rt->group(zero_group).all_gather_range(shards, range, owned, full.data());
   comm.all_reduce(full.span(), ReduceOp::sum);
   dev.copy(owned, full.data() + (begin - range.begin), end - begin);
@@ -84,35 +41,36 @@ void RankInterpreter::State::grad_reduce(const Action& a) {
     const ParamTensor& x = layout.get(shard.embedding ? "wte" : "lm_head");
     return all_reduce_tensor_grads(*rt->embedding_group(), {x.offset, x.offset + x.count()});
   }
+  // ZeRO-3: the unit's own gradients, from the backward this reduction follows (its one
+  // dependency), which the head's include the tied word embedding it borrowed under pp = 1.
+  if (l.zero >= 3) return zero3.reduce_scatter(program.deps_of(a).front(), grad_shard.data());
   GroupComm& comm = rt->group(a.group);
   const ElementRange mine = shards.mine();
-  for (const ElementRange r : ranges_of(a)) {
+  for (const ElementRange r : action_ranges(layout, a)) {
+    float* full = grads.data() + r.begin;
     if (a.op == Collective::all_reduce) {
-      comm.all_reduce({grads.data() + r.begin, static_cast<size_t>(r.count())}, ReduceOp::sum);
-      continue;
-    }
-    const int64_t begin = std::clamp(r.begin, mine.begin, mine.end),
-                  end = std::clamp(r.end, mine.begin, mine.end);
-    Buffer<float> part = side_buffer(MemoryCategory::buffers, end - begin, "reduce-scatter output");
-    comm.reduce_scatter_range(shards, r, grads.data() + r.begin, part.data());
-    if (l.zero == 1) {
+      comm.all_reduce({full, static_cast<size_t>(r.count())}, ReduceOp::sum);
+    } else if (l.zero == 1) {  // the reduced part back into the buffer the optimizer steps
+      const int64_t begin = std::clamp(r.begin, mine.begin, mine.end),
+                    end = std::clamp(r.end, mine.begin, mine.end);
+      Buffer<float> part =
+          side_buffer(*rt, MemoryCategory::buffers, end - begin, "reduce-scatter output");
+      comm.reduce_scatter_range(shards, r, full, part.data());
       dev.copy(grads.data() + begin, part.data(), part.size());
-    } else {  // ZeRO-2/3 keep the shard; the accumulation buffer starts the next micro-batch at 0
-      dev.residual_add(grad_shard.data() + (begin - mine.begin), part.data(), nullptr, 1,
-                       part.size());
-      dev.fill(grads.data() + r.begin, r.count(), 0.0f);
+      rt->release_after_use(std::move(part));
+    } else {  // ZeRO-2 keeps the shard; the bucket starts the next micro-batch at 0
+      reduce_scatter_add(*rt, comm, shards, r, full, grad_shard.data());
+      dev.fill(full, r.count(), 0.0f);
     }
-    rt->release_after_use(std::move(part));
   }
 }
 
-void RankInterpreter::State::param_gather(const Action& a) {
+void RankInterpreter::State::param_gather(const Action& a, uint32_t index) {
+  if (l.zero >= 3) return zero3.gather(index, action_ranges(layout, a), param_shard.data());
   const ElementRange mine = shards.mine();
-  for (const ElementRange r : ranges_of(a)) {
+  for (const ElementRange r : action_ranges(layout, a)) {
     const int64_t begin = std::clamp(r.begin, mine.begin, mine.end);
-    const float* part =
-        l.zero >= 3 ? param_shard.data() + (begin - mine.begin) : params.data() + begin;
-    rt->group(a.group).all_gather_range(shards, r, part, params.data() + r.begin);
+    rt->group(a.group).all_gather_range(shards, r, params.data() + begin, params.data() + r.begin);
   }
 }
 
@@ -181,14 +139,15 @@ FullState RankInterpreter::gather_full_state() {
 void RankInterpreter::load_full_state(const FullState& state) {
   State& s = *s_;
   s.streams.select(Stream::compute);
+  // Each of what this rank owns taken from the whole model's layout: its flat buffer, or its
+  // ZeRO shard of it (parameters under ZeRO-3, Adam's moments under ZeRO-1 and above).
   std::vector<float> flat(static_cast<size_t>(s.layout.total));
-  from_whole_layout(s.m, s.layout, state.params, flat.data());
-  s.to_device(s.params.data(), flat);
-  if (s.l.zero >= 3) s.own_shard(s.params.data(), s.param_shard);
-  for (auto [whole, into] :
-       {std::pair{&state.adam_m, &s.adam.m}, std::pair{&state.adam_v, &s.adam.v}}) {
+  for (auto [whole, into, sharded] :
+       {std::tuple{&state.params, s.l.zero >= 3 ? &s.param_shard : &s.params, s.l.zero >= 3},
+        std::tuple{&state.adam_m, &s.adam.m, s.l.zero >= 1},
+        std::tuple{&state.adam_v, &s.adam.v, s.l.zero >= 1}}) {
     from_whole_layout(s.m, s.layout, *whole, flat.data());
-    if (s.l.zero == 0) {
+    if (!sharded) {
       s.to_device(into->data(), flat);
       continue;
     }

@@ -14,6 +14,7 @@
 #include "executor/interpreter.h"
 #include "executor/lm_head.h"
 #include "executor/rank_runtime.h"
+#include "executor/zero3_units.h"
 
 namespace shardplan {
 
@@ -50,10 +51,13 @@ struct RankInterpreter::State {
   LayerDims dims;
   MatmulStats matmul;
   LayerContext<float> ctx{alloc, tp, &matmul, &cp, &dev};
-  Group zero_group;   // the dense weights' replicas, which ZeRO shards over: dp, or dp·cp
-  FlatShards shards;  // ZeRO's shards of the flat buffer over zero_group
-  Buffer<float> params, grads;            // the full flat buffers (work copies under ZeRO-3 / 2+)
-  Buffer<float> param_shard, grad_shard;  // ZeRO-3 / ZeRO-2+: this rank's padded shard
+  Group zero_group;           // the dense weights' replicas, which ZeRO shards over: dp, or dp·cp
+  FlatShards shards;          // ZeRO's shards of the flat buffer over zero_group
+  Buffer<float> params;       // the full flat buffer; none under ZeRO-3
+  Buffer<float> grads;        // the full flat buffer (ZeRO-2: the bucket); none under ZeRO-3
+  Buffer<float> param_shard;  // ZeRO-3: this rank's padded shard
+  Buffer<float> grad_shard;   // ZeRO-2 and 3: this rank's padded shard
+  Zero3Units zero3;           // ZeRO-3: gathered units and their gradients
   AdamState adam;
   std::map<std::pair<int, int>, MicroBatch> live;  // by (micro-batch, chunk)
   int64_t step = 0;
@@ -72,12 +76,6 @@ struct RankInterpreter::State {
     dev.copy_from_host(into, host.data(), static_cast<int64_t>(host.size() * sizeof(T)));
   }
 
-  ElementRange embedding_range() const;
-  ElementRange head_range() const;
-
-  // The flat-buffer ranges of a bucket or gather: its units' tensors, adjacent ones merged.
-  std::vector<ElementRange> ranges_of(const Action& a) const;
-
   // The gradients a unit's backward pass adds to (the head's include a tied word embedding).
   std::vector<ElementRange> written_by(const Action& a) const;
 
@@ -94,22 +92,6 @@ struct RankInterpreter::State {
   void begin_actions(size_t first, size_t last);
   void end_actions(size_t first, size_t last);
 
-  // A buffer for an action on a communication stream. Its block may have served the compute
-  // stream a moment ago and is zeroed there, so the selected stream waits for the compute stream
-  // first; release it with rt->release_after_use.
-  template <class T = float>
-  Buffer<T> side_buffer(MemoryCategory category, int64_t count, const char* what) {
-    Buffer<T> b = alloc.allocate<T>(category, count, what);
-    const Stream s = streams.selected();
-    if (s != Stream::compute) {
-      streams.select(Stream::compute);
-      const Stamp now = streams.stamp();
-      streams.select(s);
-      streams.wait(now);
-    }
-    return b;
-  }
-
   MicroBatch& micro_batch(const Action& a);
 
   // The micro-batch's sequences, the same on every cp rank of a dp rank; under context parallelism
@@ -118,8 +100,19 @@ struct RankInterpreter::State {
 
   void p2p(const Action& a);
 
-  // One unit's pass of a micro-batch: actions [first, last) of the program.
+  // One unit's pass of a micro-batch: actions [first, last) of the program. Its weights are the
+  // full flat buffer, or under ZeRO-3 the unit's gathered parameters (freed when the pass ends);
+  // a backward adds to the full gradients, or under ZeRO-3 to the unit's own until its
+  // grad_reduce.
   void unit_pass(size_t first, size_t last);
+  // The layers' calls of that pass on weights `w`, gradients `g` (none going forward).
+  void run_unit(const Action& a, const FlatView<const float>& w, const FlatView<float>& g);
+
+  // Action i, outside the units' passes, on its stream.
+  void run_action(size_t i);
+  // ZeRO-3: before the unit pass at `next`, the gathers ready to be issued ahead (FSDP's
+  // prefetch).
+  void prefetch(size_t next);
 
   // The layers' tp and cp calls matched in order to the pass's collective actions (the vocabulary-
   // parallel cross-entropy's small all-reduces are inside the head's compute action, as the
@@ -137,7 +130,8 @@ struct RankInterpreter::State {
 
   void grad_reduce(const Action& a);
 
-  void param_gather(const Action& a);
+  // The param_gather at program index `index`.
+  void param_gather(const Action& a, uint32_t index);
 
   // Adam on what this rank owns: everything, or its ZeRO shard (stored padded under ZeRO; a shard
   // shorter than the padding is stepped through a padded copy).

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "executor/flat_view.h"
 #include "executor/layer_context.h"
 
 namespace shardplan {
@@ -16,16 +17,21 @@ struct HeadTensors {
   P vocab_weight = nullptr;  // [local vocab rows, hidden]: lm_head, or wte when tied on this rank
 };
 
-// The head's tensors within `base`, which holds the layout's flat buffer from element base_offset
-// on.
+// The head's tensors in `flat`: the whole buffer, or under ZeRO-3 the gathered head (with the
+// word embedding it borrows when the embeddings are tied and pp = 1).
 template <class T>
-HeadTensors<T*> head_tensors(const ParamLayout& layout, T* base, int64_t base_offset = 0) {
-  const auto at = [&](const char* name) { return base + (layout.get(name).offset - base_offset); };
+HeadTensors<T*> head_tensors(const ParamLayout& layout, const FlatView<T>& flat) {
+  const auto at = [&](const char* name) { return flat.at(layout.get(name)); };
   HeadTensors<T*> h;
   h.norm_weight = at("final_norm.weight");
   if (layout.has("final_norm.bias")) h.norm_bias = at("final_norm.bias");
   h.vocab_weight = at(layout.has("lm_head") ? "lm_head" : "wte");
   return h;
+}
+// The head's tensors in the whole flat buffer at `base`.
+template <class T>
+HeadTensors<T*> head_tensors(const ParamLayout& layout, T* base) {
+  return head_tensors(layout, FlatView<T>::whole(base, layout));
 }
 // The vocabulary rows this rank's head covers.
 ElementRange head_vocab(const ParamLayout& layout);

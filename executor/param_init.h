@@ -14,4 +14,11 @@ namespace shardplan {
 template <class T>
 void init_parameters(const Model& m, const ParamLayout& layout, uint64_t seed, std::span<T> params);
 
+// Elements `range` of the flat buffer into `part` (range.count() elements): a ZeRO-3 rank
+// initialises its shard alone, as FSDP materialises each rank's shard, with the values the whole
+// buffer would hold.
+template <class T>
+void init_parameters(const Model& m, const ParamLayout& layout, uint64_t seed, ElementRange range,
+                     std::span<T> part);
+
 }  // namespace shardplan

@@ -5,6 +5,7 @@
 // interpreter (interpreter.h) and the layers are written once.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "core/schedule.h"
@@ -33,6 +34,24 @@ class RankRuntime {
   // Frees what release_after_use kept whose work has finished; with `wait`, all of it.
   virtual void finish_releases(bool wait) = 0;
 };
+
+// A buffer for an action on the selected stream when that is a communication stream. Its block may
+// have served the compute stream a moment ago and is zeroed there (the memory source zeroes on the
+// compute stream), so the selected stream waits for the compute stream first; release it with
+// rt.release_after_use.
+template <class T = float>
+Buffer<T> side_buffer(RankRuntime& rt, MemoryCategory category, int64_t count, const char* what) {
+  Buffer<T> b = rt.allocator().allocate<T>(category, count, what);
+  StepStreams& streams = rt.streams();
+  const Stream s = streams.selected();
+  if (s != Stream::compute) {
+    streams.select(Stream::compute);
+    const Stamp now = streams.stamp();
+    streams.select(s);
+    streams.wait(now);
+  }
+  return b;
+}
 
 // The CPU backend's runtime for `p`'s rank. Collective over MPI_COMM_WORLD (every rank builds its
 // groups at the same time).

@@ -5,10 +5,12 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/layout.h"
+#include "core/presets.h"
 #include "core/training.h"
 #include "executor/data.h"
 
@@ -17,6 +19,10 @@ namespace shardplan::test {
 constexpr int kSteps = 3;
 constexpr int64_t kSeq = 16;
 constexpr int64_t kGlobalBatch = 4;
+
+inline Model tiny_model() {
+  return load_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/gpt-tiny.json");
+}
 
 inline Training fp32_training() {
   Training t;
@@ -39,12 +45,14 @@ inline int world_size() {
   return n;
 }
 
+// dp × tp × pp × cp with num_microbatches filling kGlobalBatch.
 inline Layout layout(int dp, int tp, int pp, int cp = 1) {
   Layout l;
   l.dp = dp;
   l.tp = tp;
   l.pp = pp;
   l.cp = cp;
+  l.num_microbatches = static_cast<int>(kGlobalBatch / (l.micro_batch * l.dp));
   return l;
 }
 

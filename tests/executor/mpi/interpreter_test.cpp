@@ -30,6 +30,7 @@ using test::kSeq;
 using test::kSteps;
 using test::layout;
 using test::text;
+using test::tiny_model;
 using test::world_size;
 
 double relative(double a, double b) {
@@ -39,12 +40,12 @@ double relative(double a, double b) {
 // Trains `l` for kSteps on the world and checks it against the single-rank run.
 void check_layout(Layout l) {
   REQUIRE(l.world() == world_size());
-  const Model m = load_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/gpt-tiny.json");
+  const Model m = tiny_model();
   const Training t = fp32_training();
   l.num_microbatches = static_cast<int>(kGlobalBatch / (l.micro_batch * l.dp));
   const InterpreterSettings settings;
   const test::TrainingRun reference = test::train_single_rank(
-      m, text(), kSteps, l.micro_batch, static_cast<int>(kGlobalBatch / l.micro_batch), kSeq,
+      m, text(), kSteps, l.micro_batch, static_cast<int>(kGlobalBatch / l.micro_batch), test::kSeq,
       Recompute::none, settings.adam, settings.seed);
 
   INFO(to_string(l));
@@ -72,7 +73,7 @@ void check_layout(Layout l) {
 // The full state after a step under `from`, loaded under `to` and gathered again: the same bits
 // (loading is the inverse of gathering), with Adam's step carried.
 void check_state_round_trip(Layout from, Layout to) {
-  const Model m = load_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/gpt-tiny.json");
+  const Model m = tiny_model();
   const Training t = fp32_training();
   for (Layout* l : {&from, &to})
     l->num_microbatches = static_cast<int>(kGlobalBatch / (l->micro_batch * l->dp));
@@ -137,17 +138,22 @@ TEST_CASE("interpreter: pp2 under gpipe, 1f1b and interleaved", "[interpreter]")
   check_layout(l);
 }
 
-TEST_CASE("interpreter: ZeRO 1, 2 and 3 over dp2", "[interpreter]") {
+// tp2·sp has dp = cp = 1: a one-member zero group, a program without gathers or dp reductions.
+TEST_CASE("interpreter: ZeRO 1, 2 and 3 over dp2, and with tp2·sp", "[interpreter]") {
   if (world_size() != 2) return;
   for (int zero = 1; zero <= 3; ++zero) {
     INFO("zero " << zero);
     Layout l = layout(2, 1, 1);
     l.zero = zero;
     check_layout(l);
+    Layout tp = layout(1, 2, 1);
+    tp.sequence_parallel = true;
+    tp.zero = zero;
+    check_layout(tp);
   }
 }
 
-TEST_CASE("interpreter: every recompute mode", "[interpreter]") {
+TEST_CASE("interpreter: every recompute mode (tp2·sp, pp2, dp2 with ZeRO-3)", "[interpreter]") {
   if (world_size() != 2) return;
   for (const Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
     INFO(enum_name(r, kRecomputeNames));
@@ -158,6 +164,10 @@ TEST_CASE("interpreter: every recompute mode", "[interpreter]") {
     Layout pp = layout(1, 1, 2);
     pp.recompute = r;
     check_layout(pp);
+    Layout zero3 = layout(2, 1, 1);
+    zero3.recompute = r;
+    zero3.zero = 3;
+    check_layout(zero3);
   }
 }
 
@@ -197,6 +207,21 @@ TEST_CASE("interpreter: dp2·tp2, dp2·pp2, tp2·pp2", "[world4]") {
   dp_pp.zero = 1;
   check_layout(dp_pp);
   check_layout(layout(1, 2, 2));
+}
+
+TEST_CASE("interpreter: ZeRO-3 over dp2·pp2 (interleaved too), dp2·tp2 with sequence parallelism",
+          "[world4]") {
+  if (world_size() != 4) return;
+  Layout dp_pp = layout(2, 1, 2);
+  dp_pp.zero = 3;
+  check_layout(dp_pp);
+  dp_pp.schedule = Schedule::interleaved;
+  dp_pp.vpp = 2;
+  check_layout(dp_pp);
+  Layout dp_tp = layout(2, 2, 1);
+  dp_tp.sequence_parallel = true;
+  dp_tp.zero = 3;
+  check_layout(dp_tp);
 }
 
 }  // namespace shardplan

@@ -33,7 +33,7 @@ struct Run {
 };
 
 Run train(const Layout& l, Backend backend) {
-  static const Model m = load_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/gpt-tiny.json");
+  static const Model m = test::tiny_model();
   InterpreterSettings settings;
   settings.backend = backend;
   RankInterpreter interpreter(m, test::fp32_training(), l, test::text(), settings);

@@ -1,0 +1,83 @@
+// ZeRO-3's full-size buffers on one rank, held as PyTorch FSDP holds them (Zhao et al. 2023,
+// §3.3–3.4): a unit's parameters all-gathered from the shards before each use (forward, backward
+// with a full recompute's re-forward) and freed when that use ends (reshard after forward and
+// after backward), and the unit's gradients from its backward until they are reduce-scattered into
+// the rank's gradient shard. A unit is a layer, the embedding or the head — with the word
+// embedding it borrows when the embeddings are tied and pp = 1. Both are charged as buffers; no
+// full flat copy of the parameters or gradients exists. Every buffer and collective goes through
+// the rank's runtime (rank_runtime.h), so the CPU and CUDA backends hold the same.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "core/schedule.h"
+#include "executor/flat_view.h"
+#include "executor/rank_runtime.h"
+#include "executor/step_streams.h"
+
+namespace shardplan {
+
+// `full` (the flat buffer's `range`) summed over the members of `comm`; this rank's part of the
+// sum added into its padded shard `shard` (ZeRO-2's bucket and ZeRO-3's unit gradients, which
+// accumulate over micro-batches in the shard). On the selected stream.
+void reduce_scatter_add(RankRuntime& rt, GroupComm& comm, const FlatShards& shards,
+                        ElementRange range, const float* full, float* shard);
+
+// The param_gather the unit pass at actions [first, last) of `p` waits for (a dependency of its
+// first compute); none where the zero group has one member and the program gathers nothing.
+std::optional<uint32_t> unit_gather(const Program& p, size_t first, size_t last);
+// The last compute of that pass: the action its grad_reduce depends on.
+uint32_t last_compute(const Program& p, size_t first, size_t last);
+
+// FSDP's prefetch (Zhao et al. 2023 §4.2): a gather is issued as soon as the actions it depends on
+// have been, not at its place in program order. The schedule makes a unit's gather wait for the
+// use two units back (FSDP's rate limit of two gathered units), so before the pass at `next` the
+// gather of the unit after it is ready, and the two are gathered together as FSDP holds them.
+// Returns the first gather not yet issued (`starts`: a start stamp once issued; every action
+// before `next` has been) if all its dependencies have been. Gathers keep their order (one
+// stream), and every member of the group issues the same gather ahead at the same point (their
+// programs match), so the collectives meet.
+std::optional<size_t> ready_gather(const Program& p, size_t next, const std::vector<Stamp>& starts);
+
+class Zero3Units {
+ public:
+  // `zero_group`: the group ZeRO shards over (dp, or dp·cp), whose shards `shards` describes.
+  Zero3Units(RankRuntime& rt, Group zero_group, const FlatShards& shards);
+
+  // The param_gather at program index `gather`, on the selected stream: `ranges` of every
+  // member's shard (this rank's in `param_shard`, padded) all-gathered into one buffer per range.
+  void gather(uint32_t gather, const std::vector<ElementRange>& ranges, const float* param_shard);
+  // Its parameters, for the pass that waits for it; reshard() frees them once the selected stream
+  // (the compute stream, at that pass's end) has passed its last use.
+  FlatView<const float> params(uint32_t gather) const;
+  void reshard(uint32_t gather);
+
+  // Zeroed full gradients of the ranges `gather` gathered, for the backward whose last compute is
+  // at program index `compute` (the action the unit's grad_reduce depends on).
+  FlatView<float> start_gradients(uint32_t gather, uint32_t compute);
+  // The grad_reduce after that backward, on the selected stream: its gradients reduce-scattered
+  // and added into `grad_shard` (padded), then freed once the stream has passed them.
+  void reduce_scatter(uint32_t compute, float* grad_shard);
+
+  // Nothing gathered, no gradients waiting (true between steps).
+  bool empty() const { return params_.empty() && grads_.empty(); }
+
+ private:
+  // One unit's full-size pieces: buffers[i] holds the flat buffer's ranges[i].
+  struct Unit {
+    std::vector<ElementRange> ranges;
+    std::vector<Buffer<float>> buffers;
+  };
+  void release(Unit& u);
+
+  RankRuntime& rt_;
+  GroupComm& comm_;
+  FlatShards shards_;
+  std::map<uint32_t, Unit> params_;  // by param_gather index
+  std::map<uint32_t, Unit> grads_;   // by the backward's last compute index
+};
+
+}  // namespace shardplan
