@@ -106,7 +106,7 @@ std::string compute_detail(const Estimate& lo, const Estimate& wi) {
   const double rate_l = l.flops / l.time_s / 1e12,
                rate_w = w.time_s > 0 ? w.flops / w.time_s / 1e12 : 0;
   if (rate_l < 0.995 * rate_w)
-    s += fmt::format(", at {:.1f} TFLOP/s per device against {:.1f}", rate_l, rate_w);
+    s += fmt::format(", at {:.3g} TFLOP/s per device against {:.3g}", rate_l, rate_w);
   return s;
 }
 
@@ -221,7 +221,7 @@ std::vector<std::string> explain_ranking(const SearchResult& r, size_t max_alter
   const RankMemory& m = e.memory();
   std::vector<std::string> out;
   out.push_back(fmt::format(
-      "{} wins at {} per step ({} MFU, {:.0f} TFLOP/s per device): {}; it uses {} of the {} "
+      "{} wins at {} per step ({} MFU, {:.3g} TFLOP/s per device): {}; it uses {} of the {} "
       "a device offers.",
       layout_label(best.layout), format_seconds(e.step_time_s), format_percent(e.mfu),
       e.tflops_per_device, step_parts(e), format_gib(static_cast<double>(m.peak_bytes())),

@@ -85,7 +85,7 @@ std::string format_top(const SearchResult& r) {
     const Estimate& e = r.top[i].estimate;
     const RankMemory& m = e.memory();
     out += fmt::format(
-        "{:>3}  {:<{}}  {:>17}  {:>10}  {:>8.1f}  {:>6}  {:>12}  {:>6}\n", i + 1,
+        "{:>3}  {:<{}}  {:>17}  {:>10}  {:>8.3g}  {:>6}  {:>12}  {:>6}\n", i + 1,
         layout_label(r.top[i].layout), width,
         fmt::format("{:.1f} / {:.1f}", static_cast<double>(m.peak_bytes()) / kGiB,
                     static_cast<double>(m.capacity_bytes - m.runtime_reserved_bytes) / kGiB),
