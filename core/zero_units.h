@@ -23,6 +23,7 @@ namespace shardplan {
 struct UnitSpan {
   int first = 0, last = 0;
   int64_t params = 0;
+  bool operator==(const UnitSpan&) const = default;
 };
 
 // Buckets over units holding `params` parameters each (forward order): filled in backward order

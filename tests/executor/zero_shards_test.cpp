@@ -12,7 +12,7 @@
 #include "core/presets.h"
 #include "core/zero_units.h"
 #include "executor/param_layout.h"
-#include "tests/executor/odd_model.h"
+#include "tests/core/odd_model.h"
 
 namespace shardplan {
 namespace {

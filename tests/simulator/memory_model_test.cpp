@@ -4,6 +4,7 @@
 
 #include "core/param_shard.h"
 #include "simulator_fixtures.h"
+#include "tests/core/odd_model.h"
 
 using namespace shardplan;
 
@@ -47,6 +48,25 @@ TEST_CASE("ZeRO pads a partition that does not divide", "[memory][zero]") {
   CHECK(s.parameters == 2 * 3);
   CHECK(s.gradients == 2 * 3);
   CHECK(s.optimizer() == 12 * 3);
+}
+
+TEST_CASE("ZeRO pads each unit on its own, as the executor shards it", "[memory][zero]") {
+  // tests/core/zero_units_test.cpp: odd_model's 117,621 parameters, 3 odd layers. fp32 Adam over
+  // dp = 2: ZeRO-3 shards each unit (58,812 elements a rank), ZeRO-1 its one bucket (58,811).
+  Training t = mixed_precision_adam();
+  t.dtype = t.grad_dtype = Dtype::fp32;
+  t.master_weights = false;
+  const Model m = test::odd_model();
+  Layout l = test::layout(2, 2, 1, 1, 1, 3);  // dp = 2
+  const StageLayers s = stage_layers(m, l, 0);
+  const ModelStateBytes zero3 = stage_model_state_bytes(m, t, l, s);
+  CHECK(zero3.parameters == 4 * 58'812);
+  CHECK(zero3.gradients == 4 * 58'812);
+  CHECK(zero3.optimizer() == 8 * 58'812);
+  l.zero = 1;
+  const ModelStateBytes zero1 = stage_model_state_bytes(m, t, l, s);
+  CHECK(zero1.parameters == 4 * 117'621);
+  CHECK(zero1.optimizer() == 8 * 58'811);
 }
 
 TEST_CASE("fp32 training keeps no master copy, SGD no moments", "[memory][zero]") {

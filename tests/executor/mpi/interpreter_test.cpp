@@ -18,7 +18,7 @@
 #include "executor/param_layout.h"
 #include "simulator/memory_model.h"
 #include "tests/executor/mpi/interpreter_fixtures.h"
-#include "tests/executor/odd_model.h"
+#include "tests/core/odd_model.h"
 #include "tests/executor/single_rank_training.h"
 
 namespace shardplan {

@@ -15,7 +15,7 @@
 #include "executor/zero_shards.h"
 #include "tests/executor/mpi/interpreter_fixtures.h"
 #include "tests/executor/mpi/recording_runtime.h"
-#include "tests/executor/odd_model.h"
+#include "tests/core/odd_model.h"
 
 namespace shardplan {
 namespace {
