@@ -4,28 +4,19 @@
 #include <algorithm>
 
 #include "core/schedule_detail.h"
+#include "core/zero_units.h"
 
 namespace shardplan::schedule_detail {
 namespace {
 
-// Consecutive units, walked in backward order, closed into a bucket once it holds `threshold`
-// parameters of `params_of` (Megatron-LM's DDP buckets are filled in reverse parameter order).
+// The chunk's buckets of the parameters `params_of` counts (core/zero_units.h: Megatron-LM's).
 template <class ParamsOf>
 void add_buckets(std::vector<Bucket>& out, const Chunk& c, Group g, int64_t threshold,
                  ParamsOf params_of) {
-  Bucket b{g, 0, -1, 0};
-  for (int u = static_cast<int>(c.units.size()) - 1; u >= 0; --u) {
-    const int64_t n = params_of(c.units[u]);
-    if (n == 0) continue;
-    if (b.last_unit < 0) b.last_unit = u;
-    b.first_unit = u;
-    b.params += n;
-    if (b.params >= threshold) {
-      out.push_back(b);
-      b = Bucket{g, 0, -1, 0};
-    }
-  }
-  if (b.last_unit >= 0) out.push_back(b);
+  std::vector<int64_t> params;
+  for (const Unit& u : c.units) params.push_back(params_of(u));
+  for (const UnitSpan& b : gradient_buckets(params, threshold))
+    out.push_back(Bucket{g, b.first, b.last, b.params});
 }
 
 Action bucket_action(const Chunk& c, const Bucket& b, ActionKind kind, Stream s, Collective op,

@@ -17,13 +17,22 @@ AdamState adam_state(TensorAllocator& alloc, int64_t count) {
 void adam_step(Kernels<float>& dev, const AdamConfig& config, AdamState& state,
                std::span<float> params, std::span<const float> grads) {
   assert(static_cast<int64_t>(params.size()) == state.m.size() && grads.size() == params.size());
+  const AdamPiece whole{params.data(), grads.data(), 0, state.m.size()};
+  adam_step(dev, config, state, std::span(&whole, 1));
+}
+
+void adam_step(Kernels<float>& dev, const AdamConfig& config, AdamState& state,
+               std::span<const AdamPiece> pieces) {
   ++state.step;
   // Bias corrections 1 − β^t (Kingma & Ba 2015, Algorithm 1), in double: β2^t is close to 1.
   const auto t = static_cast<double>(state.step);
   const auto bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(config.beta1), t));
   const auto bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(config.beta2), t));
-  dev.adam_update(config, bc1, bc2, params.data(), grads.data(), state.m.data(), state.v.data(),
-                  state.m.size());
+  for (const AdamPiece& p : pieces) {
+    assert(p.state_offset >= 0 && p.state_offset + p.count <= state.m.size());
+    dev.adam_update(config, bc1, bc2, p.params, p.grads, state.m.data() + p.state_offset,
+                    state.v.data() + p.state_offset, p.count);
+  }
 }
 
 void adam_update(const AdamConfig& config, float bias_correction1, float bias_correction2,

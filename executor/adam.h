@@ -24,6 +24,19 @@ AdamState adam_state(TensorAllocator& alloc, int64_t count);
 void adam_step(Kernels<float>& dev, const AdamConfig& config, AdamState& state,
                std::span<float> params, std::span<const float> grads);
 
+// Part of what the state covers: `count` parameters at `params`, their gradients at `grads` and
+// their moments at `state_offset` (a ZeRO-1/2 rank's piece of one unit, in the full flat buffer).
+struct AdamPiece {
+  float* params = nullptr;
+  const float* grads = nullptr;
+  int64_t state_offset = 0;
+  int64_t count = 0;
+};
+
+// One update of every piece (disjoint parts of the state); increments state.step once.
+void adam_step(Kernels<float>& dev, const AdamConfig& config, AdamState& state,
+               std::span<const AdamPiece> pieces);
+
 // The update of `count` elements as a host loop: the CPU backend's kernel (bias_correction1/2 are
 // 1 − β1^t and 1 − β2^t).
 void adam_update(const AdamConfig& config, float bias_correction1, float bias_correction2,

@@ -49,19 +49,6 @@ ElementRange rows_of(const ParamTensor& t) {
   return {t.row_begin, t.row_begin + t.local_rows};
 }
 
-RankShard rank_shard(const Model& m, const Layout& l, const RankCoord& c) {
-  RankShard s;
-  s.tp = l.tp;
-  s.tp_rank = c.tp;
-  for (int chunk = 0; chunk < l.vpp; ++chunk) {
-    const LayerRange r = virtual_stage_layers(m, l, virtual_stage(l, c.pp, chunk));
-    for (int layer = r.begin; layer < r.end; ++layer) s.layers.push_back(layer);
-  }
-  s.embedding = c.pp == 0;
-  s.head = c.pp == l.pp - 1;
-  return s;
-}
-
 const Program& checked(const Program& p, const Layout& l) {
   if (l.ep > 1)
     throw InputError("layout", "layout.ep", "the executor does not run expert parallelism",
@@ -76,9 +63,11 @@ const Program& checked(const Program& p, const Layout& l) {
   return p;
 }
 
-// The runtime of the settings' backend for `p`'s rank.
+// The runtime of the settings' backend for `p`'s rank, wrapped as they say.
 std::unique_ptr<RankRuntime> rank_runtime(const InterpreterSettings& s, const Program& p) {
-  return s.backend == Backend::cuda ? cuda_runtime(p, s.cuda) : mpi_runtime(p);
+  std::unique_ptr<RankRuntime> rt =
+      s.backend == Backend::cuda ? cuda_runtime(p, s.cuda) : mpi_runtime(p);
+  return s.wrap_runtime ? s.wrap_runtime(std::move(rt)) : std::move(rt);
 }
 
 int world_rank() {
@@ -108,15 +97,18 @@ RankInterpreter::State::State(const Model& model, const Training& training, cons
       dims(layer_dims(model, shard, lay.micro_batch, training.seq_len,
                       lay.sequence_parallel && lay.tp > 1, lay.cp, program.coord.cp)),
       zero_group(dense_dp_group(lay)),
-      shards{layout.total, group_size(lay, zero_group),
-             rank_in_group(lay, program.rank, zero_group)},
+      shards(zero_shards(program, layout, zero_group, group_size(lay, zero_group),
+                         rank_in_group(lay, program.rank, zero_group))),
       zero3(*rt, zero_group, shards) {
-  if (l.zero >= 3) {  // each rank initialises its own shard (zeros past its end), as FSDP does
+  if (l.zero >= 3) {  // each rank initialises its own pieces (zeros past their ends), as FSDP does
     param_shard =
         alloc.allocate<float>(MemoryCategory::parameters, shards.padded(), "parameter shard");
     std::vector<float> initial(static_cast<size_t>(shards.padded()));
-    init_parameters<float>(m, layout, settings.seed, shards.mine(),
-                           std::span(initial).first(static_cast<size_t>(shards.mine().count())));
+    for (size_t u = 0; u < shards.units.size(); ++u)
+      init_parameters<float>(
+          m, layout, settings.seed, shards.mine(u),
+          std::span(initial).subspan(static_cast<size_t>(shards.offsets[u]),
+                                     static_cast<size_t>(shards.mine(u).count())));
     to_device(param_shard.data(), initial);
   } else {
     params = alloc.allocate<float>(MemoryCategory::parameters, layout.total, "parameters");

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -38,12 +39,16 @@ struct InjectedFault {
   bool kill = false;
 };
 
+class RankRuntime;
+
 struct InterpreterSettings {
   uint64_t seed = 1234;  // initial parameters and data
   AdamConfig adam;
   InjectedFault fault;
   Backend backend = Backend::cpu;  // which runtime the ranks run on (rank_runtime.h)
   CudaSettings cuda;               // Backend::cuda's
+  // For tests: wraps the backend's runtime (to record its collectives); none in a run.
+  std::function<std::unique_ptr<RankRuntime>(std::unique_ptr<RankRuntime>)> wrap_runtime;
 };
 
 // The training state in the single-rank flat layout (param_layout of whole_model): what a

@@ -1,6 +1,7 @@
 // The data-parallel side of the interpreter (interpreter_state.h): gradient reductions over dp
 // (dp × cp) and the norms' over tp and the tied embedding's over the first and last stage, ZeRO's
-// parameter gathers and shards, the optimizer step, and the full state gathered and loaded.
+// parameter gathers and shards (per unit: zero_shards.h), the optimizer step, and the full state
+// gathered and loaded.
 #include <mpi.h>
 
 #include <algorithm>
@@ -12,21 +13,33 @@
 #include "executor/action_ranges.h"
 #include "executor/interpreter_state.h"
 #include "executor/whole_layout.h"
+#include "executor/zero_collectives.h"
 
 namespace shardplan {
+
+float* RankInterpreter::State::owned_grads(size_t u) {
+  return l.zero >= 2 ? grad_shard.data() + shards.offsets[u] : grads.data() + shards.mine(u).begin;
+}
 
 void RankInterpreter::State::all_reduce_tensor_grads(GroupComm& comm, ElementRange range) {
   if (l.zero == 0)
     return comm.all_reduce({grads.data() + range.begin, static_cast<size_t>(range.count())},
                            ReduceOp::sum);
-  const ElementRange mine = shards.mine();
-  const int64_t begin = std::clamp(range.begin, mine.begin, mine.end),
-                end = std::clamp(range.end, mine.begin, mine.end);
-  float* owned = l.zero >= 2 ? grad_shard.data() + (begin - mine.begin) : grads.data() + begin;
-  Buffer<float> full = side_buffer(*rt, MemoryCategory::buffers, range.count(), "gradient gather");
-  rt->group(zero_group).all_gather_range(shards, range, owned, full.data());
+  // The tensor assembled from the members' pieces: each adds its own to zeros, so the sum over
+  // zero_group is every piece in place, exactly.
+  Buffer<float> full = side_buffer(*rt, MemoryCategory::buffers, range.count(), "tensor gradient");
+  const auto each_piece = [&](auto&& f) {
+    for (size_t u = 0; u < shards.units.size(); ++u) {
+      const ElementRange mine = shards.mine(u);
+      const int64_t begin = std::max(range.begin, mine.begin), end = std::min(range.end, mine.end);
+      if (begin < end)
+        f(owned_grads(u) + (begin - mine.begin), full.data() + (begin - range.begin), end - begin);
+    }
+  };
+  each_piece([&](float* owned, float* in_full, int64_t n) { dev.copy(in_full, owned, n); });
+  rt->group(zero_group).all_reduce(full.span(), ReduceOp::sum);
   comm.all_reduce(full.span(), ReduceOp::sum);
-  dev.copy(owned, full.data() + (begin - range.begin), end - begin);
+  each_piece([&](float* owned, float* in_full, int64_t n) { dev.copy(owned, in_full, n); });
   rt->release_after_use(std::move(full));
 }
 
@@ -45,69 +58,66 @@ void RankInterpreter::State::grad_reduce(const Action& a) {
   // dependency), which the head's include the tied word embedding it borrowed under pp = 1.
   if (l.zero >= 3) return zero3.reduce_scatter(program.deps_of(a).front(), grad_shard.data());
   GroupComm& comm = rt->group(a.group);
-  const ElementRange mine = shards.mine();
   for (const ElementRange r : action_ranges(layout, a)) {
-    float* full = grads.data() + r.begin;
     if (a.op == Collective::all_reduce) {
-      comm.all_reduce({full, static_cast<size_t>(r.count())}, ReduceOp::sum);
-    } else if (l.zero == 1) {  // the reduced part back into the buffer the optimizer steps
-      const int64_t begin = std::clamp(r.begin, mine.begin, mine.end),
-                    end = std::clamp(r.end, mine.begin, mine.end);
+      comm.all_reduce({grads.data() + r.begin, static_cast<size_t>(r.count())}, ReduceOp::sum);
+      continue;
+    }
+    for (const size_t u : shards.units_in(r)) {
+      const ElementRange unit = shards.units[u];
+      const std::span<float> full(grads.data() + unit.begin, static_cast<size_t>(unit.count()));
+      if (l.zero == 2) {  // ZeRO-2 keeps the shard; the bucket starts the next micro-batch at 0
+        reduce_scatter_add(*rt, comm, shards, u, full, grad_shard.data());
+        dev.fill(full.data(), unit.count(), 0.0f);
+        continue;
+      }
+      // ZeRO-1: the reduced piece back into the buffer the optimizer steps.
       Buffer<float> part =
-          side_buffer(*rt, MemoryCategory::buffers, end - begin, "reduce-scatter output");
-      comm.reduce_scatter_range(shards, r, full, part.data());
-      dev.copy(grads.data() + begin, part.data(), part.size());
+          side_buffer(*rt, MemoryCategory::buffers, shards.piece(u), "reduce-scatter output");
+      reduce_scatter_unit(*rt, comm, shards, u, full, part.data());
+      dev.copy(owned_grads(u), part.data(), shards.mine(u).count());
       rt->release_after_use(std::move(part));
-    } else {  // ZeRO-2 keeps the shard; the bucket starts the next micro-batch at 0
-      reduce_scatter_add(*rt, comm, shards, r, full, grad_shard.data());
-      dev.fill(full, r.count(), 0.0f);
     }
   }
 }
 
 void RankInterpreter::State::param_gather(const Action& a, uint32_t index) {
   if (l.zero >= 3) return zero3.gather(index, action_ranges(layout, a), param_shard.data());
-  const ElementRange mine = shards.mine();
-  for (const ElementRange r : action_ranges(layout, a)) {
-    const int64_t begin = std::clamp(r.begin, mine.begin, mine.end);
-    rt->group(a.group).all_gather_range(shards, r, params.data() + begin, params.data() + r.begin);
-  }
+  for (const ElementRange r : action_ranges(layout, a))
+    for (const size_t u : shards.units_in(r)) {
+      const ElementRange unit = shards.units[u];
+      all_gather_unit(*rt, rt->group(a.group), shards, u, params.data() + shards.mine(u).begin,
+                      {params.data() + unit.begin, static_cast<size_t>(unit.count())});
+    }
 }
 
 void RankInterpreter::State::optimizer_step() {
   if (l.zero == 0) return adam_step(dev, settings.adam, adam, params.span(), grads.span());
-  const ElementRange mine = shards.mine();
-  const auto n = static_cast<size_t>(shards.padded());
-  const auto padded = [&](float* p, Buffer<float>& scratch) {
-    if (mine.count() == shards.padded()) return std::span<float>(p, n);
-    scratch = alloc.allocate<float>(MemoryCategory::buffers, shards.padded(), "padded shard");
-    dev.copy(scratch.data(), p, mine.count());
-    return scratch.span();
-  };
-  Buffer<float> p_scratch, g_scratch;
-  const std::span<float> p =
-      l.zero >= 3 ? param_shard.span() : padded(params.data() + mine.begin, p_scratch);
-  const std::span<float> g =
-      l.zero >= 2 ? grad_shard.span() : padded(grads.data() + mine.begin, g_scratch);
-  adam_step(dev, settings.adam, adam, p, g);
-  if (!p_scratch.empty()) dev.copy(params.data() + mine.begin, p.data(), mine.count());
-}
-
-const float* RankInterpreter::State::owned_params() const {
-  if (l.zero >= 3) return param_shard.data();
-  return l.zero >= 1 ? params.data() + shards.mine().begin : params.data();
+  if (l.zero >= 3)
+    return adam_step(dev, settings.adam, adam, param_shard.span(), grad_shard.span());
+  std::vector<AdamPiece> pieces;
+  for (size_t u = 0; u < shards.units.size(); ++u)
+    pieces.push_back({params.data() + shards.mine(u).begin, owned_grads(u), shards.offsets[u],
+                      shards.mine(u).count()});
+  adam_step(dev, settings.adam, adam, pieces);
 }
 
 std::vector<float> RankInterpreter::State::rank_flat(const float* owned) {
   std::vector<float> flat(static_cast<size_t>(layout.total));
   streams.select(Stream::compute);
-  Buffer<float> gathered;
-  if (l.zero > 0) {
-    gathered = alloc.allocate<float>(MemoryCategory::buffers, layout.total, "gathered state");
-    rt->group(zero_group).all_gather_range(shards, {0, layout.total}, owned, gathered.data());
-    owned = gathered.data();
+  if (l.zero == 0) {
+    dev.copy_to_host(flat.data(), owned, layout.total * static_cast<int64_t>(sizeof(float)));
+    return flat;
   }
-  dev.copy_to_host(flat.data(), owned, layout.total * static_cast<int64_t>(sizeof(float)));
+  GroupComm& comm = rt->group(zero_group);
+  for (size_t u = 0; u < shards.units.size(); ++u) {
+    const ElementRange unit = shards.units[u];
+    Buffer<float> gathered = alloc.allocate<float>(
+        MemoryCategory::buffers, shards.members * shards.piece(u), "gathered state");
+    all_gather_unit(*rt, comm, shards, u, owned + shards.offsets[u], gathered.span());
+    dev.copy_to_host(flat.data() + unit.begin, gathered.data(),
+                     unit.count() * static_cast<int64_t>(sizeof(float)));
+  }
   return flat;
 }
 
@@ -115,15 +125,23 @@ std::vector<float> RankInterpreter::State::whole(const float* owned) {
   return to_whole_layout(m, layout, program.coord, rank_flat(owned));
 }
 
+std::vector<float> RankInterpreter::State::whole_params() {
+  if (l.zero == 0) return whole(params.data());
+  if (l.zero >= 3) return whole(param_shard.data());
+  Buffer<float> owned =
+      alloc.allocate<float>(MemoryCategory::buffers, shards.padded(), "parameter pieces");
+  own_shard(params.data(), owned);
+  return whole(owned.data());
+}
+
 void RankInterpreter::State::own_shard(const float* flat, Buffer<float>& into) {
-  const ElementRange mine = shards.mine();
   dev.fill(into.data(), into.size(), 0.0f);
-  dev.copy(into.data(), flat + mine.begin, mine.count());
+  for (size_t u = 0; u < shards.units.size(); ++u)
+    dev.copy(into.data() + shards.offsets[u], flat + shards.mine(u).begin, shards.mine(u).count());
 }
 
 std::vector<float> RankInterpreter::gather_full_parameters() {
-  State& s = *s_;
-  return s.whole(s.owned_params());
+  return s_->whole_params();
 }
 
 FullState RankInterpreter::gather_full_state() {

@@ -52,7 +52,7 @@ struct RankInterpreter::State {
   MatmulStats matmul;
   LayerContext<float> ctx{alloc, tp, &matmul, &cp, &dev};
   Group zero_group;           // the dense weights' replicas, which ZeRO shards over: dp, or dp·cp
-  FlatShards shards;          // ZeRO's shards of the flat buffer over zero_group
+  ZeroShards shards;          // ZeRO's shards of the flat buffer over zero_group, per unit
   Buffer<float> params;       // the full flat buffer; none under ZeRO-3
   Buffer<float> grads;        // the full flat buffer (ZeRO-2: the bucket); none under ZeRO-3
   Buffer<float> param_shard;  // ZeRO-3: this rank's padded shard
@@ -122,10 +122,14 @@ struct RankInterpreter::State {
   // Every action's start and end in seconds from the step's start (after the step's streams ended).
   std::vector<ActionTiming> timings() const;
 
-  // Gradient sums over `comm` of the tensors in `range` (replicated norms over tp, the tied
+  // Where this rank keeps its reduced gradients of unit u under ZeRO: its piece of the flat
+  // buffer (ZeRO-1), or of its gradient shard (ZeRO-2 and 3).
+  float* owned_grads(size_t u);
+
+  // Gradient sums over `comm` of the tensor at `range` (replicated norms over tp, the tied
   // embedding over the first and last stage) where this rank keeps its reduced gradients: the
-  // whole buffer, or under ZeRO its shard (gathered over zero_group for the sum, then put back:
-  // the two stages' shards cover different tensors).
+  // whole buffer, or under ZeRO its pieces (assembled over zero_group for the sum, then put back:
+  // the members of `comm` hold other pieces of it).
   void all_reduce_tensor_grads(GroupComm& comm, ElementRange range);
 
   void grad_reduce(const Action& a);
@@ -133,23 +137,23 @@ struct RankInterpreter::State {
   // The param_gather at program index `index`.
   void param_gather(const Action& a, uint32_t index);
 
-  // Adam on what this rank owns: everything, or its ZeRO shard (stored padded under ZeRO; a shard
-  // shorter than the padding is stepped through a padded copy).
+  // Adam on what this rank owns: everything, its padded shard (ZeRO-3), or its pieces of the
+  // flat buffer (ZeRO-1/2), whose moments lie in a padded shard.
   void optimizer_step();
 
-  // What this rank's optimizer owns of the parameters: the flat buffer, or under ZeRO its shard.
-  const float* owned_params() const;
-
-  // This rank's whole flat buffer (layout.total) of what it owns (`owned`), on the host: a copy,
-  // or under ZeRO the ZeRO shards gathered.
+  // This rank's whole flat buffer (layout.total), on the host, from what it owns (`owned`): the
+  // flat buffer with ZeRO off, else its padded shard (every member's gathered, unit by unit).
   std::vector<float> rank_flat(const float* owned);
 
-  // What this rank owns (`owned`: parameters or an Adam moment) in the whole model's flat layout,
-  // on rank 0.
+  // What this rank owns (`owned`: as rank_flat takes it) in the whole model's flat layout, on
+  // rank 0.
   std::vector<float> whole(const float* owned);
 
-  // This rank's ZeRO shard of `flat` (on the device) into the padded shard buffer `into` (zeros
-  // past its end).
+  // The parameters in the whole model's flat layout, on rank 0.
+  std::vector<float> whole_params();
+
+  // This rank's pieces of `flat` (on the device) into the padded shard buffer `into` (zeros past
+  // each piece's end).
   void own_shard(const float* flat, Buffer<float>& into);
 
   void inject_fault(size_t action);

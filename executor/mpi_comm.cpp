@@ -26,29 +26,7 @@ MPI_Comm split(const std::vector<int64_t>& members, int64_t rank) {
   return comm;
 }
 
-std::vector<int> int_counts(const std::vector<int64_t>& counts) {
-  std::vector<int> out;
-  for (int64_t c : counts) out.push_back(to_int(c));
-  return out;
-}
-
-std::vector<int> displacements(const std::vector<int>& counts) {
-  std::vector<int> d(counts.size(), 0);
-  for (size_t i = 1; i < counts.size(); ++i) d[i] = d[i - 1] + counts[i - 1];
-  return d;
-}
-
 }  // namespace
-
-std::vector<int64_t> FlatShards::counts_in(ElementRange range) const {
-  std::vector<int64_t> counts;
-  for (int i = 0; i < members; ++i) {
-    const ElementRange s = split_range(total, members, i);
-    counts.push_back(
-        std::max<int64_t>(0, std::min(s.end, range.end) - std::max(s.begin, range.begin)));
-  }
-  return counts;
-}
 
 MpiGroups::MpiGroups(const Program& p) {
   for (const auto& [g, name] : kGroupNames)
@@ -85,16 +63,14 @@ void MpiGroupComm::all_reduce(std::span<float> x, ReduceOp op) {
 
 void MpiGroupComm::all_gather(std::span<const float> part, std::span<float> full) {
   assert(full.size() == part.size() * static_cast<size_t>(size_));
-  timed(Collective::all_gather, [&] {
-    const int n = to_int(static_cast<int64_t>(part.size()));
-    MPI_Allgather(part.data(), n, MPI_FLOAT, full.data(), n, MPI_FLOAT, comm_);
-  });
+  timed(Collective::all_gather,
+        [&] { all_gather_blocks(part.data(), full.data(), static_cast<int64_t>(part.size())); });
 }
 
 void MpiGroupComm::reduce_scatter(std::span<const float> full, std::span<float> part) {
   assert(full.size() == part.size() * static_cast<size_t>(size_));
   timed(Collective::reduce_scatter, [&] {
-    reduce_scatter_equal(comm_, full.data(), part.data(), static_cast<int64_t>(part.size()), size_);
+    reduce_scatter_blocks(full.data(), part.data(), static_cast<int64_t>(part.size()));
   });
 }
 
@@ -103,20 +79,13 @@ void reduce_scatter_equal(MPI_Comm comm, const float* full, float* part, int64_t
   MPI_Reduce_scatter(full, part, counts.data(), MPI_FLOAT, MPI_SUM, comm);
 }
 
-void MpiGroupComm::reduce_scatter_range(const FlatShards& s, ElementRange range, const float* in,
-                                        float* part) {
-  const std::vector<int> counts = int_counts(s.counts_in(range));
-  // MPI_Reduce_scatter: uneven counts, member i receives counts[i] elements (MPI 4.0 §6.10.1).
-  MPI_Reduce_scatter(in, part, counts.data(), MPI_FLOAT, MPI_SUM, comm_);
+void MpiGroupComm::reduce_scatter_blocks(const float* in, float* part, int64_t count) {
+  reduce_scatter_equal(comm_, in, part, count, size_);
 }
 
-void MpiGroupComm::all_gather_range(const FlatShards& s, ElementRange range, const float* part,
-                                    float* out) {
-  const std::vector<int> counts = int_counts(s.counts_in(range));
-  const std::vector<int> displs = displacements(counts);
-  const auto me = static_cast<size_t>(s.index);
-  const void* send = part == out + displs[me] ? MPI_IN_PLACE : part;
-  MPI_Allgatherv(send, counts[me], MPI_FLOAT, out, counts.data(), displs.data(), MPI_FLOAT, comm_);
+void MpiGroupComm::all_gather_blocks(const float* part, float* out, int64_t count) {
+  const void* send = part == out + rank_ * count ? MPI_IN_PLACE : part;
+  MPI_Allgather(send, to_int(count), MPI_FLOAT, out, to_int(count), MPI_FLOAT, comm_);
 }
 
 void MpiP2p::send(Buffer<float> message, int64_t peer, int64_t tag, Pass) {

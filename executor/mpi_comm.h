@@ -1,7 +1,7 @@
 // MPI for the CPU backend: one communicator per parallel group of a rank (split from
 // MPI_COMM_WORLD by the placement), each group's collectives over it (GroupComm: the tp and cp
-// collectives the layers call, stamped; the flat-buffer collectives of data parallelism and ZeRO
-// over uneven shards), and the pipeline's sends and receives.
+// collectives the layers call, stamped; ZeRO's over a unit's equal blocks), and the pipeline's
+// sends and receives.
 #pragma once
 
 #include <mpi.h>
@@ -45,10 +45,8 @@ class MpiGroupComm final : public GroupComm {
   void all_reduce(std::span<float> x, ReduceOp op) override;
   void all_gather(std::span<const float> part, std::span<float> full) override;
   void reduce_scatter(std::span<const float> full, std::span<float> part) override;
-  void reduce_scatter_range(const FlatShards& s, ElementRange range, const float* in,
-                            float* part) override;
-  void all_gather_range(const FlatShards& s, ElementRange range, const float* part,
-                        float* out) override;
+  void reduce_scatter_blocks(const float* in, float* part, int64_t count) override;
+  void all_gather_blocks(const float* part, float* out, int64_t count) override;
 
  private:
   template <class Call>

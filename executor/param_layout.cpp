@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/schedule.h"
 
 namespace shardplan {
 
@@ -146,6 +147,19 @@ struct LayoutBuilder {
 };
 
 }  // namespace
+
+RankShard rank_shard(const Model& m, const Layout& l, const RankCoord& c) {
+  RankShard s;
+  s.tp = l.tp;
+  s.tp_rank = c.tp;
+  for (int chunk = 0; chunk < l.vpp; ++chunk) {
+    const LayerRange r = virtual_stage_layers(m, l, virtual_stage(l, c.pp, chunk));
+    for (int layer = r.begin; layer < r.end; ++layer) s.layers.push_back(layer);
+  }
+  s.embedding = c.pp == 0;
+  s.head = c.pp == l.pp - 1;
+  return s;
+}
 
 ParamLayout param_layout(const Model& m, const RankShard& shard) {
   check_supported(m, shard.tp);

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "core/enum_names.h"
+#include "core/layout.h"
 #include "core/model.h"
+#include "core/placement.h"
 
 namespace shardplan {
 
@@ -64,6 +66,9 @@ struct RankShard {
 
 // Every layer, tp = 1: the single-rank model.
 RankShard whole_model(const Model& m);
+
+// What the rank at `c` holds under `l`: its tp part of its pipeline rank's chunks.
+RankShard rank_shard(const Model& m, const Layout& l, const RankCoord& c);
 
 // Half-open range of elements in a flat buffer.
 struct ElementRange {

@@ -1,17 +1,21 @@
 #include "executor/zero3_units.h"
 
-#include <algorithm>
 #include <cassert>
+#include <span>
 #include <utility>
+
+#include "executor/zero_collectives.h"
 
 namespace shardplan {
 
 namespace {
 
-template <class T, class Buffers>
-FlatView<T> view_of(const std::vector<ElementRange>& ranges, Buffers& buffers) {
+// The flat buffer's units `g` holds, each at its buffer.
+template <class T, class Held>
+FlatView<T> view_of(const ZeroShards& s, Held& g) {
   FlatView<T> v;
-  for (size_t i = 0; i < ranges.size(); ++i) v.pieces.push_back({ranges[i], buffers[i].data()});
+  for (size_t i = 0; i < g.units.size(); ++i)
+    v.pieces.push_back({s.units[g.units[i]], g.buffers[i].data()});
   return v;
 }
 
@@ -48,40 +52,33 @@ std::optional<size_t> ready_gather(const Program& p, size_t next,
   return std::nullopt;
 }
 
-void reduce_scatter_add(RankRuntime& rt, GroupComm& comm, const FlatShards& shards,
-                        ElementRange range, const float* full, float* shard) {
-  const ElementRange mine = shards.mine();
-  const int64_t begin = std::clamp(range.begin, mine.begin, mine.end),
-                end = std::clamp(range.end, mine.begin, mine.end);
-  Buffer<float> part =
-      side_buffer(rt, MemoryCategory::buffers, end - begin, "reduce-scatter output");
-  comm.reduce_scatter_range(shards, range, full, part.data());
-  rt.kernels().residual_add(shard + (begin - mine.begin), part.data(), nullptr, 1, part.size());
-  rt.release_after_use(std::move(part));
-}
-
-Zero3Units::Zero3Units(RankRuntime& rt, Group zero_group, const FlatShards& shards)
+Zero3Units::Zero3Units(RankRuntime& rt, Group zero_group, const ZeroShards& shards)
     : rt_(rt), comm_(rt.group(zero_group)), shards_(shards) {}
+
+Zero3Units::Unit Zero3Units::allocate(const std::vector<size_t>& units, const char* what) {
+  Unit out{units, {}};
+  for (const size_t u : units)
+    out.buffers.push_back(
+        side_buffer(rt_, MemoryCategory::buffers, shards_.members * shards_.piece(u), what));
+  return out;
+}
 
 void Zero3Units::gather(uint32_t gather, const std::vector<ElementRange>& ranges,
                         const float* param_shard) {
-  const ElementRange mine = shards_.mine();
-  Unit u{ranges, {}};
-  for (const ElementRange r : ranges) {
-    Buffer<float> full =
-        side_buffer(rt_, MemoryCategory::buffers, r.count(), "gathered parameters");
-    const int64_t begin = std::clamp(r.begin, mine.begin, mine.end);
-    comm_.all_gather_range(shards_, r, param_shard + (begin - mine.begin), full.data());
-    u.buffers.push_back(std::move(full));
-  }
-  const bool fresh = params_.emplace(gather, std::move(u)).second;
+  std::vector<size_t> units;
+  for (const ElementRange r : ranges)
+    for (const size_t u : shards_.units_in(r)) units.push_back(u);
+  Unit g = allocate(units, "gathered parameters");
+  for (size_t i = 0; i < units.size(); ++i)
+    all_gather_unit(rt_, comm_, shards_, units[i], param_shard + shards_.offsets[units[i]],
+                    g.buffers[i].span());
+  const bool fresh = params_.emplace(gather, std::move(g)).second;
   assert(fresh);
   (void)fresh;
 }
 
 FlatView<const float> Zero3Units::params(uint32_t gather) const {
-  const Unit& u = params_.at(gather);
-  return view_of<const float>(u.ranges, u.buffers);
+  return view_of<const float>(shards_, params_.at(gather));
 }
 
 void Zero3Units::release(Unit& u) {
@@ -96,23 +93,20 @@ void Zero3Units::reshard(uint32_t gather) {
 }
 
 FlatView<float> Zero3Units::start_gradients(uint32_t gather, uint32_t compute) {
-  Unit u{params_.at(gather).ranges, {}};
-  for (const ElementRange r : u.ranges)
-    u.buffers.push_back(
-        rt_.allocator().allocate<float>(MemoryCategory::buffers, r.count(), "unit gradients"));
-  const auto [it, fresh] = grads_.emplace(compute, std::move(u));
+  const auto [it, fresh] =
+      grads_.emplace(compute, allocate(params_.at(gather).units, "unit gradients"));
   assert(fresh);
   (void)fresh;
-  return view_of<float>(it->second.ranges, it->second.buffers);
+  return view_of<float>(shards_, it->second);
 }
 
 void Zero3Units::reduce_scatter(uint32_t compute, float* grad_shard) {
   const auto it = grads_.find(compute);
   assert(it != grads_.end());
-  Unit& u = it->second;
-  for (size_t i = 0; i < u.ranges.size(); ++i)
-    reduce_scatter_add(rt_, comm_, shards_, u.ranges[i], u.buffers[i].data(), grad_shard);
-  release(u);
+  Unit& g = it->second;
+  for (size_t i = 0; i < g.units.size(); ++i)
+    reduce_scatter_add(rt_, comm_, shards_, g.units[i], g.buffers[i].span(), grad_shard);
+  release(g);
   grads_.erase(it);
 }
 

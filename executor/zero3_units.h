@@ -3,9 +3,11 @@
 // with a full recompute's re-forward) and freed when that use ends (reshard after forward and
 // after backward), and the unit's gradients from its backward until they are reduce-scattered into
 // the rank's gradient shard. A unit is a layer, the embedding or the head — with the word
-// embedding it borrows when the embeddings are tied and pp = 1. Both are charged as buffers; no
-// full flat copy of the parameters or gradients exists. Every buffer and collective goes through
-// the rank's runtime (rank_runtime.h), so the CPU and CUDA backends hold the same.
+// embedding it borrows when the embeddings are tied and pp = 1 (a unit of its own in the shards:
+// zero_shards.h). Both are charged as buffers, each unit padded to a multiple of the members as
+// FSDP's unsharded FlatParameter is; no full flat copy of the parameters or gradients exists.
+// Every buffer and collective goes through the rank's runtime (rank_runtime.h), so the CPU and
+// CUDA backends hold the same.
 #pragma once
 
 #include <cstdint>
@@ -17,14 +19,9 @@
 #include "executor/flat_view.h"
 #include "executor/rank_runtime.h"
 #include "executor/step_streams.h"
+#include "executor/zero_shards.h"
 
 namespace shardplan {
-
-// `full` (the flat buffer's `range`) summed over the members of `comm`; this rank's part of the
-// sum added into its padded shard `shard` (ZeRO-2's bucket and ZeRO-3's unit gradients, which
-// accumulate over micro-batches in the shard). On the selected stream.
-void reduce_scatter_add(RankRuntime& rt, GroupComm& comm, const FlatShards& shards,
-                        ElementRange range, const float* full, float* shard);
 
 // The param_gather the unit pass at actions [first, last) of `p` waits for (a dependency of its
 // first compute); none where the zero group has one member and the program gathers nothing.
@@ -45,10 +42,11 @@ std::optional<size_t> ready_gather(const Program& p, size_t next, const std::vec
 class Zero3Units {
  public:
   // `zero_group`: the group ZeRO shards over (dp, or dp·cp), whose shards `shards` describes.
-  Zero3Units(RankRuntime& rt, Group zero_group, const FlatShards& shards);
+  Zero3Units(RankRuntime& rt, Group zero_group, const ZeroShards& shards);
 
-  // The param_gather at program index `gather`, on the selected stream: `ranges` of every
-  // member's shard (this rank's in `param_shard`, padded) all-gathered into one buffer per range.
+  // The param_gather at program index `gather`, on the selected stream: the units making up
+  // `ranges`, each all-gathered from every member's piece (this rank's in `param_shard`) into a
+  // buffer of its own.
   void gather(uint32_t gather, const std::vector<ElementRange>& ranges, const float* param_shard);
   // Its parameters, for the pass that waits for it; reshard() frees them once the selected stream
   // (the compute stream, at that pass's end) has passed its last use.
@@ -66,16 +64,18 @@ class Zero3Units {
   bool empty() const { return params_.empty() && grads_.empty(); }
 
  private:
-  // One unit's full-size pieces: buffers[i] holds the flat buffer's ranges[i].
+  // A gather's or a backward's full-size buffers: buffers[i] holds unit units[i] of the shards
+  // (padded).
   struct Unit {
-    std::vector<ElementRange> ranges;
+    std::vector<size_t> units;
     std::vector<Buffer<float>> buffers;
   };
+  Unit allocate(const std::vector<size_t>& units, const char* what);
   void release(Unit& u);
 
   RankRuntime& rt_;
   GroupComm& comm_;
-  FlatShards shards_;
+  const ZeroShards& shards_;
   std::map<uint32_t, Unit> params_;  // by param_gather index
   std::map<uint32_t, Unit> grads_;   // by the backward's last compute index
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/zero_units.h"
 #include "simulator/activation_memory.h"
 #include "simulator/comm_volume.h"
 #include "simulator/pipeline_model.h"
@@ -9,10 +10,9 @@
 
 namespace shardplan {
 
-ModelStateBytes model_state_bytes(int64_t params, int64_t dp, int zero, const Training& t) {
+ModelStateBytes model_state_bytes(int64_t params, int64_t shard, int zero, const Training& t) {
   const int64_t fp32 = dtype_bytes(Dtype::fp32);
   const int64_t e = dtype_bytes(t.dtype);
-  const int64_t shard = shard_size(params, dp);
   // Under mixed precision the optimizer keeps an fp32 master copy (Micikevicius et al. 2018);
   // Adam keeps two fp32 moments (ZeRO §3.1: K = 12 bytes per parameter with the master copy).
   const int64_t master = t.master_weights && e < fp32 ? fp32 : 0;
@@ -35,25 +35,38 @@ ModelStateBytes operator+(const ModelStateBytes& a, const ModelStateBytes& b) {
 
 // ZeRO-3 keeps the full parameters of the unit being computed and of the one prefetched, plus the
 // unit's full gradients until they are reduce-scattered (Zhao et al. 2023, PyTorch FSDP §3.3–3.4:
-// the rate limiter allows two all-gathers in flight). The embedding and the head are units too.
+// the rate limiter allows two all-gathers in flight), each padded to a multiple of the ranks it is
+// sharded over (core/zero_units.h: FSDP's unsharded FlatParameter keeps its padding). The
+// embedding and the head are units too.
 int64_t zero3_gathered_bytes(const Model& m, const Training& t, const Layout& l,
                              const StageLayers& s) {
+  const int64_t ranks = dense_replicas(l);
+  const auto padded = [&](int64_t n) { return shard_size(n, ranks) * ranks; };
   int64_t unit = 0;
-  if (s.dense_layers > 0) unit = layer_param_shard(m, l, false).total();
-  if (s.moe_layers > 0) unit = std::max(unit, layer_param_shard(m, l, true).total());
-  if (s.first || s.last) unit = std::max(unit, word_embedding_shard(m, l.tp));
+  if (s.dense_layers > 0) unit = padded(layer_param_shard(m, l, false).total());
+  if (s.moe_layers > 0) unit = std::max(unit, padded(layer_param_shard(m, l, true).total()));
+  if (s.first || s.last) unit = std::max(unit, padded(word_embedding_shard(m, l.tp)));
   return unit * (2 * dtype_bytes(t.dtype) + dtype_bytes(t.grad_dtype));
 }
 
 }  // namespace
+
+ModelStateBytes stage_model_state_bytes(const Model& m, const Training& t, const Layout& l,
+                                        const StageLayers& s) {
+  const ParamShard p = param_shard(m, l, s);
+  // Dense weights sharded per ZeRO unit (core/zero_units.h); expert weights, which the executor
+  // does not run, as one unit over the expert data-parallel group.
+  const std::vector<int64_t> units = zero_unit_params(m, l, s.stage);
+  return model_state_bytes(p.dense(), zero_shard_params(units, dense_replicas(l)), l.zero, t) +
+         model_state_bytes(p.experts, shard_size(p.experts, expert_replicas(l)), l.zero, t);
+}
 
 RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
                        const Device& d, const ExecutionOptions& x) {
   RankMemory r;
   r.stage = s.stage;
   const ParamShard p = param_shard(m, l, s);
-  r.state = model_state_bytes(p.dense(), dense_replicas(l), l.zero, t) +
-            model_state_bytes(p.experts, expert_replicas(l), l.zero, t);
+  r.state = stage_model_state_bytes(m, t, l, s);
 
   const RankShape shape = rank_shape(t, l);
   const int64_t chunks = inflight_chunk_microbatches(l, s.stage);

@@ -18,11 +18,11 @@
 
 namespace shardplan {
 
-// Model state of `params` parameters replicated over `dp` data-parallel ranks. ZeRO (Rajbhandari
-// et al. 2020 §5): stage 1 partitions the optimizer state (fp32 master weights and Adam moments),
-// stage 2 also the gradients, stage 3 (= FSDP full shard) also the parameters. A partitioned
-// buffer is padded to a multiple of dp, each rank holding ceil(params/dp) elements (DeepSpeed
-// flattens and pads each group; FSDP pads its FlatParameter to the world size).
+// Model state of `params` parameters replicated over the data-parallel ranks, of which one rank's
+// ZeRO shard holds `shard` (padded: core/zero_units.h's zero_shard_params, ceil(n/dp) of each
+// unit). ZeRO (Rajbhandari et al. 2020 §5): stage 1 partitions the optimizer state (fp32 master
+// weights and Adam moments), stage 2 also the gradients, stage 3 (= FSDP full shard) also the
+// parameters.
 struct ModelStateBytes {
   int64_t parameters = 0;         // compute dtype
   int64_t gradients = 0;          // grad dtype
@@ -33,7 +33,12 @@ struct ModelStateBytes {
   int64_t total() const { return parameters + gradients + optimizer(); }
 };
 
-ModelStateBytes model_state_bytes(int64_t params, int64_t dp, int zero, const Training& t);
+ModelStateBytes model_state_bytes(int64_t params, int64_t shard, int zero, const Training& t);
+
+// The model state of one rank of stage `s`: dense weights sharded per ZeRO unit over dp·cp, expert
+// weights over dp/ep·cp.
+ModelStateBytes stage_model_state_bytes(const Model& m, const Training& t, const Layout& l,
+                                        const StageLayers& s);
 
 // The peak of one rank of a pipeline stage (every tp, cp and dp rank of a stage needs the same).
 struct RankMemory {

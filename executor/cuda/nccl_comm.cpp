@@ -18,23 +18,6 @@ size_t count_of(int64_t n) {
   return static_cast<size_t>(n);
 }
 
-bool all_equal(const std::vector<int64_t>& counts) {
-  return std::adjacent_find(counts.begin(), counts.end(), std::not_equal_to<>()) == counts.end();
-}
-
-// One call per member with elements in `counts` (its count, and the offset of its part: parts
-// follow one another in member order), all in one NCCL group.
-template <class PerMember>
-void per_member(const std::vector<int64_t>& counts, PerMember&& call) {
-  SHARDPLAN_NCCL_CHECK(ncclGroupStart());
-  int64_t offset = 0;
-  for (size_t member = 0; member < counts.size(); ++member) {
-    if (counts[member] > 0) call(static_cast<int>(member), offset, count_of(counts[member]));
-    offset += counts[member];
-  }
-  SHARDPLAN_NCCL_CHECK(ncclGroupEnd());
-}
-
 }  // namespace
 
 NcclComm::NcclComm(MPI_Comm group) {
@@ -113,35 +96,16 @@ void NcclGroupComm::reduce_scatter(std::span<const float> full, std::span<float>
   });
 }
 
-void NcclGroupComm::reduce_scatter_range(const FlatShards& sh, ElementRange range, const float* in,
-                                         float* part) {
-  const std::vector<int64_t> counts = sh.counts_in(range);
+void NcclGroupComm::reduce_scatter_blocks(const float* in, float* part, int64_t count) {
   on_selected_stream([&](cudaStream_t s) {
-    if (all_equal(counts)) {
-      SHARDPLAN_NCCL_CHECK(
-          ncclReduceScatter(in, part, count_of(counts[0]), ncclFloat, ncclSum, comm_.get(), s));
-      return;
-    }
-    per_member(counts, [&](int member, int64_t offset, size_t n) {
-      SHARDPLAN_NCCL_CHECK(ncclReduce(in + offset, member == sh.index ? part : nullptr, n,
-                                      ncclFloat, ncclSum, member, comm_.get(), s));
-    });
+    SHARDPLAN_NCCL_CHECK(
+        ncclReduceScatter(in, part, count_of(count), ncclFloat, ncclSum, comm_.get(), s));
   });
 }
 
-void NcclGroupComm::all_gather_range(const FlatShards& sh, ElementRange range, const float* part,
-                                     float* out) {
-  const std::vector<int64_t> counts = sh.counts_in(range);
+void NcclGroupComm::all_gather_blocks(const float* part, float* out, int64_t count) {
   on_selected_stream([&](cudaStream_t s) {
-    if (all_equal(counts)) {
-      SHARDPLAN_NCCL_CHECK(
-          ncclAllGather(part, out, count_of(counts[0]), ncclFloat, comm_.get(), s));
-      return;
-    }
-    per_member(counts, [&](int member, int64_t offset, size_t n) {
-      SHARDPLAN_NCCL_CHECK(ncclBroadcast(member == sh.index ? part : out + offset, out + offset, n,
-                                         ncclFloat, member, comm_.get(), s));
-    });
+    SHARDPLAN_NCCL_CHECK(ncclAllGather(part, out, count_of(count), ncclFloat, comm_.get(), s));
   });
 }
 

@@ -55,13 +55,9 @@ class NcclGroupComm final : public GroupComm {
   void all_reduce(std::span<float> x, ReduceOp op) override;
   void all_gather(std::span<const float> part, std::span<float> full) override;
   void reduce_scatter(std::span<const float> full, std::span<float> part) override;
-  // Equal parts: ncclReduceScatter / ncclAllGather. Uneven parts (ZeRO's last shard, a bucket's
-  // edges): one ncclReduce to each member (one ncclBroadcast from each) in an NCCL group, as
-  // PyTorch's ProcessGroupNCCL reduces and gathers tensors of uneven sizes.
-  void reduce_scatter_range(const FlatShards& s, ElementRange range, const float* in,
-                            float* part) override;
-  void all_gather_range(const FlatShards& s, ElementRange range, const float* part,
-                        float* out) override;
+  // ncclReduceScatter / ncclAllGather (in place when `part` is this rank's block of `out`).
+  void reduce_scatter_blocks(const float* in, float* part, int64_t count) override;
+  void all_gather_blocks(const float* part, float* out, int64_t count) override;
 
  private:
   template <class Issue>

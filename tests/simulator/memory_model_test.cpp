@@ -4,6 +4,7 @@
 
 #include "core/param_shard.h"
 #include "simulator_fixtures.h"
+#include "tests/core/odd_model.h"
 
 using namespace shardplan;
 
@@ -25,15 +26,15 @@ TEST_CASE("ZeRO paper example: 7.5B parameters, Nd = 64, mixed-precision Adam", 
   const Training t = mixed_precision_adam();
   const int64_t psi = 7'500'000'000;  // 7.5e9 / 64 = 117,187,500 exactly
   // stage 0: 16Ψ = 120e9
-  CHECK(model_state_bytes(psi, 64, 0, t).total() == 120'000'000'000);
+  CHECK(model_state_bytes(psi, shard_size(psi, 64), 0, t).total() == 120'000'000'000);
   // stage 1: 2Ψ + 2Ψ + 12Ψ/64 = 30e9 + 1.40625e9 = 31.40625e9 ("31.4 GB")
-  CHECK(model_state_bytes(psi, 64, 1, t).total() == 31'406'250'000);
+  CHECK(model_state_bytes(psi, shard_size(psi, 64), 1, t).total() == 31'406'250'000);
   // stage 2: 2Ψ + (2 + 12)Ψ/64 = 15e9 + 1.640625e9 ("16.6 GB")
-  CHECK(model_state_bytes(psi, 64, 2, t).total() == 16'640'625'000);
+  CHECK(model_state_bytes(psi, shard_size(psi, 64), 2, t).total() == 16'640'625'000);
   // stage 3: 16Ψ/64 = 1.875e9 ("1.9 GB")
-  CHECK(model_state_bytes(psi, 64, 3, t).total() == 1'875'000'000);
+  CHECK(model_state_bytes(psi, shard_size(psi, 64), 3, t).total() == 1'875'000'000);
 
-  const ModelStateBytes s1 = model_state_bytes(psi, 64, 1, t);
+  const ModelStateBytes s1 = model_state_bytes(psi, shard_size(psi, 64), 1, t);
   CHECK(s1.parameters == 15'000'000'000);
   CHECK(s1.gradients == 15'000'000'000);
   CHECK(s1.master_weights == 4 * 117'187'500);
@@ -43,20 +44,39 @@ TEST_CASE("ZeRO paper example: 7.5B parameters, Nd = 64, mixed-precision Adam", 
 TEST_CASE("ZeRO pads a partition that does not divide", "[memory][zero]") {
   const Training t = mixed_precision_adam();
   // 10 parameters over 4 ranks: ceil(10/4) = 3 each.
-  const ModelStateBytes s = model_state_bytes(10, 4, 3, t);
+  const ModelStateBytes s = model_state_bytes(10, shard_size(10, 4), 3, t);
   CHECK(s.parameters == 2 * 3);
   CHECK(s.gradients == 2 * 3);
   CHECK(s.optimizer() == 12 * 3);
+}
+
+TEST_CASE("ZeRO pads each unit on its own, as the executor shards it", "[memory][zero]") {
+  // tests/core/zero_units_test.cpp: odd_model's 117,621 parameters, 3 odd layers. fp32 Adam over
+  // dp = 2: ZeRO-3 shards each unit (58,812 elements a rank), ZeRO-1 its one bucket (58,811).
+  Training t = mixed_precision_adam();
+  t.dtype = t.grad_dtype = Dtype::fp32;
+  t.master_weights = false;
+  const Model m = test::odd_model();
+  Layout l = test::layout(2, 2, 1, 1, 1, 3);  // dp = 2
+  const StageLayers s = stage_layers(m, l, 0);
+  const ModelStateBytes zero3 = stage_model_state_bytes(m, t, l, s);
+  CHECK(zero3.parameters == 4 * 58'812);
+  CHECK(zero3.gradients == 4 * 58'812);
+  CHECK(zero3.optimizer() == 8 * 58'812);
+  l.zero = 1;
+  const ModelStateBytes zero1 = stage_model_state_bytes(m, t, l, s);
+  CHECK(zero1.parameters == 4 * 117'621);
+  CHECK(zero1.optimizer() == 8 * 58'811);
 }
 
 TEST_CASE("fp32 training keeps no master copy, SGD no moments", "[memory][zero]") {
   Training t = mixed_precision_adam();
   t.dtype = Dtype::fp32;
   t.grad_dtype = Dtype::fp32;
-  CHECK(model_state_bytes(100, 1, 0, t).master_weights == 0);
-  CHECK(model_state_bytes(100, 1, 0, t).total() == 100 * (4 + 4 + 8));
+  CHECK(model_state_bytes(100, 100, 0, t).master_weights == 0);
+  CHECK(model_state_bytes(100, 100, 0, t).total() == 100 * (4 + 4 + 8));
   t.optimizer = Optimizer::sgd;
-  CHECK(model_state_bytes(100, 1, 0, t).total() == 100 * (4 + 4));
+  CHECK(model_state_bytes(100, 100, 0, t).total() == 100 * (4 + 4));
 }
 
 TEST_CASE("stage shards of one tensor-parallel rank add up to the model", "[memory][shard]") {

@@ -16,9 +16,9 @@
 #include "core/param_shard.h"
 #include "core/presets.h"
 #include "executor/param_layout.h"
-#include "simulator/comm_volume.h"
 #include "simulator/memory_model.h"
 #include "tests/executor/mpi/interpreter_fixtures.h"
+#include "tests/core/odd_model.h"
 #include "tests/executor/single_rank_training.h"
 
 namespace shardplan {
@@ -37,10 +37,10 @@ double relative(double a, double b) {
   return std::abs(a - b) / std::max(std::abs(b), 1e-30);
 }
 
-// Trains `l` for kSteps on the world and checks it against the single-rank run.
-void check_layout(Layout l) {
+// Trains `m` (gpt-tiny unless given) under `l` for kSteps on the world and checks it against the
+// single-rank run.
+void check_layout(Layout l, const Model& m = tiny_model()) {
   REQUIRE(l.world() == world_size());
-  const Model m = tiny_model();
   const Training t = fp32_training();
   l.num_microbatches = static_cast<int>(kGlobalBatch / (l.micro_batch * l.dp));
   const InterpreterSettings settings;
@@ -62,12 +62,21 @@ void check_layout(Layout l) {
     // exactly 0 — softmax ignores a shift of a query's scores — and float rounding gives it noise.
     CHECK(test::relative_norm_error(params, reference.final_params) < 1e-5);
   }
-  const ParamShard shard = param_shard(m, l, stage_layers(m, l, run.program().coord.pp));
-  const ModelStateBytes predicted = model_state_bytes(shard.dense(), dense_replicas(l), l.zero, t);
+  const ModelStateBytes predicted =
+      stage_model_state_bytes(m, t, l, stage_layers(m, l, run.program().coord.pp));
   const MemoryBytes& measured = run.allocator().at_peak();
   CHECK(measured[MemoryCategory::parameters] == predicted.parameters);
   CHECK(measured[MemoryCategory::gradients] == predicted.gradients);
   CHECK(measured[MemoryCategory::optimizer] == predicted.optimizer());
+}
+
+// check_layout under ZeRO-1, 2 and 3.
+void check_zero_stages(Layout l, const Model& m = tiny_model()) {
+  for (int zero = 1; zero <= 3; ++zero) {
+    INFO("zero " << zero);
+    l.zero = zero;
+    check_layout(l, m);
+  }
 }
 
 // The full state after a step under `from`, loaded under `to` and gathered again: the same bits
@@ -139,18 +148,16 @@ TEST_CASE("interpreter: pp2 under gpipe, 1f1b and interleaved", "[interpreter]")
 }
 
 // tp2·sp has dp = cp = 1: a one-member zero group, a program without gathers or dp reductions.
-TEST_CASE("interpreter: ZeRO 1, 2 and 3 over dp2, and with tp2·sp", "[interpreter]") {
+// test::odd_model's units do not divide over dp2: padded pieces, staged collectives under
+// ZeRO-1/2, padded gathered units under ZeRO-3.
+TEST_CASE("interpreter: ZeRO 1, 2 and 3 over dp2 (padded pieces too), and with tp2·sp",
+          "[interpreter]") {
   if (world_size() != 2) return;
-  for (int zero = 1; zero <= 3; ++zero) {
-    INFO("zero " << zero);
-    Layout l = layout(2, 1, 1);
-    l.zero = zero;
-    check_layout(l);
-    Layout tp = layout(1, 2, 1);
-    tp.sequence_parallel = true;
-    tp.zero = zero;
-    check_layout(tp);
-  }
+  check_zero_stages(layout(2, 1, 1));
+  check_zero_stages(layout(2, 1, 1), test::odd_model());
+  Layout tp = layout(1, 2, 1);
+  tp.sequence_parallel = true;
+  check_zero_stages(tp);
 }
 
 TEST_CASE("interpreter: every recompute mode (tp2·sp, pp2, dp2 with ZeRO-3)", "[interpreter]") {
@@ -183,12 +190,7 @@ TEST_CASE("interpreter: cp2 under every recompute mode", "[interpreter]") {
 
 TEST_CASE("interpreter: ZeRO 1, 2 and 3 over cp2", "[interpreter]") {
   if (world_size() != 2) return;
-  for (int zero = 1; zero <= 3; ++zero) {
-    INFO("zero " << zero);
-    Layout l = layout(1, 1, 1, 2);
-    l.zero = zero;
-    check_layout(l);
-  }
+  check_zero_stages(layout(1, 1, 1, 2));
 }
 
 TEST_CASE("interpreter: dp2·cp2, tp2·cp2 with sequence parallelism, pp2·cp2", "[world4]") {
@@ -222,6 +224,11 @@ TEST_CASE("interpreter: ZeRO-3 over dp2·pp2 (interleaved too), dp2·tp2 with se
   dp_tp.sequence_parallel = true;
   dp_tp.zero = 3;
   check_layout(dp_tp);
+}
+
+TEST_CASE("interpreter: ZeRO 1, 2 and 3 over dp2·cp2 with padded pieces", "[world4]") {
+  if (world_size() != 4) return;
+  check_zero_stages(layout(2, 1, 1, 2), test::odd_model());
 }
 
 }  // namespace shardplan

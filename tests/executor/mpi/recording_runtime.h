@@ -1,0 +1,83 @@
+// A RankRuntime that runs another and logs every ZeRO collective its groups run (GroupComm's
+// reduce_scatter_blocks and all_gather_blocks: which group, which call, how many elements a
+// member), for the tests that check what the interpreter sends. Installed through
+// InterpreterSettings::wrap_runtime.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "executor/rank_runtime.h"
+
+namespace shardplan::test {
+
+struct BlocksCall {
+  Group group = Group::dp;
+  Collective op = Collective::reduce_scatter;
+  int64_t count = 0;  // elements each member sends (all-gather) or receives (reduce-scatter)
+};
+
+class RecordingGroupComm final : public GroupComm {
+ public:
+  RecordingGroupComm(GroupComm& inner, Group group, std::vector<BlocksCall>& log)
+      : inner_(inner), group_(group), log_(log) {}
+  int size() const override { return inner_.size(); }
+  int rank() const override { return inner_.rank(); }
+  void all_reduce(std::span<float> x, ReduceOp op) override {
+    inner_.calls = calls;
+    inner_.all_reduce(x, op);
+  }
+  void all_gather(std::span<const float> part, std::span<float> full) override {
+    inner_.calls = calls;
+    inner_.all_gather(part, full);
+  }
+  void reduce_scatter(std::span<const float> full, std::span<float> part) override {
+    inner_.calls = calls;
+    inner_.reduce_scatter(full, part);
+  }
+  void reduce_scatter_blocks(const float* in, float* part, int64_t count) override {
+    log_.push_back({group_, Collective::reduce_scatter, count});
+    inner_.reduce_scatter_blocks(in, part, count);
+  }
+  void all_gather_blocks(const float* part, float* out, int64_t count) override {
+    log_.push_back({group_, Collective::all_gather, count});
+    inner_.all_gather_blocks(part, out, count);
+  }
+
+ private:
+  GroupComm& inner_;
+  Group group_;
+  std::vector<BlocksCall>& log_;
+};
+
+class RecordingRuntime final : public RankRuntime {
+ public:
+  explicit RecordingRuntime(std::unique_ptr<RankRuntime> inner) : inner_(std::move(inner)) {
+    for (const auto& [g, name] : kGroupNames)
+      groups_[static_cast<size_t>(g)].emplace(inner_->group(g), g, log);
+    if (GroupComm* e = inner_->embedding_group()) embedding_.emplace(*e, Group::pp, log);
+  }
+
+  Kernels<float>& kernels() override { return inner_->kernels(); }
+  TensorAllocator& allocator() override { return inner_->allocator(); }
+  StepStreams& streams() override { return inner_->streams(); }
+  GroupComm& group(Group g) override { return *groups_[static_cast<size_t>(g)]; }
+  GroupComm* embedding_group() override { return embedding_ ? &*embedding_ : nullptr; }
+  PipelineP2p& p2p() override { return inner_->p2p(); }
+  void release_after_use(Buffer<float> b) override { inner_->release_after_use(std::move(b)); }
+  void finish_releases(bool wait) override { inner_->finish_releases(wait); }
+
+  std::vector<BlocksCall> log;  // every ZeRO collective, in the order they ran
+
+ private:
+  std::unique_ptr<RankRuntime> inner_;
+  std::array<std::optional<RecordingGroupComm>, kGroupNames.size()> groups_;
+  std::optional<RecordingGroupComm> embedding_;
+};
+
+}  // namespace shardplan::test
