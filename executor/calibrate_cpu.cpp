@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/statistics.h"
 #include "executor/calibrate_gemm.h"
 #include "executor/calibrate_kernels.h"
 #include "executor/calibrate_memory.h"
@@ -38,6 +39,18 @@ std::vector<KernelTiming> model_kernel_timings(const std::vector<LayerShare>& sh
   return timings;
 }
 
+// Each timing's median over the passes (every pass times the same things in the same order).
+template <class Timing>
+std::vector<Timing> median_over_passes(const std::vector<std::vector<Timing>>& passes) {
+  std::vector<Timing> out = passes.front();
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::vector<double> times;
+    for (const auto& pass : passes) times.push_back(pass[i].time_s);
+    out[i].time_s = median(std::move(times));
+  }
+  return out;
+}
+
 }  // namespace
 
 Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out) {
@@ -55,13 +68,18 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
                world_size == 1 ? "" : "s", p.device);
 
   const std::vector<LayerShare> shares = layer_shares(o);
+  const std::vector<GemmCall> calls = model_gemm_calls(shares);
   TensorAllocator alloc("calibration");
-  const auto gemm =
-      time_gemm_calls(model_gemm_calls(shares), o.timing, world, cpu_kernels<float>(), alloc);
+  std::vector<std::vector<GemmTiming>> gemm_passes;
+  std::vector<std::vector<KernelTiming>> kernel_passes;
+  for (int pass = 0; pass < o.passes; ++pass) {
+    gemm_passes.push_back(time_gemm_calls(calls, o.timing, world, cpu_kernels<float>(), alloc));
+    kernel_passes.push_back(model_kernel_timings(shares, o.timing, world));
+  }
+  const auto gemm = median_over_passes(gemm_passes);
   if (rank == 0) print_gemm_timings(out, gemm);
   p.gemm = gemm_rates(gemm);
-
-  const auto kernels = model_kernel_timings(shares, o.timing, world);
+  const auto kernels = median_over_passes(kernel_passes);
   if (rank == 0) print_kernel_timings(out, kernels);
   p.kernels = kernel_rates(kernels);
 

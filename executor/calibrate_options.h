@@ -26,7 +26,12 @@ struct CalibrateOptions {
   // GEMM, kernel and STREAM timing: samples of 10 ms at least, so that one sample of a
   // millisecond-long GEMM is not one call's luck on a shared machine (measured here: the same
   // GEMM varied 50-80 GFLOP/s between runs with 1 ms samples).
-  TimingOptions timing{.warmup = 5, .samples = 7, .min_sample_s = 10e-3};
+  TimingOptions timing{.warmup = 5, .samples = 3, .min_sample_s = 10e-3};
+  // Passes over every GEMM and kernel (each pass timing all of them, `timing.samples` samples
+  // each), the median over the passes kept: a slow spell of a shared machine then weighs on every
+  // shape alike rather than on the shapes timed during it (seen here: a minute in which the tp=1
+  // shapes ran at 45-53 GFLOP/s and the tp=2 shapes, timed later, at 100-107).
+  int passes = 3;
   SweepOptions sweep;  // collective sizes and timing
 };
 
