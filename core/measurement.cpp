@@ -60,6 +60,13 @@ double step_time_spread_s(const Measurement& m) {
   return (quantile(t, 0.75) - quantile(t, 0.25)) / 2;
 }
 
+std::vector<double> median_gemm_s(const Measurement& m) {
+  std::vector<double> out;
+  for (const MeasuredGemms& g : m.gemms)
+    out.push_back(median(std::vector<double>(g.seconds.begin() + m.warmup_steps, g.seconds.end())));
+  return out;
+}
+
 std::vector<std::vector<double>> median_action_s(const Measurement& m) {
   std::vector<std::vector<double>> out;
   for (size_t rank = 0; rank < m.programs.size(); ++rank) {
@@ -84,10 +91,16 @@ nlohmann::json measurement_to_json(const Measurement& m) {
                      {"step_time_s", s.step_time_s},
                      {"tokens_per_s", s.tokens_per_s}});
   nlohmann::json ranks = nlohmann::json::array();
-  for (size_t rank = 0; rank < m.memory.size(); ++rank)
-    ranks.push_back({{"rank", rank},
-                     {"peak_bytes", m.memory[rank].peak_bytes},
-                     {"memory", memory_json(m.memory[rank])}});
+  for (size_t rank = 0; rank < m.memory.size(); ++rank) {
+    nlohmann::json& r = ranks.emplace_back();
+    r = {{"rank", rank},
+         {"peak_bytes", m.memory[rank].peak_bytes},
+         {"memory", memory_json(m.memory[rank])}};
+    if (rank < m.gemms.size()) {
+      r["gemm_flops_per_step"] = m.gemms[rank].flops_per_step;
+      r["gemm_s"] = m.gemms[rank].seconds;
+    }
+  }
   nlohmann::json actions = nlohmann::json::array();
   for (size_t step = 0; step < m.timings.size(); ++step)
     for (size_t rank = 0; rank < m.programs.size(); ++rank) {
@@ -139,10 +152,23 @@ Measurement measurement_from_json(const nlohmann::json& j, const std::string& fi
       rank.fail("rank", "ranks must be listed in order from 0");
     rank.integer("peak_bytes");  // repeated inside memory
     m.memory.push_back(read_memory(rank.object("memory")));
+    if (rank.has("gemm_flops_per_step") || rank.has("gemm_s")) {
+      MeasuredGemms& g = m.gemms.emplace_back();
+      g.flops_per_step = rank.number("gemm_flops_per_step");
+      const nlohmann::json& times = rank.raw("gemm_s");
+      for (const auto& t : times.is_array() ? times : nlohmann::json::array()) {
+        if (!t.is_number() || t.get<double>() < 0) rank.fail("gemm_s", "not a time in seconds");
+        g.seconds.push_back(t.get<double>());
+      }
+      if (g.seconds.size() != m.steps.size())
+        rank.fail("gemm_s", fmt::format("{} times for {} steps", g.seconds.size(), m.steps.size()));
+    }
     rank.reject_unknown();
   }
   if (static_cast<int64_t>(m.memory.size()) != world)
     r.fail("ranks", fmt::format("{} ranks, the plan's layout has {}", m.memory.size(), world));
+  if (!m.gemms.empty() && m.gemms.size() != m.memory.size())
+    r.fail("ranks", "gemm_flops_per_step and gemm_s on some ranks only");
 
   // Actions come step by step, rank by rank, in program order.
   m.timings.assign(m.steps.size(), std::vector<std::vector<ActionTiming>>(world));

@@ -29,6 +29,15 @@ struct MeasuredMemory {
           other_bytes = 0, peak_bytes = 0;
 };
 
+// The GEMMs a rank ran in its compute actions: the same FLOPs every step, and the time they took in
+// each step, timed around every GEMM call (0 where the backend does not time GEMMs one by one: a
+// GPU's run asynchronously on a stream). Set apart from the rest of the actions, they tell a GEMM
+// rate that differs from the calibration's from other work that the cost model misprices.
+struct MeasuredGemms {
+  double flops_per_step = 0;
+  std::vector<double> seconds;  // by step
+};
+
 struct Measurement {
   Plan plan;  // as it ran
   Backend backend = Backend::cpu;
@@ -36,6 +45,7 @@ struct Measurement {
   std::vector<StepRecord> steps;
   std::vector<std::vector<std::vector<ActionTiming>>> timings;  // [step][rank][action]
   std::vector<MeasuredMemory> memory;                           // by rank
+  std::vector<MeasuredGemms> gemms;  // by rank; empty where the run did not record them
   int64_t warmup_steps = 0;  // leading steps the medians leave out
 };
 
@@ -53,12 +63,16 @@ double median_step_time_s(const Measurement& m);
 // quartiles (the step times' interquartile half-range), in seconds.
 double step_time_spread_s(const Measurement& m);
 
+// Each rank's median GEMM time over the steps after the warm-up; 0 where not timed.
+std::vector<double> median_gemm_s(const Measurement& m);
+
 // The median over the steps after the warm-up of each action's duration: [rank][action].
 std::vector<std::vector<double>> median_action_s(const Measurement& m);
 
 // Keys: layout (the compact string), plan, backend, warmup_steps, median_step_time_s,
 // median_tokens_per_s, steps [{step, loss, step_time_s, tokens_per_s}], ranks [{rank, peak_bytes,
-// memory {parameters_bytes, ...}}], actions [{step, rank, name, stream, start_s, end_s,
+// memory {parameters_bytes, ...}, gemm_flops_per_step, gemm_s [by step]}] (the gemm keys
+// optional), actions [{step, rank, name, stream, start_s, end_s,
 // micro_batch, chunk, bytes}] of every step and rank in program order.
 nlohmann::json measurement_to_json(const Measurement& m);
 

@@ -70,10 +70,15 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
   const std::vector<LayerShare> shares = layer_shares(o);
   const std::vector<GemmCall> calls = model_gemm_calls(shares);
   TensorAllocator alloc("calibration");
+  // Operands from memory, as in a training step, where a layer's weights and saved activations
+  // were last touched a pass ago (STREAM's rule for its arrays, halved, as the collectives'
+  // buffers; calibrate_collective.cpp).
+  const int64_t cold_bytes = 2 * largest_cache_bytes();
   std::vector<std::vector<GemmTiming>> gemm_passes;
   std::vector<std::vector<KernelTiming>> kernel_passes;
   for (int pass = 0; pass < o.passes; ++pass) {
-    gemm_passes.push_back(time_gemm_calls(calls, o.timing, world, cpu_kernels<float>(), alloc));
+    gemm_passes.push_back(
+        time_gemm_calls(calls, o.timing, world, cpu_kernels<float>(), alloc, cold_bytes));
     kernel_passes.push_back(model_kernel_timings(shares, o.timing, world));
   }
   const auto gemm = median_over_passes(gemm_passes);

@@ -11,12 +11,16 @@ namespace shardplan {
 namespace {
 
 // The three GEMMs of a linear layer over `rows` tokens, W stored [out, in] (executor/linear.cpp):
-// forward y = x·Wᵀ, dgrad dx = dy·W, wgrad dW += dyᵀ·x.
+// forward y = x·Wᵀ, dgrad dx = dy·W, wgrad dW += dyᵀ·x. W, dW and the saved x come from memory;
+// x in the forward and dy were just written by the layer's previous operation.
 void add_linear(std::vector<GemmCall>& calls, int64_t rows, int64_t in, int64_t out,
                 const std::string& name) {
-  calls.push_back({rows, out, in, Op::none, Op::transpose, Accumulate::overwrite, name + " fwd"});
-  calls.push_back({rows, in, out, Op::none, Op::none, Accumulate::overwrite, name + " dgrad"});
-  calls.push_back({out, in, rows, Op::transpose, Op::none, Accumulate::add, name + " wgrad"});
+  calls.push_back({rows, out, in, Op::none, Op::transpose, Accumulate::overwrite, name + " fwd",
+                   false, true, false});
+  calls.push_back({rows, in, out, Op::none, Op::none, Accumulate::overwrite, name + " dgrad",
+                   false, true, false});
+  calls.push_back({out, in, rows, Op::transpose, Op::none, Accumulate::add, name + " wgrad", false,
+                   true, true});
 }
 
 }  // namespace
@@ -48,22 +52,38 @@ void add_distinct(std::vector<GemmCall>& into, const std::vector<GemmCall>& call
 }
 
 std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, const TimingOptions& t,
-                                        MPI_Comm comm, Kernels<float>& dev,
-                                        TensorAllocator& alloc) {
+                                        MPI_Comm comm, Kernels<float>& dev, TensorAllocator& alloc,
+                                        int64_t cold_bytes) {
   std::vector<GemmTiming> out;
   for (const GemmCall& g : calls) {
     // Operands as stored: op(A) is m×k, so A is k×m when transposed; likewise B.
     const int64_t a_rows = g.op_a == Op::none ? g.m : g.k, a_cols = g.op_a == Op::none ? g.k : g.m;
     const int64_t b_rows = g.op_b == Op::none ? g.k : g.n, b_cols = g.op_b == Op::none ? g.n : g.k;
-    Buffer<float> a = alloc.allocate<float>(MemoryCategory::buffers, a_rows * a_cols, "gemm a"),
-                  b = alloc.allocate<float>(MemoryCategory::buffers, b_rows * b_cols, "gemm b"),
-                  c = alloc.allocate<float>(MemoryCategory::buffers, g.m * g.n, "gemm c");
-    // Small values keep repeated accumulation (wgrad's +=) far from overflow.
-    dev.fill(a.data(), a.size(), 1e-3f);
-    dev.fill(b.data(), b.size(), 1e-3f);
+    const int64_t sizes[3] = {a_rows * a_cols, b_rows * b_cols, g.m * g.n};
+    const bool cold[3] = {g.cold_a, g.cold_b, g.cold_c};
+    int64_t cold_set_bytes = 0;
+    for (int i = 0; i < 3; ++i)
+      if (cold[i]) cold_set_bytes += static_cast<int64_t>(sizeof(float)) * sizes[i];
+    const int64_t copies =
+        cold_set_bytes == 0
+            ? 1
+            : std::clamp<int64_t>(cold_bytes / cold_set_bytes + (cold_bytes > 0), 1, 64);
+    // operands[i][j]: operand i (A, B, C), copy j; a warm operand has one copy.
+    std::vector<std::vector<Buffer<float>>> operands(3);
+    const char* names[3] = {"gemm a", "gemm b", "gemm c"};
+    for (int i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < (cold[i] ? copies : 1); ++j) {
+        Buffer<float>& x = operands[i].emplace_back(
+            alloc.allocate<float>(MemoryCategory::buffers, sizes[i], names[i]));
+        // Small values keep repeated accumulation (wgrad's +=) far from overflow.
+        dev.fill(x.data(), x.size(), i < 2 ? 1e-3f : 0.0f);
+      }
+    size_t next = 0;
     const auto run = [&] {
-      dev.gemm(matrix(c.data(), g.m, g.n), matrix<const float>(a.data(), a_rows, a_cols), g.op_a,
-               matrix<const float>(b.data(), b_rows, b_cols), g.op_b, g.acc, nullptr);
+      const auto copy = [&](int i) { return operands[i][next % operands[i].size()].data(); };
+      dev.gemm(matrix(copy(2), g.m, g.n), matrix<const float>(copy(0), a_rows, a_cols), g.op_a,
+               matrix<const float>(copy(1), b_rows, b_cols), g.op_b, g.acc, nullptr);
+      ++next;
     };
     out.push_back({g, median_time_s(run, t, comm, {}, [&] { dev.synchronize(); })});
   }

@@ -25,6 +25,10 @@ struct GemmCall {
   Op op_a = Op::none, op_b = Op::none;
   Accumulate acc = Accumulate::overwrite;
   std::string what;  // where the first layer making it does ("gpt-small tp=2 fc1 wgrad")
+  // Operands a training step reads from memory rather than from a cache: a layer's weights and
+  // weight gradients, and the activations its forward saved for its backward, all last touched a
+  // whole pass over the other layers ago. Not part of the call's identity.
+  bool cold_a = false, cold_b = false, cold_c = false;
 
   auto operator<=>(const GemmCall& o) const {
     return std::tie(m, n, k, op_a, op_b, acc) <=> std::tie(o.m, o.n, o.k, o.op_a, o.op_b, o.acc);
@@ -49,9 +53,11 @@ struct GemmTiming {
 };
 
 // Times each call on `dev` with operands from `alloc` (the device's memory), every rank of `comm`
-// running it at once.
+// running it at once. Calls take turns over copies of their cold operands that together exceed
+// `cold_bytes`, so that no cache holds the next call's (0: one copy, cached after the first call).
 std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, const TimingOptions& t,
-                                        MPI_Comm comm, Kernels<float>& dev, TensorAllocator& alloc);
+                                        MPI_Comm comm, Kernels<float>& dev, TensorAllocator& alloc,
+                                        int64_t cold_bytes);
 
 // One rate per distinct (m, n, k): the FLOPs of one call of each variant (ops, accumulation) over
 // their summed time, the rate a step making each once would see.

@@ -380,6 +380,7 @@ StepMeasurement RankInterpreter::run_step(int64_t step) {
   s.dev.synchronize();
   MPI_Barrier(MPI_COMM_WORLD);
   s.streams.begin_step();
+  const MatmulStats gemms_before = s.matmul;
   for (size_t i = 0; i < actions.size();) {
     s.inject_fault(i);
     const Action& a = actions[i];
@@ -400,6 +401,8 @@ StepMeasurement RankInterpreter::run_step(int64_t step) {
   assert(s.live.empty() && s.zero3.empty());
   StepMeasurement out;
   out.timings = s.timings();
+  out.gemms = {s.matmul.flops - gemms_before.flops, s.matmul.seconds - gemms_before.seconds,
+               s.matmul.cpu_seconds - gemms_before.cpu_seconds};
   MPI_Allreduce(&elapsed, &out.step_time_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   // The loss is the same on every tp rank of the last stage: count tp rank 0's (of every cp rank,
   // each holding its own tokens).

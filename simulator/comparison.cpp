@@ -32,7 +32,8 @@ double relative_error(double predicted, double measured) {
   return (predicted - measured) / measured;
 }
 
-Comparison compare_run(const PlanSimulation& predicted, const Measurement& measured) {
+Comparison compare_run(const PlanSimulation& predicted, const Measurement& measured,
+                       const std::vector<ProgramGemms>& gemms) {
   const SimResult& sim = predicted.result;
   assert(sim.ok() && sim.ranks_per_program == 1 &&
          predicted.step.programs.size() == measured.programs.size());
@@ -82,6 +83,12 @@ Comparison compare_run(const PlanSimulation& predicted, const Measurement& measu
     c.measured_peak_bytes = std::max(c.measured_peak_bytes, m.measured.peak_bytes);
     c.memory.push_back(m);
   }
+  const std::vector<double> gemm_s = median_gemm_s(measured);
+  if (gemms.size() == measured.gemms.size() &&
+      std::any_of(gemm_s.begin(), gemm_s.end(), [](double s) { return s > 0; }))
+    for (size_t rank = 0; rank < gemms.size(); ++rank)
+      c.gemms.push_back({static_cast<int64_t>(rank), gemms[rank].flops,
+                         measured.gemms[rank].flops_per_step, gemms[rank].time_s, gemm_s[rank]});
   std::stable_sort(c.gaps.begin(), c.gaps.end(), [](const Gap& a, const Gap& b) {
     return std::abs(a.gap_s) > std::abs(b.gap_s);
   });

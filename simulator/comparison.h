@@ -11,6 +11,7 @@
 
 #include "core/measurement.h"
 #include "simulator/plan_simulation.h"
+#include "simulator/priced_ops.h"
 
 namespace shardplan {
 
@@ -44,6 +45,15 @@ struct Gap {
   double gap_s = 0;
 };
 
+// A rank's GEMMs in its compute actions over one step: what the cost model priced and what the
+// run timed around its GEMM calls (the median step). The FLOPs agree when the executor runs the
+// GEMMs the cost model prices; the times then tell the GEMM rate apart from the rest.
+struct RankGemms {
+  int64_t rank = 0;
+  double predicted_flops = 0, measured_flops = 0;
+  double predicted_s = 0, measured_s = 0;
+};
+
 struct Comparison {
   std::string layout;  // the compact string
   double predicted_step_time_s = 0;
@@ -53,6 +63,7 @@ struct Comparison {
   int64_t measured_steps = 0;                // after the warm-up
   std::vector<KindTime> kinds;               // by rank, then in order of first appearance
   std::vector<RankMemoryComparison> memory;  // by rank
+  std::vector<RankGemms> gemms;              // by rank; empty: the run timed no GEMMs
   int64_t gap_rank = 0;                      // the rank the gaps are on
   std::vector<Gap> gaps;                     // largest |gap_s| first
 
@@ -80,7 +91,9 @@ OrderAgreement order_agreement(const std::vector<double>& predicted,
                                const std::vector<double>& spread);
 
 // `predicted` must simulate every rank (no symmetry) of the plan `measured` ran, so that programs
-// and actions correspond one to one.
-Comparison compare_run(const PlanSimulation& predicted, const Measurement& measured);
+// and actions correspond one to one; `gemms`, by rank, the cost model's GEMMs of those programs
+// (simulator/priced_ops.h; empty: no GEMM comparison).
+Comparison compare_run(const PlanSimulation& predicted, const Measurement& measured,
+                       const std::vector<ProgramGemms>& gemms = {});
 
 }  // namespace shardplan

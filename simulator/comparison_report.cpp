@@ -58,11 +58,19 @@ nlohmann::json comparison_to_json(const Comparison& c) {
                         {"item", item},
                         {"predicted_bytes", m.predicted.*field},
                         {"measured_bytes", m.measured.*field}});
+  nlohmann::json gemms = nlohmann::json::array();
+  for (const RankGemms& g : c.gemms)
+    gemms.push_back({{"rank", g.rank},
+                     {"predicted_flops", g.predicted_flops},
+                     {"measured_flops", g.measured_flops},
+                     {"predicted_s", g.predicted_s},
+                     {"measured_s", g.measured_s}});
   nlohmann::json gaps = nlohmann::json::array();
   for (const Gap& g : c.gaps) gaps.push_back({{"name", g.name}, {"gap_s", g.gap_s}});
   return {{"rows", nlohmann::json::array({comparison_row_json(c)})},
           {"measured_steps", c.measured_steps},
           {"actions", actions},
+          {"gemms", gemms},
           {"memory", memory},
           {"gap_rank", c.gap_rank},
           {"gaps", gaps}};
@@ -87,6 +95,21 @@ std::string format_comparison_table(const Comparison& c) {
     out += fmt::format("  {:>4}  {:<34} {:>7} {:>12} {:>12} {:>8}\n", k.rank, k.name, k.actions,
                        format_seconds(k.predicted_s), format_seconds(k.measured_s),
                        error_text(k.predicted_s, k.measured_s));
+
+  if (!c.gemms.empty()) {
+    out += "\nGEMMs in the compute actions per step (measured: timed around each call, median step)\n";
+    out += fmt::format("  {:>4}  {:>10} {:>10} {:>12} {:>12} {:>8} {:>9} {:>9}\n", "rank",
+                       "GFLOP", "", "predicted", "measured", "error", "GFLOP/s", "GFLOP/s");
+    out += fmt::format("  {:>4}  {:>10} {:>10} {:>12} {:>12} {:>8} {:>9} {:>9}\n", "", "predicted",
+                       "measured", "", "", "", "predicted", "measured");
+    for (const RankGemms& g : c.gemms)
+      out += fmt::format("  {:>4}  {:>10.3f} {:>10.3f} {:>12} {:>12} {:>8} {:>9.1f} {:>9.1f}\n",
+                         g.rank, g.predicted_flops * 1e-9, g.measured_flops * 1e-9,
+                         format_seconds(g.predicted_s), format_seconds(g.measured_s),
+                         error_text(g.predicted_s, g.measured_s),
+                         g.predicted_s > 0 ? g.predicted_flops / g.predicted_s * 1e-9 : 0.0,
+                         g.measured_s > 0 ? g.measured_flops / g.measured_s * 1e-9 : 0.0);
+  }
 
   out += "\nMemory at the peak by rank\n";
   out += fmt::format("  {:>4}  {:<12} {:>12} {:>12} {:>8}\n", "rank", "item", "predicted",

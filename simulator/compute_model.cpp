@@ -168,7 +168,7 @@ void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute
                    const BlockEdges& edges, const ExecutionOptions& x) {
   const double e = as_double(b.elem_bytes);
   const bool full = rc == Recompute::full;
-  const bool core_again = rc != Recompute::none;  // selective recomputes exactly the core
+  const bool core_again = rc != Recompute::none;  // selective: the core's s×s tensors
   const int64_t heads = shard_size(m.num_heads, r.tp);
   const int64_t q = heads * m.head_dim;
   const int64_t kv = shard_size(m.num_kv_heads, r.tp) * m.head_dim;
@@ -186,8 +186,12 @@ void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute
         kCausalFraction * 4.0 * as_double(r.batch * heads * r.seq * r.kv_seq * m.head_dim),
         core_again);
   } else {
+    // Selective recomputation re-forwards the scores and their softmax (the s×s tensors it does
+    // not keep, Korthikanti et al. 2022 §5); the context, probabilities · V, is kept as the output
+    // projection's input, so only full recomputation runs that GEMM again (as the executor does,
+    // executor/block.cpp).
     b.gemm(r.seq, m.head_dim, r.kv_seq, core_again, r.batch * heads);  // scores
-    b.gemm(r.seq, r.kv_seq, m.head_dim, core_again, r.batch * heads);  // probabilities · V
+    b.gemm(r.seq, r.kv_seq, m.head_dim, full, r.batch * heads);        // probabilities · V
     const double scores = as_double(r.batch * heads * r.seq * r.kv_seq);
     const double dropout_bytes = x.dropout ? 2 * e + kMaskBytes : 0;
     b.memory(MemoryKernel::softmax_forward, MemoryKernel::softmax_backward, scores,

@@ -14,6 +14,7 @@
 #include "simulator/device_efficiency.h"
 #include "simulator/execution_options.h"
 #include "simulator/parts_compute.h"
+#include "simulator/priced_ops.h"
 
 namespace shardplan {
 
@@ -26,51 +27,13 @@ OpKey key_of(const PricedOp& op) {
                                    : OpKey{op.kind, 0, 0, 0, op.kernel, op.elements};
 }
 double work_of(const PricedOp& op) {  // FLOPs of a GEMM, elements of a kernel
-  return op.kind == OpKind::matmul ? 2.0 * static_cast<double>(op.m) * static_cast<double>(op.n) *
-                                         static_cast<double>(op.k) * static_cast<double>(op.count)
-                                   : op.elements;
+  return op.kind == OpKind::matmul ? gemm_flops(op) : op.elements;
 }
 
 struct Rescaled {
   double work = 0;
   double time_s = 0;  // priced time × the measured/predicted ratio of its class
 };
-
-// The cost model's operations for one plan, by part and pass.
-using OpTable = std::map<std::pair<Part, Pass>, std::vector<PricedOp>>;
-
-OpTable op_table(const Plan& p, const DeviceRates& rates, const ExecutionOptions& x) {
-  std::vector<PricedOp> ops;
-  layer_compute(p.model, p.training, p.layout, false, rates, x, &ops);
-  if (p.model.is_moe()) {
-    std::vector<PricedOp> moe;
-    layer_compute(p.model, p.training, p.layout, true, rates, x, &moe);
-    std::erase_if(ops, [](const PricedOp& o) { return o.part == Part::router; });
-    for (const PricedOp& o : moe)
-      if (o.part == Part::router || o.part == Part::experts) ops.push_back(o);
-  }
-  ends_compute(p.model, p.training, p.layout, rates, &ops);
-  OpTable table;
-  for (const PricedOp& o : ops) table[{o.part, o.pass}].push_back(o);
-  return table;
-}
-
-// The operations a compute action runs: its parts' in its pass, and in a backward the re-forward
-// of selective recomputation, which has no action of its own (CostModelPricer's rule).
-std::vector<const PricedOp*> action_ops(const OpTable& table, const Action& a, Recompute r) {
-  std::vector<const PricedOp*> out;
-  const auto add = [&](Part part, Pass pass) {
-    const auto it = table.find({part, pass});
-    if (it != table.end())
-      for (const PricedOp& o : it->second) out.push_back(&o);
-  };
-  for (const auto& [part, name] : kPartNames) {
-    if (!has_part(a.parts, part)) continue;
-    add(part, a.pass);
-    if (a.pass == Pass::backward && r != Recompute::full) add(part, Pass::recompute);
-  }
-  return out;
-}
 
 // Each collective instance of a step as (rank, action) of its members: the k-th collective a
 // member issues on a group is every member's k-th (as the step simulator matches them).

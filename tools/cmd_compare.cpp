@@ -37,7 +37,7 @@ int run_compare(const CompareOptions& o) {
   const Measurement measured = read_measurement_file(o.measured_file);
   check_same_run(plan, o.plan_file, measured, o.measured_file);
   const Predicted predicted = predict_measured(measured, o.profile_file);
-  const Comparison c = compare_run(predicted.simulation, measured);
+  const Comparison c = compare_run(predicted.simulation, measured, predicted.gemms);
 
   if (!o.trace_file.empty()) {
     nlohmann::json both = chrome_trace(predicted.simulation.step.programs,

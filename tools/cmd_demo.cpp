@@ -206,7 +206,7 @@ int run_demo(const DemoOptions& o) {
     execute(o, o.out_dir, i, runs.size(), run);
     run.measured = read_measurement_file(run.measured_file);
     const Predicted predicted = predict_measured(run.measured, profile_option.profile_file);
-    run.comparison = compare_run(predicted.simulation, run.measured);
+    run.comparison = compare_run(predicted.simulation, run.measured, predicted.gemms);
     run.spread_s = step_time_spread_s(run.measured);
     write_json_file(fmt::format("{}/layout-{}-compare.json", o.out_dir, i + 1),
                     comparison_to_json(run.comparison));

@@ -149,6 +149,7 @@ void execute_steps(const ExecuteOptions& o, const Plan& p, int rank) {
   for (int64_t step = done + 1; step <= done + o.steps; ++step) {
     StepMeasurement m = run.run_step(step - 1);
     std::vector<std::vector<ActionTiming>> timings = gather_timings(m.timings);
+    gather_gemms(m.gemms, record.gemms);
     if (root) {
       const StepRecord s{step, m.loss, m.step_time_s, tokens / m.step_time_s};
       fmt::print("{:>5}  {:>8.4f}  {:>12.4f}  {:>12.0f}\n", s.step, s.loss, s.step_time_s,

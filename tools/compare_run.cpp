@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "simulator/device_efficiency.h"
 #include "tools/cli_inputs.h"
 
 namespace shardplan::cli {
@@ -42,6 +43,9 @@ Predicted predict_measured(const Measurement& measured, std::unique_ptr<Profile>
   x.profile = out.profile.get();
   out.simulation = simulate_plan(p.model, cluster, p.training, p.layout, x, false);
   require_finished(out.simulation.result);
+  const OpTable ops = op_table(p, device_rates(cluster.device, p.training.dtype, x.profile), x);
+  for (const Program& program : measured.programs)
+    out.gemms.push_back(program_gemms(ops, program, p.layout.recompute));
   out.source = "from " + source;
   return out;
 }

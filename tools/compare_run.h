@@ -9,6 +9,7 @@
 #include "core/plan.h"
 #include "core/profile.h"
 #include "simulator/plan_simulation.h"
+#include "simulator/priced_ops.h"
 
 namespace shardplan::cli {
 
@@ -19,6 +20,7 @@ void check_same_run(const Plan& plan, const std::string& plan_file, const Measur
 struct Predicted {
   std::unique_ptr<Profile> profile;  // the simulation's options point at it; null: datasheets
   PlanSimulation simulation;         // every rank
+  std::vector<ProgramGemms> gemms;   // by rank: the cost model's GEMMs of each program
   std::string source;                // "from profile.json", "from the datasheet figures"
 };
 

@@ -46,6 +46,18 @@ std::vector<std::vector<ActionTiming>> gather_timings(const std::vector<ActionTi
   return by_rank;
 }
 
+void gather_gemms(const MatmulStats& mine, std::vector<MeasuredGemms>& record) {
+  const double sent[2] = {mine.flops, mine.seconds};
+  std::vector<double> all(world_rank() == 0 ? 2 * static_cast<size_t>(world_size()) : 0);
+  MPI_Gather(sent, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  if (all.empty()) return;
+  record.resize(all.size() / 2);
+  for (size_t r = 0; r < record.size(); ++r) {
+    record[r].flops_per_step = all[2 * r];
+    record[r].seconds.push_back(all[2 * r + 1]);
+  }
+}
+
 std::vector<MeasuredMemory> gather_memory(const TensorAllocator& alloc) {
   static_assert(sizeof(MeasuredMemory) == 6 * sizeof(int64_t));
   const MemoryBytes& m = alloc.at_peak();

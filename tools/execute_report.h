@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/measurement.h"
+#include "executor/matmul.h"
 #include "executor/tensor_allocator.h"
 
 namespace shardplan::cli {
@@ -14,6 +15,10 @@ namespace shardplan::cli {
 // Collective over MPI_COMM_WORLD: every rank's timings of one step, on rank 0 by rank (empty
 // elsewhere).
 std::vector<std::vector<ActionTiming>> gather_timings(const std::vector<ActionTiming>& mine);
+
+// Collective over MPI_COMM_WORLD: every rank's GEMM FLOPs and seconds of one step, appended on
+// rank 0 to `record` (by rank; sized on the first call).
+void gather_gemms(const MatmulStats& mine, std::vector<MeasuredGemms>& record);
 
 // Collective over MPI_COMM_WORLD: every rank's memory at its total's peak (buffers as other_bytes),
 // on rank 0 by rank (empty elsewhere).

@@ -21,6 +21,12 @@ std::string device_name(int device) {
   return prop.name;
 }
 
+int64_t l2_cache_bytes(int device) {
+  int bytes = 0;
+  SHARDPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, device));
+  return bytes;
+}
+
 // The device's memory bandwidth as STREAM's copy measures it (McCalpin 1995: two arrays' bytes per
 // element, no write-allocate): a device-to-device copy of `elements` floats, every rank at once.
 double copy_GBps(Kernels<float>& dev, TensorAllocator& alloc, int64_t elements,
@@ -59,7 +65,9 @@ Profile calibrate_cuda(const CalibrateOptions& o, const CudaSettings& settings, 
                world_size == 1 ? "" : "s", p.device, tf32 ? " (TF32 GEMMs)" : "");
 
   const std::vector<LayerShare> shares = layer_shares(o);
-  const auto gemm = time_gemm_calls(model_gemm_calls(shares), o.timing, world, kernels, alloc);
+  // Operands from device memory, as in a training step (calibrate_cpu.cpp's rule, with the L2).
+  const auto gemm = time_gemm_calls(model_gemm_calls(shares), o.timing, world, kernels, alloc,
+                                    2 * l2_cache_bytes(node_device()));
   if (rank == 0) print_gemm_timings(out, gemm);
   p.gemm = gemm_rates(gemm);
 

@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
+#include "simulator/comparison_report.h"
+#include "simulator/device_efficiency.h"
 #include "tests/simulator/measured_fixture.h"
 
 namespace shardplan {
@@ -69,6 +71,47 @@ TEST_CASE("compare: sums per kind and rank, step and memory errors", "[compare]"
   CHECK(c.gaps[0].name == "backward");
   CHECK(c.gaps[0].gap_s > 0);
   CHECK(relative_error(1.1, 1.0) == Approx(0.1));
+}
+
+TEST_CASE("compare: GEMMs per rank, read back from measured.json, beside the cost model's",
+          "[compare]") {
+  const Plan p = test::tiny_cpu_plan("tp=2");
+  const PlanSimulation s = test::simulate_every_rank(p);
+  Measurement m = test::scaled_measurement(p, s, 3, compute_scale);
+  std::vector<ProgramGemms> priced;
+  const OpTable ops = op_table(p, device_rates(p.cluster.device, p.training.dtype),
+                               cpu_executor_options());
+  for (size_t rank = 0; rank < m.programs.size(); ++rank) {
+    priced.push_back(program_gemms(ops, m.programs[rank], p.layout.recompute));
+    // The steps' GEMMs 1.25× the cost model's, and 2× in the warm-up step, which the median skips.
+    const double t = priced.back().time_s;
+    m.gemms.push_back({priced.back().flops, {2 * t, 1.25 * t, 1.25 * t}});
+  }
+  REQUIRE(priced[0].flops > 0);
+  nlohmann::json j = measurement_to_json(m);
+  const Measurement back = measurement_from_json(j, "measured.json");
+  REQUIRE(back.gemms.size() == 2);
+  CHECK(back.gemms[1].seconds == m.gemms[1].seconds);
+  CHECK(median_gemm_s(back)[1] == Approx(1.25 * priced[1].time_s));
+
+  const Comparison c = compare_run(s, back, priced);
+  REQUIRE(c.gemms.size() == 2);
+  CHECK(c.gemms[1].rank == 1);
+  CHECK(c.gemms[1].measured_flops == c.gemms[1].predicted_flops);
+  CHECK(relative_error(c.gemms[1].predicted_s, c.gemms[1].measured_s) == Approx(-0.2));
+  CHECK(comparison_to_json(c)["gemms"].size() == 2);
+  // A run that timed no GEMM (a GPU's) compares none.
+  Measurement untimed = back;
+  for (MeasuredGemms& g : untimed.gemms) std::fill(g.seconds.begin(), g.seconds.end(), 0.0);
+  CHECK(compare_run(s, untimed, priced).gemms.empty());
+
+  j["ranks"][0]["gemm_s"].erase(0);
+  try {
+    measurement_from_json(j, "measured.json");
+    FAIL("a GEMM time missing for a step must be an error");
+  } catch (const InputError& e) {
+    CHECK(e.field == "ranks[0].gemm_s");
+  }
 }
 
 TEST_CASE("compare: rankings and the order over pairs the measurements tell apart", "[compare]") {
