@@ -95,6 +95,13 @@ Comparison compare_run(const PlanSimulation& predicted, const Measurement& measu
   return c;
 }
 
+double Comparison::gemm_time_error() const {
+  if (gemms.empty()) return NAN;
+  double predicted = 0, measured = 0;
+  for (const RankGemms& g : gemms) predicted += g.predicted_s, measured += g.measured_s;
+  return relative_error(predicted, measured);
+}
+
 std::vector<int> ranks_by(const std::vector<double>& values) {
   std::vector<int> ranks;
   for (double v : values)

@@ -70,6 +70,9 @@ struct Comparison {
   double step_time_error() const {
     return relative_error(predicted_step_time_s, measured_step_time_s);
   }
+  // The GEMMs' predicted time against their measured time, summed over the ranks; NaN without
+  // measured GEMMs.
+  double gemm_time_error() const;
   double peak_error() const {
     return relative_error(static_cast<double>(predicted_peak_bytes),
                           static_cast<double>(measured_peak_bytes));

@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -133,12 +134,13 @@ std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement
   const std::vector<int> predicted_rank = ranks_by(predicted), measured_rank = ranks_by(measured);
   size_t width = 6;
   for (const Run& r : runs) width = std::max(width, layout_label(r.planned.layout).size());
-  const char* row = "{:<{}}  {:>10} {:>20} {:>7}  {:>10} {:>7}  {:>11} {:>11} {:>7}  {:>4} {:>4}\n";
+  const char* row =
+      "{:<{}}  {:>10} {:>20} {:>7}  {:>10} {:>7}  {:>7}  {:>11} {:>11} {:>7}  {:>4} {:>4}\n";
   std::string out =
       fmt::format(fmt::runtime(row), "layout", width, "predicted", "measured (± spread)", "error",
-                  "refit", "error", "pred. peak", "meas. peak", "error", "pred", "meas");
-  out += fmt::format(fmt::runtime(row), "", width, "step", "step", "", "others", "", "memory",
-                     "memory", "", "rank", "rank");
+                  "refit", "error", "GEMM", "pred. peak", "meas. peak", "error", "pred", "meas");
+  out += fmt::format(fmt::runtime(row), "", width, "step", "step", "", "others", "", "error",
+                     "memory", "memory", "", "rank", "rank");
   for (size_t i = 0; i < runs.size(); ++i) {
     const Run& r = runs[i];
     const Comparison& c = r.comparison;
@@ -151,6 +153,7 @@ std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement
         refit ? format_seconds(r.refit_predicted_s) : "-",
         refit ? format_signed_percent(relative_error(r.refit_predicted_s, c.measured_step_time_s))
               : "-",
+        std::isnan(c.gemm_time_error()) ? "-" : format_signed_percent(c.gemm_time_error()),
         format_mib(static_cast<double>(c.predicted_peak_bytes)),
         format_mib(static_cast<double>(c.measured_peak_bytes)),
         format_signed_percent(c.peak_error()), predicted_rank[i], measured_rank[i]);
@@ -163,6 +166,9 @@ std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement
     out += fmt::format("  measured {} faster than {}, predicted not\n",
                        layout_label(runs[i].planned.layout), layout_label(runs[j].planned.layout));
   out += "spread: half the interquartile range of the measured steps (after the warm-up)\n";
+  out +=
+      "GEMM error: the profile's time for the run's GEMMs against their time measured in the run "
+      "(every rank): how far the machine's GEMM rate in the run strayed from the calibration's\n";
   out +=
       "refit others: predicted with the profile refitted (calibrate --from) on the other "
       "layouts' runs\n";
@@ -210,11 +216,15 @@ int run_demo(const DemoOptions& o) {
     run.spread_s = step_time_spread_s(run.measured);
     write_json_file(fmt::format("{}/layout-{}-compare.json", o.out_dir, i + 1),
                     comparison_to_json(run.comparison));
-    progress(fmt::format("  measured {} ± {}, predicted {} ({})",
+    const double gemm_error = run.comparison.gemm_time_error();
+    progress(fmt::format("  measured {} ± {}, predicted {} ({}){}",
                          format_seconds(run.comparison.measured_step_time_s),
                          format_seconds(run.spread_s),
                          format_seconds(run.comparison.predicted_step_time_s),
-                         format_signed_percent(run.comparison.step_time_error())));
+                         format_signed_percent(run.comparison.step_time_error()),
+                         std::isnan(gemm_error)
+                             ? ""
+                             : fmt::format("; GEMMs {}", format_signed_percent(gemm_error))));
   }
 
   predict_from_the_others(runs, profile ? &*profile : nullptr);
@@ -227,6 +237,8 @@ int run_demo(const DemoOptions& o) {
     nlohmann::json row = comparison_row_json(r.comparison);
     row["measured_step_time_spread_s"] = r.spread_s;
     if (r.refit_predicted_s > 0) row["refit_predicted_step_time_s"] = r.refit_predicted_s;
+    if (!std::isnan(r.comparison.gemm_time_error()))
+      row["gemm_time_error"] = r.comparison.gemm_time_error();
     rows.push_back(row);
   }
   const OrderAgreement order = order_agreement(predicted, measured, spread);
