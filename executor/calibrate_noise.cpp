@@ -1,0 +1,78 @@
+#include "executor/calibrate_noise.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+
+#include "core/statistics.h"
+
+namespace shardplan {
+
+namespace {
+
+// Arithmetic on registers only (8 independent multiply-adds per iteration, no memory traffic), so
+// that a quantum's time varies only with what takes the core away.
+float fixed_work(int64_t iterations) {
+  std::array<float, 8> x{1.0f, 1.1f, 1.2f, 1.3f, 1.4f, 1.5f, 1.6f, 1.7f};
+  for (int64_t i = 0; i < iterations; ++i)
+    for (float& v : x) v = v * 0.999999f + 1e-6f;
+  float sum = 0;
+  for (float v : x) sum += v;
+  return sum;
+}
+
+double timed_work_s(int64_t iterations) {
+  const double start = MPI_Wtime();
+  volatile float sink = fixed_work(iterations);
+  (void)sink;
+  return MPI_Wtime() - start;
+}
+
+}  // namespace
+
+std::vector<NoiseTiming> time_noise(MPI_Comm comm, const std::vector<double>& quantum_s,
+                                    int quanta) {
+  // Iterations per second from the fastest of a few short runs; the ranks agree on the smallest
+  // count so that every rank does the same work.
+  constexpr int64_t kProbe = 1'000'000;
+  double probe_s = timed_work_s(kProbe);
+  for (int i = 0; i < 4; ++i) probe_s = std::min(probe_s, timed_work_s(kProbe));
+  std::vector<NoiseTiming> out;
+  for (const double target : quantum_s) {
+    int64_t iterations = std::max<int64_t>(1, static_cast<int64_t>(target / probe_s * kProbe));
+    MPI_Allreduce(MPI_IN_PLACE, &iterations, 1, MPI_INT64_T, MPI_MIN, comm);
+    std::vector<double> mine;
+    double slowest_sum = 0;
+    for (int q = 0; q < quanta; ++q) {
+      MPI_Barrier(comm);
+      double t = timed_work_s(iterations);
+      mine.push_back(t);
+      MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
+      slowest_sum += t;
+    }
+    double fastest = median(mine), slowest = fastest;
+    MPI_Allreduce(MPI_IN_PLACE, &fastest, 1, MPI_DOUBLE, MPI_MIN, comm);
+    MPI_Allreduce(MPI_IN_PLACE, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
+    out.push_back({fastest, slowest, slowest_sum / quanta, quanta});
+  }
+  return out;
+}
+
+void print_noise(std::FILE* out, const std::vector<NoiseTiming>& timings) {
+  fmt::print(out,
+             "# noise: fixed work quanta on every rank at once, started together (FWQ); the cost "
+             "model prices medians\n");
+  fmt::print(out, "# {:>10} {:>7} {:>14} {:>16}\n", "quantum", "quanta", "slowest rank's",
+             "slowest rank's");
+  fmt::print(out, "# {:>10} {:>7} {:>14} {:>16}\n", "(fastest", "", "median", "mean over its");
+  fmt::print(out, "# {:>10} {:>7} {:>14} {:>16}\n", "rank)", "", "", "median");
+  for (const NoiseTiming& n : timings)
+    fmt::print(out, "  {:>7.3f} ms {:>7} {:>+13.1f}% {:>+15.1f}%\n", n.fastest_median_s * 1e3,
+               n.quanta, 100 * (n.slowest_median_s / n.fastest_median_s - 1),
+               100 * (n.mean_slowest_s / n.slowest_median_s - 1));
+  fmt::print(out, "\n");
+}
+
+}  // namespace shardplan

@@ -1,0 +1,34 @@
+// The machine's noise as a synchronous training step meets it: the fixed-work-quantum benchmark
+// (FWQ; Sottile & Minnich 2004, "Analysis of microbenchmarks for performance tuning of clusters")
+// run on every rank at once, each quantum started together after a barrier. The ranks' medians
+// differ where their cores run at different speeds (on a shared VM, at the same moment); the mean
+// of the slowest rank's time over the slowest median is the noise a step that synchronises after
+// every quantum waits for (Hoefler, Schneider & Lumsdaine 2010, "Characterizing the influence of
+// system noise on large-scale applications by simulation"). The cost model prices medians, so
+// both are parts of a measured step that no profile entry carries. Printed by `calibrate`, not
+// fitted.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <vector>
+
+namespace shardplan {
+
+struct NoiseTiming {
+  double fastest_median_s = 0;  // the quantum's median time on the rank where it is shortest
+  double slowest_median_s = 0;  // ... and where it is longest: the ranks' cores differ in speed
+  double mean_slowest_s = 0;    // the mean over the quanta of the slowest rank's time
+  int quanta = 0;
+};
+
+// For each target quantum length, `quanta` quanta of the same fixed work (its size found by a
+// first timing on each rank, then agreed on as the smallest) on every rank of `comm`. Every rank
+// returns the same timings.
+std::vector<NoiseTiming> time_noise(MPI_Comm comm, const std::vector<double>& quantum_s,
+                                    int quanta);
+
+void print_noise(std::FILE* out, const std::vector<NoiseTiming>& timings);
+
+}  // namespace shardplan
