@@ -62,8 +62,10 @@ double step_time_spread_s(const Measurement& m) {
 
 std::vector<double> median_gemm_s(const Measurement& m) {
   std::vector<double> out;
-  for (const MeasuredGemms& g : m.gemms)
+  for (const MeasuredGemms& g : m.gemms) {
+    assert(static_cast<int64_t>(g.seconds.size()) > m.warmup_steps);
     out.push_back(median(std::vector<double>(g.seconds.begin() + m.warmup_steps, g.seconds.end())));
+  }
   return out;
 }
 
@@ -155,9 +157,16 @@ Measurement measurement_from_json(const nlohmann::json& j, const std::string& fi
     if (rank.has("gemm_flops_per_step") || rank.has("gemm_s")) {
       MeasuredGemms& g = m.gemms.emplace_back();
       g.flops_per_step = rank.number("gemm_flops_per_step");
+      if (g.flops_per_step < 0)
+        rank.fail("gemm_flops_per_step", fmt::format("{} is negative", g.flops_per_step));
       const nlohmann::json& times = rank.raw("gemm_s");
-      for (const auto& t : times.is_array() ? times : nlohmann::json::array()) {
-        if (!t.is_number() || t.get<double>() < 0) rank.fail("gemm_s", "not a time in seconds");
+      if (!times.is_array())
+        rank.fail("gemm_s",
+                  fmt::format("expected a list of seconds by step, found {}", times.dump()));
+      for (const auto& t : times) {
+        if (!t.is_number() || t.get<double>() < 0)
+          rank.fail(fmt::format("gemm_s[{}]", g.seconds.size()),
+                    fmt::format("{} is not a time in seconds", t.dump()));
         g.seconds.push_back(t.get<double>());
       }
       if (g.seconds.size() != m.steps.size())

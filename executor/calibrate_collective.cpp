@@ -72,13 +72,10 @@ void MpiCollectiveRunner::prepare(const CollectiveBench& b, int64_t count) {
   assert(e.send <= INT_MAX && e.recv <= INT_MAX);
   bench_ = &b;
   count_ = count;
-  // Calls take turns over buffer sets of twice the largest cache together (STREAM's rule for its
-  // arrays, halved), as training's collectives meet gradients and parameter shards that no cache
-  // holds: on this machine a 3 MB all-gather took 0.24 ms from cache and 0.82 ms from memory
-  // (Open MPI 4.1, 2 ranks; measured 2026-11-23).
-  const int64_t set_bytes = (e.send + e.recv) * kElementBytes;
-  const int64_t sets =
-      std::clamp<int64_t>(2 * largest_cache_bytes() / std::max<int64_t>(set_bytes, 1), 1, 64);
+  // Calls take turns over buffer sets that no cache holds (cold_copies), as training's collectives
+  // meet gradients and parameter shards: on this machine a 3 MB all-gather took 0.24 ms from cache
+  // and 0.82 ms from memory (Open MPI 4.1, 2 ranks; measured 2026-11-23).
+  const int64_t sets = cold_copies((e.send + e.recv) * kElementBytes, 2 * largest_cache_bytes());
   const int rank = rank_in(group_);
   sets_.assign(static_cast<size_t>(sets), {});
   for (Buffers& set : sets_) {

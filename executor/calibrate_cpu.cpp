@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cassert>
 #include <fstream>
 #include <string>
 
@@ -43,6 +44,7 @@ std::vector<KernelTiming> model_kernel_timings(const std::vector<LayerShare>& sh
 // Each timing's median over the passes (every pass times the same things in the same order).
 template <class Timing>
 std::vector<Timing> median_over_passes(const std::vector<std::vector<Timing>>& passes) {
+  assert(!passes.empty());
   std::vector<Timing> out = passes.front();
   for (size_t i = 0; i < out.size(); ++i) {
     std::vector<double> times;
@@ -95,7 +97,7 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
   if (rank == 0) print_noise(out, noise);
 
   const int64_t elements = o.stream_elements > 0 ? o.stream_elements : stream_elements();
-  const auto stream = measure_stream(elements, o.timing, world);
+  const auto stream = measure_stream(elements, o.one_pass_timing(), world);
   if (rank == 0) print_stream(out, stream, elements);
   p.memory_GBps = triad_GBps(stream);
 

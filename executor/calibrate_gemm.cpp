@@ -6,6 +6,8 @@
 #include <map>
 #include <tuple>
 
+#include "executor/calibrate_memory.h"
+
 namespace shardplan {
 
 namespace {
@@ -16,11 +18,11 @@ namespace {
 void add_linear(std::vector<GemmCall>& calls, int64_t rows, int64_t in, int64_t out,
                 const std::string& name) {
   calls.push_back({rows, out, in, Op::none, Op::transpose, Accumulate::overwrite, name + " fwd",
-                   false, true, false});
+                   /*cold_a=*/false, /*cold_b=*/true, /*cold_c=*/false});
   calls.push_back({rows, in, out, Op::none, Op::none, Accumulate::overwrite, name + " dgrad",
-                   false, true, false});
-  calls.push_back({out, in, rows, Op::transpose, Op::none, Accumulate::add, name + " wgrad", false,
-                   true, true});
+                   /*cold_a=*/false, /*cold_b=*/true, /*cold_c=*/false});
+  calls.push_back({out, in, rows, Op::transpose, Op::none, Accumulate::add, name + " wgrad",
+                   /*cold_a=*/false, /*cold_b=*/true, /*cold_c=*/true});
 }
 
 }  // namespace
@@ -32,7 +34,9 @@ std::vector<GemmCall> layer_gemm_calls(const LayerDims& d, int64_t vocab_rows,
   std::vector<GemmCall> calls;
   add_linear(calls, N, H, d.qkv_width(), label + " qkv");
   // Per sequence and head (executor/attention.cpp), S queries against K keys: P = q·kᵀ and
-  // ctx = P·v; backward dP = dctx·vᵀ, dv += Pᵀ·dctx, dq = dS·k, dk += dSᵀ·q.
+  // ctx = P·v; backward dP = dctx·vᵀ, dv += Pᵀ·dctx, dq = dS·k, dk += dSᵀ·q. Timed warm: the
+  // backward's products share their shapes with the forward's, whose operands were just computed,
+  // and the first call of a shape stands for all (add_distinct).
   calls.push_back(
       {S, K, D, Op::none, Op::transpose, Accumulate::overwrite, label + " attn scores"});
   calls.push_back({S, D, K, Op::none, Op::none, Accumulate::overwrite, label + " attn context"});
@@ -64,10 +68,7 @@ std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, cons
     int64_t cold_set_bytes = 0;
     for (int i = 0; i < 3; ++i)
       if (cold[i]) cold_set_bytes += static_cast<int64_t>(sizeof(float)) * sizes[i];
-    const int64_t copies =
-        cold_set_bytes == 0
-            ? 1
-            : std::clamp<int64_t>(cold_bytes / cold_set_bytes + (cold_bytes > 0), 1, 64);
+    const int64_t copies = cold_copies(cold_set_bytes, cold_bytes);
     // operands[i][j]: operand i (A, B, C), copy j; a warm operand has one copy.
     std::vector<std::vector<Buffer<float>>> operands(3);
     const char* names[3] = {"gemm a", "gemm b", "gemm c"};

@@ -27,7 +27,8 @@ struct GemmCall {
   std::string what;  // where the first layer making it does ("gpt-small tp=2 fc1 wgrad")
   // Operands a training step reads from memory rather than from a cache: a layer's weights and
   // weight gradients, and the activations its forward saved for its backward, all last touched a
-  // whole pass over the other layers ago. Not part of the call's identity.
+  // whole pass over the other layers ago. Not part of the call's identity: the first call of a
+  // shape decides.
   bool cold_a = false, cold_b = false, cold_c = false;
 
   auto operator<=>(const GemmCall& o) const {
@@ -53,8 +54,9 @@ struct GemmTiming {
 };
 
 // Times each call on `dev` with operands from `alloc` (the device's memory), every rank of `comm`
-// running it at once. Calls take turns over copies of their cold operands that together exceed
-// `cold_bytes`, so that no cache holds the next call's (0: one copy, cached after the first call).
+// running it at once. Calls take turns over copies of their cold operands (calibrate_memory.h's
+// cold_copies of `cold_bytes`), so that no cache holds the next call's (0: one copy, cached after
+// the first call).
 std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, const TimingOptions& t,
                                         MPI_Comm comm, Kernels<float>& dev, TensorAllocator& alloc,
                                         int64_t cold_bytes);

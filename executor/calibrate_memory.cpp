@@ -22,6 +22,10 @@ int64_t largest_cache_bytes() {
   }
 }
 
+int64_t cold_copies(int64_t set_bytes, int64_t cold_bytes) {
+  return std::clamp<int64_t>(cold_bytes / std::max<int64_t>(set_bytes, 1), 1, 64);
+}
+
 int64_t stream_elements() {
   const int64_t cache_bytes = largest_cache_bytes();
   if (cache_bytes <= 0) return 10'000'000;  // STREAM 5.10's STREAM_ARRAY_SIZE

@@ -2,11 +2,11 @@
 // (FWQ; Sottile & Minnich 2004, "Analysis of microbenchmarks for performance tuning of clusters")
 // run on every rank at once, each quantum started together after a barrier. The ranks' medians
 // differ where their cores run at different speeds (on a shared VM, at the same moment); the mean
-// of the slowest rank's time over the slowest median is the noise a step that synchronises after
-// every quantum waits for (Hoefler, Schneider & Lumsdaine 2010, "Characterizing the influence of
-// system noise on large-scale applications by simulation"). The cost model prices medians, so
-// both are parts of a measured step that no profile entry carries. Printed by `calibrate`, not
-// fitted.
+// over the quanta of each one's longest time on any rank, over the slowest rank's median, is the
+// noise a step that synchronises after every quantum waits for (Hoefler, Schneider & Lumsdaine
+// 2010, "Characterizing the influence of system noise on large-scale applications by simulation").
+// The cost model prices medians, so both are parts of a measured step that no profile entry
+// carries. Printed by `calibrate`, not fitted.
 #pragma once
 
 #include <mpi.h>
@@ -19,7 +19,7 @@ namespace shardplan {
 struct NoiseTiming {
   double fastest_median_s = 0;  // the quantum's median time on the rank where it is shortest
   double slowest_median_s = 0;  // ... and where it is longest: the ranks' cores differ in speed
-  double mean_slowest_s = 0;    // the mean over the quanta of the slowest rank's time
+  double mean_max_s = 0;        // the mean over the quanta of each one's longest time on any rank
   int quanta = 0;
 };
 

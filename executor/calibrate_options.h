@@ -33,6 +33,13 @@ struct CalibrateOptions {
   // shapes ran at 45-53 GFLOP/s and the tp=2 shapes, timed later, at 100-107).
   int passes = 3;
   SweepOptions sweep;  // collective sizes and timing
+
+  // What is timed in one pass only (STREAM, a GPU's GEMMs and copy): all the passes' samples.
+  TimingOptions one_pass_timing() const {
+    TimingOptions t = timing;
+    t.samples *= passes;
+    return t;
+  }
 };
 
 // The largest collective size to sweep for `models`: the smallest power of two holding a whole

@@ -401,8 +401,8 @@ StepMeasurement RankInterpreter::run_step(int64_t step) {
   assert(s.live.empty() && s.zero3.empty());
   StepMeasurement out;
   out.timings = s.timings();
-  out.gemms = {s.matmul.flops - gemms_before.flops, s.matmul.seconds - gemms_before.seconds,
-               s.matmul.cpu_seconds - gemms_before.cpu_seconds};
+  out.gemms.flops = s.matmul.flops - gemms_before.flops;
+  out.gemms.seconds = s.matmul.seconds - gemms_before.seconds;
   MPI_Allreduce(&elapsed, &out.step_time_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   // The loss is the same on every tp rank of the last stage: count tp rank 0's (of every cp rank,
   // each holding its own tokens).

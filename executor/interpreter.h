@@ -24,11 +24,10 @@
 #include "core/schedule.h"
 #include "core/training.h"
 #include "executor/adam.h"
-#include "executor/matmul.h"
 #include "executor/cuda_rank.h"
 #include "executor/data.h"
+#include "executor/matmul.h"
 #include "executor/tensor_allocator.h"
-#include "simulator/trace.h"
 
 namespace shardplan {
 
@@ -63,7 +62,7 @@ struct StepMeasurement {
   double loss = 0;                    // mean token loss of the global batch (every rank)
   double step_time_s = 0;             // slowest rank, barrier to barrier (every rank)
   std::vector<ActionTiming> timings;  // this rank's actions, seconds from the step's start
-  MatmulStats gemms;                  // this rank's GEMMs in the step (core/measurement.h)
+  MatmulStats gemms;  // this rank's GEMMs in the step: FLOPs and wall seconds (core/measurement.h)
 };
 
 class RankInterpreter {

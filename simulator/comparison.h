@@ -46,8 +46,9 @@ struct Gap {
 };
 
 // A rank's GEMMs in its compute actions over one step: what the cost model priced and what the
-// run timed around its GEMM calls (the median step). The FLOPs agree when the executor runs the
-// GEMMs the cost model prices; the times then tell the GEMM rate apart from the rest.
+// run timed around its GEMM calls (the rank's median over the steps after the warm-up). The FLOPs
+// agree when the executor runs the GEMMs the cost model prices; the times then tell the GEMM rate
+// apart from the rest.
 struct RankGemms {
   int64_t rank = 0;
   double predicted_flops = 0, measured_flops = 0;
@@ -70,8 +71,8 @@ struct Comparison {
   double step_time_error() const {
     return relative_error(predicted_step_time_s, measured_step_time_s);
   }
-  // The GEMMs' predicted time against their measured time, summed over the ranks; NaN without
-  // measured GEMMs.
+  // The GEMMs' predicted time against their measured time, summed over the ranks, at the measured
+  // FLOPs; NaN without measured GEMMs.
   double gemm_time_error() const;
   double peak_error() const {
     return relative_error(static_cast<double>(predicted_peak_bytes),

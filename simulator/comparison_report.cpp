@@ -34,13 +34,15 @@ std::string error_text(double predicted, double measured) {
 }  // namespace
 
 nlohmann::json comparison_row_json(const Comparison& c) {
-  return {{"layout", c.layout},
-          {"predicted_step_time_s", c.predicted_step_time_s},
-          {"measured_step_time_s", c.measured_step_time_s},
-          {"step_time_error", c.step_time_error()},
-          {"predicted_peak_bytes", c.predicted_peak_bytes},
-          {"measured_peak_bytes", c.measured_peak_bytes},
-          {"peak_error", c.peak_error()}};
+  nlohmann::json row{{"layout", c.layout},
+                     {"predicted_step_time_s", c.predicted_step_time_s},
+                     {"measured_step_time_s", c.measured_step_time_s},
+                     {"step_time_error", c.step_time_error()},
+                     {"predicted_peak_bytes", c.predicted_peak_bytes},
+                     {"measured_peak_bytes", c.measured_peak_bytes},
+                     {"peak_error", c.peak_error()}};
+  if (!std::isnan(c.gemm_time_error())) row["gemm_time_error"] = c.gemm_time_error();
+  return row;
 }
 
 nlohmann::json comparison_to_json(const Comparison& c) {
@@ -97,9 +99,11 @@ std::string format_comparison_table(const Comparison& c) {
                        error_text(k.predicted_s, k.measured_s));
 
   if (!c.gemms.empty()) {
-    out += "\nGEMMs in the compute actions per step (measured: timed around each call, median step)\n";
-    out += fmt::format("  {:>4}  {:>10} {:>10} {:>12} {:>12} {:>8} {:>9} {:>9}\n", "rank",
-                       "GFLOP", "", "predicted", "measured", "error", "GFLOP/s", "GFLOP/s");
+    out +=
+        "\nGEMMs in the compute actions per step (measured: timed around each call, each rank's "
+        "median)\n";
+    out += fmt::format("  {:>4}  {:>10} {:>10} {:>12} {:>12} {:>8} {:>9} {:>9}\n", "rank", "GFLOP",
+                       "", "predicted", "measured", "error", "GFLOP/s", "GFLOP/s");
     out += fmt::format("  {:>4}  {:>10} {:>10} {:>12} {:>12} {:>8} {:>9} {:>9}\n", "", "predicted",
                        "measured", "", "", "", "predicted", "measured");
     for (const RankGemms& g : c.gemms)

@@ -12,7 +12,8 @@
 namespace shardplan {
 
 // One `rows` entry: layout, predicted_step_time_s, measured_step_time_s, step_time_error,
-// predicted_peak_bytes, measured_peak_bytes, peak_error.
+// predicted_peak_bytes, measured_peak_bytes, peak_error, and gemm_time_error where the run timed
+// its GEMMs.
 nlohmann::json comparison_row_json(const Comparison& c);
 
 // {"rows": [row], "actions": [...], "memory": [...], "gap_rank", "gaps": [...]}.

@@ -65,7 +65,9 @@ double optimizer_step_time_s(const DeviceRates& r, const Training& t, int64_t el
 double model_flops_per_step(const Model& m, int64_t global_batch, int64_t seq_len);
 
 // The FLOPs recomputation adds to a step in the same convention (full: every layer's forward
-// again, 96 instead of 72 in eq. 3; selective: the attention core QKᵀ and the product with V).
+// again, 96 instead of 72 in eq. 3; selective: the attention core QKᵀ and the product with V, as
+// Megatron-LM re-runs it, where the unfused path the CPU executor runs re-forwards QKᵀ alone,
+// compute_model.cpp).
 // Model + recompute FLOPs are the hardware FLOPs of HFU (Chowdhery et al. 2022, Appendix B).
 double recompute_flops_per_step(const Model& m, int64_t global_batch, int64_t seq_len, Recompute r);
 

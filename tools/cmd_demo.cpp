@@ -217,14 +217,13 @@ int run_demo(const DemoOptions& o) {
     write_json_file(fmt::format("{}/layout-{}-compare.json", o.out_dir, i + 1),
                     comparison_to_json(run.comparison));
     const double gemm_error = run.comparison.gemm_time_error();
-    progress(fmt::format("  measured {} ± {}, predicted {} ({}){}",
-                         format_seconds(run.comparison.measured_step_time_s),
-                         format_seconds(run.spread_s),
-                         format_seconds(run.comparison.predicted_step_time_s),
-                         format_signed_percent(run.comparison.step_time_error()),
-                         std::isnan(gemm_error)
-                             ? ""
-                             : fmt::format("; GEMMs {}", format_signed_percent(gemm_error))));
+    progress(fmt::format(
+        "  measured {} ± {}, predicted {} ({}){}",
+        format_seconds(run.comparison.measured_step_time_s), format_seconds(run.spread_s),
+        format_seconds(run.comparison.predicted_step_time_s),
+        format_signed_percent(run.comparison.step_time_error()),
+        std::isnan(gemm_error) ? ""
+                               : fmt::format("; GEMMs {}", format_signed_percent(gemm_error))));
   }
 
   predict_from_the_others(runs, profile ? &*profile : nullptr);
@@ -237,8 +236,6 @@ int run_demo(const DemoOptions& o) {
     nlohmann::json row = comparison_row_json(r.comparison);
     row["measured_step_time_spread_s"] = r.spread_s;
     if (r.refit_predicted_s > 0) row["refit_predicted_step_time_s"] = r.refit_predicted_s;
-    if (!std::isnan(r.comparison.gemm_time_error()))
-      row["gemm_time_error"] = r.comparison.gemm_time_error();
     rows.push_back(row);
   }
   const OrderAgreement order = order_agreement(predicted, measured, spread);

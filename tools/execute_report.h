@@ -17,7 +17,7 @@ namespace shardplan::cli {
 std::vector<std::vector<ActionTiming>> gather_timings(const std::vector<ActionTiming>& mine);
 
 // Collective over MPI_COMM_WORLD: every rank's GEMM FLOPs and seconds of one step, appended on
-// rank 0 to `record` (by rank; sized on the first call).
+// rank 0 to `record` (by rank).
 void gather_gemms(const MatmulStats& mine, std::vector<MeasuredGemms>& record);
 
 // Collective over MPI_COMM_WORLD: every rank's memory at its total's peak (buffers as other_bytes),

@@ -66,13 +66,13 @@ Profile calibrate_cuda(const CalibrateOptions& o, const CudaSettings& settings, 
 
   const std::vector<LayerShare> shares = layer_shares(o);
   // Operands from device memory, as in a training step (calibrate_cpu.cpp's rule, with the L2).
-  const auto gemm = time_gemm_calls(model_gemm_calls(shares), o.timing, world, kernels, alloc,
-                                    2 * l2_cache_bytes(node_device()));
+  const auto gemm = time_gemm_calls(model_gemm_calls(shares), o.one_pass_timing(), world, kernels,
+                                    alloc, 2 * l2_cache_bytes(ctx.device()));
   if (rank == 0) print_gemm_timings(out, gemm);
   p.gemm = gemm_rates(gemm);
 
   const int64_t elements = o.stream_elements > 0 ? o.stream_elements : kCopyElements;
-  p.memory_GBps = copy_GBps(kernels, alloc, elements, o.timing, world);
+  p.memory_GBps = copy_GBps(kernels, alloc, elements, o.one_pass_timing(), world);
   if (rank == 0)
     fmt::print(out, "# device memory: copy of {} floats ({:.0f} MiB), {:.1f} GB/s a GPU\n\n",
                elements, static_cast<double>(elements) * sizeof(float) / (1 << 20), p.memory_GBps);

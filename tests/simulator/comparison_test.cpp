@@ -3,6 +3,8 @@
 #include "simulator/comparison.h"
 
 #include <catch2/catch.hpp>
+#include <functional>
+#include <string>
 
 #include "core/error.h"
 #include "simulator/comparison_report.h"
@@ -79,8 +81,8 @@ TEST_CASE("compare: GEMMs per rank, read back from measured.json, beside the cos
   const PlanSimulation s = test::simulate_every_rank(p);
   Measurement m = test::scaled_measurement(p, s, 3, compute_scale);
   std::vector<ProgramGemms> priced;
-  const OpTable ops = op_table(p, device_rates(p.cluster.device, p.training.dtype),
-                               cpu_executor_options());
+  const OpTable ops =
+      op_table(p, device_rates(p.cluster.device, p.training.dtype), cpu_executor_options());
   for (size_t rank = 0; rank < m.programs.size(); ++rank) {
     priced.push_back(program_gemms(ops, m.programs[rank], p.layout.recompute));
     // The steps' GEMMs 1.25× the cost model's, and 2× in the warm-up step, which the median skips.
@@ -105,13 +107,33 @@ TEST_CASE("compare: GEMMs per rank, read back from measured.json, beside the cos
   for (MeasuredGemms& g : untimed.gemms) std::fill(g.seconds.begin(), g.seconds.end(), 0.0);
   CHECK(compare_run(s, untimed, priced).gemms.empty());
 
-  j["ranks"][0]["gemm_s"].erase(0);
-  try {
-    measurement_from_json(j, "measured.json");
-    FAIL("a GEMM time missing for a step must be an error");
-  } catch (const InputError& e) {
-    CHECK(e.field == "ranks[0].gemm_s");
-  }
+  // An older measured.json without the keys: no GEMM comparison.
+  nlohmann::json old = j;
+  for (auto& rank : old["ranks"]) rank.erase("gemm_flops_per_step"), rank.erase("gemm_s");
+  CHECK(compare_run(s, measurement_from_json(old, "old.json"), priced).gemms.empty());
+
+  const auto field_of_error = [&](const std::function<void(nlohmann::json&)>& spoil) {
+    nlohmann::json bad = j;
+    spoil(bad);
+    try {
+      measurement_from_json(bad, "measured.json");
+    } catch (const InputError& e) {
+      CHECK(e.file == "measured.json");
+      return e.field;
+    }
+    return std::string("no error");
+  };
+  CHECK(field_of_error([](auto& b) { b["ranks"][0]["gemm_s"].erase(0); }) == "ranks[0].gemm_s");
+  CHECK(field_of_error([](auto& b) { b["ranks"][0]["gemm_s"] = 0.5; }) == "ranks[0].gemm_s");
+  CHECK(field_of_error([](auto& b) { b["ranks"][1]["gemm_s"][2] = -1; }) == "ranks[1].gemm_s[2]");
+  CHECK(field_of_error([](auto& b) { b["ranks"][0]["gemm_flops_per_step"] = -5; }) ==
+        "ranks[0].gemm_flops_per_step");
+  CHECK(field_of_error([](auto& b) { b["ranks"][0].erase("gemm_flops_per_step"); }) ==
+        "ranks[0].gemm_flops_per_step");
+  CHECK(field_of_error([](auto& b) {
+          b["ranks"][1].erase("gemm_flops_per_step");
+          b["ranks"][1].erase("gemm_s");
+        }) == "ranks");
 }
 
 TEST_CASE("compare: rankings and the order over pairs the measurements tell apart", "[compare]") {
