@@ -181,9 +181,10 @@ Unit embedding_unit(const Model& m, const Layout& l, const LayerComm& comm) {
   return u;
 }
 
-// Final norm, vocab-parallel LM head and loss. The three small all-reduces of vocab-parallel
-// cross-entropy (Megatron-LM's vocab_parallel_cross_entropy: max, predicted logit, sum of
-// exponentials, b·s/cp fp32 values each) are part of the head action.
+// Final norm, vocab-parallel LM head and loss. The two small all-reduces of vocab-parallel
+// cross-entropy (Megatron-core's VocabParallelCrossEntropy: the row maxima, then the predicted
+// logits and the sums of exponentials concatenated; b·s/cp and 2·b·s/cp fp32 values) are part of
+// the head action.
 Unit head_unit(const Model& m, const Layout& l, const LayerComm& comm) {
   Unit u;
   u.layer_begin = u.layer_end = m.num_layers;

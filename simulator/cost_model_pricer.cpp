@@ -94,9 +94,10 @@ const GroupSpan& CostModelPricer::group_span_of(const Program& p, const Action& 
 
 double CostModelPricer::cross_entropy_s(const Program& p) const {
   const GroupSpan& tp = spans(p).groups[static_cast<size_t>(Group::tp)];
-  return 3 * collective_cost(cluster_, Collective::all_reduce, cross_entropy_bytes_, tp,
-                             collective_options_)
-                 .time_s;
+  const auto all_reduce_s = [&](int64_t bytes) {
+    return collective_cost(cluster_, Collective::all_reduce, bytes, tp, collective_options_).time_s;
+  };
+  return all_reduce_s(cross_entropy_bytes_) + all_reduce_s(2 * cross_entropy_bytes_);
 }
 
 double CostModelPricer::duration_s(const Program& p, const Action& a) const {

@@ -45,8 +45,9 @@ class CostModelPricer : public ActionPricer {
   // terms of rank_memory's activations, recompute's working layer aside.
   int64_t activation_bytes(const Program& p, int chunk) const override;
 
-  // The three all-reduces (max, predicted logit, sum of exponentials; b·s/cp fp32 values each)
-  // of Megatron-LM's vocab_parallel_cross_entropy on p's tp group; 0 when tp = 1.
+  // The two all-reduces of vocab-parallel cross entropy on p's tp group (Megatron-core's
+  // VocabParallelCrossEntropy, as the executor runs it: the row maxima, b·s/cp fp32 values; then
+  // the predicted logits and sums of exponentials concatenated, twice that); 0 when tp = 1.
   double cross_entropy_s(const Program& p) const;
 
  private:
