@@ -12,7 +12,6 @@
 #include "executor/calibrate_kernels.h"
 #include "executor/calibrate_memory.h"
 #include "executor/calibrate_noise.h"
-#include "executor/param_layout.h"
 
 namespace shardplan {
 
@@ -28,17 +27,6 @@ std::string cpu_model_name() {
       return line.substr(line.find_first_not_of(' ', colon + 1)) + " core";
   }
   return "CPU core";
-}
-
-std::vector<KernelTiming> model_kernel_timings(const std::vector<LayerShare>& shares,
-                                               const TimingOptions& t, MPI_Comm world) {
-  std::vector<KernelTiming> timings;
-  for (const LayerShare& s : shares) {
-    const int64_t parameters = count_parameters(s.model).total() / s.tp;
-    for (KernelTiming& k : time_kernels(s.dims, s.vocab_rows, parameters, s.label, t, world))
-      timings.push_back(std::move(k));
-  }
-  return timings;
 }
 
 // Each timing's median over the passes (every pass times the same things in the same order).
@@ -82,7 +70,8 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
   for (int pass = 0; pass < o.passes; ++pass) {
     gemm_passes.push_back(
         time_gemm_calls(calls, o.timing, world, cpu_kernels<float>(), alloc, cold_bytes));
-    kernel_passes.push_back(model_kernel_timings(shares, o.timing, world));
+    kernel_passes.push_back(
+        model_kernel_timings(shares, o.timing, world, cpu_kernels<float>(), alloc));
   }
   const auto gemm = median_over_passes(gemm_passes);
   if (rank == 0) print_gemm_timings(out, gemm);

@@ -4,15 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 
-#include "executor/activation.h"
 #include "executor/adam.h"
 #include "executor/attention.h"
-#include "executor/cross_entropy.h"
 #include "executor/embedding.h"
-#include "executor/linear.h"
-#include "executor/norm.h"
 
 namespace shardplan {
 
@@ -30,104 +27,139 @@ struct KernelTimer {
   const TimingOptions& t;
   MPI_Comm comm;
   const std::string& label;
+  Kernels<float>& dev;
   std::vector<KernelTiming> out;
 
   void time(MemoryKernel k, int64_t elements, const std::function<void()>& op,
             const MatmulStats* excluded = nullptr) {
     const auto gemm_s = [excluded] { return excluded->seconds; };
-    const double s = median_time_s(op, t, comm, excluded ? gemm_s : std::function<double()>{});
+    const double s = median_time_s(op, t, comm, excluded ? gemm_s : std::function<double()>{},
+                                   [this] { dev.synchronize(); });
     out.push_back({k, static_cast<double>(elements), s, label});
   }
 };
+
+// `count` values in the device's memory: filled(count), or zeros.
+Buffer<float> device_buffer(Kernels<float>& dev, TensorAllocator& alloc, int64_t count,
+                            bool zero = false) {
+  Buffer<float> b = alloc.allocate<float>(MemoryCategory::buffers, count, "kernel operand");
+  if (zero) {
+    dev.fill(b.data(), count, 0.0f);
+  } else {
+    const std::vector<float> host = filled(count);
+    dev.copy_from_host(b.data(), host.data(), count * static_cast<int64_t>(sizeof(float)));
+  }
+  return b;
+}
 
 }  // namespace
 
 std::vector<KernelTiming> time_kernels(const LayerDims& d, int64_t vocab_rows, int64_t parameters,
                                        const std::string& label, const TimingOptions& t,
-                                       MPI_Comm comm) {
-  KernelTimer timer{t, comm, label, {}};
-  CpuKernels<float>& cpu = cpu_kernels<float>();
+                                       MPI_Comm comm, Kernels<float>& dev, TensorAllocator& alloc) {
+  KernelTimer timer{t, comm, label, dev, {}};
   const int64_t N = d.tokens(), L = d.local_tokens(), H = d.hidden, F = d.ffn;
   const int64_t widest = std::max(d.fc1_width(), d.qkv_width());
-  std::vector<float> x = filled(N * widest), y = filled(N * widest), dy = filled(N * widest);
-  std::vector<float> w = filled(widest), dw(static_cast<size_t>(widest)),
-                     db(static_cast<size_t>(widest));
+  const auto buffer = [&](int64_t count, bool zero = false) {
+    return device_buffer(dev, alloc, count, zero);
+  };
+  Buffer<float> x = buffer(N * widest), y = buffer(N * widest), dy = buffer(N * widest);
+  Buffer<float> w = buffer(widest), dw = buffer(widest, true), db = buffer(widest, true);
 
   timer.time(MemoryKernel::norm_forward, L * H,
-             [&] { norm_forward(d.norm, x.data(), w.data(), w.data(), L, H, y.data()); });
+             [&] { dev.norm_forward(d.norm, x.data(), w.data(), w.data(), L, H, y.data()); });
   timer.time(MemoryKernel::norm_backward, L * H, [&] {
-    norm_backward(d.norm, x.data(), w.data(), dy.data(), L, H, y.data(), dw.data(), db.data());
+    dev.norm_backward(d.norm, x.data(), w.data(), dy.data(), L, H, y.data(), dw.data(), db.data());
   });
   timer.time(MemoryKernel::residual_forward, L * H,
-             [&] { residual_add(y.data(), x.data(), w.data(), L, H); });
+             [&] { dev.residual_add(y.data(), x.data(), w.data(), L, H); });
   timer.time(MemoryKernel::residual_backward, L * H,
-             [&] { std::copy(dy.data(), dy.data() + L * H, y.data()); });  // block_backward's dx
+             [&] { dev.copy(y.data(), dy.data(), L * H); });  // block_backward's dx
   for (const int64_t cols : {d.qkv_width(), d.fc1_width()}) {
     timer.time(MemoryKernel::bias_forward, N * cols,
-               [&] { bias_forward(y.data(), w.data(), N, cols); });
+               [&] { dev.bias_forward(y.data(), w.data(), N, cols); });
     timer.time(MemoryKernel::bias_backward, N * cols,
-               [&] { bias_backward(dy.data(), N, cols, db.data()); });
+               [&] { dev.bias_backward(dy.data(), N, cols, db.data()); });
   }
   const bool gelu = d.activation == Activation::gelu;
   timer.time(gelu ? MemoryKernel::gelu_forward : MemoryKernel::swiglu_forward, N * F,
-             [&] { activation_forward(d.activation, x.data(), N, F, y.data()); });
+             [&] { dev.activation_forward(d.activation, x.data(), N, F, y.data()); });
   timer.time(gelu ? MemoryKernel::gelu_backward : MemoryKernel::swiglu_backward, N * F,
-             [&] { activation_backward(d.activation, x.data(), dy.data(), N, F, y.data()); });
+             [&] { dev.activation_backward(d.activation, x.data(), dy.data(), N, F, y.data()); });
 
-  // Attention's softmax: the calls' time outside their GEMMs (executor/attention.cpp).
+  // Attention's softmax: the calls' time outside their GEMMs (executor/attention.cpp), where the
+  // device times its GEMMs one by one (a CPU's; a GPU's run asynchronously, and its softmax is
+  // left to the memory bandwidth's price).
   const int64_t scores = attention_probs_count(d);
-  std::vector<float> qkv = filled(N * d.qkv_width()), probs(static_cast<size_t>(scores)),
-                     dctx = filled(N * d.heads * d.head_dim), dqkv(qkv.size()),
-                     scratch(static_cast<size_t>(d.seq * d.kv_seq()));
+  Buffer<float> qkv = buffer(N * d.qkv_width()), probs = buffer(scores, true),
+                dctx = buffer(N * d.heads * d.head_dim), dqkv = buffer(N * d.qkv_width(), true),
+                scratch = buffer(attention_scratch_count(dev, d), true);
   const KeyValues<const float*> kv = qkv_key_values<const float*>(d, qkv.data());
   const KeyValues<float*> dkv = qkv_key_values(d, dqkv.data());
   MatmulStats gemms;
-  timer.time(
-      MemoryKernel::softmax_forward, scores,
-      [&] { attention_probs(cpu, d, qkv.data(), kv, probs.data(), &gemms); }, &gemms);
-  timer.time(
-      MemoryKernel::softmax_backward, scores,
-      [&] {
-        attention_backward(cpu, d, qkv.data(), kv, probs.data(), dctx.data(), dqkv.data(), dkv,
-                           scratch.data(), &gemms);
-      },
-      &gemms);
+  attention_probs(dev, d, qkv.data(), kv, probs.data(), &gemms);
+  if (gemms.seconds > 0) {
+    timer.time(
+        MemoryKernel::softmax_forward, scores,
+        [&] { attention_probs(dev, d, qkv.data(), kv, probs.data(), &gemms); }, &gemms);
+    timer.time(
+        MemoryKernel::softmax_backward, scores,
+        [&] {
+          attention_backward(dev, d, qkv.data(), kv, probs.data(), dctx.data(), dqkv.data(), dkv,
+                             scratch.data(), &gemms);
+        },
+        &gemms);
+  }
 
   // The embedding and the cross entropy over this rank's vocabulary rows.
   LayerDims one = d;
   one.tp = 1;
   one.sequence_parallel = false;
-  TensorAllocator alloc("calibration");
   SingleRankTpComm<float> single;
-  LayerContext<float> c{alloc, single, nullptr};
-  std::vector<int32_t> tokens(static_cast<size_t>(N));
-  for (size_t i = 0; i < tokens.size(); ++i)
-    tokens[i] = static_cast<int32_t>((i * 7919) % static_cast<size_t>(vocab_rows));
+  LayerContext<float> c{alloc, single, nullptr, nullptr, &dev};
+  std::vector<int32_t> host_tokens(static_cast<size_t>(N));
+  for (size_t i = 0; i < host_tokens.size(); ++i)
+    host_tokens[i] = static_cast<int32_t>((i * 7919) % static_cast<size_t>(vocab_rows));
+  Buffer<int32_t> tokens = alloc.allocate<int32_t>(MemoryCategory::buffers, N, "kernel tokens");
+  dev.copy_from_host(tokens.data(), host_tokens.data(), N * static_cast<int64_t>(sizeof(int32_t)));
   const ElementRange vocab{0, vocab_rows};
-  std::vector<float> wte = filled(vocab_rows * H), wpe = filled(d.seq * H), dwte(wte.size()),
-                     dwpe(wpe.size());
+  Buffer<float> wte = buffer(vocab_rows * H), wpe = buffer(d.seq * H),
+                dwte = buffer(vocab_rows * H, true), dwpe = buffer(d.seq * H, true);
   timer.time(MemoryKernel::embedding_forward, N * H,
              [&] { embedding_forward(one, tokens.data(), wte.data(), vocab, wpe.data(), c); });
   timer.time(MemoryKernel::embedding_backward, N * H, [&] {
     embedding_backward(one, tokens.data(), dy.data(), vocab, dwte.data(), dwpe.data(), c);
   });
-  std::vector<float> logits = filled(N * vocab_rows), row_max(static_cast<size_t>(N)),
-                     target(row_max.size()), sum_exp(row_max.size());
+  Buffer<float> logits = buffer(N * vocab_rows), row_max = buffer(N, true),
+                target = buffer(N, true), sum_exp = buffer(N, true);
   timer.time(MemoryKernel::cross_entropy_forward, N * vocab_rows, [&] {
-    logits_row_max(logits.data(), N, vocab_rows, row_max.data());
-    logits_target(logits.data(), tokens.data(), N, vocab_rows, vocab, target.data());
-    logits_exponentiate(logits.data(), N, vocab_rows, row_max.data(), sum_exp.data());
-    token_loss_sum(row_max.data(), sum_exp.data(), target.data(), N);
+    dev.logits_row_max(logits.data(), N, vocab_rows, row_max.data());
+    dev.logits_target(logits.data(), tokens.data(), N, vocab_rows, vocab, target.data());
+    dev.logits_exponentiate(logits.data(), N, vocab_rows, row_max.data(), sum_exp.data());
+    dev.token_loss_sum(row_max.data(), sum_exp.data(), target.data(), N);
   });
   timer.time(MemoryKernel::cross_entropy_backward, N * vocab_rows, [&] {
-    logits_backward(logits.data(), sum_exp.data(), tokens.data(), N, vocab_rows, vocab, 1e-3f);
+    dev.logits_backward(logits.data(), sum_exp.data(), tokens.data(), N, vocab_rows, vocab, 1e-3f);
   });
 
-  std::vector<float> params = filled(parameters), grads = filled(parameters);
+  Buffer<float> params = buffer(parameters), grads = buffer(parameters);
   AdamState adam = adam_state(alloc, parameters);
   timer.time(MemoryKernel::optimizer_step, parameters,
-             [&] { adam_step(cpu, AdamConfig{}, adam, params, grads); });
+             [&] { adam_step(dev, AdamConfig{}, adam, params.span(), grads.span()); });
   return timer.out;
+}
+
+std::vector<KernelTiming> model_kernel_timings(const std::vector<LayerShare>& shares,
+                                               const TimingOptions& t, MPI_Comm comm,
+                                               Kernels<float>& dev, TensorAllocator& alloc) {
+  std::vector<KernelTiming> timings;
+  for (const LayerShare& s : shares) {
+    const int64_t parameters = count_parameters(s.model).total() / s.tp;
+    for (KernelTiming& k :
+         time_kernels(s.dims, s.vocab_rows, parameters, s.label, t, comm, dev, alloc))
+      timings.push_back(std::move(k));
+  }
+  return timings;
 }
 
 std::vector<KernelRate> kernel_rates(const std::vector<KernelTiming>& timings) {

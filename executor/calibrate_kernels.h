@@ -1,8 +1,8 @@
-// Memory-bound kernel microbenchmarks: every kernel of core/memory_kernel.h the CPU executor runs,
-// through the executor's own functions on the shapes of a model's layers (a tp rank's share, a
-// micro-batch), every rank at once. On a CPU core several of them are bound by their arithmetic
-// (GELU's tanh, softmax's and cross entropy's exponentials, Adam's square roots), not by memory,
-// so STREAM's bandwidth alone would price them several times too fast.
+// Memory-bound kernel microbenchmarks: every kernel of core/memory_kernel.h the executor runs,
+// through the executor's own kernels (Kernels: a CPU core's or a GPU's) on the shapes of a model's
+// layers (a tp rank's share, a micro-batch), every rank at once. On a CPU core several of them are
+// bound by their arithmetic (GELU's tanh, softmax's and cross entropy's exponentials, Adam's square
+// roots), not by memory, so STREAM's bandwidth alone would price them several times too fast.
 #pragma once
 
 #include <mpi.h>
@@ -13,6 +13,7 @@
 
 #include "core/memory_kernel.h"
 #include "core/profile.h"
+#include "executor/calibrate_options.h"
 #include "executor/calibrate_timing.h"
 #include "executor/layer_context.h"
 
@@ -27,10 +28,17 @@ struct KernelTiming {
 
 // Times the kernels of one rank share `d` of a model's layer (its norm, activation, biases,
 // residual, attention softmax, embedding, cross entropy over `vocab_rows` rows, Adam over the
-// share's `parameters`); `label` names the shape. Every rank of `comm` calls it at once.
+// share's `parameters`) on `dev`, with operands from `alloc` (the device's memory); `label` names
+// the shape. Every rank of `comm` calls it at once. The softmax only where `dev` times its GEMMs
+// (MatmulStats seconds), the rest of attention's calls being its GEMMs.
 std::vector<KernelTiming> time_kernels(const LayerDims& d, int64_t vocab_rows, int64_t parameters,
                                        const std::string& label, const TimingOptions& t,
-                                       MPI_Comm comm);
+                                       MPI_Comm comm, Kernels<float>& dev, TensorAllocator& alloc);
+
+// time_kernels over every share (calibrate_options.h's layer_shares).
+std::vector<KernelTiming> model_kernel_timings(const std::vector<LayerShare>& shares,
+                                               const TimingOptions& t, MPI_Comm comm,
+                                               Kernels<float>& dev, TensorAllocator& alloc);
 
 // One rate per kernel and size: the elements of its timings of that size over their summed time.
 std::vector<KernelRate> kernel_rates(const std::vector<KernelTiming>& timings);

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "executor/calibrate_gemm.h"
+#include "executor/calibrate_kernels.h"
 #include "executor/cuda/cuda_check.h"
 #include "executor/cuda/cuda_kernels.h"
 #include "executor/cuda/device_memory.h"
@@ -70,6 +71,11 @@ Profile calibrate_cuda(const CalibrateOptions& o, const CudaSettings& settings, 
                                     alloc, 2 * l2_cache_bytes(ctx.device()));
   if (rank == 0) print_gemm_timings(out, gemm);
   p.gemm = gemm_rates(gemm);
+
+  const auto kernel_timings =
+      model_kernel_timings(shares, o.one_pass_timing(), world, kernels, alloc);
+  if (rank == 0) print_kernel_timings(out, kernel_timings);
+  p.kernels = kernel_rates(kernel_timings);
 
   const int64_t elements = o.stream_elements > 0 ? o.stream_elements : kCopyElements;
   p.memory_GBps = copy_GBps(kernels, alloc, elements, o.one_pass_timing(), world);
