@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "core/alpha_beta_fit.h"
@@ -79,15 +80,47 @@ double outside_ops_s(const CostModelPricer& pricer, const Program& p, const Acti
   return a.pass == Pass::forward && has_part(a.parts, Part::head) ? pricer.cross_entropy_s(p) : 0;
 }
 
+// Each rank's measured GEMM time over the cost model's for its program (core/measurement.h's
+// MeasuredGemms); empty where the run did not time its GEMMs.
+std::vector<double> gemm_ratios(const Measurement& m, const OpTable& table) {
+  const std::vector<double> measured = median_gemm_s(m);
+  std::vector<double> ratios;
+  for (size_t rank = 0; rank < measured.size(); ++rank) {
+    const double priced = program_gemms(table, m.programs[rank], m.plan.layout.recompute).time_s;
+    if (measured[rank] <= 0 || priced <= 0) return {};
+    ratios.push_back(measured[rank] / priced);
+  }
+  return ratios;
+}
+
 void fit_compute(const Measurement& m, const OpTable& table, const CostModelPricer& pricer,
                  const std::vector<std::vector<double>>& medians, RunFit& fit) {
   const Recompute r = m.plan.layout.recompute;
   const auto class_of = [](const Action& a) {
     return fmt::format("{} {}", enum_name(a.pass, kPassNames), parts_name(a.parts));
   };
+  // With the run's GEMMs timed apart, its GEMMs take their rank's measured/priced ratio and a
+  // class's kernels what is left of its measured time; otherwise every operation of a class
+  // takes the class's ratio.
+  const std::vector<double> gemm_ratio = gemm_ratios(m, table);
+  const auto gemm_scale = [&](size_t rank) {
+    return gemm_ratio.empty() ? std::optional<double>{} : gemm_ratio[rank];
+  };
   struct Class {
     ComputeClassFit fit;
     double ops_s = 0, outside_s = 0;  // the price split into the operations and the rest
+    double gemm_measured_s = 0;       // its GEMMs' price × their rank's ratio
+    double gemm_s = 0;                // its GEMMs' price
+    // The ratio of its kernels (every operation's without timed GEMMs), or nothing where the
+    // GEMMs' share leaves the kernels no time (noise): then the class's ratio for all.
+    std::optional<double> kernel_ratio() const {
+      const double kernels_s = ops_s - gemm_s;
+      if (gemm_s == 0 || kernels_s <= 0) return std::nullopt;
+      const double left_s = fit.measured_s - outside_s - gemm_measured_s;
+      if (left_s <= 0) return std::nullopt;
+      return left_s / kernels_s;
+    }
+    double class_ratio() const { return ops_s > 0 ? (fit.measured_s - outside_s) / ops_s : 1; }
   };
   std::map<std::string, Class> classes;
   for (size_t rank = 0; rank < m.programs.size(); ++rank)
@@ -100,7 +133,13 @@ void fit_compute(const Measurement& m, const OpTable& table, const CostModelPric
       ++c.fit.actions;
       c.fit.predicted_s += pricer.duration_s(p, a);
       c.fit.measured_s += medians[rank][i];
-      for (const PricedOp* o : action_ops(table, a, r)) c.ops_s += o->time_s;
+      for (const PricedOp* o : action_ops(table, a, r)) {
+        c.ops_s += o->time_s;
+        if (o->kind == OpKind::matmul && gemm_scale(rank)) {
+          c.gemm_s += o->time_s;
+          c.gemm_measured_s += o->time_s * *gemm_scale(rank);
+        }
+      }
       c.outside_s += outside_ops_s(pricer, p, a);
     }
   for (size_t rank = 0; rank < m.programs.size(); ++rank)
@@ -108,9 +147,12 @@ void fit_compute(const Measurement& m, const OpTable& table, const CostModelPric
       if (a.kind != ActionKind::compute) continue;
       const Class& c = classes[class_of(a)];
       // The operations take what was measured beyond the rest of the price.
-      const double ratio = c.ops_s > 0 ? (c.fit.measured_s - c.outside_s) / c.ops_s : 1;
+      const std::optional<double> kernels = c.kernel_ratio();
       for (const PricedOp* o : action_ops(table, a, r)) {
         if (o->kind == OpKind::attention) continue;  // flash attention: no profile entry
+        const double ratio = !kernels                    ? c.class_ratio()
+                             : o->kind == OpKind::matmul ? *gemm_scale(rank)
+                                                         : *kernels;
         Rescaled& s = fit.ops[key_of(*o)];
         s.work += work_of(*o);
         s.time_s += o->time_s * ratio;

@@ -4,7 +4,9 @@
 //     price for it, and every GEMM shape and memory-bound kernel size priced inside the class gets
 //     the rate that makes the class's total come out as measured (its priced time × the class's
 //     measured/predicted ratio, summed over the classes it appears in), as a profile entry for
-//     exactly that shape or size;
+//     exactly that shape or size; where the run timed its GEMMs apart (measured.json's gemm_s),
+//     GEMMs take their rank's measured/priced GEMM ratio instead and the class's kernels what is
+//     left of its measured time;
 //   collectives: each collective instance's own time — the shortest of its members' durations,
 //     since every member ends together and the last to arrive waited least — at its size, merged
 //     into the profile's sweep for that collective, level and group size, and alpha-beta refitted;

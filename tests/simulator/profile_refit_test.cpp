@@ -6,6 +6,8 @@
 
 #include "core/error.h"
 #include "simulator/comparison.h"
+#include "simulator/device_efficiency.h"
+#include "simulator/priced_ops.h"
 #include "tests/simulator/measured_fixture.h"
 
 namespace shardplan {
@@ -37,6 +39,44 @@ TEST_CASE("refit: compute measured at k × its price is priced as measured", "[r
       if (k.name == "forward" || k.name == "backward") {
         INFO(k.rank << " " << k.name);
         CHECK(k.predicted_s == Approx(k.measured_s).epsilon(1e-9));
+      }
+  }
+}
+
+TEST_CASE("refit: GEMMs timed apart take their own ratio, the kernels the rest", "[refit]") {
+  // dp=2: each kernel size in one class, so every class comes out exactly as measured; pp=2 with
+  // selective recomputation: a kernel size serves classes with different ratios (the final norm's
+  // and the layers' norms, the re-forward inside the backward) and takes one rate between them.
+  for (const auto& [layout, tolerance] :
+       {std::pair{"dp=2", 1e-9}, {"pp=2,recompute=selective", 1e-2}}) {
+    INFO(layout);
+    const Plan p = test::tiny_cpu_plan(layout);
+    const PlanSimulation before = test::simulate_every_rank(p);
+    // Compute ran 1.7 times its price in all, of which the GEMMs 1.5 times theirs: the kernels
+    // took the rest, more than 1.7 times theirs.
+    const auto scale = [](const Action& a) { return a.kind == ActionKind::compute ? 1.7 : 1.0; };
+    Measurement m = test::scaled_measurement(p, before, 3, scale);
+    const auto gemms_priced = [&](const Profile* profile) {
+      ExecutionOptions x = cpu_executor_options();
+      x.profile = profile;
+      const OpTable ops = op_table(p, device_rates(p.cluster.device, p.training.dtype, profile), x);
+      std::vector<ProgramGemms> out;
+      for (const Program& program : m.programs)
+        out.push_back(program_gemms(ops, program, p.layout.recompute));
+      return out;
+    };
+    for (const ProgramGemms& g : gemms_priced(nullptr))
+      m.gemms.push_back({g.flops, std::vector<double>(3, 1.5 * g.time_s)});
+    const Profile refit = refit_profile(nullptr, {m}, {"measured.json"}, nullptr);
+    const std::vector<ProgramGemms> priced = gemms_priced(nullptr), after = gemms_priced(&refit);
+    for (size_t rank = 0; rank < priced.size(); ++rank)
+      CHECK(after[rank].time_s == Approx(1.5 * priced[rank].time_s).epsilon(1e-9));
+    // The compute actions still come out as measured.
+    const Comparison c = compare_run(test::simulate_every_rank(p, &refit), m);
+    for (const KindTime& k : c.kinds)
+      if (k.name == "forward" || k.name == "backward") {
+        INFO(k.rank << " " << k.name);
+        CHECK(k.predicted_s == Approx(k.measured_s).epsilon(tolerance));
       }
   }
 }
