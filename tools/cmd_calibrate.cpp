@@ -114,10 +114,10 @@ Subcommand add_calibrate(CLI::App& root) {
   auto o = std::make_shared<CalibrateCliOptions>();
   CLI::App* app = root.add_subcommand(
       "calibrate",
-      "Measure this machine (GEMMs over a model's layer shapes, memory bandwidth, every "
-      "collective over sizes and group sizes, printed as nccl-tests prints them; cpu: Eigen, the "
-      "executor's memory-bound kernels, STREAM and MPI, cuda: cuBLAS, a device copy and NCCL) and "
-      "write a profile for --profile. Runs on the ranks mpirun started (mpirun -np 2 shardplan "
+      "Measure this machine (GEMMs over a model's layer shapes, the executor's memory-bound "
+      "kernels, memory bandwidth, every collective over sizes and group sizes, printed as "
+      "nccl-tests prints them; cpu: Eigen, STREAM and MPI, and the machine's noise; cuda: cuBLAS, "
+      "a device copy and NCCL) and write a profile for --profile. Runs on the ranks mpirun started (mpirun -np 2 shardplan "
       "calibrate ...), or re-runs itself under mpirun -np N (--ranks N). With --from, refits a "
       "profile from what `execute` measured instead");
   app->add_option("--backend", o->backend,
@@ -127,9 +127,10 @@ Subcommand add_calibrate(CLI::App& root) {
   app->add_flag("--tf32", o->tf32, "cuda: time the fp32 GEMMs on TF32 tensor cores");
   app->add_option("--from", o->from,
                   "Refit from these measured.json files (`execute --out`): each compute class's "
-                  "measured time rescales the GEMM shapes and kernel sizes priced in it, each "
-                  "collective's own time (its fastest member's) joins its sweep, and the "
-                  "optimizer step's rate is taken as measured")
+                  "measured time rescales the GEMM shapes and kernel sizes priced in it (where "
+                  "the run timed its GEMMs, they take their own measured ratio and the kernels "
+                  "the rest), each collective's own time (its fastest member's) joins its sweep, "
+                  "and the optimizer step's rate is taken as measured")
       ->excludes("--backend");
   app->add_option("--profile", o->base_profile,
                   "With --from: the profile to refine (default: the datasheet figures of the "
