@@ -58,14 +58,20 @@ void add_report_options(CLI::App* app, ReportOptions& o) {
       ->check(CLI::IsMember({"table", "json"}));
 }
 
-int print_report(const ReportOptions& o, const Plan& p, const nlohmann::json& j,
-                 const std::string& table, bool fits) {
+void emit_report(const ReportOptions& o, const nlohmann::json& j, const std::string& text) {
   if (!o.json_file.empty()) write_json_file(o.json_file, j);
   if (o.format == "json")
     fmt::print("{}\n", j.dump(2));
   else
-    fmt::print("{}: {} on {} x {} ({} devices)\n\n{}", to_string(p.layout), p.model.name,
-               p.cluster.name, p.cluster.nodes, p.cluster.world(), table);
+    fmt::print("{}", text);
+}
+
+int print_report(const ReportOptions& o, const Plan& p, const nlohmann::json& j,
+                 const std::string& table, bool fits) {
+  emit_report(o, j,
+              fmt::format("{}: {} on {} x {} ({} devices)\n\n{}", to_string(p.layout),
+                          p.model.name, p.cluster.name, p.cluster.nodes, p.cluster.world(),
+                          table));
   return static_cast<int>(fits ? ExitCode::ok : ExitCode::nothing_fits);
 }
 

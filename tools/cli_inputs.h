@@ -46,8 +46,11 @@ struct ReportOptions {
 };
 void add_report_options(CLI::App* app, ReportOptions& o);
 
-// Writes --json's file and prints the JSON, or the plan's title line and `table`. Returns the exit
-// code: ok, or nothing_fits unless `fits`.
+// Writes --json's file and prints the JSON (--format json) or `text`.
+void emit_report(const ReportOptions& o, const nlohmann::json& j, const std::string& text);
+
+// emit_report with the plan's title line above `table`. Returns the exit code: ok, or
+// nothing_fits unless `fits`.
 int print_report(const ReportOptions& o, const Plan& p, const nlohmann::json& j,
                  const std::string& table, bool fits);
 

@@ -54,9 +54,7 @@ int run_compare(const CompareOptions& o) {
   if (!o.trace_file.empty())
     table += fmt::format("\nTrace: {} (predicted ranks, then measured ranks from pid {})\n",
                          o.trace_file, measured.plan.layout.world());
-  const nlohmann::json j = comparison_to_json(c);
-  if (!o.report.json_file.empty()) write_json_file(o.report.json_file, j);
-  fmt::print("{}", o.report.format == "json" ? j.dump(2) + "\n" : table);
+  emit_report(o.report, comparison_to_json(c), table);
   return static_cast<int>(ExitCode::ok);
 }
 

@@ -244,11 +244,7 @@ int run_demo(const DemoOptions& o) {
                           {{"distinguishable_pairs", order.distinguishable_pairs},
                            {"agreeing_pairs", order.agreeing_pairs}}},
                          {"profile", profile_option.profile_file}};
-  if (!o.report.json_file.empty()) write_json_file(o.report.json_file, j);
-  if (o.report.format == "json")
-    fmt::print("{}\n", j.dump(2));
-  else
-    fmt::print("\n{}", format_demo_table(runs, order));
+  emit_report(o.report, j, "\n" + format_demo_table(runs, order));
   return static_cast<int>(ExitCode::ok);
 }
 
