@@ -4,28 +4,23 @@
 
 namespace shardplan {
 
-// Destructors do not throw: a failure to destroy a handle is ignored (the process is ending or the
-// device is already lost, and the error that caused it has been reported).
-
 CudaStream::CudaStream() {
-  SHARDPLAN_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking));
-}
-CudaStream::~CudaStream() {
-  if (s_ != nullptr) cudaStreamDestroy(s_);
+  cudaStream_t s = nullptr;
+  SHARDPLAN_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  s_.reset(s);
 }
 
 CudaEvent::CudaEvent(EventKind kind) {
+  cudaEvent_t e = nullptr;
   SHARDPLAN_CUDA_CHECK(cudaEventCreateWithFlags(
-      &e_, kind == EventKind::timing ? cudaEventDefault : cudaEventDisableTiming));
-}
-CudaEvent::~CudaEvent() {
-  if (e_ != nullptr) cudaEventDestroy(e_);
+      &e, kind == EventKind::timing ? cudaEventDefault : cudaEventDisableTiming));
+  e_.reset(e);
 }
 void CudaEvent::record(cudaStream_t s) {
-  SHARDPLAN_CUDA_CHECK(cudaEventRecord(e_, s));
+  SHARDPLAN_CUDA_CHECK(cudaEventRecord(get(), s));
 }
 bool CudaEvent::done() const {
-  const cudaError_t status = cudaEventQuery(e_);
+  const cudaError_t status = cudaEventQuery(get());
   if (status == cudaErrorNotReady) return false;
   SHARDPLAN_CUDA_CHECK(status);
   return true;
@@ -38,10 +33,9 @@ void stream_wait(cudaStream_t waiter, cudaStream_t s, CudaEvent& scratch) {
 }
 
 CublasHandle::CublasHandle() {
-  SHARDPLAN_CUBLAS_CHECK(cublasCreate(&h_));
-}
-CublasHandle::~CublasHandle() {
-  if (h_ != nullptr) cublasDestroy(h_);
+  cublasHandle_t h = nullptr;
+  SHARDPLAN_CUBLAS_CHECK(cublasCreate(&h));
+  h_.reset(h);
 }
 
 }  // namespace shardplan

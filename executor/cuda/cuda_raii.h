@@ -1,30 +1,34 @@
 // RAII owners of CUDA's handles (NVTX/CUTLASS style): a stream, an event, a cuBLAS handle. Each
-// is created checked, destroyed in its destructor, movable and not copyable.
+// is created checked, destroyed with its owner, movable and not copyable.
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include <utility>
+#include <memory>
+#include <type_traits>
 
 namespace shardplan {
+
+// One of CUDA's pointer-typed handles owned by a std::unique_ptr that calls `destroy` on it. A
+// failure to destroy is ignored: the process is ending or the device is already lost, and the
+// error that caused it has been reported.
+template <class Handle, auto destroy>
+struct HandleDestroyer {
+  void operator()(Handle h) const { static_cast<void>(destroy(h)); }
+};
+template <class Handle, auto destroy>
+using UniqueHandle =
+    std::unique_ptr<std::remove_pointer_t<Handle>, HandleDestroyer<Handle, destroy>>;
 
 // A stream that does not synchronise with the legacy default stream.
 class CudaStream {
  public:
   CudaStream();
-  ~CudaStream();
-  CudaStream(const CudaStream&) = delete;
-  CudaStream& operator=(const CudaStream&) = delete;
-  CudaStream(CudaStream&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
-  CudaStream& operator=(CudaStream&& o) noexcept {
-    std::swap(s_, o.s_);
-    return *this;
-  }
-  cudaStream_t get() const { return s_; }
+  cudaStream_t get() const { return s_.get(); }
 
  private:
-  cudaStream_t s_ = nullptr;
+  UniqueHandle<cudaStream_t, cudaStreamDestroy> s_;
 };
 
 // Timing events record when their stream reached them (cudaEventElapsedTime); ordering-only
@@ -34,20 +38,12 @@ enum class EventKind { timing, ordering };
 class CudaEvent {
  public:
   explicit CudaEvent(EventKind kind = EventKind::ordering);
-  ~CudaEvent();
-  CudaEvent(const CudaEvent&) = delete;
-  CudaEvent& operator=(const CudaEvent&) = delete;
-  CudaEvent(CudaEvent&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
-  CudaEvent& operator=(CudaEvent&& o) noexcept {
-    std::swap(e_, o.e_);
-    return *this;
-  }
-  cudaEvent_t get() const { return e_; }
+  cudaEvent_t get() const { return e_.get(); }
   void record(cudaStream_t s);
   bool done() const;  // cudaEventQuery: the stream has passed it
 
  private:
-  cudaEvent_t e_ = nullptr;
+  UniqueHandle<cudaEvent_t, cudaEventDestroy> e_;
 };
 
 // `waiter` runs nothing further until `s` has passed everything issued to it so far.
@@ -56,18 +52,10 @@ void stream_wait(cudaStream_t waiter, cudaStream_t s, CudaEvent& scratch);
 class CublasHandle {
  public:
   CublasHandle();
-  ~CublasHandle();
-  CublasHandle(const CublasHandle&) = delete;
-  CublasHandle& operator=(const CublasHandle&) = delete;
-  CublasHandle(CublasHandle&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
-  CublasHandle& operator=(CublasHandle&& o) noexcept {
-    std::swap(h_, o.h_);
-    return *this;
-  }
-  cublasHandle_t get() const { return h_; }
+  cublasHandle_t get() const { return h_.get(); }
 
  private:
-  cublasHandle_t h_ = nullptr;
+  UniqueHandle<cublasHandle_t, cublasDestroy> h_;
 };
 
 }  // namespace shardplan
