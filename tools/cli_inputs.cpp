@@ -69,9 +69,8 @@ void emit_report(const ReportOptions& o, const nlohmann::json& j, const std::str
 int print_report(const ReportOptions& o, const Plan& p, const nlohmann::json& j,
                  const std::string& table, bool fits) {
   emit_report(o, j,
-              fmt::format("{}: {} on {} x {} ({} devices)\n\n{}", to_string(p.layout),
-                          p.model.name, p.cluster.name, p.cluster.nodes, p.cluster.world(),
-                          table));
+              fmt::format("{}: {} on {} x {} ({} devices)\n\n{}", to_string(p.layout), p.model.name,
+                          p.cluster.name, p.cluster.nodes, p.cluster.world(), table));
   return static_cast<int>(fits ? ExitCode::ok : ExitCode::nothing_fits);
 }
 
