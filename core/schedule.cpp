@@ -107,8 +107,7 @@ std::string parts_name(PartSet s) {
 }
 
 const std::vector<int64_t>& Program::members(const Action& a) const {
-  assert(a.kind == ActionKind::collective || a.kind == ActionKind::grad_reduce ||
-         a.kind == ActionKind::param_gather);
+  assert(is_group_action(a));
   if (a.kind == ActionKind::grad_reduce && a.group == Group::pp) return embedding_group;
   return groups[static_cast<size_t>(a.group)];
 }

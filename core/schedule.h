@@ -137,6 +137,12 @@ struct Action {
   int64_t params = 0;
 };
 
+// Collectives, gradient reductions and parameter gathers: the actions a group runs together.
+constexpr bool is_group_action(const Action& a) {
+  return a.kind == ActionKind::collective || a.kind == ActionKind::grad_reduce ||
+         a.kind == ActionKind::param_gather;
+}
+
 // A rank's program for one training step. Actions are in program order, which is a topological
 // order: every dependency names an earlier action. Actions on one stream are ordered by program
 // order; an action also waits for its explicit dependencies; a recv waits for its matching send

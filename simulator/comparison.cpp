@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/collective_instances.h"
 #include "core/statistics.h"
 
 namespace shardplan {
@@ -13,11 +14,31 @@ namespace {
 
 // A step's time on one rank outside its actions: waiting that no action holds, and work the
 // rank's timeline does not attribute to an action. Posted sends do not hold a rank: left out.
-double outside_actions_s(double step_s, const Program& p, const std::vector<ActionTiming>& t) {
+// `wait`: what each action's timing leaves out of the rank's time in it (a simulated group action
+// starts at its group's last arrival).
+double outside_actions_s(double step_s, const Program& p, const std::vector<ActionTiming>& t,
+                         const std::vector<double>& wait) {
   double busy_s = 0;
   for (size_t a = 0; a < p.actions.size(); ++a)
-    if (p.actions[a].kind != ActionKind::send) busy_s += t[a].end_s - t[a].start_s;
+    if (p.actions[a].kind != ActionKind::send) busy_s += t[a].end_s - t[a].start_s + wait[a];
   return std::max(0.0, step_s - busy_s);
+}
+
+// Each action's median over the steps after the warm-up of its rank's wait in it: [rank][action].
+std::vector<std::vector<double>> median_group_wait_s(const Measurement& m) {
+  std::vector<std::vector<std::vector<double>>> samples;  // [rank][action][step]
+  for (const Program& p : m.programs) samples.emplace_back(p.actions.size());
+  for (size_t step = static_cast<size_t>(m.warmup_steps); step < m.timings.size(); ++step) {
+    const std::vector<std::vector<double>> wait = group_wait_s(m.programs, m.timings[step]);
+    for (size_t r = 0; r < wait.size(); ++r)
+      for (size_t a = 0; a < wait[r].size(); ++a) samples[r][a].push_back(wait[r][a]);
+  }
+  std::vector<std::vector<double>> out;
+  for (auto& rank : samples) {
+    std::vector<double>& medians = out.emplace_back();
+    for (std::vector<double>& s : rank) medians.push_back(s.empty() ? 0 : median(std::move(s)));
+  }
+  return out;
 }
 
 MeasuredMemory as_measured(const SimulatedMemory& m) {
@@ -44,6 +65,7 @@ Comparison compare_run(const PlanSimulation& predicted, const Measurement& measu
   c.measured_steps = static_cast<int64_t>(measured.steps.size()) - measured.warmup_steps;
 
   const std::vector<std::vector<double>> medians = median_action_s(measured);
+  const std::vector<std::vector<double>> waits = median_group_wait_s(measured);
   double longest_busy_s = -1;
   for (size_t i = 0; i < predicted.step.programs.size(); ++i) {
     const Program& p = predicted.step.programs[i];
@@ -55,28 +77,38 @@ Comparison compare_run(const PlanSimulation& predicted, const Measurement& measu
     for (size_t a = 0; a < p.actions.size(); ++a) {
       const std::string name = action_kind_name(p.actions[a]);
       const auto [it, fresh] = index.try_emplace(name, c.kinds.size());
-      if (fresh) c.kinds.push_back({p.rank, name, 0, 0, 0});
+      if (fresh) c.kinds.push_back({p.rank, name, 0, 0, 0, 0, 0});
       KindTime& k = c.kinds[it->second];
       const ActionTiming& t = sim.timings[i][a];
       ++k.actions;
-      k.predicted_s += t.end_s - t.start_s;
+      k.predicted_s += t.end_s - t.start_s + sim.group_wait_s[i][a];
+      k.predicted_wait_s += sim.group_wait_s[i][a];
       k.measured_s += medians[rank][a];
-      busy_s += medians[rank][a];
+      k.measured_wait_s += waits[rank][a];
+      busy_s += medians[rank][a] - waits[rank][a];
     }
     std::vector<double> outside;
+    const std::vector<double> none(p.actions.size(), 0.0);  // a measured call holds its wait
     for (size_t step = static_cast<size_t>(measured.warmup_steps); step < measured.steps.size();
          ++step)
-      outside.push_back(
-          outside_actions_s(measured.steps[step].step_time_s, p, measured.timings[step][rank]));
-    c.kinds.push_back({p.rank, kOutsideActions, 0,
-                       outside_actions_s(predicted.step_time_s, p, sim.timings[i]),
-                       median(std::move(outside))});
+      outside.push_back(outside_actions_s(measured.steps[step].step_time_s, p,
+                                          measured.timings[step][rank], none));
+    c.kinds.push_back(
+        {p.rank, kOutsideActions, 0,
+         outside_actions_s(predicted.step_time_s, p, sim.timings[i], sim.group_wait_s[i]),
+         median(std::move(outside)), 0, 0});
     if (busy_s > longest_busy_s) {
       longest_busy_s = busy_s;
       c.gap_rank = p.rank;
       c.gaps.clear();
-      for (size_t k = first; k < c.kinds.size(); ++k)
-        c.gaps.push_back({c.kinds[k].name, c.kinds[k].measured_s - c.kinds[k].predicted_s});
+      Gap wait{kGroupWait, 0};
+      for (size_t k = first; k < c.kinds.size(); ++k) {
+        const KindTime& kt = c.kinds[k];
+        c.gaps.push_back({kt.name, (kt.measured_s - kt.measured_wait_s) -
+                                       (kt.predicted_s - kt.predicted_wait_s)});
+        wait.gap_s += kt.measured_wait_s - kt.predicted_wait_s;
+      }
+      c.gaps.push_back(wait);
     }
     const RankMemoryComparison m{p.rank, as_measured(predicted.memory[i]), measured.memory[rank]};
     c.predicted_peak_bytes = std::max(c.predicted_peak_bytes, m.predicted.peak_bytes);

@@ -23,14 +23,22 @@ double relative_error(double predicted, double measured);
 // executor's layer code between a pass's last collective and its return).
 inline constexpr const char* kOutsideActions = "(outside actions)";
 
-// One kind of action (action_kind_name) on one rank, over one step.
+// One kind of action (action_kind_name) on one rank, over one step: the time the rank spent in
+// its actions, a group action's from the rank's arrival (the call's entry) to its end. Of that, the
+// wait is a group action's time before the group's last member arrived (collective_instances.h):
+// the ranks' skew, where the rest is the transfer the cost model prices.
 struct KindTime {
   int64_t rank = 0;
   std::string name;
   int64_t actions = 0;
-  double predicted_s = 0;  // summed over the simulated step
-  double measured_s = 0;   // each action's median over the measured steps, summed
+  double predicted_s = 0;       // summed over the simulated step
+  double measured_s = 0;        // each action's median over the measured steps, summed
+  double predicted_wait_s = 0;  // of predicted_s
+  double measured_wait_s = 0;   // of measured_s: each action's median wait, summed
 };
+
+// The Gap of a rank's waits in group actions, beside its action kinds' gaps (which leave them out).
+inline constexpr const char* kGroupWait = "(waiting in collectives)";
 
 struct RankMemoryComparison {
   int64_t rank = 0;
@@ -39,7 +47,8 @@ struct RankMemoryComparison {
 };
 
 // Where the step's time went differently: one action kind, its measured − predicted time per step
-// on the rank that measured the longest busy time (the one the step waits for).
+// less its waits, on the rank that measured the longest busy time outside waits (the one the step
+// waits for); that rank's waits in group actions are one more Gap (kGroupWait).
 struct Gap {
   std::string name;
   double gap_s = 0;

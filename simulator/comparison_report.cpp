@@ -52,7 +52,9 @@ nlohmann::json comparison_to_json(const Comparison& c) {
                        {"name", k.name},
                        {"actions", k.actions},
                        {"predicted_s", k.predicted_s},
-                       {"measured_s", k.measured_s}});
+                       {"measured_s", k.measured_s},
+                       {"predicted_wait_s", k.predicted_wait_s},
+                       {"measured_wait_s", k.measured_wait_s}});
   nlohmann::json memory = nlohmann::json::array();
   for (const RankMemoryComparison& m : c.memory)
     for (const auto& [item, field] : kMemoryItems)
@@ -90,13 +92,26 @@ std::string format_comparison_table(const Comparison& c) {
                      mib(c.predicted_peak_bytes), mib(c.measured_peak_bytes),
                      format_signed_percent(c.peak_error()));
 
-  out += "\nTime per step by action kind and rank (measured: each action's median, summed)\n";
-  out += fmt::format("  {:>4}  {:<34} {:>7} {:>12} {:>12} {:>8}\n", "rank", "action", "actions",
-                     "predicted", "measured", "error");
-  for (const KindTime& k : c.kinds)
-    out += fmt::format("  {:>4}  {:<34} {:>7} {:>12} {:>12} {:>8}\n", k.rank, k.name, k.actions,
+  out +=
+      "\nTime per step by action kind and rank (measured: each action's median, summed; waiting: "
+      "in a collective until its group's last rank arrived)\n";
+  out += fmt::format("  {:>4}  {:<34} {:>7} {:>12} {:>12} {:>8} {:>12} {:>12} {:>8}\n", "rank",
+                     "action", "actions", "predicted", "measured", "error", "waiting", "waiting",
+                     "error");
+  out += fmt::format("  {:>4}  {:<34} {:>7} {:>12} {:>12} {:>8} {:>12} {:>12} {:>8}\n", "", "", "",
+                     "", "", "", "predicted", "measured", "w/o wait");
+  for (const KindTime& k : c.kinds) {
+    const bool waits = k.predicted_wait_s > 0 || k.measured_wait_s > 0;
+    out += fmt::format("  {:>4}  {:<34} {:>7} {:>12} {:>12} {:>8}", k.rank, k.name, k.actions,
                        format_seconds(k.predicted_s), format_seconds(k.measured_s),
                        error_text(k.predicted_s, k.measured_s));
+    if (waits)
+      out += fmt::format(
+          " {:>12} {:>12} {:>8}", format_seconds(k.predicted_wait_s),
+          format_seconds(k.measured_wait_s),
+          error_text(k.predicted_s - k.predicted_wait_s, k.measured_s - k.measured_wait_s));
+    out += "\n";
+  }
 
   if (!c.gemms.empty()) {
     out +=

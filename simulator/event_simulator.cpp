@@ -10,6 +10,8 @@
 #include <cassert>
 #include <unordered_map>
 
+#include "core/collective_instances.h"
+
 namespace shardplan {
 namespace {
 
@@ -46,16 +48,6 @@ struct StreamState {
   int64_t parked_on = -1;
 };
 
-bool is_group_action(const Action& a) {
-  return a.kind == ActionKind::collective || a.kind == ActionKind::grad_reduce ||
-         a.kind == ActionKind::param_gather;
-}
-
-// Group kinds plus the tied-embedding group, for matching collectives.
-int group_code(const Action& a) {
-  return a.kind == ActionKind::grad_reduce && a.group == Group::pp ? 7 : static_cast<int>(a.group);
-}
-
 struct Engine {
   const StepPrograms& step;
   const ActionPricer& pricer;
@@ -65,7 +57,8 @@ struct Engine {
   std::vector<int64_t> match;  // recv: its send; group action: its instance (−1: runs alone)
   std::vector<Instance> instances;
   std::vector<double> start, end;
-  std::vector<int64_t> binder;  // the action whose end set this one's start (−1: time 0)
+  std::vector<double> arrival_s;  // group action: when its stream reached it
+  std::vector<int64_t> binder;    // the action whose end set this one's start (−1: time 0)
   std::vector<State> state;
   std::vector<int> waiters;          // first stream parked on each action
   std::vector<StreamState> streams;  // program · kNumStreams + stream
@@ -118,6 +111,7 @@ void Engine::setup() {
   match.assign(total, -1);
   start.assign(total, 0);
   end.assign(total, 0);
+  arrival_s.assign(total, 0);
   binder.assign(total, -1);
   state.assign(total, kPending);
   waiters.assign(total, -1);
@@ -148,40 +142,29 @@ void Engine::match_sends() {
   }
 }
 
-// The k-th collective a member issues on a group is the k-th of every other member; only members
-// that are simulated take part (under symmetry the others mirror the program that stands for them).
+// Only members that are simulated take part (under symmetry the others mirror the program that
+// stands for them); the instance waits for every one of them, so one that never issues its action
+// is a deadlock reported with the ranks missing.
 void Engine::match_collectives() {
-  std::unordered_map<Key, int64_t, KeyHash> index;
-  for (size_t i = 0; i < step.programs.size(); ++i) {
-    const Program& p = step.programs[i];
-    std::array<int64_t, 8> seq{};
-    std::array<int, 8> simulated{};
-    simulated.fill(-1);
-    for (size_t j = 0; j < p.actions.size(); ++j) {
-      const Action& a = p.actions[j];
-      if (!is_group_action(a)) continue;
-      const int code = group_code(a);
-      const auto& members = p.members(a);
-      if (simulated[code] < 0) {
-        simulated[code] = 0;
-        for (int64_t r : members) simulated[code] += program_of_rank.count(r) ? 1 : 0;
-      }
-      const int64_t k = seq[code]++;
-      if (simulated[code] <= 1) continue;
-      const auto [it, fresh] = index.try_emplace(Key{code, members.front(), k}, instances.size());
-      if (fresh) instances.push_back(Instance{simulated[code], 0, 0, -1, {}});
-      Instance& inst = instances[it->second];
-      const int64_t g = offset[i] + static_cast<int64_t>(j);
-      if (!inst.members.empty()) {
-        const Action& first = action(inst.members.front());
-        if (first.kind != a.kind || first.op != a.op || first.bytes != a.bytes ||
-            first.params != a.params)
-          errors.push_back("collective mismatch: " + describe(inst.members.front()) + " meets " +
-                           describe(g));
-      }
+  for (const std::vector<ActionRef>& refs : collective_instances(step.programs)) {
+    const Program& p = step.programs[refs.front().program];
+    const Action& first = p.actions[refs.front().action];
+    const auto& group = p.members(first);
+    const int needed = static_cast<int>(std::count_if(
+        group.begin(), group.end(), [&](int64_t r) { return program_of_rank.count(r) > 0; }));
+    Instance inst{needed, 0, 0, -1, {}};
+    for (const ActionRef m : refs) {
+      const int64_t g = offset[m.program] + m.action;
+      const Action& a = action(g);
+      if (first.kind != a.kind || first.op != a.op || first.bytes != a.bytes ||
+          first.params != a.params)
+        errors.push_back(
+            "collective mismatch: " + describe(offset[refs.front().program] + refs.front().action) +
+            " meets " + describe(g));
       inst.members.push_back(g);
-      match[g] = static_cast<int64_t>(it->second);
+      match[g] = static_cast<int64_t>(instances.size());
     }
+    instances.push_back(std::move(inst));
   }
 }
 
@@ -229,6 +212,7 @@ void Engine::advance(int sid) {
     } else if (match[g] >= 0) {
       Instance& inst = instances[match[g]];
       state[g] = kArrived;
+      arrival_s[g] = ready_s;
       if (++inst.arrived == 1 || ready_s > inst.ready_s) inst.ready_s = ready_s, inst.binder = bind;
       if (!complete_instance(match[g], sid)) return;
     } else {
@@ -352,12 +336,16 @@ SimResult simulate(const StepPrograms& step, const ActionPricer& pricer, StreamE
   r.events = static_cast<int64_t>(e.end.size());
   for (size_t i = 0; i < step.programs.size(); ++i) {
     std::vector<ActionTiming> t(step.programs[i].actions.size());
+    std::vector<double> wait(t.size(), 0.0);
     for (size_t j = 0; j < t.size(); ++j) {
       const int64_t g = e.offset[i] + static_cast<int64_t>(j);
       t[j] = {e.start[g], e.end[g]};
+      if (is_group_action(step.programs[i].actions[j]) && e.match[g] >= 0)
+        wait[j] = e.start[g] - e.arrival_s[g];
       r.step_time_s = std::max(r.step_time_s, e.end[g]);
     }
     r.timings.push_back(std::move(t));
+    r.group_wait_s.push_back(std::move(wait));
   }
   if (!r.ok()) return r;
   r.critical_path = e.critical_path(r.critical_path_s);

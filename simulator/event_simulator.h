@@ -51,7 +51,10 @@ struct SimResult {
   std::string symmetry;           // what the symmetry assumed, "" without
   int64_t events = 0;             // actions simulated
   std::vector<RankStats> ranks;   // per program
-  std::vector<std::vector<ActionTiming>> timings;     // per program, per action
+  std::vector<std::vector<ActionTiming>> timings;  // per program, per action
+  // Per program, per action: a group action's time from its rank's arrival to its start (the
+  // group's last member's arrival), which its timing leaves out; 0 for the others.
+  std::vector<std::vector<double>> group_wait_s;
   std::vector<CriticalAction> critical_path;          // earliest first
   std::array<double, kNumStreams> critical_path_s{};  // path time by stream
   std::vector<StreamWait> deadlock;                   // empty unless some stream could not finish

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/alpha_beta_fit.h"
+#include "core/collective_instances.h"
 #include "core/error.h"
 #include "core/human_format.h"
 #include "core/statistics.h"
@@ -35,34 +36,6 @@ struct Rescaled {
   double work = 0;
   double time_s = 0;  // priced time × the measured/predicted ratio of its class
 };
-
-// Each collective instance of a step as (rank, action) of its members: the k-th collective a
-// member issues on a group is every member's k-th (as the step simulator matches them).
-std::vector<std::vector<std::pair<size_t, size_t>>> collective_instances(
-    const std::vector<Program>& programs) {
-  std::map<std::tuple<int, int64_t, int64_t>, size_t> index;  // (group, first member, k)
-  std::vector<std::vector<std::pair<size_t, size_t>>> out;
-  for (size_t r = 0; r < programs.size(); ++r) {
-    std::map<std::pair<int, int64_t>, int64_t> issued;
-    const Program& p = programs[r];
-    for (size_t i = 0; i < p.actions.size(); ++i) {
-      const Action& a = p.actions[i];
-      if (a.kind != ActionKind::collective && a.kind != ActionKind::grad_reduce &&
-          a.kind != ActionKind::param_gather)
-        continue;
-      const std::vector<int64_t>& members = p.members(a);
-      if (members.size() < 2) continue;
-      const int group = a.kind == ActionKind::grad_reduce && a.group == Group::pp
-                            ? static_cast<int>(kGroupNames.size())
-                            : static_cast<int>(a.group);
-      const int64_t k = issued[{group, members.front()}]++;
-      const auto [it, fresh] = index.try_emplace({group, members.front(), k}, out.size());
-      if (fresh) out.emplace_back();
-      out[it->second].emplace_back(r, i);
-    }
-  }
-  return out;
-}
 
 using CollectiveKey = std::tuple<Collective, size_t, int>;  // collective, level, ranks
 
@@ -169,15 +142,15 @@ void fit_compute(const Measurement& m, const OpTable& table, const CostModelPric
 
 void fit_communication(const Measurement& m, const Cluster& cluster,
                        const std::vector<std::vector<double>>& medians, RunFit& fit) {
-  for (const auto& members : collective_instances(m.programs)) {
-    const Program& first = m.programs[members.front().first];
-    const Action& a = first.actions[members.front().second];
+  for (const std::vector<ActionRef>& members : collective_instances(m.programs)) {
+    const Program& first = m.programs[members.front().program];
+    const Action& a = first.actions[members.front().action];
     if (members.size() != first.members(a).size()) continue;  // not every member ran it
     std::vector<double> per_step;
     for (size_t step = static_cast<size_t>(m.warmup_steps); step < m.timings.size(); ++step) {
       double shortest = INFINITY;
-      for (const auto& [rank, i] : members) {
-        const ActionTiming& t = m.timings[step][rank][i];
+      for (const ActionRef r : members) {
+        const ActionTiming& t = m.timings[step][r.program][r.action];
         shortest = std::min(shortest, t.end_s - t.start_s);
       }
       per_step.push_back(shortest);

@@ -17,13 +17,11 @@ nlohmann::json action_args(const Action& a) {
   if (a.micro_batch >= 0) args["micro_batch"] = a.micro_batch;
   if (a.chunk >= 0) args["chunk"] = a.chunk;
   if (a.pass != Pass::none) args["pass"] = enum_name(a.pass, kPassNames);
-  if (a.kind == ActionKind::compute || a.kind == ActionKind::collective ||
-      a.kind == ActionKind::grad_reduce || a.kind == ActionKind::param_gather) {
+  if (a.kind == ActionKind::compute || is_group_action(a)) {
     args["layers"] = {a.layer_begin, a.layer_end};
     if (a.parts != 0) args["parts"] = parts_name(a.parts);
   }
-  if (a.kind == ActionKind::collective || a.kind == ActionKind::grad_reduce ||
-      a.kind == ActionKind::param_gather) {
+  if (is_group_action(a)) {
     args["op"] = enum_name(a.op, kCollectiveNames);
     args["group"] = enum_name(a.group, kGroupNames);
   }

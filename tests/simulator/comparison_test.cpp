@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "simulator/comparison_report.h"
 #include "simulator/device_efficiency.h"
+#include "simulator/uniform_pricer.h"
 #include "tests/simulator/measured_fixture.h"
 
 namespace shardplan {
@@ -17,6 +18,19 @@ namespace {
 double compute_scale(const Action& a) {
   return a.kind == ActionKind::compute ? 1.25 : 1.0;
 }
+
+// UniformPricer's times, with every communication 1 ms and, on `slow_rank`, compute 1.5× as long.
+struct SkewedPricer : UniformPricer {
+  int64_t slow_rank = -1;
+  SkewedPricer(int64_t slow) : slow_rank(slow) {
+    layer_forward_s = 0.01;
+    comm_s = 0.001;
+  }
+  double duration_s(const Program& p, const Action& a) const override {
+    const double d = UniformPricer::duration_s(p, a);
+    return p.rank == slow_rank && a.kind == ActionKind::compute ? 1.5 * d : d;
+  }
+};
 
 TEST_CASE("measurement: JSON round trip and actions checked against the programs", "[compare]") {
   const Plan p = test::tiny_cpu_plan("tp=2");
@@ -73,6 +87,65 @@ TEST_CASE("compare: sums per kind and rank, step and memory errors", "[compare]"
   CHECK(c.gaps[0].name == "backward");
   CHECK(c.gaps[0].gap_s > 0);
   CHECK(relative_error(1.1, 1.0) == Approx(0.1));
+}
+
+TEST_CASE("compare: a rank's wait in collectives for a slower rank, set apart from the transfer",
+          "[compare]") {
+  const Plan p = test::tiny_cpu_plan("tp=2");
+  PlanSimulation predicted = test::simulate_every_rank(p);
+  predicted.result = simulate(predicted.step, SkewedPricer(-1), StreamExecution::program_order);
+  predicted.step_time_s = predicted.result.step_time_s;
+  // The run: rank 1 computes 1.5× slower; its timeline as an executor records it, every group
+  // action from its rank's call (the simulated start less the wait).
+  const SimResult run = simulate(predicted.step, SkewedPricer(1), StreamExecution::program_order);
+  REQUIRE(run.ok());
+  const Measurement base =
+      test::scaled_measurement(p, predicted, 2, [](const Action&) { return 1.0; });
+  Measurement m = base;
+  for (size_t step = 0; step < m.timings.size(); ++step) {
+    m.steps[step].step_time_s = run.step_time_s;
+    for (size_t r = 0; r < 2; ++r)
+      for (size_t a = 0; a < m.timings[step][r].size(); ++a)
+        m.timings[step][r][a] = {run.timings[r][a].start_s - run.group_wait_s[r][a],
+                                 run.timings[r][a].end_s};
+  }
+  const Comparison c = compare_run(predicted, m);
+  double rank0_wait_s = 0;
+  bool saw_collective = false;
+  for (const KindTime& k : c.kinds) {
+    INFO(k.rank << " " << k.name);
+    CHECK(k.predicted_wait_s == 0);                  // equal ranks arrive together
+    if (k.rank == 1) CHECK(k.measured_wait_s == 0);  // the slow rank never waits
+    if (k.name == "tp all_reduce") {
+      saw_collective = true;
+      // Without its wait, a collective took what the cost model priced.
+      CHECK(k.measured_s - k.measured_wait_s == Approx(k.predicted_s));
+      if (k.rank == 0) {
+        CHECK(k.measured_wait_s > 0);
+        rank0_wait_s += k.measured_wait_s;
+      }
+    }
+  }
+  CHECK(saw_collective);
+  // Rank 0 waits out rank 1's extra compute before each collective: all of it but what follows
+  // the last collective (the head's compute is free under UniformPricer).
+  double extra_s = 0;
+  for (size_t a = 0; a < m.programs[1].actions.size(); ++a)
+    if (m.programs[1].actions[a].kind == ActionKind::compute)
+      extra_s += (run.timings[1][a].end_s - run.timings[1][a].start_s) / 3;  // 1.5× − 1×
+  CHECK(rank0_wait_s <= extra_s + 1e-12);
+  CHECK(rank0_wait_s > 0.5 * extra_s);
+  // The gaps are on the slow rank, its compute's; it waited for nobody.
+  CHECK(c.gap_rank == 1);
+  REQUIRE(!c.gaps.empty());
+  CHECK(c.gaps[0].name == "backward");
+  bool saw_wait_gap = false;
+  for (const Gap& g : c.gaps)
+    if (g.name == kGroupWait) {
+      saw_wait_gap = true;
+      CHECK(g.gap_s == 0);
+    }
+  CHECK(saw_wait_gap);
 }
 
 TEST_CASE("compare: GEMMs per rank, read back from measured.json, beside the cost model's",

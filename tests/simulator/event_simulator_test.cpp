@@ -207,6 +207,9 @@ TEST_CASE("a collective starts when its last member arrives", "[event]") {
     CHECK(r.timings[rank][1].end_s == 5);
     CHECK(r.timings[rank][2].end_s == 6);
   }
+  // Rank 0 reached it at 1 and waited for rank 1 until 3; its timing starts at 3.
+  CHECK(r.group_wait_s[0] == std::vector<double>{0, 2, 0});
+  CHECK(r.group_wait_s[1] == std::vector<double>{0, 0, 0});
   CHECK(r.ranks[0].idle_s == 4);
   CHECK(r.ranks[0].exposed_comm_s == 2);
   CHECK(r.ranks[0].bubble_s == 2);
