@@ -139,6 +139,12 @@ double Comparison::gemm_time_error() const {
   return relative_error(predicted, measured);
 }
 
+double Comparison::excess_wait_s() const {
+  double excess_s = 0;
+  for (const KindTime& k : kinds) excess_s += k.measured_wait_s - k.predicted_wait_s;
+  return memory.empty() ? 0 : excess_s / static_cast<double>(memory.size());
+}
+
 std::vector<int> ranks_by(const std::vector<double>& values) {
   std::vector<int> ranks;
   for (double v : values)

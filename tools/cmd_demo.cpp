@@ -135,12 +135,13 @@ std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement
   size_t width = 6;
   for (const Run& r : runs) width = std::max(width, layout_label(r.planned.layout).size());
   const char* row =
-      "{:<{}}  {:>10} {:>20} {:>7}  {:>10} {:>7}  {:>7}  {:>11} {:>11} {:>7}  {:>4} {:>4}\n";
-  std::string out =
-      fmt::format(fmt::runtime(row), "layout", width, "predicted", "measured (± spread)", "error",
-                  "refit", "error", "GEMM", "pred. peak", "meas. peak", "error", "pred", "meas");
+      "{:<{}}  {:>10} {:>20} {:>7}  {:>10} {:>7}  {:>7} {:>7}  {:>11} {:>11} {:>7}  {:>4} "
+      "{:>4}\n";
+  std::string out = fmt::format(fmt::runtime(row), "layout", width, "predicted",
+                                "measured (± spread)", "error", "refit", "error", "GEMM", "skew",
+                                "pred. peak", "meas. peak", "error", "pred", "meas");
   out += fmt::format(fmt::runtime(row), "", width, "step", "step", "", "others", "", "error",
-                     "memory", "memory", "", "rank", "rank");
+                     "waits", "memory", "memory", "", "rank", "rank");
   for (size_t i = 0; i < runs.size(); ++i) {
     const Run& r = runs[i];
     const Comparison& c = r.comparison;
@@ -154,6 +155,7 @@ std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement
         refit ? format_signed_percent(relative_error(r.refit_predicted_s, c.measured_step_time_s))
               : "-",
         std::isnan(c.gemm_time_error()) ? "-" : format_signed_percent(c.gemm_time_error()),
+        format_signed_percent(c.excess_wait_s() / c.measured_step_time_s),
         format_mib(static_cast<double>(c.predicted_peak_bytes)),
         format_mib(static_cast<double>(c.measured_peak_bytes)),
         format_signed_percent(c.peak_error()), predicted_rank[i], measured_rank[i]);
@@ -169,6 +171,10 @@ std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement
   out +=
       "GEMM error: the profile's time for the run's GEMMs against their time measured in the run "
       "(every rank): how far the machine's GEMM rate in the run strayed from the calibration's\n";
+  out +=
+      "skew waits: the ranks' time in collectives waiting for a slower member beyond the "
+      "prediction's, as a share of the measured step (mean over the ranks): how far the ranks' "
+      "speeds in the run strayed apart\n";
   out +=
       "refit others: predicted with the profile refitted (calibrate --from) on the other "
       "layouts' runs\n";
@@ -217,13 +223,13 @@ int run_demo(const DemoOptions& o) {
     write_json_file(fmt::format("{}/layout-{}-compare.json", o.out_dir, i + 1),
                     comparison_to_json(run.comparison));
     const double gemm_error = run.comparison.gemm_time_error();
+    const Comparison& c = run.comparison;
     progress(fmt::format(
-        "  measured {} ± {}, predicted {} ({}){}",
-        format_seconds(run.comparison.measured_step_time_s), format_seconds(run.spread_s),
-        format_seconds(run.comparison.predicted_step_time_s),
-        format_signed_percent(run.comparison.step_time_error()),
-        std::isnan(gemm_error) ? ""
-                               : fmt::format("; GEMMs {}", format_signed_percent(gemm_error))));
+        "  measured {} ± {}, predicted {} ({}){}; skew waits {}",
+        format_seconds(c.measured_step_time_s), format_seconds(run.spread_s),
+        format_seconds(c.predicted_step_time_s), format_signed_percent(c.step_time_error()),
+        std::isnan(gemm_error) ? "" : fmt::format("; GEMMs {}", format_signed_percent(gemm_error)),
+        format_signed_percent(c.excess_wait_s() / c.measured_step_time_s)));
   }
 
   predict_from_the_others(runs, profile ? &*profile : nullptr);
