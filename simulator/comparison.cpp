@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include "core/collective_instances.h"
+#include "core/action_matching.h"
 #include "core/statistics.h"
 
 namespace shardplan {
@@ -25,11 +25,11 @@ double outside_actions_s(double step_s, const Program& p, const std::vector<Acti
 }
 
 // Each action's median over the steps after the warm-up of its rank's wait in it: [rank][action].
-std::vector<std::vector<double>> median_group_wait_s(const Measurement& m) {
+std::vector<std::vector<double>> median_partner_wait_s(const Measurement& m) {
   std::vector<std::vector<std::vector<double>>> samples;  // [rank][action][step]
   for (const Program& p : m.programs) samples.emplace_back(p.actions.size());
   for (size_t step = static_cast<size_t>(m.warmup_steps); step < m.timings.size(); ++step) {
-    const std::vector<std::vector<double>> wait = group_wait_s(m.programs, m.timings[step]);
+    const std::vector<std::vector<double>> wait = partner_wait_s(m.programs, m.timings[step]);
     for (size_t r = 0; r < wait.size(); ++r)
       for (size_t a = 0; a < wait[r].size(); ++a) samples[r][a].push_back(wait[r][a]);
   }
@@ -65,7 +65,7 @@ Comparison compare_run(const PlanSimulation& predicted, const Measurement& measu
   c.measured_steps = static_cast<int64_t>(measured.steps.size()) - measured.warmup_steps;
 
   const std::vector<std::vector<double>> medians = median_action_s(measured);
-  const std::vector<std::vector<double>> waits = median_group_wait_s(measured);
+  const std::vector<std::vector<double>> waits = median_partner_wait_s(measured);
   double longest_busy_s = -1;
   for (size_t i = 0; i < predicted.step.programs.size(); ++i) {
     const Program& p = predicted.step.programs[i];
@@ -81,8 +81,8 @@ Comparison compare_run(const PlanSimulation& predicted, const Measurement& measu
       KindTime& k = c.kinds[it->second];
       const ActionTiming& t = sim.timings[i][a];
       ++k.actions;
-      k.predicted_s += t.end_s - t.start_s + sim.group_wait_s[i][a];
-      k.predicted_wait_s += sim.group_wait_s[i][a];
+      k.predicted_s += t.end_s - t.start_s + sim.wait_s[i][a];
+      k.predicted_wait_s += sim.wait_s[i][a];
       k.measured_s += medians[rank][a];
       k.measured_wait_s += waits[rank][a];
       busy_s += medians[rank][a] - waits[rank][a];
@@ -93,15 +93,14 @@ Comparison compare_run(const PlanSimulation& predicted, const Measurement& measu
          ++step)
       outside.push_back(outside_actions_s(measured.steps[step].step_time_s, p,
                                           measured.timings[step][rank], none));
-    c.kinds.push_back(
-        {p.rank, kOutsideActions, 0,
-         outside_actions_s(predicted.step_time_s, p, sim.timings[i], sim.group_wait_s[i]),
-         median(std::move(outside)), 0, 0});
+    c.kinds.push_back({p.rank, kOutsideActions, 0,
+                       outside_actions_s(predicted.step_time_s, p, sim.timings[i], sim.wait_s[i]),
+                       median(std::move(outside)), 0, 0});
     if (busy_s > longest_busy_s) {
       longest_busy_s = busy_s;
       c.gap_rank = p.rank;
       c.gaps.clear();
-      Gap wait{kGroupWait, 0};
+      Gap wait{kPartnerWait, 0};
       for (size_t k = first; k < c.kinds.size(); ++k) {
         const KindTime& kt = c.kinds[k];
         c.gaps.push_back({kt.name, (kt.measured_s - kt.measured_wait_s) -

@@ -24,9 +24,10 @@ double relative_error(double predicted, double measured);
 inline constexpr const char* kOutsideActions = "(outside actions)";
 
 // One kind of action (action_kind_name) on one rank, over one step: the time the rank spent in
-// its actions, a group action's from the rank's arrival (the call's entry) to its end. Of that, the
-// wait is a group action's time before the group's last member arrived (collective_instances.h):
-// the ranks' skew, where the rest is the transfer the cost model prices.
+// its actions, a group action's or recv's from the rank's arrival (the call's entry) to its end. Of
+// that, the wait is the time before the other ranks it needs had reached theirs (the group's last
+// member, the recv's sender: core/action_matching.h): their lateness, where the rest is the
+// transfer the cost model prices.
 struct KindTime {
   int64_t rank = 0;
   std::string name;
@@ -37,8 +38,8 @@ struct KindTime {
   double measured_wait_s = 0;   // of measured_s: each action's median wait, summed
 };
 
-// The Gap of a rank's waits in group actions, beside its action kinds' gaps (which leave them out).
-inline constexpr const char* kGroupWait = "(waiting in collectives)";
+// The Gap of a rank's waits for other ranks, beside its action kinds' gaps (which leave them out).
+inline constexpr const char* kPartnerWait = "(waiting for other ranks)";
 
 struct RankMemoryComparison {
   int64_t rank = 0;
@@ -48,7 +49,7 @@ struct RankMemoryComparison {
 
 // Where the step's time went differently: one action kind, its measured − predicted time per step
 // less its waits, on the rank that measured the longest busy time outside waits (the one the step
-// waits for); that rank's waits in group actions are one more Gap (kGroupWait).
+// waits for); that rank's waits for other ranks are one more Gap (kPartnerWait).
 struct Gap {
   std::string name;
   double gap_s = 0;
@@ -83,7 +84,7 @@ struct Comparison {
   // The GEMMs' predicted time against their measured time, summed over the ranks, at the measured
   // FLOPs; NaN without measured GEMMs.
   double gemm_time_error() const;
-  // The ranks' measured waits in collectives less their predicted waits, per step, averaged over
+  // The ranks' measured waits for other ranks less their predicted waits, per step, averaged over
   // the ranks: time lost to ranks running at different speeds that the prediction did not foresee.
   double excess_wait_s() const;
   double peak_error() const {

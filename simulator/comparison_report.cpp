@@ -95,7 +95,8 @@ std::string format_comparison_table(const Comparison& c) {
 
   out +=
       "\nTime per step by action kind and rank (measured: each action's median, summed; waiting: "
-      "in a collective until its group's last rank arrived)\n";
+      "in a collective until its group's last rank arrived, in a recv until its message was "
+      "sent)\n";
   out += fmt::format("  {:>4}  {:<34} {:>7} {:>12} {:>12} {:>8} {:>12} {:>12} {:>8}\n", "rank",
                      "action", "actions", "predicted", "measured", "error", "waiting", "waiting",
                      "error");

@@ -10,7 +10,7 @@
 #include <cassert>
 #include <unordered_map>
 
-#include "core/collective_instances.h"
+#include "core/action_matching.h"
 
 namespace shardplan {
 namespace {
@@ -57,7 +57,7 @@ struct Engine {
   std::vector<int64_t> match;  // recv: its send; group action: its instance (−1: runs alone)
   std::vector<Instance> instances;
   std::vector<double> start, end;
-  std::vector<double> arrival_s;  // group action: when its stream reached it
+  std::vector<double> arrival_s;  // group action or recv: when its stream reached it
   std::vector<int64_t> binder;    // the action whose end set this one's start (−1: time 0)
   std::vector<State> state;
   std::vector<int> waiters;          // first stream parked on each action
@@ -203,6 +203,7 @@ void Engine::advance(int sid) {
       if (done_s > ready_s) ready_s = done_s, bind = post ? binder[gd] : gd;
     }
     if (a.kind == ActionKind::recv) {
+      arrival_s[g] = ready_s;
       const int64_t send = match[g];
       if (send < 0) return;  // no send will ever come: reported as a deadlock
       if (state[send] != kDone) return park(sid, send);
@@ -340,12 +341,13 @@ SimResult simulate(const StepPrograms& step, const ActionPricer& pricer, StreamE
     for (size_t j = 0; j < t.size(); ++j) {
       const int64_t g = e.offset[i] + static_cast<int64_t>(j);
       t[j] = {e.start[g], e.end[g]};
-      if (is_group_action(step.programs[i].actions[j]) && e.match[g] >= 0)
+      const Action& a = step.programs[i].actions[j];
+      if ((is_group_action(a) || a.kind == ActionKind::recv) && e.match[g] >= 0)
         wait[j] = e.start[g] - e.arrival_s[g];
       r.step_time_s = std::max(r.step_time_s, e.end[g]);
     }
     r.timings.push_back(std::move(t));
-    r.group_wait_s.push_back(std::move(wait));
+    r.wait_s.push_back(std::move(wait));
   }
   if (!r.ok()) return r;
   r.critical_path = e.critical_path(r.critical_path_s);

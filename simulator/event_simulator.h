@@ -52,9 +52,10 @@ struct SimResult {
   int64_t events = 0;             // actions simulated
   std::vector<RankStats> ranks;   // per program
   std::vector<std::vector<ActionTiming>> timings;  // per program, per action
-  // Per program, per action: a group action's time from its rank's arrival to its start (the
-  // group's last member's arrival), which its timing leaves out; 0 for the others.
-  std::vector<std::vector<double>> group_wait_s;
+  // Per program, per action: the time from its rank's arrival to its start, which its timing
+  // leaves out: a group action's until the group's last member arrived, a recv's until its send
+  // started (partner_wait_s in core/action_matching.h: the same, measured); 0 for the others.
+  std::vector<std::vector<double>> wait_s;
   std::vector<CriticalAction> critical_path;          // earliest first
   std::array<double, kNumStreams> critical_path_s{};  // path time by stream
   std::vector<StreamWait> deadlock;                   // empty unless some stream could not finish

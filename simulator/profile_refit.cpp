@@ -7,8 +7,8 @@
 #include <optional>
 #include <tuple>
 
+#include "core/action_matching.h"
 #include "core/alpha_beta_fit.h"
-#include "core/collective_instances.h"
 #include "core/error.h"
 #include "core/human_format.h"
 #include "core/statistics.h"

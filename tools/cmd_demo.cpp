@@ -172,7 +172,7 @@ std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement
       "GEMM error: the profile's time for the run's GEMMs against their time measured in the run "
       "(every rank): how far the machine's GEMM rate in the run strayed from the calibration's\n";
   out +=
-      "skew waits: the ranks' time in collectives waiting for a slower member beyond the "
+      "skew waits: the ranks' time in collectives and recvs waiting for slower ranks beyond the "
       "prediction's, as a share of the measured step (mean over the ranks): how far the ranks' "
       "speeds in the run strayed apart\n";
   out +=

@@ -106,7 +106,7 @@ TEST_CASE("compare: a rank's wait in collectives for a slower rank, set apart fr
     m.steps[step].step_time_s = run.step_time_s;
     for (size_t r = 0; r < 2; ++r)
       for (size_t a = 0; a < m.timings[step][r].size(); ++a)
-        m.timings[step][r][a] = {run.timings[r][a].start_s - run.group_wait_s[r][a],
+        m.timings[step][r][a] = {run.timings[r][a].start_s - run.wait_s[r][a],
                                  run.timings[r][a].end_s};
   }
   const Comparison c = compare_run(predicted, m);
@@ -141,7 +141,7 @@ TEST_CASE("compare: a rank's wait in collectives for a slower rank, set apart fr
   CHECK(c.gaps[0].name == "backward");
   bool saw_wait_gap = false;
   for (const Gap& g : c.gaps)
-    if (g.name == kGroupWait) {
+    if (g.name == kPartnerWait) {
       saw_wait_gap = true;
       CHECK(g.gap_s == 0);
     }

@@ -208,8 +208,8 @@ TEST_CASE("a collective starts when its last member arrives", "[event]") {
     CHECK(r.timings[rank][2].end_s == 6);
   }
   // Rank 0 reached it at 1 and waited for rank 1 until 3; its timing starts at 3.
-  CHECK(r.group_wait_s[0] == std::vector<double>{0, 2, 0});
-  CHECK(r.group_wait_s[1] == std::vector<double>{0, 0, 0});
+  CHECK(r.wait_s[0] == std::vector<double>{0, 2, 0});
+  CHECK(r.wait_s[1] == std::vector<double>{0, 0, 0});
   CHECK(r.ranks[0].idle_s == 4);
   CHECK(r.ranks[0].exposed_comm_s == 2);
   CHECK(r.ranks[0].bubble_s == 2);
@@ -245,6 +245,10 @@ TEST_CASE("in program order a rank runs one action at a time; a send is only pos
   CHECK(r.timings[0][2].end_s == 2);
   CHECK(r.timings[1][0].end_s == 3);
   CHECK(r.timings[1][1].end_s == 4);
+  // Rank 1 reached its recv at 0 and waited until the send started, at 1.
+  CHECK(r.timings[1][0].start_s == 1);
+  CHECK(r.wait_s[1] == std::vector<double>{1, 0});
+  CHECK(r.wait_s[0] == std::vector<double>{0, 0, 0});
 }
 
 TEST_CASE("a deadlock is reported with what each rank waits for", "[event]") {

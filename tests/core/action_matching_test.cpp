@@ -1,9 +1,11 @@
 // Group actions matched across ranks as Program's contract orders them, and each rank's wait in
 // them for its group's last member.
-#include "core/collective_instances.h"
+#include "core/action_matching.h"
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <optional>
+#include <tuple>
 
 #include "tests/core/schedule_fixtures.h"
 
@@ -64,7 +66,7 @@ TEST_CASE("group waits: the latest member's arrival less each member's own", "[s
     t[1].push_back({swapped ? at : at + 0.003, at + 0.05});
   }
   REQUIRE(first);
-  const auto wait = group_wait_s(p, t);
+  const auto wait = partner_wait_s(p, t);
   for (uint32_t i = 0; i < p[0].actions.size(); ++i) {
     INFO(action_name(p[0].actions[i]));
     if (!is_group_action(p[0].actions[i])) {
@@ -78,6 +80,36 @@ TEST_CASE("group waits: the latest member's arrival less each member's own", "[s
       CHECK(wait[1][i] == 0);
     }
   }
+}
+
+TEST_CASE("recv waits: its send's start less its own, where later", "[schedule]") {
+  const std::vector<Program> p = programs_of(layout(1, 1, 2, 2));
+  // Every action of both ranks starts at its index in ms, rank 1's 5 ms later: some recvs are
+  // reached before their sends start, some after.
+  std::vector<std::vector<ActionTiming>> t(2);
+  for (size_t r = 0; r < 2; ++r)
+    for (size_t i = 0; i < p[r].actions.size(); ++i) {
+      const double at = 1e-3 * static_cast<double>(i) + (r == 1 ? 5e-3 : 0);
+      t[r].push_back({at, at + 1e-4});
+    }
+  std::map<std::tuple<int64_t, int64_t, int64_t>, double> sent;  // (from, to, tag) → start
+  for (size_t r = 0; r < 2; ++r)
+    for (size_t i = 0; i < p[r].actions.size(); ++i)
+      if (p[r].actions[i].kind == ActionKind::send)
+        sent[{p[r].rank, p[r].actions[i].peer, p[r].actions[i].tag}] = t[r][i].start_s;
+  const auto wait = partner_wait_s(p, t);
+  int recvs = 0, waited = 0;
+  for (size_t r = 0; r < 2; ++r)
+    for (size_t i = 0; i < p[r].actions.size(); ++i) {
+      const Action& a = p[r].actions[i];
+      if (a.kind != ActionKind::recv) continue;
+      ++recvs;
+      const double expected = std::max(0.0, sent.at({a.peer, p[r].rank, a.tag}) - t[r][i].start_s);
+      CHECK(wait[r][i] == Approx(expected).margin(1e-12));
+      waited += wait[r][i] > 0 ? 1 : 0;
+    }
+  CHECK(waited > 0);
+  CHECK(waited < recvs);
 }
 
 }  // namespace shardplan

@@ -1,4 +1,4 @@
-#include "core/collective_instances.h"
+#include "core/action_matching.h"
 
 #include <algorithm>
 #include <cassert>
@@ -44,7 +44,7 @@ std::vector<std::vector<ActionRef>> collective_instances(std::span<const Program
   return out;
 }
 
-std::vector<std::vector<double>> group_wait_s(
+std::vector<std::vector<double>> partner_wait_s(
     std::span<const Program> programs, const std::vector<std::vector<ActionTiming>>& timings) {
   assert(timings.size() == programs.size());
   std::vector<std::vector<double>> wait;
@@ -56,6 +56,20 @@ std::vector<std::vector<double>> group_wait_s(
     for (const ActionRef m : members)
       wait[m.program][m.action] = last_s - timings[m.program][m.action].start_s;
   }
+  std::map<std::tuple<int64_t, int64_t, int64_t>, double> posted_s;  // (from, to, tag) → start
+  for (size_t i = 0; i < programs.size(); ++i)
+    for (size_t j = 0; j < programs[i].actions.size(); ++j) {
+      const Action& a = programs[i].actions[j];
+      if (a.kind == ActionKind::send)
+        posted_s[{programs[i].rank, a.peer, a.tag}] = timings[i][j].start_s;
+    }
+  for (size_t i = 0; i < programs.size(); ++i)
+    for (size_t j = 0; j < programs[i].actions.size(); ++j) {
+      const Action& a = programs[i].actions[j];
+      if (a.kind != ActionKind::recv) continue;
+      const auto it = posted_s.find({a.peer, programs[i].rank, a.tag});
+      if (it != posted_s.end()) wait[i][j] = std::max(0.0, it->second - timings[i][j].start_s);
+    }
   return wait;
 }
 
