@@ -26,11 +26,14 @@ struct BufferElements {
 };
 
 // What one collective supplies (nccl-tests' getCollByteCount and runColl). Buffers hold float, the
-// executor's fp32; `count` is the call's count argument, nccl-tests' "count" column.
+// executor's fp32; `count` is the call's count argument, nccl-tests' "count" column. A collective
+// the executor calls in place is timed in place (nccl-tests' in-place columns): its receive buffer
+// holds the input, and `run` is given it as both buffers.
 struct CollectiveBench {
   Collective collective;
   BufferElements (*buffers)(int64_t count, int n);
   void (*run)(const float* send, float* recv, int64_t count, MPI_Comm comm);
+  bool in_place = false;
 };
 
 extern const CollectiveBench kAllReduceBench;      // calibrate_all_reduce.cpp

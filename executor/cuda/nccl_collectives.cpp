@@ -54,18 +54,23 @@ void NcclCollectiveRunner::prepare(const CollectiveBench& b, int64_t count) {
   const BufferElements e = b.buffers(count, comm_.size());
   bench_ = &b;
   count_ = count;
-  send_ = alloc_.allocate<float>(MemoryCategory::buffers, e.send, "collective send buffer");
+  send_ = alloc_.allocate<float>(MemoryCategory::buffers, b.in_place ? 0 : e.send,
+                                 "collective send buffer");
   recv_ = alloc_.allocate<float>(MemoryCategory::buffers, e.recv, "collective receive buffer");
   std::vector<float> values(static_cast<size_t>(e.send));
   for (size_t i = 0; i < values.size(); ++i)
     values[i] = send_value(comm_.rank(), static_cast<int64_t>(i));
-  kernels_.copy_from_host(send_.data(), values.data(),
+  kernels_.copy_from_host(input(), values.data(),
                           static_cast<int64_t>(values.size() * sizeof(float)));
   kernels_.synchronize();
 }
 
+float* NcclCollectiveRunner::input() {
+  return bench_->in_place ? recv_.data() : send_.data();
+}
+
 void NcclCollectiveRunner::run() {
-  nccl_collective(bench_->collective, send_.data(), recv_.data(), count_, comm_, ctx_.compute());
+  nccl_collective(bench_->collective, input(), recv_.data(), count_, comm_, ctx_.compute());
 }
 
 void NcclCollectiveRunner::finish() {

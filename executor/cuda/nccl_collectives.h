@@ -29,6 +29,7 @@ class NcclCollectiveRunner final : public CollectiveRunner {
   std::vector<float> received() override;
 
  private:
+  float* input();  // the send buffer, or in place the receive buffer
   MPI_Comm group_;
   NcclComm comm_;
   CudaContext& ctx_;
