@@ -47,6 +47,33 @@ StepRecord read_step(ObjectReader r) {
 
 }  // namespace
 
+Measurement merge_runs(const std::vector<Measurement>& runs) {
+  assert(!runs.empty());
+  Measurement out = runs.front();
+  out.steps.clear();
+  out.timings.clear();
+  out.warmup_steps = 0;
+  for (MeasuredGemms& g : out.gemms) g.seconds.clear();
+  for (const Measurement& r : runs) {
+    assert(r.programs.size() == out.programs.size() && r.gemms.size() == out.gemms.size());
+    const auto first = static_cast<size_t>(r.warmup_steps);
+    for (size_t i = first; i < r.steps.size(); ++i) {
+      StepRecord s = r.steps[i];
+      s.step = static_cast<int64_t>(out.steps.size()) + 1;
+      out.steps.push_back(s);
+      out.timings.push_back(r.timings[i]);
+    }
+    for (size_t rank = 0; rank < r.gemms.size(); ++rank)
+      out.gemms[rank].seconds.insert(out.gemms[rank].seconds.end(),
+                                     r.gemms[rank].seconds.begin() + r.warmup_steps,
+                                     r.gemms[rank].seconds.end());
+    for (size_t rank = 0; rank < r.memory.size(); ++rank)
+      if (r.memory[rank].peak_bytes > out.memory[rank].peak_bytes)
+        out.memory[rank] = r.memory[rank];
+  }
+  return out;
+}
+
 int64_t warmup_steps(int64_t steps) {
   return steps > kWarmupSteps ? kWarmupSteps : 0;
 }

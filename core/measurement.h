@@ -46,7 +46,7 @@ struct Measurement {
   std::vector<std::vector<std::vector<ActionTiming>>> timings;  // [step][rank][action]
   std::vector<MeasuredMemory> memory;                           // by rank
   std::vector<MeasuredGemms> gemms;  // by rank; empty where the run did not record them
-  int64_t warmup_steps = 0;  // leading steps the medians leave out
+  int64_t warmup_steps = 0;          // leading steps the medians leave out
 };
 
 // Steps whose times the medians leave out: the first step pays for first-touch page faults and the
@@ -55,6 +55,14 @@ inline constexpr int64_t kWarmupSteps = 1;
 
 // The leading steps left out of a run of `steps` steps: kWarmupSteps, unless that leaves none.
 int64_t warmup_steps(int64_t steps);
+
+// Runs of one plan taken at different times (interleaved with other runs, so that each meets the
+// machine's drift as the others do: Abedi & Brecht 2017, "Conducting repeatable experiments in
+// highly variable cloud computing environments", randomized multiple interleaved trials) as one
+// measurement: every run's steps after its warm-up, in the order given, renumbered, with no
+// warm-up left; each rank's memory from the run where its peak was highest. The runs must have
+// the same plan and programs, and GEMM times all or none.
+Measurement merge_runs(const std::vector<Measurement>& runs);
 
 // The median step time of the steps after the warm-up.
 double median_step_time_s(const Measurement& m);

@@ -37,7 +37,8 @@ struct DemoOptions {
   std::string cluster = "local-cpu";
   int64_t gbs = 8;
   int64_t seq = 256;
-  int64_t steps = 10;
+  int64_t steps = 4;
+  int rounds = 3;
   int top = 4;
   std::vector<std::string> layouts;  // run these instead of the planner's best
   std::string profile;               // use this profile instead of calibrating
@@ -48,7 +49,8 @@ struct DemoOptions {
 struct Run {
   Ranked planned;
   std::string plan_file, measured_file;
-  Measurement measured;
+  std::vector<Measurement> rounds;
+  Measurement measured;  // the rounds merged
   Comparison comparison;
   double spread_s = 0;  // of the measured step time
   // Predicted again with the profile refitted from the other runs' measurements (0: one run).
@@ -112,17 +114,24 @@ std::string calibrate(const DemoOptions& o, const std::string& dir, int64_t rank
   return profile;
 }
 
-void execute(const DemoOptions& o, const std::string& dir, size_t i, size_t n, Run& run) {
+// Layout i's run in `round`: its measurement in the round's file, the last round's trace beside
+// it.
+void execute(const DemoOptions& o, const std::string& dir, size_t i, int round, int done, int total,
+             Run& run) {
   const std::string stem = fmt::format("{}/layout-{}", dir, i + 1);
-  run.measured_file = stem + "-measured.json";
-  const std::string log = stem + "-execute.log";
-  progress(fmt::format("[execute {}/{}] {}: {} steps (log: {})", i + 1, n,
-                       layout_label(run.planned.layout), o.steps, log));
-  const int rc =
-      run_shardplan({"execute", run.plan_file, "--steps", std::to_string(o.steps), "--out",
-                     run.measured_file, "--trace", stem + "-measured-trace.json"},
-                    log);
+  const std::string measured = fmt::format("{}-round-{}-measured.json", stem, round + 1);
+  const std::string log = fmt::format("{}-round-{}-execute.log", stem, round + 1);
+  progress(fmt::format("[execute {}/{}] {}: round {} of {}, {} steps (log: {})", done, total,
+                       layout_label(run.planned.layout), round + 1, o.rounds, o.steps, log));
+  std::vector<std::string> args{"execute", run.plan_file, "--steps", std::to_string(o.steps),
+                                "--out",   measured};
+  if (round + 1 == o.rounds) args.insert(args.end(), {"--trace", stem + "-measured-trace.json"});
+  const int rc = run_shardplan(args, log);
   if (rc != 0) throw InputError(log, "", fmt::format("execute exited with {}", rc), "read " + log);
+  run.rounds.push_back(read_measurement_file(measured));
+  const Measurement& m = run.rounds.back();
+  progress(fmt::format("  measured {} ± {}", format_seconds(median_step_time_s(m)),
+                       format_seconds(step_time_spread_s(m))));
 }
 
 std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement& order) {
@@ -213,10 +222,19 @@ int run_demo(const DemoOptions& o) {
     run.plan_file = fmt::format("{}/layout-{}-plan.json", o.out_dir, i + 1);
     write_json_file(run.plan_file, plan_to_json(plan));
   }
+  // Every layout once a round, each round starting one layout later, so that the machine's drift
+  // over the minutes the runs take falls on every layout alike (interleaved trials: merge_runs).
+  const int total = o.rounds * static_cast<int>(runs.size());
+  for (int round = 0, done = 0; round < o.rounds; ++round)
+    for (size_t k = 0; k < runs.size(); ++k) {
+      const size_t i = (static_cast<size_t>(round) + k) % runs.size();
+      execute(o, o.out_dir, i, round, ++done, total, runs[i]);
+    }
   for (size_t i = 0; i < runs.size(); ++i) {
     Run& run = runs[i];
-    execute(o, o.out_dir, i, runs.size(), run);
-    run.measured = read_measurement_file(run.measured_file);
+    run.measured = merge_runs(run.rounds);
+    run.measured_file = fmt::format("{}/layout-{}-measured.json", o.out_dir, i + 1);
+    write_json_file(run.measured_file, measurement_to_json(run.measured));
     const Predicted predicted = predict_measured(run.measured, profile_option.profile_file);
     run.comparison = compare_run(predicted.simulation, run.measured, predicted.gemms);
     run.spread_s = step_time_spread_s(run.measured);
@@ -225,8 +243,9 @@ int run_demo(const DemoOptions& o) {
     const double gemm_error = run.comparison.gemm_time_error();
     const Comparison& c = run.comparison;
     progress(fmt::format(
-        "  measured {} ± {}, predicted {} ({}){}; skew waits {}",
-        format_seconds(c.measured_step_time_s), format_seconds(run.spread_s),
+        "[compare {}/{}] {}: measured {} ± {} over {} rounds, predicted {} ({}){}; skew waits {}",
+        i + 1, runs.size(), layout_label(run.planned.layout),
+        format_seconds(c.measured_step_time_s), format_seconds(run.spread_s), o.rounds,
         format_seconds(c.predicted_step_time_s), format_signed_percent(c.step_time_error()),
         std::isnan(gemm_error) ? "" : fmt::format("; GEMMs {}", format_signed_percent(gemm_error)),
         format_signed_percent(c.excess_wait_s() / c.measured_step_time_s)));
@@ -273,9 +292,15 @@ Subcommand add_demo(CLI::App& root) {
   app->add_option("--seq", o->seq, "Tokens per sequence")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app->add_option("--steps", o->steps, "Training steps per layout (the first is warm-up)")
+  app->add_option("--steps", o->steps,
+                  "Training steps per layout and round (the first of each is warm-up)")
       ->capture_default_str()
       ->check(CLI::Range(2, 1000));
+  app->add_option("--rounds", o->rounds,
+                  "Runs of every layout, interleaved: each round runs every layout once, so that "
+                  "the machine's drift meets them alike; their steps are merged")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
   app->add_option("--top", o->top, "How many of the planner's best layouts to run")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -59,6 +59,34 @@ TEST_CASE("measurement: JSON round trip and actions checked against the programs
   CHECK_THROWS_AS(measurement_from_json(j, "measured.json"), InputError);
 }
 
+TEST_CASE("measurement: interleaved runs merged, each without its warm-up", "[compare]") {
+  const Plan p = test::tiny_cpu_plan("dp=2");
+  const PlanSimulation s = test::simulate_every_rank(p);
+  Measurement a = test::scaled_measurement(p, s, 3, compute_scale);
+  Measurement b = test::scaled_measurement(p, s, 4, [](const Action&) { return 2.0; });
+  for (Measurement* m : {&a, &b})
+    for (size_t rank = 0; rank < 2; ++rank)
+      m->gemms.push_back({1e9, std::vector<double>(m->steps.size(), m == &a ? 0.1 : 0.3)});
+  a.memory[1].peak_bytes += 100;
+  b.memory[0].peak_bytes += 200;
+  const Measurement m = merge_runs({a, b});
+  // a's steps 2..3, then b's 2..4: 5 steps, none of them warm-up.
+  REQUIRE(m.steps.size() == 5);
+  CHECK(m.warmup_steps == 0);
+  for (size_t i = 0; i < 5; ++i) CHECK(m.steps[i].step == static_cast<int64_t>(i) + 1);
+  CHECK(m.steps[0].step_time_s == a.steps[1].step_time_s);
+  CHECK(m.steps[2].step_time_s == b.steps[1].step_time_s);
+  CHECK(m.timings[4][1][3].end_s == b.timings[3][1][3].end_s);
+  CHECK(m.gemms[0].seconds == std::vector<double>{0.1, 0.1, 0.3, 0.3, 0.3});
+  CHECK(m.memory[0].peak_bytes == b.memory[0].peak_bytes);
+  CHECK(m.memory[1].peak_bytes == a.memory[1].peak_bytes);
+  // The median of the five: b's three steps are 2× slower, so one of them.
+  CHECK(median_step_time_s(m) == Approx(b.steps[1].step_time_s));
+  const Measurement back = measurement_from_json(measurement_to_json(m), "merged.json");
+  CHECK(back.steps.size() == 5);
+  CHECK(median_step_time_s(back) == median_step_time_s(m));
+}
+
 TEST_CASE("compare: sums per kind and rank, step and memory errors", "[compare]") {
   const Plan p = test::tiny_cpu_plan("tp=2");
   const PlanSimulation s = test::simulate_every_rank(p);
