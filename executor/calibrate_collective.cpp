@@ -108,10 +108,12 @@ std::vector<float> run_collective_once(CollectiveRunner& runner, const Collectiv
 std::vector<int64_t> sweep_counts(const CollectiveBench& b, const SweepOptions& o, int n) {
   assert(o.min_bytes > 0 && o.step_factor > 1);
   std::vector<int64_t> counts;
-  for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.step_factor) {
+  const auto add = [&](int64_t bytes) {
     const int64_t count = count_for_bytes(b, n, bytes);
-    if (count > 0 && (counts.empty() || counts.back() != count)) counts.push_back(count);
-  }
+    if (count > 0 && (counts.empty() || counts.back() < count)) counts.push_back(count);
+  };
+  for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.step_factor) add(bytes);
+  add(o.max_bytes);
   return counts;
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "executor/param_layout.h"
 
@@ -60,7 +62,7 @@ void validate_calibrate_options(const CalibrateOptions& o, int world) {
 int64_t sweep_max_bytes(const std::vector<Model>& models) {
   int64_t bytes = int64_t{4} << 20;
   for (const Model& m : models)
-    while (bytes < count_parameters(m).total() * dtype_bytes(Dtype::fp32)) bytes *= 2;
+    bytes = std::max(bytes, count_parameters(m).total() * dtype_bytes(Dtype::fp32));
   return bytes;
 }
 

@@ -42,9 +42,9 @@ struct CalibrateOptions {
   }
 };
 
-// The largest collective size to sweep for `models`: the smallest power of two holding a whole
-// model's fp32 gradients (the largest buffer a plan all-reduces, data parallelism without ZeRO
-// or buckets), and 4 MiB (nccl-tests' figure at which bandwidth settles) at least.
+// The largest collective size to sweep for `models`: a whole model's fp32 gradients (the largest
+// buffer a plan all-reduces, data parallelism without ZeRO or buckets), and 4 MiB (nccl-tests'
+// figure at which bandwidth settles) at least.
 int64_t sweep_max_bytes(const std::vector<Model>& models);
 
 // Throws InputError naming --tp when a tp does not divide a model's heads, and --max-bytes when a

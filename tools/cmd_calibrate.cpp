@@ -158,8 +158,8 @@ Subcommand add_calibrate(CLI::App& root) {
       ->check(CLI::PositiveNumber);
   app->add_option("--max-bytes", o->max_bytes,
                   "Largest collective size in bytes (nccl-tests' -e; the sweep starts at 8 B, "
-                  "doubling; default: the smallest power of two holding a model's fp32 "
-                  "gradients, 4 MiB at least)")
+                  "doubling, and ends at this size; default: a model's fp32 gradients, 4 MiB at "
+                  "least)")
       ->check(CLI::PositiveNumber);
   return {app, [o] { return run_calibrate(*o); }};
 }

@@ -56,6 +56,12 @@ TEST_CASE("collective driver: counts for a size and the sweep", "[calibrate]") {
   // Sizes that round to the same count are timed once: 3 ranks, 8..64 B → 0, 1, 2, 5 floats each.
   const SweepOptions small{8, 64, 2, {}};
   CHECK(sweep_counts(kAllGatherBench, small, 3) == std::vector<int64_t>{1, 2, 5});
+  // A largest size between two steps is timed too: 8 B .. 2 KiB doubling, then 3000 B.
+  const SweepOptions uneven{8, 3000, 2, {}};
+  const std::vector<int64_t> to_uneven = sweep_counts(kAllReduceBench, uneven, 2);
+  REQUIRE(to_uneven.size() == 10);
+  CHECK(to_uneven[8] == 512);
+  CHECK(to_uneven.back() == 750);
 }
 
 TEST_CASE("collective driver: send pattern", "[calibrate]") {
