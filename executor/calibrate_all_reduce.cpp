@@ -1,8 +1,7 @@
 // all_reduce for the collective driver: every rank ends with the element-wise sum of the ranks'
 // buffers (nccl-tests' all_reduce.cu; MPI_Allreduce), in place as the executor reduces gradients
 // and partial sums: on this machine out of place took 12.5 ms for 25.8 MB on 2 ranks against 9.2 ms
-// in place (Open MPI 4.1, median of 12; measured 2026-11-23). Calls repeated in place grow the sums
-// to infinity, which adds at full speed (subnormals would not).
+// in place (Open MPI 4.1, median of 12; measured 2026-11-23).
 #include "executor/calibrate_collective.h"
 
 namespace shardplan {

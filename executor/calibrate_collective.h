@@ -74,6 +74,10 @@ class CollectiveRunner {
   virtual void run() = 0;
   virtual void finish() = 0;
   virtual std::vector<float> received() = 0;  // the receive buffer after finish()
+  // What a training step does before each call, untimed, where this backend's calls are timed one
+  // at a time as a step makes them (median_single_call_s); empty where they are timed back to back
+  // in batches (a GPU's, queued on a stream).
+  virtual std::function<void()> step_work() { return {}; }
 };
 
 // The MPI calls of the CollectiveBench tables, on host buffers.
@@ -85,6 +89,7 @@ class MpiCollectiveRunner final : public CollectiveRunner {
   void run() override;
   void finish() override {}
   std::vector<float> received() override { return sets_[last_].recv; }
+  std::function<void()> step_work() override;
 
  private:
   struct Buffers {
@@ -95,6 +100,7 @@ class MpiCollectiveRunner final : public CollectiveRunner {
   int64_t count_ = 0;
   std::vector<Buffers> sets_;  // taken in turn, so that no cache holds the next call's
   size_t next_ = 0, last_ = 0;
+  void write_input(Buffers& set) const;  // send_value into the call's input
 };
 
 // One call on `runner`'s group; returns the receive buffer.

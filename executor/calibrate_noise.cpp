@@ -3,29 +3,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 
 #include "core/statistics.h"
+#include "executor/calibrate_timing.h"
 
 namespace shardplan {
 
 namespace {
 
-// Arithmetic on registers only (8 independent multiply-adds per iteration, no memory traffic), so
-// that a quantum's time varies only with what takes the core away.
-float fixed_work(int64_t iterations) {
-  std::array<float, 8> x{1.0f, 1.1f, 1.2f, 1.3f, 1.4f, 1.5f, 1.6f, 1.7f};
-  for (int64_t i = 0; i < iterations; ++i)
-    for (float& v : x) v = v * 0.999999f + 1e-6f;
-  float sum = 0;
-  for (float v : x) sum += v;
-  return sum;
-}
-
+// Register arithmetic only, so that a quantum's time varies only with what takes the core away.
 double timed_work_s(int64_t iterations) {
   const double start = MPI_Wtime();
-  volatile float sink = fixed_work(iterations);
+  volatile float sink = register_work(iterations);
   (void)sink;
   return MPI_Wtime() - start;
 }

@@ -1,6 +1,7 @@
 #include "executor/calibrate_timing.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cmath>
 
@@ -25,6 +26,38 @@ double time_batch_s(const std::function<void()>& op, int calls, MPI_Comm comm,
 }
 
 }  // namespace
+
+float register_work(int64_t iterations) {
+  std::array<float, 8> x{1.0f, 1.1f, 1.2f, 1.3f, 1.4f, 1.5f, 1.6f, 1.7f};
+  for (int64_t i = 0; i < iterations; ++i)
+    for (float& v : x) v = v * 0.999999f + 1e-6f;
+  float sum = 0;
+  for (float v : x) sum += v;
+  return sum;
+}
+
+void busy_for(double seconds) {
+  constexpr int64_t kChunk = 10'000;  // ~10 us of work between clock reads
+  const double end = MPI_Wtime() + seconds;
+  volatile float sink = 0;
+  while (MPI_Wtime() < end) sink = sink + register_work(kChunk);
+}
+
+double median_single_call_s(const std::function<void()>& op, const std::function<void()>& before,
+                            const TimingOptions& t, MPI_Comm comm) {
+  assert(t.warmup >= 1 && t.samples >= 1);
+  std::vector<double> samples;
+  for (int i = 0; i < t.warmup + t.samples; ++i) {
+    before();
+    MPI_Barrier(comm);
+    const double start = MPI_Wtime();
+    op();
+    double s = MPI_Wtime() - start;
+    MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, comm);
+    if (i >= t.warmup) samples.push_back(s);
+  }
+  return median(std::move(samples));
+}
 
 double median_time_s(const std::function<void()>& op, const TimingOptions& t, MPI_Comm comm,
                      const std::function<double()>& excluded_s,

@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -24,5 +25,18 @@ struct TimingOptions {
 double median_time_s(const std::function<void()>& op, const TimingOptions& t, MPI_Comm comm,
                      const std::function<double()>& excluded_s = {},
                      const std::function<void()>& drain = {});
+
+// Seconds of one call of `op` made as a training step makes it, apart: each sample runs `before`
+// (untimed: the work a step does between two calls), then a barrier, then one timed call, charged
+// at the slowest rank's time; the median over t.samples samples after t.warmup untimed ones. Every
+// rank returns the same value.
+double median_single_call_s(const std::function<void()>& op, const std::function<void()>& before,
+                            const TimingOptions& t, MPI_Comm comm);
+
+// Arithmetic on registers only (8 independent multiply-adds an iteration, no memory traffic):
+// `iterations` of it, and as many as take `seconds` at least. A core busy so is busy as a compute
+// kernel keeps it, and its time varies only with what takes the core away.
+float register_work(int64_t iterations);
+void busy_for(double seconds);
 
 }  // namespace shardplan

@@ -65,12 +65,15 @@ TEST_CASE("mpi: send_recv receives the previous rank's buffer", "[calibrate][mpi
 
 TEST_CASE("mpi: a sweep times every count and fits on both ranks alike", "[calibrate][mpi]") {
   const int rank = world_rank();
-  const SweepOptions o{8, 1024, 4, {1, 3, 1e-5}};  // 8, 32, 128, 512 B, and the largest: 1 KiB
+  // 8, 32, 128, 512 KiB, and the largest: 1 MiB. Calls are timed one at a time (step_work), so
+  // sizes whose times grow well past the noise of one call.
+  const SweepOptions o{8 << 10, 1 << 20, 4, {1, 3, 1e-5}};
   MpiCollectiveRunner runner(MPI_COMM_WORLD);
+  CHECK(runner.step_work());
   const CollectiveSweep s = sweep_collective(kAllReduceBench, o, runner, 0);
   REQUIRE(s.rows.size() == 5);
-  CHECK(s.rows[3].size_bytes == 512);
-  CHECK(s.rows[4].size_bytes == 1024);
+  CHECK(s.rows[3].size_bytes == 512 << 10);
+  CHECK(s.rows[4].size_bytes == 1 << 20);
   CHECK(s.fit.ranks == 2);
   CHECK(s.fit.algbw_GBps > 0);
   // Times are the slowest rank's, so both ranks hold the same fit.
