@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/schedule.h"
@@ -23,13 +24,18 @@ struct ActionRef {
 // group of one; under symmetry, one whose other members are mirrored) is in none.
 std::vector<std::vector<ActionRef>> collective_instances(std::span<const Program> programs);
 
+// Every recv of the step over `programs` with its send (the same tag, from its peer), where the
+// sender has a program there: (recv, send) pairs in the programs' order.
+std::vector<std::pair<ActionRef, ActionRef>> recv_sends(std::span<const Program> programs);
+
 // For each program and action, the seconds its rank spent in it before the others it needs had
 // reached theirs: in a group action, the latest start among the instance's members less its own;
 // in a recv, its send's start (the message posted) less its own, where later; 0 otherwise and for
-// a recv whose send has no program there. `timings` (by program, by action) start each action where
-// its rank reached it (a measured run's call entry). A blocking collective cannot move until every
-// member has called it, nor a recv before its message is sent: this part of their time is the
-// other ranks' lateness, not the transfer.
+// a recv whose send has no program there; never more than the action's own time (the ranks'
+// clocks start together only to within the step barrier's exit). `timings` (by program, by
+// action) start each action where its rank reached it (a measured run's call entry). A blocking
+// collective cannot move until every member has called it, nor a recv before its message is
+// sent: this part of their time is the other ranks' lateness, not the transfer.
 std::vector<std::vector<double>> partner_wait_s(
     std::span<const Program> programs, const std::vector<std::vector<ActionTiming>>& timings);
 

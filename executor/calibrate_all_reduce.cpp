@@ -19,6 +19,7 @@ void run(const float* send, float* recv, int64_t count, MPI_Comm comm) {
 
 }  // namespace
 
-const CollectiveBench kAllReduceBench{Collective::all_reduce, buffers, run, true};
+const CollectiveBench kAllReduceBench{
+    .collective = Collective::all_reduce, .buffers = buffers, .run = run, .in_place = true};
 
 }  // namespace shardplan

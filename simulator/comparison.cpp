@@ -67,6 +67,7 @@ Comparison compare_run(const PlanSimulation& predicted, const Measurement& measu
   const std::vector<std::vector<double>> medians = median_action_s(measured);
   const std::vector<std::vector<double>> waits = median_partner_wait_s(measured);
   double longest_busy_s = -1;
+  double excess_wait_s = 0;  // summed over the ranks
   for (size_t i = 0; i < predicted.step.programs.size(); ++i) {
     const Program& p = predicted.step.programs[i];
     const size_t rank = static_cast<size_t>(p.rank);
@@ -77,7 +78,7 @@ Comparison compare_run(const PlanSimulation& predicted, const Measurement& measu
     for (size_t a = 0; a < p.actions.size(); ++a) {
       const std::string name = action_kind_name(p.actions[a]);
       const auto [it, fresh] = index.try_emplace(name, c.kinds.size());
-      if (fresh) c.kinds.push_back({p.rank, name, 0, 0, 0, 0, 0});
+      if (fresh) c.kinds.push_back({.rank = p.rank, .name = name});
       KindTime& k = c.kinds[it->second];
       const ActionTiming& t = sim.timings[i][a];
       ++k.actions;
@@ -85,6 +86,7 @@ Comparison compare_run(const PlanSimulation& predicted, const Measurement& measu
       k.predicted_wait_s += sim.wait_s[i][a];
       k.measured_s += medians[rank][a];
       k.measured_wait_s += waits[rank][a];
+      if (is_group_action(p.actions[a])) excess_wait_s += waits[rank][a] - sim.wait_s[i][a];
       busy_s += medians[rank][a] - waits[rank][a];
     }
     std::vector<double> outside;
@@ -93,9 +95,11 @@ Comparison compare_run(const PlanSimulation& predicted, const Measurement& measu
          ++step)
       outside.push_back(outside_actions_s(measured.steps[step].step_time_s, p,
                                           measured.timings[step][rank], none));
-    c.kinds.push_back({p.rank, kOutsideActions, 0,
-                       outside_actions_s(predicted.step_time_s, p, sim.timings[i], sim.wait_s[i]),
-                       median(std::move(outside)), 0, 0});
+    c.kinds.push_back(
+        {.rank = p.rank,
+         .name = kOutsideActions,
+         .predicted_s = outside_actions_s(predicted.step_time_s, p, sim.timings[i], sim.wait_s[i]),
+         .measured_s = median(std::move(outside))});
     if (busy_s > longest_busy_s) {
       longest_busy_s = busy_s;
       c.gap_rank = p.rank;
@@ -120,6 +124,7 @@ Comparison compare_run(const PlanSimulation& predicted, const Measurement& measu
     for (size_t rank = 0; rank < gemms.size(); ++rank)
       c.gemms.push_back({static_cast<int64_t>(rank), gemms[rank].flops,
                          measured.gemms[rank].flops_per_step, gemms[rank].time_s, gemm_s[rank]});
+  c.excess_wait_s = excess_wait_s / static_cast<double>(predicted.step.programs.size());
   std::stable_sort(c.gaps.begin(), c.gaps.end(), [](const Gap& a, const Gap& b) {
     return std::abs(a.gap_s) > std::abs(b.gap_s);
   });
@@ -136,12 +141,6 @@ double Comparison::gemm_time_error() const {
     measured += g.measured_s;
   }
   return relative_error(predicted, measured);
-}
-
-double Comparison::excess_wait_s() const {
-  double excess_s = 0;
-  for (const KindTime& k : kinds) excess_s += k.measured_wait_s - k.predicted_wait_s;
-  return memory.empty() ? 0 : excess_s / static_cast<double>(memory.size());
 }
 
 std::vector<int> ranks_by(const std::vector<double>& values) {

@@ -84,9 +84,11 @@ struct Comparison {
   // The GEMMs' predicted time against their measured time, summed over the ranks, at the measured
   // FLOPs; NaN without measured GEMMs.
   double gemm_time_error() const;
-  // The ranks' measured waits for other ranks less their predicted waits, per step, averaged over
+  // The ranks' measured waits in collectives less their predicted waits, per step, averaged over
   // the ranks: time lost to ranks running at different speeds that the prediction did not foresee.
-  double excess_wait_s() const;
+  // Recvs' waits are left out: a pipeline's are its bubble, which grows with every stage's
+  // compute alike.
+  double excess_wait_s = 0;
   double peak_error() const {
     return relative_error(static_cast<double>(predicted_peak_bytes),
                           static_cast<double>(measured_peak_bytes));

@@ -42,7 +42,7 @@ nlohmann::json comparison_row_json(const Comparison& c) {
                      {"measured_peak_bytes", c.measured_peak_bytes},
                      {"peak_error", c.peak_error()}};
   if (!std::isnan(c.gemm_time_error())) row["gemm_time_error"] = c.gemm_time_error();
-  row["excess_wait_s"] = c.excess_wait_s();
+  row["excess_wait_s"] = c.excess_wait_s;
   return row;
 }
 

@@ -17,19 +17,6 @@ namespace {
 
 enum State : uint8_t { kPending, kArrived, kDone };
 
-struct Key {
-  int64_t a, b, c;
-  bool operator==(const Key&) const = default;
-};
-struct KeyHash {
-  size_t operator()(const Key& k) const {
-    uint64_t h = static_cast<uint64_t>(k.a) * 0x9E3779B97F4A7C15ull;
-    h ^= static_cast<uint64_t>(k.b) + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
-    h ^= static_cast<uint64_t>(k.c) + 0x94D049BB133111EBull + (h << 6) + (h >> 2);
-    return static_cast<size_t>(h);
-  }
-};
-
 // One collective across its simulated members.
 struct Instance {
   int needed = 0;
@@ -124,22 +111,8 @@ void Engine::setup() {
 }
 
 void Engine::match_sends() {
-  std::unordered_map<Key, int64_t, KeyHash> sends;
-  for (size_t i = 0; i < step.programs.size(); ++i) {
-    const Program& p = step.programs[i];
-    for (size_t j = 0; j < p.actions.size(); ++j)
-      if (p.actions[j].kind == ActionKind::send)
-        sends[{p.rank, p.actions[j].peer, p.actions[j].tag}] = offset[i] + static_cast<int64_t>(j);
-  }
-  for (size_t i = 0; i < step.programs.size(); ++i) {
-    const Program& p = step.programs[i];
-    for (size_t j = 0; j < p.actions.size(); ++j) {
-      const Action& a = p.actions[j];
-      if (a.kind != ActionKind::recv) continue;
-      const auto it = sends.find({a.peer, p.rank, a.tag});
-      if (it != sends.end()) match[offset[i] + static_cast<int64_t>(j)] = it->second;
-    }
-  }
+  for (const auto& [recv, send] : recv_sends(step.programs))
+    match[offset[recv.program] + recv.action] = offset[send.program] + send.action;
 }
 
 // Only members that are simulated take part (under symmetry the others mirror the program that
@@ -342,7 +315,8 @@ SimResult simulate(const StepPrograms& step, const ActionPricer& pricer, StreamE
       const int64_t g = e.offset[i] + static_cast<int64_t>(j);
       t[j] = {e.start[g], e.end[g]};
       const Action& a = step.programs[i].actions[j];
-      if ((is_group_action(a) || a.kind == ActionKind::recv) && e.match[g] >= 0)
+      const bool finished = e.state[g] == kDone;  // not in a deadlock
+      if ((is_group_action(a) || a.kind == ActionKind::recv) && e.match[g] >= 0 && finished)
         wait[j] = e.start[g] - e.arrival_s[g];
       r.step_time_s = std::max(r.step_time_s, e.end[g]);
     }

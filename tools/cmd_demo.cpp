@@ -164,7 +164,7 @@ std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement
         refit ? format_signed_percent(relative_error(r.refit_predicted_s, c.measured_step_time_s))
               : "-",
         std::isnan(c.gemm_time_error()) ? "-" : format_signed_percent(c.gemm_time_error()),
-        format_signed_percent(c.excess_wait_s() / c.measured_step_time_s),
+        format_signed_percent(c.excess_wait_s / c.measured_step_time_s),
         format_mib(static_cast<double>(c.predicted_peak_bytes)),
         format_mib(static_cast<double>(c.measured_peak_bytes)),
         format_signed_percent(c.peak_error()), predicted_rank[i], measured_rank[i]);
@@ -181,7 +181,7 @@ std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement
       "GEMM error: the profile's time for the run's GEMMs against their time measured in the run "
       "(every rank): how far the machine's GEMM rate in the run strayed from the calibration's\n";
   out +=
-      "skew waits: the ranks' time in collectives and recvs waiting for slower ranks beyond the "
+      "skew waits: the ranks' time in collectives waiting for slower ranks beyond the "
       "prediction's, as a share of the measured step (mean over the ranks): how far the ranks' "
       "speeds in the run strayed apart\n";
   out +=
@@ -248,7 +248,7 @@ int run_demo(const DemoOptions& o) {
         format_seconds(c.measured_step_time_s), format_seconds(run.spread_s), o.rounds,
         format_seconds(c.predicted_step_time_s), format_signed_percent(c.step_time_error()),
         std::isnan(gemm_error) ? "" : fmt::format("; GEMMs {}", format_signed_percent(gemm_error)),
-        format_signed_percent(c.excess_wait_s() / c.measured_step_time_s)));
+        format_signed_percent(c.excess_wait_s / c.measured_step_time_s)));
   }
 
   predict_from_the_others(runs, profile ? &*profile : nullptr);

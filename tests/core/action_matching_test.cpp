@@ -3,9 +3,8 @@
 #include "core/action_matching.h"
 
 #include <catch2/catch.hpp>
-#include <map>
 #include <optional>
-#include <tuple>
+#include <span>
 
 #include "tests/core/schedule_fixtures.h"
 
@@ -82,34 +81,55 @@ TEST_CASE("group waits: the latest member's arrival less each member's own", "[s
   }
 }
 
-TEST_CASE("recv waits: its send's start less its own, where later", "[schedule]") {
+TEST_CASE("recv waits: its send's start less its own, where later; never past its end",
+          "[schedule]") {
+  // pp=2, 2 micro-batches. Rank 0: send activation mb0 at 9, mb1 at 19; recv gradient mb0 at 20,
+  // mb1 at 30; the embedding's all_reduce at 40. Rank 1: recv activation mb0 at 0, send gradient
+  // mb0 at 19, recv activation mb1 at 20, send gradient mb1 at 39, the all_reduce at 40.
   const std::vector<Program> p = programs_of(layout(1, 1, 2, 2));
-  // Every action of both ranks starts at its index in ms, rank 1's 5 ms later: some recvs are
-  // reached before their sends start, some after.
+  REQUIRE(p[0].actions[20].kind == ActionKind::recv);
+  REQUIRE(p[0].actions[30].kind == ActionKind::recv);
+  REQUIRE(p[1].actions[0].kind == ActionKind::recv);
+  REQUIRE(p[1].actions[20].kind == ActionKind::recv);
+  REQUIRE(is_group_action(p[0].actions[40]));
+  // Action i of rank 0 starts at i ms, of rank 1 at i + 5 ms; each lasts 10 ms.
   std::vector<std::vector<ActionTiming>> t(2);
   for (size_t r = 0; r < 2; ++r)
     for (size_t i = 0; i < p[r].actions.size(); ++i) {
-      const double at = 1e-3 * static_cast<double>(i) + (r == 1 ? 5e-3 : 0);
-      t[r].push_back({at, at + 1e-4});
+      const double at = 1e-3 * (static_cast<double>(i) + (r == 1 ? 5 : 0));
+      t[r].push_back({at, at + 10e-3});
     }
-  std::map<std::tuple<int64_t, int64_t, int64_t>, double> sent;  // (from, to, tag) → start
-  for (size_t r = 0; r < 2; ++r)
-    for (size_t i = 0; i < p[r].actions.size(); ++i)
-      if (p[r].actions[i].kind == ActionKind::send)
-        sent[{p[r].rank, p[r].actions[i].peer, p[r].actions[i].tag}] = t[r][i].start_s;
   const auto wait = partner_wait_s(p, t);
-  int recvs = 0, waited = 0;
-  for (size_t r = 0; r < 2; ++r)
-    for (size_t i = 0; i < p[r].actions.size(); ++i) {
-      const Action& a = p[r].actions[i];
-      if (a.kind != ActionKind::recv) continue;
-      ++recvs;
-      const double expected = std::max(0.0, sent.at({a.peer, p[r].rank, a.tag}) - t[r][i].start_s);
-      CHECK(wait[r][i] == Approx(expected).margin(1e-12));
-      waited += wait[r][i] > 0 ? 1 : 0;
-    }
-  CHECK(waited > 0);
-  CHECK(waited < recvs);
+  CHECK(wait[1][0] == Approx(4e-3));    // reached at 5, sent at 9
+  CHECK(wait[1][20] == 0);              // reached at 25, sent at 19
+  CHECK(wait[0][20] == Approx(4e-3));   // reached at 20, sent at 24
+  CHECK(wait[0][30] == Approx(10e-3));  // reached at 30, sent at 44: its 10 ms at most
+  CHECK(wait[0][40] == Approx(5e-3));   // the all_reduce: rank 1 arrives at 45
+  CHECK(wait[1][40] == 0);
+  CHECK(wait[0][9] == 0);  // a send waits for nothing
+
+  // With rank 1's program alone, nothing meets: no sends for its recvs, no group.
+  const std::span<const Program> alone = std::span(p).subspan(1);
+  CHECK(recv_sends(alone).empty());
+  CHECK(collective_instances(alone).empty());
+  const auto alone_wait = partner_wait_s(alone, {t[1]});
+  for (const double w : alone_wait[0]) CHECK(w == 0);
+}
+
+TEST_CASE("collective instances over some ranks' programs: the groups they fill", "[schedule]") {
+  // dp=2 × tp=2 with ranks 0 and 1 only: their tp group is whole, their dp groups ({0,2}, {1,3})
+  // have one member each.
+  const std::vector<Program> all = programs_of(layout(2, 2, 1, 2));
+  const std::span<const Program> some = std::span(all).first(2);
+  size_t tp_actions = 0;
+  for (const Action& a : some[0].actions)
+    tp_actions += is_group_action(a) && a.group == Group::tp ? 1 : 0;
+  const auto instances = collective_instances(some);
+  CHECK(instances.size() == tp_actions);
+  for (const std::vector<ActionRef>& inst : instances) {
+    REQUIRE(inst.size() == 2);
+    CHECK(some[inst[0].program].actions[inst[0].action].group == Group::tp);
+  }
 }
 
 }  // namespace shardplan

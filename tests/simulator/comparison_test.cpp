@@ -22,7 +22,7 @@ double compute_scale(const Action& a) {
 // UniformPricer's times, with every communication 1 ms and, on `slow_rank`, compute 1.5× as long.
 struct SkewedPricer : UniformPricer {
   int64_t slow_rank = -1;
-  SkewedPricer(int64_t slow) : slow_rank(slow) {
+  explicit SkewedPricer(int64_t slow) : slow_rank(slow) {
     layer_forward_s = 0.01;
     comm_s = 0.001;
   }
@@ -64,9 +64,17 @@ TEST_CASE("measurement: interleaved runs merged, each without its warm-up", "[co
   const PlanSimulation s = test::simulate_every_rank(p);
   Measurement a = test::scaled_measurement(p, s, 3, compute_scale);
   Measurement b = test::scaled_measurement(p, s, 4, [](const Action&) { return 2.0; });
-  for (Measurement* m : {&a, &b})
-    for (size_t rank = 0; rank < 2; ++rank)
-      m->gemms.push_back({1e9, std::vector<double>(m->steps.size(), m == &a ? 0.1 : 0.3)});
+  // Every step's GEMM seconds and last action's end tell the run and the step: 0.1 · run + 0.01 ·
+  // step.
+  for (Measurement* m : {&a, &b}) {
+    const double run = m == &a ? 1 : 2;
+    std::vector<double> gemm_s;
+    for (size_t step = 0; step < m->steps.size(); ++step) {
+      gemm_s.push_back(0.1 * run + 0.01 * static_cast<double>(step));
+      for (auto& rank : m->timings[step]) rank.back().end_s = gemm_s.back();
+    }
+    for (size_t rank = 0; rank < 2; ++rank) m->gemms.push_back({1e9, gemm_s});
+  }
   a.memory[1].peak_bytes += 100;
   b.memory[0].peak_bytes += 200;
   const Measurement m = merge_runs({a, b});
@@ -76,8 +84,14 @@ TEST_CASE("measurement: interleaved runs merged, each without its warm-up", "[co
   for (size_t i = 0; i < 5; ++i) CHECK(m.steps[i].step == static_cast<int64_t>(i) + 1);
   CHECK(m.steps[0].step_time_s == a.steps[1].step_time_s);
   CHECK(m.steps[2].step_time_s == b.steps[1].step_time_s);
-  CHECK(m.timings[4][1][3].end_s == b.timings[3][1][3].end_s);
-  CHECK(m.gemms[0].seconds == std::vector<double>{0.1, 0.1, 0.3, 0.3, 0.3});
+  std::vector<double> ends;
+  for (const auto& step : m.timings) ends.push_back(step[1].back().end_s);
+  const std::vector<double> expected{0.11, 0.12, 0.21, 0.22, 0.23};
+  REQUIRE(ends.size() == 5);
+  for (size_t i = 0; i < 5; ++i) {
+    CHECK(ends[i] == Approx(expected[i]));
+    CHECK(m.gemms[0].seconds[i] == Approx(expected[i]));
+  }
   CHECK(m.memory[0].peak_bytes == b.memory[0].peak_bytes);
   CHECK(m.memory[1].peak_bytes == a.memory[1].peak_bytes);
   // The median of the five: b's three steps are 2× slower, so one of them.
