@@ -77,8 +77,13 @@ std::vector<std::pair<ActionRef, ActionRef>> recv_sends(std::span<const Program>
   return out;
 }
 
+StepMatches match_actions(std::span<const Program> programs) {
+  return {collective_instances(programs), recv_sends(programs)};
+}
+
 std::vector<std::vector<double>> partner_wait_s(
-    std::span<const Program> programs, const std::vector<std::vector<ActionTiming>>& timings) {
+    std::span<const Program> programs, const StepMatches& matches,
+    const std::vector<std::vector<ActionTiming>>& timings) {
   assert(timings.size() == programs.size());
   std::vector<std::vector<double>> wait;
   for (size_t i = 0; i < programs.size(); ++i) wait.emplace_back(programs[i].actions.size(), 0.0);
@@ -86,13 +91,12 @@ std::vector<std::vector<double>> partner_wait_s(
   const auto set = [&](ActionRef r, double s) {
     wait[r.program][r.action] = std::clamp(s, 0.0, at(r).end_s - at(r).start_s);
   };
-  for (const std::vector<ActionRef>& members : collective_instances(programs)) {
+  for (const std::vector<ActionRef>& members : matches.collectives) {
     double last_s = 0;
     for (const ActionRef m : members) last_s = std::max(last_s, at(m).start_s);
     for (const ActionRef m : members) set(m, last_s - at(m).start_s);
   }
-  for (const auto& [recv, send] : recv_sends(programs))
-    set(recv, at(send).start_s - at(recv).start_s);
+  for (const auto& [recv, send] : matches.messages) set(recv, at(send).start_s - at(recv).start_s);
   return wait;
 }
 

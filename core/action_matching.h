@@ -28,6 +28,13 @@ std::vector<std::vector<ActionRef>> collective_instances(std::span<const Program
 // sender has a program there: (recv, send) pairs in the programs' order.
 std::vector<std::pair<ActionRef, ActionRef>> recv_sends(std::span<const Program> programs);
 
+// What meets across the ranks in a step over some programs: found once, used for every step.
+struct StepMatches {
+  std::vector<std::vector<ActionRef>> collectives;        // collective_instances
+  std::vector<std::pair<ActionRef, ActionRef>> messages;  // recv_sends
+};
+StepMatches match_actions(std::span<const Program> programs);
+
 // For each program and action, the seconds its rank spent in it before the others it needs had
 // reached theirs: in a group action, the latest start among the instance's members less its own;
 // in a recv, its send's start (the message posted) less its own, where later; 0 otherwise and for
@@ -36,7 +43,9 @@ std::vector<std::pair<ActionRef, ActionRef>> recv_sends(std::span<const Program>
 // action) start each action where its rank reached it (a measured run's call entry). A blocking
 // collective cannot move until every member has called it, nor a recv before its message is
 // sent: this part of their time is the other ranks' lateness, not the transfer.
+// `matches`: match_actions(programs).
 std::vector<std::vector<double>> partner_wait_s(
-    std::span<const Program> programs, const std::vector<std::vector<ActionTiming>>& timings);
+    std::span<const Program> programs, const StepMatches& matches,
+    const std::vector<std::vector<ActionTiming>>& timings);
 
 }  // namespace shardplan

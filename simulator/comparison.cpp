@@ -15,7 +15,7 @@ namespace {
 // A step's time on one rank outside its actions: waiting that no action holds, and work the
 // rank's timeline does not attribute to an action. Posted sends do not hold a rank: left out.
 // `wait`: what each action's timing leaves out of the rank's time in it (a simulated group action
-// starts at its group's last arrival).
+// starts at its group's last arrival, a recv at its send's start).
 double outside_actions_s(double step_s, const Program& p, const std::vector<ActionTiming>& t,
                          const std::vector<double>& wait) {
   double busy_s = 0;
@@ -28,8 +28,9 @@ double outside_actions_s(double step_s, const Program& p, const std::vector<Acti
 std::vector<std::vector<double>> median_partner_wait_s(const Measurement& m) {
   std::vector<std::vector<std::vector<double>>> samples;  // [rank][action][step]
   for (const Program& p : m.programs) samples.emplace_back(p.actions.size());
+  const StepMatches matches = match_actions(m.programs);
   for (size_t step = static_cast<size_t>(m.warmup_steps); step < m.timings.size(); ++step) {
-    const std::vector<std::vector<double>> wait = partner_wait_s(m.programs, m.timings[step]);
+    const auto wait = partner_wait_s(m.programs, matches, m.timings[step]);
     for (size_t r = 0; r < wait.size(); ++r)
       for (size_t a = 0; a < wait[r].size(); ++a) samples[r][a].push_back(wait[r][a]);
   }

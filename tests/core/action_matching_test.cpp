@@ -65,7 +65,7 @@ TEST_CASE("group waits: the latest member's arrival less each member's own", "[s
     t[1].push_back({swapped ? at : at + 0.003, at + 0.05});
   }
   REQUIRE(first);
-  const auto wait = partner_wait_s(p, t);
+  const auto wait = partner_wait_s(p, match_actions(p), t);
   for (uint32_t i = 0; i < p[0].actions.size(); ++i) {
     INFO(action_name(p[0].actions[i]));
     if (!is_group_action(p[0].actions[i])) {
@@ -99,7 +99,7 @@ TEST_CASE("recv waits: its send's start less its own, where later; never past it
       const double at = 1e-3 * (static_cast<double>(i) + (r == 1 ? 5 : 0));
       t[r].push_back({at, at + 10e-3});
     }
-  const auto wait = partner_wait_s(p, t);
+  const auto wait = partner_wait_s(p, match_actions(p), t);
   CHECK(wait[1][0] == Approx(4e-3));    // reached at 5, sent at 9
   CHECK(wait[1][20] == 0);              // reached at 25, sent at 19
   CHECK(wait[0][20] == Approx(4e-3));   // reached at 20, sent at 24
@@ -112,7 +112,7 @@ TEST_CASE("recv waits: its send's start less its own, where later; never past it
   const std::span<const Program> alone = std::span(p).subspan(1);
   CHECK(recv_sends(alone).empty());
   CHECK(collective_instances(alone).empty());
-  const auto alone_wait = partner_wait_s(alone, {t[1]});
+  const auto alone_wait = partner_wait_s(alone, match_actions(alone), {t[1]});
   for (const double w : alone_wait[0]) CHECK(w == 0);
 }
 
