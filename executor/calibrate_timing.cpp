@@ -49,11 +49,7 @@ double median_single_call_s(const std::function<void()>& op, const std::function
   std::vector<double> samples;
   for (int i = 0; i < t.warmup + t.samples; ++i) {
     before();
-    MPI_Barrier(comm);
-    const double start = MPI_Wtime();
-    op();
-    double s = MPI_Wtime() - start;
-    MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, comm);
+    const double s = time_batch_s(op, 1, comm, {}, {});
     if (i >= t.warmup) samples.push_back(s);
   }
   return median(std::move(samples));
