@@ -58,6 +58,7 @@ CollectiveFit read_fit(ObjectReader r) {
   if (level < 0) r.fail("level", fmt::format("must not be negative, found {}", level));
   f.level = static_cast<size_t>(level);
   f.ranks = int_field(r, "ranks");
+  f.cold_input = r.boolean_or("cold_input", false);
   f.alpha_us = r.number("alpha_us");  // validate_profile checks the sign
   f.algbw_GBps = r.positive_number("algbw_GBps");
   if (r.has("measured"))
@@ -104,6 +105,7 @@ nlohmann::json profile_to_json(const Profile& p) {
     collectives.push_back({{"collective", enum_name(f.collective, kCollectiveNames)},
                            {"level", f.level},
                            {"ranks", f.ranks},
+                           {"cold_input", f.cold_input},
                            {"alpha_us", f.alpha_us},
                            {"algbw_GBps", f.algbw_GBps},
                            {"measured", measured}});
@@ -149,7 +151,7 @@ void validate_profile(const Profile& p, const std::string& file) {
                        fmt::format("{} over {} elements given twice",
                                    enum_name(k.kernel, kMemoryKernelNames), k.elements));
   }
-  std::set<std::tuple<Collective, size_t, int>> groups;
+  std::set<std::tuple<Collective, size_t, int, bool>> groups;
   for (size_t i = 0; i < p.collectives.size(); ++i) {
     const CollectiveFit& f = p.collectives[i];
     const std::string field = fmt::format("collectives[{}]", i);
@@ -164,10 +166,11 @@ void validate_profile(const Profile& p, const std::string& file) {
       if (f.measured[j].bytes <= f.measured[j - 1].bytes)
         throw InputError(file, fmt::format("{}.measured[{}].bytes", field, j),
                          "sizes must be ascending");
-    if (!groups.emplace(f.collective, f.level, f.ranks).second)
+    if (!groups.emplace(f.collective, f.level, f.ranks, f.cold_input).second)
       throw InputError(file, field,
-                       fmt::format("{} on level {} over {} ranks given twice",
-                                   enum_name(f.collective, kCollectiveNames), f.level, f.ranks));
+                       fmt::format("{} on level {} over {} ranks{} given twice",
+                                   enum_name(f.collective, kCollectiveNames), f.level, f.ranks,
+                                   f.cold_input ? " with cold input" : ""));
   }
 }
 
@@ -184,7 +187,7 @@ Cluster apply_profile(Cluster c, const Profile& p, const std::string& file) {
   for (size_t level = 0; level < c.levels.size(); ++level) {
     const CollectiveFit* link = nullptr;  // the smallest send_recv group on this level
     for (const auto& f : p.collectives)
-      if (f.collective == Collective::send_recv && f.level == level &&
+      if (f.collective == Collective::send_recv && !f.cold_input && f.level == level &&
           (!link || f.ranks < link->ranks))
         link = &f;
     if (!link) continue;
@@ -234,9 +237,11 @@ double kernel_rate_per_s(const Profile& p, MemoryKernel kernel, double elements)
   return below->elements_per_s + f * (above->elements_per_s - below->elements_per_s);
 }
 
-const CollectiveFit* find_collective_fit(const Profile& p, Collective c, size_t level, int ranks) {
+const CollectiveFit* find_collective_fit(const Profile& p, Collective c, size_t level, int ranks,
+                                         bool cold_input) {
   for (const auto& f : p.collectives)
-    if (f.collective == c && f.level == level && f.ranks == ranks) return &f;
+    if (f.collective == c && f.level == level && f.ranks == ranks && f.cold_input == cold_input)
+      return &f;
   return nullptr;
 }
 

@@ -68,6 +68,10 @@ struct CollectiveFit {
   double alpha_us = 0;    // latency
   double algbw_GBps = 0;  // 1 / beta: the algbw the collective tends to at large sizes
   std::vector<CollectivePoint> measured;  // ascending sizes; may be empty
+  // Timed on inputs no cache holds, last written long before the call, as a ZeRO parameter
+  // gather's shards are (reads_cold_input, core/schedule.h); otherwise on inputs written just
+  // before it, as a step's activations and gradients are.
+  bool cold_input = false;
 
   // Between two measured sizes, the line through them (a Hockney model per segment); below the
   // smallest, its time; above the largest, its time plus the rest at algbw. Without measured
@@ -90,9 +94,9 @@ struct Profile {
 };
 
 // Keys: backend, device, ranks, dtype, memory_GBps, gemm [{m, n, k, tflops}], kernels (optional)
-// [{kernel, elements, elements_per_s}], collectives [{collective, level, ranks, alpha_us,
-// algbw_GBps, measured (optional) [{bytes, time_us}]}]; "source" is documentation. Unknown keys are
-// rejected; validated before returning.
+// [{kernel, elements, elements_per_s}], collectives [{collective, level, ranks, cold_input
+// (optional, false), alpha_us, algbw_GBps, measured (optional) [{bytes, time_us}]}]; "source" is
+// documentation. Unknown keys are rejected; validated before returning.
 Profile profile_from_json(const nlohmann::json& j, const std::string& file);
 nlohmann::json profile_to_json(const Profile& p);  // reads back to an equal Profile
 
@@ -100,8 +104,8 @@ nlohmann::json profile_to_json(const Profile& p);  // reads back to an equal Pro
 Profile read_profile_file(const std::string& path);
 
 // Positive sizes and rates, at least one GEMM rate, no shape, no (kernel, elements) and no
-// (collective, level, ranks) given twice, group sizes of at least 2, measured collective sizes
-// ascending.
+// (collective, level, ranks, cold_input) given twice, group sizes of at least 2, measured
+// collective sizes ascending.
 void validate_profile(const Profile& p, const std::string& file);
 
 // The cluster with what the profile measured in place of the description's figures:
@@ -128,7 +132,9 @@ double gemm_rate_flops(const Profile& p, int64_t m, int64_t n, int64_t k);
 // not measured.
 double kernel_rate_per_s(const Profile& p, MemoryKernel kernel, double elements);
 
-// The fit for exactly this collective, level and group size; nullptr when it was not measured.
-const CollectiveFit* find_collective_fit(const Profile& p, Collective c, size_t level, int ranks);
+// The fit for exactly this collective, level, group size and input; nullptr when it was not
+// measured.
+const CollectiveFit* find_collective_fit(const Profile& p, Collective c, size_t level, int ranks,
+                                         bool cold_input);
 
 }  // namespace shardplan

@@ -52,6 +52,10 @@ std::vector<const CollectiveBench*> collective_benches() {
           &kAllToAllBench,  &kBroadcastBench,     &kSendRecvBench};
 }
 
+std::vector<const CollectiveBench*> cold_input_benches() {
+  return {&kAllGatherBench};
+}
+
 BenchRow bench_row(const CollectiveBench& b, int n, int64_t count, double time_s) {
   BenchRow r{size_bytes(b, n, count), count, time_s, 0, 0};
   r.algbw_GBps = static_cast<double>(r.size_bytes) / time_s / 1e9;
@@ -75,7 +79,8 @@ void MpiCollectiveRunner::prepare(const CollectiveBench& b, int64_t count) {
   // Calls take turns over buffer sets that no cache holds (cold_copies), as training's collectives
   // meet gradients and parameter shards: on this machine a 3 MB all-gather took 0.24 ms from cache
   // and 0.82 ms from memory (Open MPI 4.1, 2 ranks; measured 2026-11-23). Where calls are timed as
-  // a step makes them, each one's input is written just before it (step_work).
+  // a step makes them, each one's input is written just before it unless it is to be cold
+  // (step_work).
   assert(!b.in_place || e.send <= e.recv);
   const int64_t send = b.in_place ? 0 : e.send;
   const int64_t sets = cold_copies((send + e.recv) * kElementBytes, 2 * largest_cache_bytes());
@@ -101,10 +106,10 @@ void MpiCollectiveRunner::write_input(Buffers& set) const {
 // 4.1, 2 ms of register arithmetic before each call, medians of 21; measured 2026-11-23). 2 ms is
 // the compute between gpt-small's tp synchronisations on 2 ranks (272 in 0.85 s: 3 ms each) less
 // the copy; the sizes and the work stay the sweep's.
-std::function<void()> MpiCollectiveRunner::step_work() {
+std::function<void()> MpiCollectiveRunner::step_work(bool cold_input) {
   constexpr double kComputeS = 2e-3;
-  return [this] {
-    write_input(sets_[next_]);
+  return [this, cold_input] {
+    if (!cold_input) write_input(sets_[next_]);
     busy_for(kComputeS);
   };
 }
@@ -138,14 +143,15 @@ std::vector<int64_t> sweep_counts(const CollectiveBench& b, const SweepOptions& 
 }
 
 CollectiveSweep sweep_collective(const CollectiveBench& b, const SweepOptions& o,
-                                 CollectiveRunner& runner, size_t level) {
+                                 CollectiveRunner& runner, size_t level, bool cold_input) {
   const MPI_Comm group = runner.group();
   const int n = size_of(group);
   CollectiveSweep s;
   std::vector<SizeTime> points;
   for (int64_t count : sweep_counts(b, o, n)) {
     runner.prepare(b, count);
-    const std::function<void()> step_work = runner.step_work();
+    const std::function<void()> step_work = runner.step_work(cold_input);
+    assert((step_work || !cold_input) && "cold input needs calls timed one at a time");
     const double t =
         step_work
             ? median_single_call_s([&] { runner.run(); }, step_work, o.timing, group)
@@ -154,7 +160,13 @@ CollectiveSweep sweep_collective(const CollectiveBench& b, const SweepOptions& o
     points.push_back({static_cast<double>(s.rows.back().size_bytes), t});
   }
   const AlphaBeta f = fit_alpha_beta(points);
-  s.fit = {b.collective, level, n, f.alpha_s * 1e6, 1 / f.beta_s_per_byte / 1e9, {}};
+  s.fit = {.collective = b.collective,
+           .level = level,
+           .ranks = n,
+           .alpha_us = f.alpha_s * 1e6,
+           .algbw_GBps = 1 / f.beta_s_per_byte / 1e9,
+           .measured = {},
+           .cold_input = cold_input};
   for (const BenchRow& r : s.rows) s.fit.measured.push_back({r.size_bytes, r.time_s * 1e6});
   s.max_fit_error = max_relative_error(f, points);
   return s;
@@ -172,11 +184,14 @@ std::vector<CollectiveFit> measure_collectives(const SweepOptions& o, MPI_Comm w
       const size_t level = group_level(group);
       {
         const std::unique_ptr<CollectiveRunner> runner = runner_for(group);
-        for (const CollectiveBench* b : collective_benches()) {
-          const CollectiveSweep s = sweep_collective(*b, o, *runner, level);
+        const auto sweep = [&](const CollectiveBench& b, bool cold_input) {
+          const CollectiveSweep s = sweep_collective(b, o, *runner, level, cold_input);
           if (rank == 0) print_sweep(out, s, groups);
           fits.push_back(s.fit);
-        }
+        };
+        for (const CollectiveBench* b : collective_benches()) sweep(*b, false);
+        if (runner->step_work(true))
+          for (const CollectiveBench* b : cold_input_benches()) sweep(*b, true);
       }
       MPI_Comm_free(&group);
     }
@@ -194,9 +209,10 @@ std::vector<int> calibration_group_sizes(int world) {
 
 void print_sweep(std::FILE* out, const CollectiveSweep& s, int groups) {
   const CollectiveFit& f = s.fit;
-  fmt::print(out, "# {}: {} group{} of {} ranks at once, interconnect level {}\n",
-             enum_name(f.collective, kCollectiveNames), groups, groups == 1 ? "" : "s", f.ranks,
-             f.level);
+  fmt::print(out, "# {}{}: {} group{} of {} ranks at once, interconnect level {}\n",
+             enum_name(f.collective, kCollectiveNames),
+             f.cold_input ? " (cold input: no cache holds it)" : "", groups, groups == 1 ? "" : "s",
+             f.ranks, f.level);
   fmt::print(out, "# {:>10} {:>12} {:>8} {:>10} {:>8} {:>8}\n", "size", "count", "type", "time",
              "algbw", "busbw");
   fmt::print(out, "# {:>10} {:>12} {:>8} {:>10} {:>8} {:>8}\n", "(B)", "(elements)", "", "(us)",

@@ -46,6 +46,11 @@ extern const CollectiveBench kSendRecvBench;       // calibrate_send_recv.cpp
 // All six, in the order the calibration runs them.
 std::vector<const CollectiveBench*> collective_benches();
 
+// Those a step also calls on inputs no cache holds (reads_cold_input, core/schedule.h): ZeRO's
+// parameter all_gather. Each is swept a second time with cold input where calls are timed one at
+// a time (step_work).
+std::vector<const CollectiveBench*> cold_input_benches();
+
 // One line of the table. size is nccl-tests' size: the larger of one rank's send and receive
 // buffers in bytes (reduce-scatter's input, all-gather's output); algbw = size / time and
 // busbw = algbw × bus_bandwidth_factor(collective, n).
@@ -76,8 +81,9 @@ class CollectiveRunner {
   virtual std::vector<float> received() = 0;  // the receive buffer after finish()
   // What a training step does before each call, untimed, where this backend's calls are timed one
   // at a time as a step makes them (median_single_call_s); empty where they are timed back to back
-  // in batches (a GPU's, queued on a stream).
-  virtual std::function<void()> step_work() { return {}; }
+  // in batches (a GPU's, queued on a stream). It writes the call's input unless `cold_input`, which
+  // leaves it as written a whole turn of buffer sets ago, as a parameter shard is when gathered.
+  virtual std::function<void()> step_work(bool /*cold_input*/) { return {}; }
 };
 
 // The MPI calls of the CollectiveBench tables, on host buffers.
@@ -89,7 +95,7 @@ class MpiCollectiveRunner final : public CollectiveRunner {
   void run() override;
   void finish() override {}
   std::vector<float> received() override { return sets_[last_].recv; }
-  std::function<void()> step_work() override;
+  std::function<void()> step_work(bool cold_input) override;
 
  private:
   struct Buffers {
@@ -130,13 +136,15 @@ struct CollectiveSweep {
 };
 
 // Every rank of the runner's group calls this together; `level` is the interconnect level the
-// group spans. Needs two counts at least (sweep_counts) to fit.
+// group spans; `cold_input` as step_work's (the runner must time calls one at a time). Needs two
+// counts at least (sweep_counts) to fit.
 CollectiveSweep sweep_collective(const CollectiveBench& b, const SweepOptions& o,
-                                 CollectiveRunner& runner, size_t level);
+                                 CollectiveRunner& runner, size_t level, bool cold_input);
 
 // Every collective on groups of each of calibration_group_sizes' sizes (consecutive ranks, as tp
 // groups are; every group at once; ranks left over sit out), each group's runner made by
-// `runner_for` (collective over the group). Rank 0 prints the tables to `out` and returns every
+// `runner_for` (collective over the group); then cold_input_benches with cold input, where the
+// runner times calls one at a time. Rank 0 prints the tables to `out` and returns every
 // group size's fits (it is in every first group); the others return theirs.
 using RunnerFactory = std::function<std::unique_ptr<CollectiveRunner>(MPI_Comm group)>;
 std::vector<CollectiveFit> measure_collectives(const SweepOptions& o, MPI_Comm world,

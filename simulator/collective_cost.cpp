@@ -263,10 +263,13 @@ CollectiveCost collective_cost(const Cluster& cluster, Collective c, int64_t byt
                .profile = options.profile};
   Timing t = time_collective(g, c, static_cast<double>(bytes), options.all_reduce_algorithm);
   const bool forced = c == Collective::all_reduce && options.all_reduce_algorithm;
-  if (const CollectiveFit* fit =
-          options.profile && !forced
-              ? find_collective_fit(*options.profile, c, span.level, span.size)
-              : nullptr) {
+  const CollectiveFit* fit = nullptr;
+  if (options.profile && !forced) {
+    fit = find_collective_fit(*options.profile, c, span.level, span.size, options.cold_input);
+    if (!fit && options.cold_input)
+      fit = find_collective_fit(*options.profile, c, span.level, span.size, false);
+  }
+  if (fit) {
     t.time_s = fit->time_s(bytes);  // Hockney's alpha + bytes·beta, as calibrate fitted it
     cost.from_profile = true;
   }

@@ -69,6 +69,9 @@ struct CollectiveOptions {
   // one the analytical model runs, and on the levels the profile measured (a send_recv fit) takes
   // their bandwidth as achieved: no NCCL efficiency factor on top.
   const Profile* profile = nullptr;
+  // The input was last written long before the call (reads_cold_input, core/schedule.h): priced
+  // with the profile's cold-input fit, or its other fit where it measured none.
+  bool cold_input = false;
 };
 
 // `bytes` is nccl-tests' "size": the full buffer of one rank (for reduce-scatter the input, for

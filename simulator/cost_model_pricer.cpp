@@ -117,9 +117,11 @@ double CostModelPricer::duration_s(const Program& p, const Action& a) const {
       return 0;
     case ActionKind::collective:
     case ActionKind::grad_reduce:
-    case ActionKind::param_gather:
-      return collective_cost(cluster_, a.op, a.bytes, group_span_of(p, a), collective_options_)
-          .time_s;
+    case ActionKind::param_gather: {
+      CollectiveOptions o = collective_options_;
+      o.cold_input = reads_cold_input(a);
+      return collective_cost(cluster_, a.op, a.bytes, group_span_of(p, a), o).time_s;
+    }
     case ActionKind::optimizer_step:
       return optimizer_step_time_s(rates_, training_, a.params);
   }

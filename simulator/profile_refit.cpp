@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -37,7 +38,7 @@ struct Rescaled {
   double time_s = 0;  // priced time × the measured/predicted ratio of its class
 };
 
-using CollectiveKey = std::tuple<Collective, size_t, int>;  // collective, level, ranks
+using CollectiveKey = std::tuple<Collective, size_t, int, bool>;  // as CollectiveFit's fields
 
 struct RunFit {
   std::map<std::string, ComputeClassFit> classes;
@@ -156,7 +157,8 @@ void fit_communication(const Measurement& m, const Cluster& cluster,
       per_step.push_back(shortest);
     }
     const GroupSpan span = ranks_span(cluster, a.group, first.members(a));
-    fit.collectives[{a.op, span.level, span.size}][a.bytes].push_back(median(per_step));
+    fit.collectives[{a.op, span.level, span.size, reads_cold_input(a)}][a.bytes].push_back(
+        median(per_step));
     const InterconnectLevel& level = cluster.levels[span.level];
     fit.link_GBps[span.level] = level.is_scale_out() ? level.nic_GBps : level.bandwidth_GBps;
   }
@@ -169,14 +171,27 @@ void fit_communication(const Measurement& m, const Cluster& cluster,
 }
 
 // `link_GBps`: the per-device rate of the level the collective spans (the cluster's), the slope a
-// collective measured at one size only is given.
+// collective measured at one size only is given. A cold-input fit the profile lacks starts from
+// its warm-input one, so that the sizes the run did not meet keep the sweep's times (a lower
+// bound) rather than a line through one or two sizes.
 void merge_collective(Profile& p, const CollectiveKey& key,
                       const std::map<int64_t, std::vector<double>>& measured, double link_GBps) {
-  const auto& [collective, level, ranks] = key;
-  CollectiveFit* fit = nullptr;
-  for (CollectiveFit& f : p.collectives)
-    if (f.collective == collective && f.level == level && f.ranks == ranks) fit = &f;
-  if (!fit) fit = &p.collectives.emplace_back(CollectiveFit{collective, level, ranks, 0, 0, {}});
+  const auto& [collective, level, ranks, cold_input] = key;
+  const auto fit_of = [&](bool cold) {
+    return std::ranges::find_if(p.collectives, [&](const CollectiveFit& f) {
+      return f.collective == collective && f.level == level && f.ranks == ranks &&
+             f.cold_input == cold;
+    });
+  };
+  auto fit = fit_of(cold_input);
+  if (fit == p.collectives.end()) {
+    const auto warm = cold_input ? fit_of(false) : p.collectives.end();
+    CollectiveFit f;
+    if (warm != p.collectives.end()) f = *warm;
+    f.collective = collective, f.level = level, f.ranks = ranks, f.cold_input = cold_input;
+    p.collectives.push_back(std::move(f));
+    fit = std::prev(p.collectives.end());
+  }
   for (const auto& [bytes, times] : measured) {
     std::erase_if(fit->measured, [b = bytes](const CollectivePoint& x) { return x.bytes == b; });
     fit->measured.push_back({bytes, median(times) * 1e6});

@@ -9,7 +9,8 @@
 //     left of its measured time;
 //   collectives: each collective instance's own time — the shortest of its members' durations,
 //     since every member ends together and the last to arrive waited least — at its size, merged
-//     into the profile's sweep for that collective, level and group size, and alpha-beta refitted;
+//     into the profile's sweep for that collective, level, group size and input (a parameter
+//     gather's is cold: reads_cold_input), and alpha-beta refitted;
 //   the optimizer step: its rate over the parameters it updated.
 // Pipeline sends and receives are left as they were: a receive's duration is mostly the wait for
 // its sender.

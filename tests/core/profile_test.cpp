@@ -27,7 +27,8 @@ Profile sample_profile() {
   p.collectives = {{Collective::all_reduce, 0, 2, 3.5, 4.25, {{8, 4.0}, {1024, 6.0}, {4096, 30.0}}},
                    {Collective::send_recv, 0, 4, 1.0, 9.0, {}},
                    {Collective::send_recv, 0, 2, 0.5, 6.0, {}},
-                   {Collective::send_recv, 1, 2, 4.0, 12.0, {}}};
+                   {Collective::send_recv, 1, 2, 4.0, 12.0, {}},
+                   {Collective::all_reduce, 0, 2, 5.0, 3.0, {}, true}};
   return p;
 }
 
@@ -95,6 +96,17 @@ TEST_CASE("profile: unknown keys and bad values are errors naming the field", "[
   j["collectives"][0]["measured"][2]["bytes"] = 512;  // not ascending
   CHECK(read_error(j).field == "collectives[0].measured[2].bytes");
   j = good;
+  j["collectives"][4]["cold_input"] = false;  // all_reduce on level 0 over 2 ranks twice
+  const InputError twice = read_error(j);
+  CHECK(twice.field == "collectives[4]");
+  CHECK_THAT(twice.reason, Catch::Contains("all_reduce on level 0 over 2 ranks given twice"));
+  j = good;
+  j["collectives"][4].erase("cold_input");  // optional: false
+  CHECK(read_error(j).field == "collectives[4]");
+  j = good;
+  j["collectives"][4]["cold_input"] = "yes";
+  CHECK(read_error(j).field == "collectives[4].cold_input");
+  j = good;
   j["backend"] = "rocm";
   CHECK(read_error(j).field == "backend");
 }
@@ -103,9 +115,13 @@ TEST_CASE("profile: a collective fit prices a size as alpha + bytes / algbw", "[
   const CollectiveFit f{Collective::all_reduce, 0, 2, 2.0, 4.0, {}};
   CHECK(f.time_s(8'000'000) == Approx(2e-6 + 8e6 / 4e9).epsilon(1e-12));
   const Profile p = sample_profile();
-  CHECK(find_collective_fit(p, Collective::send_recv, 0, 4) == &p.collectives[1]);
-  CHECK(find_collective_fit(p, Collective::send_recv, 1, 4) == nullptr);
-  CHECK(find_collective_fit(p, Collective::all_gather, 0, 2) == nullptr);
+  CHECK(find_collective_fit(p, Collective::send_recv, 0, 4, false) == &p.collectives[1]);
+  CHECK(find_collective_fit(p, Collective::send_recv, 1, 4, false) == nullptr);
+  CHECK(find_collective_fit(p, Collective::all_gather, 0, 2, false) == nullptr);
+  // Warm and cold input are two fits of one collective, level and group size.
+  CHECK(find_collective_fit(p, Collective::all_reduce, 0, 2, false) == &p.collectives[0]);
+  CHECK(find_collective_fit(p, Collective::all_reduce, 0, 2, true) == &p.collectives[4]);
+  CHECK(find_collective_fit(p, Collective::send_recv, 0, 4, true) == nullptr);
 }
 
 TEST_CASE("profile: a collective follows its measured sizes, the fit past them", "[profile]") {

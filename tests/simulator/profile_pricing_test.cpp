@@ -86,6 +86,20 @@ TEST_CASE("profile pricing: a measured collective takes alpha + bytes / algbw fr
   pair.level = 1, pair.nodes = 2, pair.max_ranks_per_node = 1;
   CHECK(collective_cost(c, Collective::send_recv, kBytes, pair, with).time_s == 10e-6 + 1e9 / 40e9);
 
+  // Cold input takes the cold-input fit where the profile has one, the other fit where not.
+  CollectiveOptions cold = with;
+  cold.cold_input = true;
+  CHECK(collective_cost(c, Collective::all_reduce, kBytes, one_node(8), cold).time_s ==
+        measured.time_s);
+  Profile with_cold = p;
+  with_cold.collectives.push_back({Collective::all_reduce, 0, 8, 30, 100, {}, true});
+  cold.profile = with.profile = &with_cold;
+  CHECK(collective_cost(c, Collective::all_reduce, kBytes, one_node(8), cold).time_s ==
+        30e-6 + 1e9 / 100e9);
+  CHECK(collective_cost(c, Collective::all_reduce, kBytes, one_node(8), with).time_s ==
+        measured.time_s);
+  with.profile = &p;
+
   // A forced algorithm is not what calibrate measured: the model prices it.
   CollectiveOptions forced = with;
   forced.all_reduce_algorithm = Algorithm::ring;

@@ -3,6 +3,7 @@
 #include "simulator/profile_refit.h"
 
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "core/error.h"
 #include "simulator/comparison.h"
@@ -97,12 +98,39 @@ TEST_CASE("refit: a collective's own time is its fastest member's", "[refit]") {
         step[r][i].end_s = step[r][i].start_s + 40e-6 + (r == 0 ? 1e-3 : 0);
       }
   const Profile refit = refit_profile(nullptr, {m}, {"measured.json"}, nullptr);
-  const CollectiveFit* f = find_collective_fit(refit, Collective::all_reduce, 0, 2);
+  const CollectiveFit* f = find_collective_fit(refit, Collective::all_reduce, 0, 2, false);
   REQUIRE(f != nullptr);
   REQUIRE(f->measured.size() == 1);
   CHECK(f->measured[0].bytes == bytes);
   CHECK(f->measured[0].time_us == Approx(40));
   CHECK(f->time_s(bytes) == Approx(40e-6));
+}
+
+TEST_CASE("refit: parameter gathers refit the cold-input all_gather, from the warm one's sweep",
+          "[refit]") {
+  const Plan p = test::tiny_cpu_plan("dp=2,zero=3");
+  const PlanSimulation s = test::simulate_every_rank(p);
+  Measurement m = test::scaled_measurement(p, s, 3, [](const Action&) { return 1.0; });
+  std::set<int64_t> sizes;
+  for (auto& step : m.timings)
+    for (size_t r = 0; r < step.size(); ++r)
+      for (size_t i = 0; i < step[r].size(); ++i) {
+        const Action& a = m.programs[r].actions[i];
+        if (a.kind != ActionKind::param_gather) continue;
+        sizes.insert(a.bytes);
+        step[r][i].end_s = step[r][i].start_s + 1e-3;
+      }
+  REQUIRE(!sizes.empty());
+  Profile base = refit_profile(nullptr, {m}, {"measured.json"}, nullptr);
+  base.collectives = {{Collective::all_gather, 0, 2, 1, 1, {{1, 1.0}, {1 << 30, 2e5}}}};
+  const Profile refit = refit_profile(&base, {m}, {"measured.json"}, nullptr);
+  CHECK(*find_collective_fit(refit, Collective::all_gather, 0, 2, false) == base.collectives[0]);
+  const CollectiveFit* cold = find_collective_fit(refit, Collective::all_gather, 0, 2, true);
+  REQUIRE(cold != nullptr);
+  REQUIRE(cold->measured.size() == sizes.size() + 2);
+  CHECK(cold->measured.front().time_us == 1.0);  // the warm sweep's, where the run met no size
+  CHECK(cold->measured.back().time_us == 2e5);
+  for (int64_t b : sizes) CHECK(cold->time_s(b) == Approx(1e-3));
 }
 
 TEST_CASE("refit: runs of another backend or dtype than the profile are an error", "[refit]") {

@@ -66,11 +66,16 @@ TEST_CASE("mpi: send_recv receives the previous rank's buffer", "[calibrate][mpi
 TEST_CASE("mpi: a sweep times every count and fits on both ranks alike", "[calibrate][mpi]") {
   const int rank = world_rank();
   // 8, 32, 128, 512 KiB, and the largest: 1 MiB. Calls are timed one at a time (step_work), so
-  // sizes whose times grow well past the noise of one call.
+  // sizes whose times grow well past the noise of one call. ZeRO's parameter all_gather is also
+  // swept on cold input.
+  const auto [bench, cold_input] = GENERATE(
+      table<const CollectiveBench*, bool>({{&kAllReduceBench, false}, {&kAllGatherBench, true}}));
   const SweepOptions o{8 << 10, 1 << 20, 4, {1, 3, 1e-5}};
   MpiCollectiveRunner runner(MPI_COMM_WORLD);
-  CHECK(runner.step_work());
-  const CollectiveSweep s = sweep_collective(kAllReduceBench, o, runner, 0);
+  CHECK(runner.step_work(cold_input));
+  const CollectiveSweep s = sweep_collective(*bench, o, runner, 0, cold_input);
+  CHECK(s.fit.collective == bench->collective);
+  CHECK(s.fit.cold_input == cold_input);
   REQUIRE(s.rows.size() == 5);
   CHECK(s.rows[3].size_bytes == 512 << 10);
   CHECK(s.rows[4].size_bytes == 1 << 20);
