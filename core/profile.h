@@ -69,8 +69,8 @@ struct CollectiveFit {
   double algbw_GBps = 0;  // 1 / beta: the algbw the collective tends to at large sizes
   std::vector<CollectivePoint> measured;  // ascending sizes; may be empty
   // Timed on inputs no cache holds, last written long before the call, as a ZeRO parameter
-  // gather's shards are (reads_cold_input, core/schedule.h); otherwise on inputs written just
-  // before it, as a step's activations and gradients are.
+  // gather's shards and a several-layer gradient bucket are (reads_cold_input, core/schedule.h);
+  // otherwise on inputs written just before it, as a step's activations are.
   bool cold_input = false;
 
   // Between two measured sizes, the line through them (a Hockney model per segment); below the

@@ -112,6 +112,17 @@ const std::vector<int64_t>& Program::members(const Action& a) const {
   return groups[static_cast<size_t>(a.group)];
 }
 
+int64_t grad_reduce_local_bytes(const Action& a, int zero, int members) {
+  if (a.kind != ActionKind::grad_reduce || a.op != Collective::reduce_scatter || zero < 1 ||
+      a.params == 0)
+    return 0;
+  assert(members >= 1 && a.bytes % a.params == 0);
+  const int64_t element = a.bytes / a.params;
+  const int64_t piece = (a.params + members - 1) / members * element;  // padded, as sharded
+  if (zero == 1) return 2 * piece;
+  return 3 * piece + (zero == 2 ? a.bytes : 0);
+}
+
 int64_t grad_bucket_params(const Layout& l) {
   return std::max<int64_t>(40'000'000, int64_t{1'000'000} * l.dp);
 }

@@ -106,7 +106,11 @@ inline constexpr uint8_t kFreesActivations = 2;
 //   collective    : pass, micro_batch, chunk, layer range, parts (the part it follows or precedes
 //                   in its pass), op, group, bytes
 //   grad_reduce   : op, group, chunk, layer range, parts (embedding/head bits say whether they are
-//                   in the bucket), params, bytes, micro_batch (the backward it follows).
+//                   in the bucket), params, bytes, micro_batch (the backward it follows). A ZeRO
+//                   reduce_scatter also moves its output piece where the optimizer reads it:
+//                   ZeRO-1 copies it into the gradient buffer, ZeRO-2 and -3 add it into the
+//                   gradient shard (FSDP's sharded gradient accumulation), and ZeRO-2 then zeroes
+//                   the bucket for the next micro-batch's backward (grad_reduce_local_bytes).
 //                   group dp / dp_cp / expert_dp: a data-parallel bucket (expert_dp: the expert
 //                   weights of the MoE layers in range, dp / dp_cp: every other weight);
 //                   group tp: the replicated norm weights' gradients under sequence parallelism;
@@ -143,15 +147,18 @@ constexpr bool is_group_action(const Action& a) {
          a.kind == ActionKind::param_gather;
 }
 
-// Whether the action's input was last written long before it, so that no cache holds it: a
-// parameter gather's shards were written by the previous step's optimizer step (ZeRO-1/2 gather
-// them at step start, ZeRO-3 before each use), while collectives, reductions and sends move what
-// the compute has just written. Profiles time both (CollectiveFit::cold_input): on this project's
-// 2-core CPU machine a 3.16 MB all_gather over 2 ranks took 816-979 us on cold input against
-// 715-1013 us on input written just before, 13% more in the median of four alternating runs
-// (Open MPI 4.1, output buffers cold in both; measured 2026-11-23).
+// Whether most of the action's input was last written long before it, so that no cache holds it:
+// a parameter gather's shards were written by the previous step's optimizer step (ZeRO-1/2 gather
+// them at step start, ZeRO-3 before each use), and a gradient bucket spanning several layers was
+// written over their whole backward, all but its last layer's before the one just computed; a
+// one-layer bucket (ZeRO-3's units), collectives and sends move what the compute has just written.
+// Profiles time both (CollectiveFit::cold_input): on this project's 2-core CPU machine a 3.16 MB
+// all_gather over 2 ranks took 816-979 us on cold input against 715-1013 us on input written just
+// before, 13% more in the median of four alternating runs (Open MPI 4.1, output buffers cold in
+// both; measured 2026-11-23).
 constexpr bool reads_cold_input(const Action& a) {
-  return a.kind == ActionKind::param_gather;
+  return a.kind == ActionKind::param_gather ||
+         (a.kind == ActionKind::grad_reduce && a.layer_end - a.layer_begin > 1);
 }
 
 // A rank's program for one training step. Actions are in program order, which is a topological
@@ -207,6 +214,12 @@ LayerRange virtual_stage_layers(const Model& m, const Layout& l, int virtual_sta
 // Megatron-LM's gradient bucket size in parameters: max(4·10⁷, 10⁶·dp)
 // (megatron/core/distributed/distributed_data_parallel.py).
 int64_t grad_bucket_params(const Layout& l);
+
+// Bytes a ZeRO reduce_scatter's local work streams through memory on each of its `members` ranks
+// (what the grad_reduce entry above names), counted as STREAM counts them, every element read or
+// written once: ZeRO-1 copies its piece (2 · piece), ZeRO-2 and -3 add it into the shard
+// (3 · piece), and ZeRO-2 zeroes the bucket (+ params). 0 for every other action.
+int64_t grad_reduce_local_bytes(const Action& a, int zero, int members);
 
 // The full program of `rank` for one training step. The layout must be valid for the model.
 Program build_program(const Model& m, const Training& t, const Layout& l, int64_t rank);

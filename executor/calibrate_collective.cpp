@@ -53,7 +53,7 @@ std::vector<const CollectiveBench*> collective_benches() {
 }
 
 std::vector<const CollectiveBench*> cold_input_benches() {
-  return {&kAllGatherBench};
+  return {&kAllReduceBench, &kReduceScatterBench, &kAllGatherBench};
 }
 
 BenchRow bench_row(const CollectiveBench& b, int n, int64_t count, double time_s) {

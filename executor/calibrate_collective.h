@@ -46,7 +46,8 @@ extern const CollectiveBench kSendRecvBench;       // calibrate_send_recv.cpp
 // All six, in the order the calibration runs them.
 std::vector<const CollectiveBench*> collective_benches();
 
-// Those a step also calls on inputs no cache holds (reads_cold_input, core/schedule.h): ZeRO's
+// Those a step also calls on inputs no cache holds (reads_cold_input, core/schedule.h): a
+// several-layer gradient bucket's all_reduce (DDP) or reduce_scatter (ZeRO-1/2), and ZeRO's
 // parameter all_gather. Each is swept a second time with cold input where calls are timed one at
 // a time (step_work).
 std::vector<const CollectiveBench*> cold_input_benches();

@@ -120,7 +120,10 @@ double CostModelPricer::duration_s(const Program& p, const Action& a) const {
     case ActionKind::param_gather: {
       CollectiveOptions o = collective_options_;
       o.cold_input = reads_cold_input(a);
-      return collective_cost(cluster_, a.op, a.bytes, group_span_of(p, a), o).time_s;
+      const GroupSpan& span = group_span_of(p, a);
+      const int64_t local = grad_reduce_local_bytes(a, layout_.zero, span.size);
+      return collective_cost(cluster_, a.op, a.bytes, span, o).time_s +
+             memory_time_s(rates_, static_cast<double>(local));
     }
     case ActionKind::optimizer_step:
       return optimizer_step_time_s(rates_, training_, a.params);

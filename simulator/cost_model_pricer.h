@@ -35,9 +35,10 @@ class CostModelPricer : public ActionPricer {
   // attention core's s×s tensors, Korthikanti et al. 2022 §5); full recomputation's own actions
   // (pass recompute) are priced as that re-forward. The head's forward adds the three all-reduces
   // of vocab-parallel cross entropy over tp. collective, grad_reduce, param_gather: collective_cost
-  // of op and bytes on the members' span. send: one transfer on the level joining the two ranks.
-  // recv: 0 (its end is its send's). optimizer_step: the bytes optimizer_step_bytes moves for its
-  // params at the memory rate.
+  // of op and bytes on the members' span (the cold-input fit where reads_cold_input), and a ZeRO
+  // reduce_scatter's grad_reduce_local_bytes at the memory rate. send: one transfer on the level
+  // joining the two ranks. recv: 0 (its end is its send's). optimizer_step: the bytes
+  // optimizer_step_bytes moves for its params at the memory rate.
   double duration_s(const Program& p, const Action& a) const override;
 
   // Layer activations of the chunk's layers for one micro-batch, plus the embedding's (first

@@ -265,10 +265,17 @@ TEST_CASE("data-parallel reduction: once after the last backward, or every one u
     CHECK(p.actions.front().params == total);
   }
   CHECK(reductions(2).second.size() == 4);  // one per micro-batch
+  // A bucket of every layer was mostly written long before its reduction; a ZeRO-3 unit's, by the
+  // backward just before it.
+  CHECK(reads_cold_input(reductions(0).second[0]));
+  CHECK(reads_cold_input(reductions(2).second[0]));
   // ZeRO-3: every unit (embedding, 16 layers, head) reduced after each backward and gathered
   // before each forward and each backward.
   const auto [p3, r3] = reductions(3);
   CHECK(r3.size() == size_t(4 * (m.num_layers + 2)));
+  for (const Action& a : r3) CHECK_FALSE(reads_cold_input(a));
+  for (const Action& a : p3.actions)
+    if (a.kind == ActionKind::param_gather) CHECK(reads_cold_input(a));
   CHECK(count(p3, [](const Action& a) { return a.kind == ActionKind::param_gather; }) ==
         2 * 4 * (m.num_layers + 2));
   // The head uses the tied word embedding: its gather brings it along with the final norm.

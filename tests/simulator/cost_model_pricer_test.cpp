@@ -183,6 +183,34 @@ TEST_CASE("communication is priced on the level its members span", "[pricer]") {
         collective_cost(c, Collective::all_gather, gather.bytes, node).time_s);
 }
 
+TEST_CASE("a ZeRO reduce-scatter adds its piece's local work at the memory rate", "[pricer]") {
+  const Model m = test::small_gpt();
+  const Cluster c = test::preset_cluster("dgx-h100", 1);
+  for (int zero : {0, 1, 2, 3}) {
+    Layout l = make_layout(8, 1, 1, 2);
+    l.zero = zero;
+    const Training t = training_for(l, 64);
+    const Priced p(m, c, t, l);
+    const Program& rank0 = p.step.programs[0];
+    const Action& r =
+        find(rank0, [](const Action& a) { return a.kind == ActionKind::grad_reduce; });
+    const GroupSpan span = group_span(c, l, 0, Group::dp);
+    const double collective = collective_cost(c, r.op, r.bytes, span).time_s;
+    // bf16 gradients: the piece is 2 bytes × ⌈params / 8⌉; ZeRO-1 copies it, ZeRO-2/3 add it into
+    // the shard, ZeRO-2 zeroes the bucket.
+    const double piece = 2.0 * double((r.params + 7) / 8);
+    const double local = zero == 0   ? 0
+                         : zero == 1 ? 2 * piece
+                         : zero == 2 ? 3 * piece + double(r.bytes)
+                                     : 3 * piece;
+    INFO("zero " << zero);
+    CHECK(double(grad_reduce_local_bytes(r, zero, 8)) == local);
+    CHECK(p.pricer.duration_s(rank0, r) ==
+          Approx(collective + local / device_rates(c.device, Dtype::bf16).memory_bytes_per_s)
+              .epsilon(1e-12));
+  }
+}
+
 TEST_CASE("the optimizer step moves its parameters' bytes at the memory rate", "[pricer]") {
   const Model m = test::preset_model("llama3-8b");
   const Cluster c = test::preset_cluster("dgx-h100", 1);
