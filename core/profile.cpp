@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "core/json_reader.h"
+#include "core/statistics.h"
 
 namespace shardplan {
 
@@ -118,6 +119,57 @@ nlohmann::json profile_to_json(const Profile& p) {
           {"gemm", gemm},
           {"kernels", kernels},
           {"collectives", collectives}};
+}
+
+Profile merge_compute_passes(const Profile& base, const std::vector<Profile>& passes,
+                             const std::vector<std::string>& files) {
+  assert(files.size() == passes.size());
+  Profile out = base;
+  for (size_t i = 0; i < passes.size(); ++i) {
+    const Profile& p = passes[i];
+    if (p.backend != base.backend || p.ranks != base.ranks || p.dtype != base.dtype)
+      throw InputError(
+          files[i], "backend",
+          fmt::format("{} ranks of {} in {}, the profile {} of {} in {}", p.ranks,
+                      enum_name(p.backend, kBackendNames), enum_name(p.dtype, kDtypeNames),
+                      base.ranks, enum_name(base.backend, kBackendNames),
+                      enum_name(base.dtype, kDtypeNames)),
+          "take the passes as the profile was taken");
+  }
+  // Each entry of `list` in out: the median of its rate over out and the passes' same entry.
+  const auto merge = [&](auto list, auto rate, auto same, auto name) {
+    for (auto& entry : out.*list) {
+      std::vector<double> rates{entry.*rate};
+      for (size_t i = 0; i < passes.size(); ++i) {
+        const auto& measured = passes[i].*list;
+        const auto it =
+            std::ranges::find_if(measured, [&](const auto& x) { return same(x, entry); });
+        if (it == measured.end())
+          throw InputError(files[i], name(entry),
+                           "not measured in this pass, though the profile is",
+                           "take the passes over the profile's models, tp and micro-batches");
+        rates.push_back((*it).*rate);
+      }
+      entry.*rate = median(std::move(rates));
+    }
+  };
+  merge(
+      &Profile::gemm, &GemmRate::tflops,
+      [](const GemmRate& a, const GemmRate& b) { return a.m == b.m && a.n == b.n && a.k == b.k; },
+      [](const GemmRate& g) { return fmt::format("gemm {}x{}x{}", g.m, g.n, g.k); });
+  merge(
+      &Profile::kernels, &KernelRate::elements_per_s,
+      [](const KernelRate& a, const KernelRate& b) {
+        return a.kernel == b.kernel && a.elements == b.elements;
+      },
+      [](const KernelRate& k) {
+        return fmt::format("kernels {} over {} elements", enum_name(k.kernel, kMemoryKernelNames),
+                           k.elements);
+      });
+  std::vector<double> memory{base.memory_GBps};
+  for (const Profile& p : passes) memory.push_back(p.memory_GBps);
+  out.memory_GBps = median(std::move(memory));
+  return out;
 }
 
 Profile read_profile_file(const std::string& path) {

@@ -80,15 +80,18 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
 
   // Quanta of 1, 3 and 10 ms (1.4 s in all), around the compute between a step's tp
   // synchronisations (gpt-small tp2: 272 in 0.85 s, 3 ms each).
-  const auto noise = time_noise(world, {1e-3, 3e-3, 10e-3}, 100);
+  const auto noise =
+      o.compute_only ? std::vector<NoiseTiming>{} : time_noise(world, {1e-3, 3e-3, 10e-3}, 100);
   const int64_t elements = o.stream_elements > 0 ? o.stream_elements : stream_elements();
   const auto stream = measure_stream(elements, o.one_pass_timing(), world);
   p.memory_GBps = triad_GBps(stream);
-  if (o.passes > 1) compute_pass();
-  p.collectives = measure_collectives(
-      o.sweep, world, [](MPI_Comm group) { return std::make_unique<MpiCollectiveRunner>(group); },
-      out);
-  while (static_cast<int>(gemm_passes.size()) < o.passes) compute_pass();
+  if (!o.compute_only) {
+    if (o.passes > 1) compute_pass();
+    p.collectives = measure_collectives(
+        o.sweep, world, [](MPI_Comm group) { return std::make_unique<MpiCollectiveRunner>(group); },
+        out);
+    while (static_cast<int>(gemm_passes.size()) < o.passes) compute_pass();
+  }
 
   const auto gemm = median_over_passes(gemm_passes);
   if (rank == 0) print_gemm_timings(out, gemm);
@@ -96,9 +99,9 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
   const auto kernels = median_over_passes(kernel_passes);
   if (rank == 0) print_kernel_timings(out, kernels);
   p.kernels = kernel_rates(kernels);
-  if (rank == 0) print_noise(out, noise);
+  if (rank == 0 && !noise.empty()) print_noise(out, noise);
   if (rank == 0) print_stream(out, stream, elements);
-  if (rank == 0 && world_size == 1)
+  if (rank == 0 && world_size == 1 && !o.compute_only)
     fmt::print(
         out,
         "# collectives: none on one rank (--ranks N, or mpirun -np N shardplan calibrate ...)\n");

@@ -84,6 +84,10 @@ int run_calibrate(CalibrateCliOptions& o) {
   const bool cuda = o.backend == "cuda";
   if (o.tf32 && !cuda)
     throw InputError("--tf32", "", "needs --backend cuda", "leave --tf32 out on the cpu backend");
+  if (o.calibrate.compute_only && cuda)
+    throw InputError("--compute-only", "", "needs --backend cpu",
+                     "leave --compute-only out on the cuda backend");
+  if (o.calibrate.compute_only) o.calibrate.passes = 1;
   if (cuda) require_cuda_device("--backend");  // before mpirun starts any rank
   for (const auto& name : o.models) o.calibrate.models.push_back(load_model(name));
   o.calibrate.sweep.max_bytes = o.max_bytes.value_or(sweep_max_bytes(o.calibrate.models));
@@ -103,7 +107,9 @@ int run_calibrate(CalibrateCliOptions& o) {
     const Profile p = cuda ? calibrate_cuda(o.calibrate, settings, MPI_COMM_WORLD, stdout)
                            : calibrate_cpu(o.calibrate, MPI_COMM_WORLD, stdout);
     if (mpi.rank() == 0)
-      write_profile(p, o.out, fmt::format("--backend {} --ranks {}", o.backend, p.ranks));
+      write_profile(p, o.out,
+                    fmt::format("--backend {} --ranks {}{}", o.backend, p.ranks,
+                                o.calibrate.compute_only ? " --compute-only" : ""));
   });
   return 0;
 }
@@ -117,7 +123,8 @@ Subcommand add_calibrate(CLI::App& root) {
       "Measure this machine (GEMMs over a model's layer shapes, the executor's memory-bound "
       "kernels, memory bandwidth, every collective over sizes and group sizes, printed as "
       "nccl-tests prints them; cpu: Eigen, STREAM and MPI, and the machine's noise; cuda: cuBLAS, "
-      "a device copy and NCCL) and write a profile for --profile. Runs on the ranks mpirun started (mpirun -np 2 shardplan "
+      "a device copy and NCCL) and write a profile for --profile. Runs on the ranks mpirun started "
+      "(mpirun -np 2 shardplan "
       "calibrate ...), or re-runs itself under mpirun -np N (--ranks N). With --from, refits a "
       "profile from what `execute` measured instead");
   app->add_option("--backend", o->backend,
@@ -156,6 +163,11 @@ Subcommand add_calibrate(CLI::App& root) {
   app->add_option("--seq", o->calibrate.seq,
                   "Tokens per sequence (default: the model's max_position_embeddings)")
       ->check(CLI::PositiveNumber);
+  app->add_flag(
+         "--compute-only", o->calibrate.compute_only,
+         "cpu: one pass over the GEMMs and kernels, and STREAM; no noise or collectives (the "
+         "passes `demo` takes between its rounds)")
+      ->excludes("--from");
   app->add_option("--max-bytes", o->max_bytes,
                   "Largest collective size in bytes (nccl-tests' -e; the sweep starts at 8 B, "
                   "doubling, and ends at this size; default: a model's fp32 gradients, 4 MiB at "

@@ -37,8 +37,8 @@ struct DemoOptions {
   std::string cluster = "local-cpu";
   int64_t gbs = 8;
   int64_t seq = 256;
-  int64_t steps = 4;
-  int rounds = 3;
+  int64_t steps = 3;
+  int rounds = 5;
   int top = 4;
   std::vector<std::string> layouts;  // run these instead of the planner's best
   std::string profile;               // use this profile instead of calibrating
@@ -108,6 +108,21 @@ std::string calibrate(const DemoOptions& o, const std::string& dir, int64_t rank
       fmt::format("[calibrate] GEMMs, kernels and collectives on {} ranks (log: {})", ranks, log));
   const int rc = run_shardplan({"calibrate", "--backend", "cpu", "--ranks", std::to_string(ranks),
                                 "--model", o.model, "--out", profile},
+                               log);
+  if (rc != 0)
+    throw InputError(log, "", fmt::format("calibrate exited with {}", rc), "read " + log);
+  return profile;
+}
+
+// A compute pass (calibrate --compute-only) after `round`: GEMM, kernel and memory rates at that
+// moment, for merge_compute_passes.
+std::string compute_pass(const DemoOptions& o, const std::string& dir, int64_t ranks, int round) {
+  const std::string profile = fmt::format("{}/profile-round-{}.json", dir, round + 1),
+                    log = fmt::format("{}/calibrate-round-{}.log", dir, round + 1);
+  progress(fmt::format("[calibrate] GEMMs and kernels after round {} of {} (log: {})", round + 1,
+                       o.rounds, log));
+  const int rc = run_shardplan({"calibrate", "--backend", "cpu", "--ranks", std::to_string(ranks),
+                                "--model", o.model, "--compute-only", "--out", profile},
                                log);
   if (rc != 0)
     throw InputError(log, "", fmt::format("calibrate exited with {}", rc), "read " + log);
@@ -224,18 +239,40 @@ int run_demo(const DemoOptions& o) {
   }
   // Every layout once a round, each round starting one layout later, so that the machine's drift
   // over the minutes the runs take falls on every layout alike (interleaved trials: merge_runs).
+  // Where demo calibrated, a compute pass follows every round, and the runs are predicted with
+  // the compute rates' medians over the calibration and these passes (merge_compute_passes): the
+  // calibration too is interleaved with the runs, so that a machine whose speed drifts over the
+  // minutes they take is priced as it ran them (here, the same GEMMs at 10-20% apart between
+  // calibrations a few minutes apart, measured 2026-11-23).
   const int total = o.rounds * static_cast<int>(runs.size());
-  for (int round = 0, done = 0; round < o.rounds; ++round)
+  std::vector<Profile> passes;
+  std::vector<std::string> pass_files;
+  for (int round = 0, done = 0; round < o.rounds; ++round) {
     for (size_t k = 0; k < runs.size(); ++k) {
       const size_t i = (static_cast<size_t>(round) + k) % runs.size();
       execute(o, o.out_dir, i, round, ++done, total, runs[i]);
     }
+    if (!o.profile.empty()) continue;
+    pass_files.push_back(compute_pass(o, o.out_dir, cluster.world(), round));
+    passes.push_back(read_profile_file(pass_files.back()));
+  }
+  std::string priced_with = profile_option.profile_file;
+  std::optional<Profile> merged = profile;
+  if (!passes.empty()) {
+    merged = merge_compute_passes(*profile, passes, pass_files);
+    priced_with = o.out_dir + "/profile-interleaved.json";
+    write_json_file(priced_with, profile_to_json(*merged));
+    progress(
+        fmt::format("[calibrate] compute rates: medians over the calibration and {} passes "
+                    "between the rounds ({})",
+                    passes.size(), priced_with));
+  }
   for (size_t i = 0; i < runs.size(); ++i) {
     Run& run = runs[i];
     run.measured = merge_runs(run.rounds);
     run.measured_file = fmt::format("{}/layout-{}-measured.json", o.out_dir, i + 1);
     write_json_file(run.measured_file, measurement_to_json(run.measured));
-    const Predicted predicted = predict_measured(run.measured, profile_option.profile_file);
+    const Predicted predicted = predict_measured(run.measured, priced_with);
     run.comparison = compare_run(predicted.simulation, run.measured, predicted.gemms);
     run.spread_s = step_time_spread_s(run.measured);
     write_json_file(fmt::format("{}/layout-{}-compare.json", o.out_dir, i + 1),
@@ -251,7 +288,7 @@ int run_demo(const DemoOptions& o) {
         format_signed_percent(c.excess_wait_s / c.measured_step_time_s)));
   }
 
-  predict_from_the_others(runs, profile ? &*profile : nullptr);
+  predict_from_the_others(runs, merged ? &*merged : nullptr);
   std::vector<double> predicted, measured, spread;
   nlohmann::json rows = nlohmann::json::array();
   for (const Run& r : runs) {
@@ -268,7 +305,7 @@ int run_demo(const DemoOptions& o) {
                          {"order",
                           {{"distinguishable_pairs", order.distinguishable_pairs},
                            {"agreeing_pairs", order.agreeing_pairs}}},
-                         {"profile", profile_option.profile_file}};
+                         {"profile", priced_with}};
   emit_report(o.report, j, "\n" + format_demo_table(runs, order));
   return static_cast<int>(ExitCode::ok);
 }

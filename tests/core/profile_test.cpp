@@ -134,6 +134,41 @@ TEST_CASE("profile: a collective follows its measured sizes, the fit past them",
   CHECK(f.time_s(4096 + 4'250'000) == Approx(30e-6 + 1e-3).epsilon(1e-12));
 }
 
+TEST_CASE("profile: compute passes merge as each rate's median, the collectives kept",
+          "[profile]") {
+  const Profile base = sample_profile();
+  Profile fast = base, slow = base;
+  fast.gemm = {{256, 256, 256, 4.0}, {64, 64, 64, 3.0}};  // another order
+  slow.gemm = {{64, 64, 64, 0.5}, {256, 256, 256, 1.0}};
+  fast.memory_GBps = 40, slow.memory_GBps = 10;
+  for (KernelRate& k : fast.kernels) k.elements_per_s *= 2;
+  for (KernelRate& k : slow.kernels) k.elements_per_s /= 2;
+  fast.collectives.clear(), slow.collectives.clear();
+  Profile merged = merge_compute_passes(base, {fast, slow, fast}, {"a.json", "b.json", "c.json"});
+  CHECK(merged.gemm[0].tflops == 2.0);  // 64³: median of 1, 3, 0.5, 3
+  CHECK(merged.gemm[1].tflops == 3.0);  // 256³: median of 2, 4, 1, 4
+  CHECK(merged.memory_GBps == Approx((30.5 + 40) / 2));
+  CHECK(merged.kernels[0].elements_per_s == Approx(1.5e8));
+  CHECK(merged.collectives == base.collectives);
+  CHECK(merge_compute_passes(base, {}, {}) == base);
+
+  slow.gemm.pop_back();
+  try {
+    merge_compute_passes(base, {fast, slow}, {"a.json", "b.json"});
+    FAIL("a pass lacking a shape must be an error");
+  } catch (const InputError& e) {
+    CHECK(e.file == "b.json");
+    CHECK(e.field == "gemm 256x256x256");
+  }
+  fast.ranks = 2;
+  try {
+    merge_compute_passes(base, {fast}, {"a.json"});
+    FAIL("a pass on other ranks must be an error");
+  } catch (const InputError& e) {
+    CHECK(e.file == "a.json");
+  }
+}
+
 TEST_CASE("profile: kernel rates interpolate in log2 of the size, clamped outside", "[profile]") {
   const Profile p = sample_profile();  // gelu_forward: 1 K at 1e8/s, 4 K at 2e8/s
   CHECK(kernel_rate_per_s(p, MemoryKernel::gelu_forward, 1024) == 1e8);
