@@ -136,36 +136,26 @@ Profile merge_compute_passes(const Profile& base, const std::vector<Profile>& pa
                       enum_name(base.dtype, kDtypeNames)),
           "take the passes as the profile was taken");
   }
-  // Each entry of `list` in out: the median of its rate over out and the passes' same entry.
-  const auto merge = [&](auto list, auto rate, auto same, auto name) {
+  // Each entry of `list` in out: the median of its rate over out and the passes that measured it.
+  const auto merge = [&](auto list, auto rate, auto same) {
     for (auto& entry : out.*list) {
       std::vector<double> rates{entry.*rate};
-      for (size_t i = 0; i < passes.size(); ++i) {
-        const auto& measured = passes[i].*list;
+      for (const Profile& pass : passes) {
+        const auto& measured = pass.*list;
         const auto it =
             std::ranges::find_if(measured, [&](const auto& x) { return same(x, entry); });
-        if (it == measured.end())
-          throw InputError(files[i], name(entry),
-                           "not measured in this pass, though the profile is",
-                           "take the passes over the profile's models, tp and micro-batches");
-        rates.push_back((*it).*rate);
+        if (it != measured.end()) rates.push_back((*it).*rate);
       }
       entry.*rate = median(std::move(rates));
     }
   };
-  merge(
-      &Profile::gemm, &GemmRate::tflops,
-      [](const GemmRate& a, const GemmRate& b) { return a.m == b.m && a.n == b.n && a.k == b.k; },
-      [](const GemmRate& g) { return fmt::format("gemm {}x{}x{}", g.m, g.n, g.k); });
-  merge(
-      &Profile::kernels, &KernelRate::elements_per_s,
-      [](const KernelRate& a, const KernelRate& b) {
-        return a.kernel == b.kernel && a.elements == b.elements;
-      },
-      [](const KernelRate& k) {
-        return fmt::format("kernels {} over {} elements", enum_name(k.kernel, kMemoryKernelNames),
-                           k.elements);
-      });
+  merge(&Profile::gemm, &GemmRate::tflops, [](const GemmRate& a, const GemmRate& b) {
+    return a.m == b.m && a.n == b.n && a.k == b.k;
+  });
+  merge(&Profile::kernels, &KernelRate::elements_per_s,
+        [](const KernelRate& a, const KernelRate& b) {
+          return a.kernel == b.kernel && a.elements == b.elements;
+        });
   std::vector<double> memory{base.memory_GBps};
   for (const Profile& p : passes) memory.push_back(p.memory_GBps);
   out.memory_GBps = median(std::move(memory));

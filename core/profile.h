@@ -101,12 +101,12 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file);
 nlohmann::json profile_to_json(const Profile& p);  // reads back to an equal Profile
 
 // `base` with its compute rates — every GEMM shape's, every kernel size's and memory_GBps — the
-// median over `base` and the compute passes taken after it (calibrate --compute-only, each timing
-// the same shapes and sizes), so that rates drawn over the whole time the runs took price them
-// (Abedi & Brecht, "Conducting repeatable experiments in highly variable cloud computing
-// environments", ICPE 2017: alternatives interleaved, here the calibration with the runs). The
-// collectives stay base's. A pass lacking a shape of base, or of another backend, ranks or dtype,
-// is an InputError naming its file in `files` (one per pass).
+// median over `base` and the compute passes taken after it that measured them (calibrate
+// --compute-only, over some of base's shapes), so that rates drawn over the whole time the runs
+// took price them (Abedi & Brecht, "Conducting repeatable experiments in highly variable cloud
+// computing environments", ICPE 2017: alternatives interleaved, here the calibration with the
+// runs). The collectives stay base's. A pass of another backend, ranks or dtype is an InputError
+// naming its file in `files` (one per pass).
 Profile merge_compute_passes(const Profile& base, const std::vector<Profile>& passes,
                              const std::vector<std::string>& files);
 

@@ -3,12 +3,14 @@
 // prediction — and one table: layout, predicted and measured step time and peak memory, the
 // errors, and both rankings. Every file it reads or writes stays in --out-dir.
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -114,16 +116,22 @@ std::string calibrate(const DemoOptions& o, const std::string& dir, int64_t rank
   return profile;
 }
 
-// A compute pass (calibrate --compute-only) after `round`: GEMM, kernel and memory rates at that
-// moment, for merge_compute_passes.
-std::string compute_pass(const DemoOptions& o, const std::string& dir, int64_t ranks, int round) {
+// A compute pass (calibrate --compute-only) after `round` over the runs' tp shares and
+// micro-batches: GEMM, kernel and memory rates at that moment, for merge_compute_passes.
+std::string compute_pass(const DemoOptions& o, const std::string& dir, int64_t ranks, int round,
+                         const std::vector<Run>& runs) {
+  std::set<int> tp, micro_batches;
+  for (const Run& r : runs)
+    tp.insert(r.planned.layout.tp), micro_batches.insert(r.planned.layout.micro_batch);
   const std::string profile = fmt::format("{}/profile-round-{}.json", dir, round + 1),
                     log = fmt::format("{}/calibrate-round-{}.log", dir, round + 1);
   progress(fmt::format("[calibrate] GEMMs and kernels after round {} of {} (log: {})", round + 1,
                        o.rounds, log));
-  const int rc = run_shardplan({"calibrate", "--backend", "cpu", "--ranks", std::to_string(ranks),
-                                "--model", o.model, "--compute-only", "--out", profile},
-                               log);
+  const int rc = run_shardplan(
+      {"calibrate", "--backend", "cpu", "--ranks", std::to_string(ranks), "--model", o.model,
+       "--tp", fmt::format("{}", fmt::join(tp, ",")), "--micro-batch",
+       fmt::format("{}", fmt::join(micro_batches, ",")), "--compute-only", "--out", profile},
+      log);
   if (rc != 0)
     throw InputError(log, "", fmt::format("calibrate exited with {}", rc), "read " + log);
   return profile;
@@ -253,7 +261,7 @@ int run_demo(const DemoOptions& o) {
       execute(o, o.out_dir, i, round, ++done, total, runs[i]);
     }
     if (!o.profile.empty()) continue;
-    pass_files.push_back(compute_pass(o, o.out_dir, cluster.world(), round));
+    pass_files.push_back(compute_pass(o, o.out_dir, cluster.world(), round, runs));
     passes.push_back(read_profile_file(pass_files.back()));
   }
   std::string priced_with = profile_option.profile_file;
