@@ -342,8 +342,10 @@ Subcommand add_demo(CLI::App& root) {
       ->capture_default_str()
       ->check(CLI::Range(2, 1000));
   app->add_option("--rounds", o->rounds,
-                  "Runs of every layout, interleaved: each round runs every layout once, so that "
-                  "the machine's drift meets them alike; their steps are merged")
+                  "Runs of every layout, interleaved: each round runs every layout once and then "
+                  "(without --profile) times their GEMMs and kernels again, so that the machine's "
+                  "drift meets the layouts and the calibration alike; their steps are merged, the "
+                  "rates' medians price them")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
   app->add_option("--top", o->top, "How many of the planner's best layouts to run")
