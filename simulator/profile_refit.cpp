@@ -141,7 +141,9 @@ void fit_compute(const Measurement& m, const OpTable& table, const CostModelPric
   }
 }
 
-void fit_communication(const Measurement& m, const Cluster& cluster,
+// A ZeRO reduce-scatter's own memory traffic (grad_reduce_local_bytes), priced at `rates`, is
+// taken off its measured time: the pricer adds it back beside the collective.
+void fit_communication(const Measurement& m, const Cluster& cluster, const DeviceRates& rates,
                        const std::vector<std::vector<double>>& medians, RunFit& fit) {
   for (const std::vector<ActionRef>& members : collective_instances(m.programs)) {
     const Program& first = m.programs[members.front().program];
@@ -157,8 +159,12 @@ void fit_communication(const Measurement& m, const Cluster& cluster,
       per_step.push_back(shortest);
     }
     const GroupSpan span = ranks_span(cluster, a.group, first.members(a));
+    const double collective_s =
+        median(per_step) - memory_time_s(rates, static_cast<double>(grad_reduce_local_bytes(
+                                                    a, m.plan.layout.zero, span.size)));
+    if (collective_s <= 0) continue;  // no time left to the collective: nothing to fit
     fit.collectives[{a.op, span.level, span.size, reads_cold_input(a)}][a.bytes].push_back(
-        median(per_step));
+        collective_s);
     const InterconnectLevel& level = cluster.levels[span.level];
     fit.link_GBps[span.level] = level.is_scale_out() ? level.nic_GBps : level.bandwidth_GBps;
   }
@@ -252,7 +258,7 @@ Profile refit_profile(const Profile* base, const std::vector<Measurement>& runs,
     const StepPrograms step{m.programs, plan.layout.world(), 1};
     const CostModelPricer pricer(plan.model, cluster, plan.training, plan.layout, x, step);
     fit_compute(m, op_table(plan, rates, x), pricer, medians, fit);
-    fit_communication(m, cluster, medians, fit);
+    fit_communication(m, cluster, rates, medians, fit);
   }
 
   RefitReport r;

@@ -133,6 +133,33 @@ TEST_CASE("refit: parameter gathers refit the cold-input all_gather, from the wa
   for (int64_t b : sizes) CHECK(cold->time_s(b) == Approx(1e-3));
 }
 
+TEST_CASE("refit: a ZeRO reduce-scatter's own memory traffic is taken off its time", "[refit]") {
+  const Plan p = test::tiny_cpu_plan("dp=2,zero=2");
+  const PlanSimulation s = test::simulate_every_rank(p);
+  Measurement m = test::scaled_measurement(p, s, 3, [](const Action&) { return 1.0; });
+  const double memory_bytes_per_s =
+      device_rates(p.cluster.device, p.training.dtype).memory_bytes_per_s;
+  std::set<std::pair<int64_t, double>> expected;  // bytes, the collective's own time
+  for (auto& step : m.timings)
+    for (size_t r = 0; r < step.size(); ++r)
+      for (size_t i = 0; i < step[r].size(); ++i) {
+        const Action& a = m.programs[r].actions[i];
+        if (a.kind != ActionKind::grad_reduce) continue;
+        const double local = double(grad_reduce_local_bytes(a, 2, 2)) / memory_bytes_per_s;
+        REQUIRE(local > 0);
+        step[r][i].end_s = step[r][i].start_s + 1e-3 + local;
+        expected.insert({a.bytes, 1e-3});
+      }
+  REQUIRE(expected.size() == 1);
+  const Profile refit = refit_profile(nullptr, {m}, {"measured.json"}, nullptr);
+  const CollectiveFit* f =
+      find_collective_fit(refit, Collective::reduce_scatter, 0, 2, /*cold_input=*/true);
+  REQUIRE(f != nullptr);
+  REQUIRE(f->measured.size() == 1);
+  CHECK(f->measured[0].bytes == expected.begin()->first);
+  CHECK(f->measured[0].time_us == Approx(1e3));
+}
+
 TEST_CASE("refit: runs of another backend or dtype than the profile are an error", "[refit]") {
   const Plan p = test::tiny_cpu_plan("dp=2");
   const PlanSimulation s = test::simulate_every_rank(p);
