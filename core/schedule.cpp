@@ -119,8 +119,8 @@ int64_t grad_reduce_local_bytes(const Action& a, int zero, int members) {
   assert(members >= 1 && a.bytes % a.params == 0);
   const int64_t element = a.bytes / a.params;
   const int64_t piece = (a.params + members - 1) / members * element;  // padded, as sharded
-  if (zero == 1) return 2 * piece;
-  return 3 * piece + (zero == 2 ? a.bytes : 0);
+  if (zero == 1) return 3 * piece;
+  return 4 * piece + (zero == 2 ? a.bytes : 0);
 }
 
 int64_t grad_bucket_params(const Layout& l) {

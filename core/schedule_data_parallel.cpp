@@ -34,6 +34,17 @@ Action bucket_action(const Chunk& c, const Bucket& b, ActionKind kind, Stream s,
   return a;
 }
 
+// A ZeRO-3 unit's gather, and the reduction of the gradients its use made, also carry the tied
+// word embedding it borrows (Unit::borrowed_params: the head's under pp = 1); expert buckets
+// borrow nothing.
+void add_borrowed(Action& a, const Chunk& c, const Bucket& b, int unit, int64_t element_bytes) {
+  const int64_t borrowed = b.group == Group::expert_dp ? 0 : c.units[unit].borrowed_params;
+  if (borrowed == 0) return;
+  a.parts |= part_bit(Part::embedding);
+  a.params += borrowed;
+  a.bytes = a.params * element_bytes;
+}
+
 uint32_t last_compute(const Program& p) {
   for (size_t i = p.actions.size(); i-- > 0;)
     if (p.actions[i].kind == ActionKind::compute) return static_cast<uint32_t>(i);
@@ -114,12 +125,7 @@ std::vector<uint32_t> before_unit(Program& p, DataParallel& dp, const Chunk& c, 
       if (b.first_unit != unit) continue;
       Action a = bucket_action(c, b, ActionKind::param_gather, Stream::zero_comm,
                                Collective::all_gather, dtype_bytes(dp.dtype));
-      const int64_t borrowed = b.group == Group::expert_dp ? 0 : c.units[unit].borrowed_params;
-      if (borrowed > 0) {
-        a.parts |= part_bit(Part::embedding);
-        a.params += borrowed;
-        a.bytes = a.params * dtype_bytes(dp.dtype);
-      }
+      add_borrowed(a, c, b, unit, dtype_bytes(dp.dtype));
       a.micro_batch = micro_batch;
       a.pass = pass;
       gathers.push_back(emit(p, a, {dp.use_end[0]}));
@@ -144,6 +150,7 @@ void after_unit(Program& p, DataParallel& dp, const Chunk& c, int unit, int micr
     Action a = bucket_action(c, b, ActionKind::grad_reduce, Stream::dp_comm,
                              dp.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter,
                              dtype_bytes(dp.grad_dtype));
+    if (dp.zero == 3) add_borrowed(a, c, b, unit, dtype_bytes(dp.grad_dtype));
     a.micro_batch = micro_batch;
     dp.last_reduction = emit(p, a, {last_compute_of_unit});
   }

@@ -10,7 +10,8 @@
 //   collectives: each collective instance's own time — the shortest of its members' durations,
 //     since every member ends together and the last to arrive waited least — at its size, merged
 //     into the profile's sweep for that collective, level, group size and input (a parameter
-//     gather's is cold: reads_cold_input), and alpha-beta refitted;
+//     gather's and a several-layer bucket's are cold: reads_cold_input), and alpha-beta refitted;
+//     a ZeRO reduce-scatter's own memory traffic (grad_reduce_local_bytes) is taken off first;
 //   the optimizer step: its rate over the parameters it updated.
 // Pipeline sends and receives are left as they were: a receive's duration is mostly the wait for
 // its sender.

@@ -285,6 +285,12 @@ TEST_CASE("data-parallel reduction: once after the last backward, or every one u
   REQUIRE(head != p3.actions.end());
   CHECK(head->params == 2 * m.hidden + m.vocab * m.hidden);
   CHECK(parts_name(head->parts) == "embedding+head");
+  // And the reduction after the head's backward reduce-scatters the embedding's gradients too.
+  for (const Action& a : r3)
+    if (has_part(a.parts, Part::head)) {
+      CHECK(a.params == head->params);
+      CHECK(parts_name(a.parts) == "embedding+head");
+    }
 }
 
 TEST_CASE("gradient buckets close at Megatron-LM's size, in backward order", "[schedule]") {
