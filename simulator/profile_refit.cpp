@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <iterator>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -183,21 +182,16 @@ void fit_communication(const Measurement& m, const Cluster& cluster, const Devic
 void merge_collective(Profile& p, const CollectiveKey& key,
                       const std::map<int64_t, std::vector<double>>& measured, double link_GBps) {
   const auto& [collective, level, ranks, cold_input] = key;
-  const auto fit_of = [&](bool cold) {
-    return std::ranges::find_if(p.collectives, [&](const CollectiveFit& f) {
-      return f.collective == collective && f.level == level && f.ranks == ranks &&
-             f.cold_input == cold;
-    });
-  };
-  auto fit = fit_of(cold_input);
-  if (fit == p.collectives.end()) {
-    const auto warm = cold_input ? fit_of(false) : p.collectives.end();
-    CollectiveFit f;
-    if (warm != p.collectives.end()) f = *warm;
+  const CollectiveFit* found = find_collective_fit(p, collective, level, ranks, cold_input);
+  if (!found) {
+    const CollectiveFit* warm =
+        cold_input ? find_collective_fit(p, collective, level, ranks, false) : nullptr;
+    CollectiveFit f = warm ? *warm : CollectiveFit{};
     f.collective = collective, f.level = level, f.ranks = ranks, f.cold_input = cold_input;
     p.collectives.push_back(std::move(f));
-    fit = std::prev(p.collectives.end());
+    found = &p.collectives.back();
   }
+  CollectiveFit* fit = &p.collectives[static_cast<size_t>(found - p.collectives.data())];
   for (const auto& [bytes, times] : measured) {
     std::erase_if(fit->measured, [b = bytes](const CollectivePoint& x) { return x.bytes == b; });
     fit->measured.push_back({bytes, median(times) * 1e6});
