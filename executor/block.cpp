@@ -28,11 +28,12 @@ void column_parallel_backward(const LayerDims& d, const NormFeed<T>& norm, const
                               int64_t out_cols, const T* dout, T* dw, T* db, T* dx,
                               LayerContext<T>& c) {
   const int64_t N = d.tokens(), L = d.local_tokens(), H = d.hidden;
-  Buffer<T> partial =
-      c.allocate(MemoryCategory::buffers, N * H, "column-parallel input gradient partial sums");
+  Buffer<T> partial = c.allocate_for_overwrite(MemoryCategory::buffers, N * H,
+                                               "column-parallel input gradient partial sums");
   linear_backward<T>(c.dev(), norm.out_all_tokens, w, dout, N, H, out_cols, partial.data(), dw, db,
                      c.matmul_stats);
-  Buffer<T> dnorm_out = c.allocate(MemoryCategory::buffers, L * H, "norm output gradient");
+  Buffer<T> dnorm_out =
+      c.allocate_for_overwrite(MemoryCategory::buffers, L * H, "norm output gradient");
   reduce_partial_sums(d, c, partial, dnorm_out.data());
   partial = {};
   c.dev().norm_backward(d.norm, norm.x, norm.weight, dnorm_out.data(), L, H, dx, norm.dweight,
@@ -65,7 +66,10 @@ Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buf
   // Tensors that backward reads are activations unless full recomputation will make them again.
   const MemoryCategory kept =
       mode == Recompute::full ? MemoryCategory::buffers : MemoryCategory::activations;
-  const auto keep = [&](int64_t n, const char* what) { return c.allocate(kept, n, what); };
+  // Every tensor of the block is its kernel's output, written in full before it is read.
+  const auto keep = [&](int64_t n, const char* what) {
+    return c.allocate_for_overwrite(kept, n, what);
+  };
   s = BlockSaved<T>{};
   Kernels<T>& dev = c.dev();
 
@@ -81,17 +85,17 @@ Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buf
   {
     Buffer<T> gathered;
     const KeyValues<const T*> kv = gather_key_values(d, c, s.qkv.data(), gathered);
-    s.probs =
-        c.allocate(mode == Recompute::none ? MemoryCategory::activations : MemoryCategory::buffers,
-                   attention_probs_count(d), "attention probabilities");
+    s.probs = c.allocate_for_overwrite(
+        mode == Recompute::none ? MemoryCategory::activations : MemoryCategory::buffers,
+        attention_probs_count(d), "attention probabilities");
     attention_probs(dev, d, s.qkv.data(), kv, s.probs.data(), c.matmul_stats);
     s.ctx = keep(N * C, "attention context");
     attention_context(dev, d, kv, s.probs.data(), s.ctx.data(), c.matmul_stats);
   }
   if (mode != Recompute::none) s.probs = {};
   {
-    Buffer<T> partial =
-        c.allocate(MemoryCategory::buffers, N * H, "attention projection partial sums");
+    Buffer<T> partial = c.allocate_for_overwrite(MemoryCategory::buffers, N * H,
+                                                 "attention projection partial sums");
     linear_forward<T>(dev, s.ctx.data(), w.w_o, nullptr, N, C, H, partial.data(), c.matmul_stats);
     s.x1 = keep(L * H, "attention residual");
     reduce_partial_sums(d, c, partial, s.x1.data());
@@ -109,9 +113,10 @@ Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buf
   }
   s.a = keep(N * d.ffn, "mlp activation");
   dev.activation_forward(d.activation, s.u.data(), N, d.ffn, s.a.data());
-  Buffer<T> y = c.allocate(MemoryCategory::activations, L * H, "layer output");
+  Buffer<T> y = c.allocate_for_overwrite(MemoryCategory::activations, L * H, "layer output");
   {
-    Buffer<T> partial = c.allocate(MemoryCategory::buffers, N * H, "fc2 partial sums");
+    Buffer<T> partial =
+        c.allocate_for_overwrite(MemoryCategory::buffers, N * H, "fc2 partial sums");
     linear_forward<T>(dev, s.a.data(), w.w_fc2, nullptr, N, d.ffn, H, partial.data(),
                       c.matmul_stats);
     reduce_partial_sums(d, c, partial, y.data());
@@ -131,8 +136,10 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
   BlockSaved<T> s = std::move(saved);  // freed as backward goes, the rest on return
   if (s.mode == Recompute::full) block_forward(d, w, std::move(s.x), Recompute::none, s, c);
   const int64_t N = d.tokens(), L = d.local_tokens(), H = d.hidden, C = d.heads * d.head_dim;
+  // Each gradient is its kernel's output, written in full before it is read (attention_backward
+  // zeroes the dK and dV it accumulates into).
   const auto scratch = [&](int64_t n, const char* what) {
-    return c.allocate(MemoryCategory::buffers, n, what);
+    return c.allocate_for_overwrite(MemoryCategory::buffers, n, what);
   };
   Kernels<T>& dev = c.dev();
 
@@ -171,8 +178,8 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
                        c.matmul_stats);
     s.ctx = {};
     if (s.probs.empty()) {  // selective recomputation
-      s.probs = c.allocate(MemoryCategory::activations, attention_probs_count(d),
-                           "recomputed attention probabilities");
+      s.probs = c.allocate_for_overwrite(MemoryCategory::activations, attention_probs_count(d),
+                                         "recomputed attention probabilities");
       attention_probs(dev, d, s.qkv.data(), kv, s.probs.data(), c.matmul_stats);
     }
     dqkv = scratch(N * d.qkv_width(), "qkv gradient");

@@ -46,17 +46,19 @@ KeyValues<const T*> gather_key_values(const LayerDims& d, LayerContext<T>& c, co
   assert(c.cp != nullptr && c.cp->size() == d.cp);
   const KeyValues<const T*> mine = qkv_key_values(d, qkv);
   const int64_t w = kv_width(d), kv = w / 2;
-  Buffer<T> part = c.allocate(MemoryCategory::buffers, d.tokens() * w, "K and V to all-gather");
+  Buffer<T> part =
+      c.allocate_for_overwrite(MemoryCategory::buffers, d.tokens() * w, "K and V to all-gather");
   Kernels<T>& dev = c.dev();
   dev.copy(matrix(part.data(), d.tokens(), kv, w),
            matrix(qkv + mine.k, d.tokens(), kv, mine.stride));
   dev.copy(matrix(part.data() + kv, d.tokens(), kv, w),
            matrix(qkv + mine.v, d.tokens(), kv, mine.stride));
-  Buffer<T> ranked =
-      c.allocate(MemoryCategory::buffers, d.cp * d.tokens() * w, "all-gathered K and V");
+  Buffer<T> ranked = c.allocate_for_overwrite(MemoryCategory::buffers, d.cp * d.tokens() * w,
+                                              "all-gathered K and V");
   c.cp->all_gather(part.span(), ranked.span());
   part = {};
-  gathered = c.allocate(MemoryCategory::buffers, d.cp * d.tokens() * w, "K and V of the sequence");
+  gathered = c.allocate_for_overwrite(MemoryCategory::buffers, d.cp * d.tokens() * w,
+                                      "K and V of the sequence");
   reorder_rows(dev, d, ranked.data(), gathered.data(), true);
   return {gathered.data(), w, 0, kv};
 }
@@ -65,7 +67,8 @@ template <class T>
 KeyValues<T*> key_value_grads(const LayerDims& d, LayerContext<T>& c, T* dqkv, Buffer<T>& whole) {
   if (d.cp == 1) return qkv_key_values(d, dqkv);
   const int64_t w = kv_width(d);
-  whole = c.allocate(MemoryCategory::buffers, d.cp * d.tokens() * w, "dK and dV of the sequence");
+  whole = c.allocate_for_overwrite(MemoryCategory::buffers, d.cp * d.tokens() * w,
+                                   "dK and dV of the sequence");
   return {whole.data(), w, 0, w / 2};
 }
 
@@ -75,11 +78,12 @@ void reduce_key_value_grads(const LayerDims& d, LayerContext<T>& c, const Buffer
   if (d.cp == 1) return;
   assert(c.cp != nullptr && c.cp->size() == d.cp);
   const int64_t w = kv_width(d), kv = w / 2;
-  Buffer<T> ranked =
-      c.allocate(MemoryCategory::buffers, d.cp * d.tokens() * w, "dK and dV to reduce-scatter");
+  Buffer<T> ranked = c.allocate_for_overwrite(MemoryCategory::buffers, d.cp * d.tokens() * w,
+                                              "dK and dV to reduce-scatter");
   Kernels<T>& dev = c.dev();
   reorder_rows(dev, d, whole.data(), ranked.data(), false);
-  Buffer<T> part = c.allocate(MemoryCategory::buffers, d.tokens() * w, "reduce-scattered dK, dV");
+  Buffer<T> part =
+      c.allocate_for_overwrite(MemoryCategory::buffers, d.tokens() * w, "reduce-scattered dK, dV");
   c.cp->reduce_scatter(ranked.span(), part.span());
   const KeyValues<T*> mine = qkv_key_values(d, dqkv);
   dev.copy(matrix(dqkv + mine.k, d.tokens(), kv, mine.stride),

@@ -67,6 +67,7 @@ const Program& checked(const Program& p, const Layout& l) {
 std::unique_ptr<RankRuntime> rank_runtime(const InterpreterSettings& s, const Program& p) {
   std::unique_ptr<RankRuntime> rt =
       s.backend == Backend::cuda ? cuda_runtime(p, s.cuda) : mpi_runtime(p);
+  rt->allocator().set_poison_for_overwrite(s.poison_for_overwrite);
   return s.wrap_runtime ? s.wrap_runtime(std::move(rt)) : std::move(rt);
 }
 

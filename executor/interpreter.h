@@ -49,6 +49,8 @@ struct InterpreterSettings {
   CudaSettings cuda;               // Backend::cuda's
   // For tests: wraps the backend's runtime (to record its collectives); none in a run.
   std::function<std::unique_ptr<RankRuntime>(std::unique_ptr<RankRuntime>)> wrap_runtime;
+  // For tests: the layers' outputs start as NaN (TensorAllocator::set_poison_for_overwrite).
+  bool poison_for_overwrite = false;
 };
 
 // The training state in the single-rank flat layout (param_layout of whole_model): what a

@@ -67,6 +67,10 @@ struct LayerContext {
   Buffer<T> allocate(MemoryCategory c, int64_t count, const char* what) {
     return alloc.template allocate<T>(c, count, what);
   }
+  // For a tensor written in full before it is read (TensorAllocator::allocate_for_overwrite).
+  Buffer<T> allocate_for_overwrite(MemoryCategory c, int64_t count, const char* what) {
+    return alloc.template allocate_for_overwrite<T>(c, count, what);
+  }
 };
 
 }  // namespace shardplan

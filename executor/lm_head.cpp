@@ -15,7 +15,7 @@ double head_forward(const LayerDims& d, const HeadTensors<const T*>& w, ElementR
                     Buffer<T> x, const int32_t* targets, HeadSaved<T>& s, LayerContext<T>& c) {
   const int64_t H = d.hidden, N = d.tokens(), V = vocab.count();
   const auto act = [&](int64_t n, const char* what) {
-    return c.allocate(MemoryCategory::activations, n, what);
+    return c.allocate_for_overwrite(MemoryCategory::activations, n, what);
   };
   s.h = act(d.local_tokens() * H, "final norm output");
   Kernels<T>& dev = c.dev();
@@ -28,9 +28,10 @@ double head_forward(const LayerDims& d, const HeadTensors<const T*>& w, ElementR
 
   // Megatron-LM's VocabParallelCrossEntropy: all-reduce the row maxima, then (one all-reduce of
   // both) the sums of exponentials and the target logits, which only the rank holding it has.
-  Buffer<T> row_max = c.allocate(MemoryCategory::buffers, N, "logit row max");
+  Buffer<T> row_max = c.allocate_for_overwrite(MemoryCategory::buffers, N, "logit row max");
   dev.logits_row_max(s.exp_logits.data(), N, V, row_max.data());
   c.tp.all_reduce(row_max.span(), ReduceOp::max);
+  // Zeroed: a rank's target logits are those of the targets in its vocabulary rows, the rest 0.
   Buffer<T> sums =
       c.allocate(MemoryCategory::buffers, 2 * N, "softmax denominators and target logits");
   T* sum_exp = sums.data();
@@ -54,15 +55,16 @@ Buffer<T> head_backward(const LayerDims& d, const HeadTensors<const T*>& w,
   Buffer<T> gathered;
   const T* h = gather_tokens(d, c, s.h.data(), gathered);
   Buffer<T> dh_partial =
-      c.allocate(MemoryCategory::buffers, N * H, "head input gradient partial sums");
+      c.allocate_for_overwrite(MemoryCategory::buffers, N * H, "head input gradient partial sums");
   linear_backward<T>(dev, h, w.vocab_weight, s.exp_logits.data(), N, H, V, dh_partial.data(),
                      grad.vocab_weight, nullptr, c.matmul_stats);
   s.exp_logits = {};
   gathered = {};
-  Buffer<T> dh =
-      c.allocate(MemoryCategory::buffers, d.local_tokens() * H, "final norm output gradient");
+  Buffer<T> dh = c.allocate_for_overwrite(MemoryCategory::buffers, d.local_tokens() * H,
+                                          "final norm output gradient");
   reduce_partial_sums(d, c, dh_partial, dh.data());
   dh_partial = {};
+  // Zeroed: the norm's backward adds into it.
   Buffer<T> dx = c.allocate(MemoryCategory::buffers, d.local_tokens() * H, "head input gradient");
   dev.norm_backward(d.norm, s.x.data(), w.norm_weight, dh.data(), d.local_tokens(), H, dx.data(),
                     grad.norm_weight, grad.norm_bias);

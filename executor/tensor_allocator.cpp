@@ -27,8 +27,8 @@ void* HostMemory::allocate(int64_t bytes) {
 void HostMemory::release(void* p) {
   std::free(p);
 }
-void HostMemory::zero(void* p, int64_t bytes) {
-  std::memset(p, 0, static_cast<size_t>(bytes));
+void HostMemory::fill(void* p, int64_t bytes, unsigned char value) {
+  std::memset(p, value, static_cast<size_t>(bytes));
 }
 
 TensorAllocator::TensorAllocator(std::string owner, int64_t capacity_bytes, MemorySource* source)
@@ -48,7 +48,7 @@ void TensorAllocator::free_cache() {
 }
 
 void* TensorAllocator::allocate_bytes(MemoryCategory category, int64_t bytes,
-                                      std::string_view what) {
+                                      std::string_view what, Fill fill) {
   assert(bytes >= 0);
   if (bytes == 0) return nullptr;
   const auto fail = [&](std::string_view cause) {
@@ -73,7 +73,7 @@ void* TensorAllocator::allocate_bytes(MemoryCategory category, int64_t bytes,
     }
     if (p == nullptr) throw fail("the system refused the allocation");
   }
-  source_->zero(p, rounded);
+  if (fill != Fill::none) source_->fill(p, rounded, fill == Fill::zeros ? 0x00 : 0xff);
 
   current_[category] += bytes;
   if (current_[category] > peak_by_category_[category])

@@ -54,7 +54,7 @@ class MemorySource {
   virtual ~MemorySource() = default;
   virtual void* allocate(int64_t bytes) = 0;  // nullptr when the memory is full
   virtual void release(void* p) = 0;
-  virtual void zero(void* p, int64_t bytes) = 0;
+  virtual void fill(void* p, int64_t bytes, unsigned char value) = 0;  // every byte `value`
 };
 
 // Host memory (std::aligned_alloc to a cache line, the widest SIMD load).
@@ -62,7 +62,7 @@ class HostMemory final : public MemorySource {
  public:
   void* allocate(int64_t bytes) override;
   void release(void* p) override;
-  void zero(void* p, int64_t bytes) override;
+  void fill(void* p, int64_t bytes, unsigned char value) override;
 };
 
 class TensorAllocator;
@@ -119,14 +119,20 @@ class TensorAllocator {
   // `count` elements of T, zero-filled. `what` names the tensor in errors.
   template <class T>
   Buffer<T> allocate(MemoryCategory category, int64_t count, std::string_view what) {
-    Buffer<T> b;
-    b.data_ =
-        static_cast<T*>(allocate_bytes(category, count * static_cast<int64_t>(sizeof(T)), what));
-    b.count_ = count;
-    b.category_ = category;
-    b.owner_ = this;
-    return b;
+    return allocate_filled<T>(category, count, what, Fill::zeros);
   }
+  // `count` elements of T whose values are left unspecified, for a tensor its caller writes in
+  // full before it reads any of it (C++20's make_unique_for_overwrite, PyTorch's torch.empty): a
+  // layer's outputs. Zeroing them would be a pass over memory that no framework makes and the cost
+  // model does not price.
+  template <class T>
+  Buffer<T> allocate_for_overwrite(MemoryCategory category, int64_t count, std::string_view what) {
+    return allocate_filled<T>(category, count, what,
+                              poison_for_overwrite_ ? Fill::poison : Fill::none);
+  }
+  // For tests: allocate_for_overwrite fills its buffers with all-ones bytes (NaN as floats, -1 as
+  // integers), so a read before the caller's write shows in the results.
+  void set_poison_for_overwrite(bool on) { poison_for_overwrite_ = on; }
 
   // Bytes counted are the bytes asked for (element count × element size), not the rounded-up
   // allocation, so that parameters, gradients and optimizer state match the cost model exactly.
@@ -144,7 +150,19 @@ class TensorAllocator {
  private:
   template <class T>
   friend class Buffer;
-  void* allocate_bytes(MemoryCategory category, int64_t bytes, std::string_view what);
+  enum class Fill { zeros, none, poison };
+  template <class T>
+  Buffer<T> allocate_filled(MemoryCategory category, int64_t count, std::string_view what,
+                            Fill fill) {
+    Buffer<T> b;
+    b.data_ = static_cast<T*>(
+        allocate_bytes(category, count * static_cast<int64_t>(sizeof(T)), what, fill));
+    b.count_ = count;
+    b.category_ = category;
+    b.owner_ = this;
+    return b;
+  }
+  void* allocate_bytes(MemoryCategory category, int64_t bytes, std::string_view what, Fill fill);
   void release(void* p, MemoryCategory category, int64_t bytes);
   void free_cache();
 
@@ -158,6 +176,7 @@ class TensorAllocator {
   int64_t peak_total_ = 0;
   std::multimap<int64_t, void*> cache_;  // freed blocks by their allocated (rounded-up) size
   int64_t cached_bytes_ = 0;
+  bool poison_for_overwrite_ = false;
 };
 
 template <class T>

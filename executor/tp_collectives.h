@@ -17,8 +17,8 @@ template <class T>
 const T* gather_tokens(const LayerDims& d, LayerContext<T>& c, const T* local, Buffer<T>& scratch) {
   if (!d.sequence_parallel) return local;
   const int64_t n = d.local_tokens() * d.hidden;
-  scratch =
-      c.allocate(MemoryCategory::buffers, d.tokens() * d.hidden, "sequence-parallel all-gather");
+  scratch = c.allocate_for_overwrite(MemoryCategory::buffers, d.tokens() * d.hidden,
+                                     "sequence-parallel all-gather");
   c.tp.all_gather(std::span<const T>(local, static_cast<size_t>(n)), scratch.span());
   return scratch.data();
 }
@@ -41,16 +41,18 @@ GatheredPair<T> gather_token_pair(const LayerDims& d, LayerContext<T>& c, const 
   g.second = b;
   if (!d.sequence_parallel) return g;
   const int64_t n = d.local_tokens() * d.hidden;
-  Buffer<T> packed =
-      c.allocate(MemoryCategory::buffers, 2 * n, "sequence-parallel all-gather input");
+  Buffer<T> packed = c.allocate_for_overwrite(MemoryCategory::buffers, 2 * n,
+                                              "sequence-parallel all-gather input");
   Kernels<T>& dev = c.dev();
   dev.copy(packed.data(), a, n);
   dev.copy(packed.data() + n, b, n);
-  Buffer<T> gathered =
-      c.allocate(MemoryCategory::buffers, d.tp * 2 * n, "sequence-parallel all-gather");
+  Buffer<T> gathered = c.allocate_for_overwrite(MemoryCategory::buffers, d.tp * 2 * n,
+                                                "sequence-parallel all-gather");
   c.tp.all_gather(packed.span(), gathered.span());
-  g.first_buffer = c.allocate(MemoryCategory::buffers, d.tokens() * d.hidden, "gathered gradient");
-  g.second_buffer = c.allocate(MemoryCategory::buffers, d.tokens() * d.hidden, "gathered input");
+  g.first_buffer =
+      c.allocate_for_overwrite(MemoryCategory::buffers, d.tokens() * d.hidden, "gathered gradient");
+  g.second_buffer =
+      c.allocate_for_overwrite(MemoryCategory::buffers, d.tokens() * d.hidden, "gathered input");
   // Rank r's part of gathered is [first | second], n each: one strided copy per tensor.
   const T* parts = gathered.data();
   dev.copy(matrix(g.first_buffer.data(), d.tp, n), matrix(parts, d.tp, n, 2 * n));

@@ -22,8 +22,8 @@ void DeviceMemory::release(void* p) {
 // On the compute stream whatever stream is selected: a cached block's last user may be a kernel
 // still queued there. An action on another stream waits for the compute stream after allocating
 // (the interpreter's side_buffer).
-void DeviceMemory::zero(void* p, int64_t bytes) {
-  SHARDPLAN_CUDA_CHECK(cudaMemsetAsync(p, 0, static_cast<size_t>(bytes), ctx_.compute()));
+void DeviceMemory::fill(void* p, int64_t bytes, unsigned char value) {
+  SHARDPLAN_CUDA_CHECK(cudaMemsetAsync(p, value, static_cast<size_t>(bytes), ctx_.compute()));
 }
 
 }  // namespace shardplan

@@ -1,5 +1,5 @@
 // A GPU's memory as a TensorAllocator's source (tensor_allocator.h): blocks from cudaMalloc,
-// zeroed on the compute stream, so a rank's device memory is itemised by the same
+// filled on the compute stream, so a rank's device memory is itemised by the same
 // allocator and categories as the CPU backend's.
 #pragma once
 
@@ -13,7 +13,7 @@ class DeviceMemory final : public MemorySource {
   explicit DeviceMemory(CudaContext& ctx) : ctx_(ctx) {}
   void* allocate(int64_t bytes) override;  // nullptr when the GPU's memory is full
   void release(void* p) override;
-  void zero(void* p, int64_t bytes) override;
+  void fill(void* p, int64_t bytes, unsigned char value) override;
 
  private:
   CudaContext& ctx_;

@@ -21,6 +21,7 @@ struct ModelRun {
 
 ModelRun run_model(const Model& m, Kernels<float>& kernels) {
   TensorAllocator alloc;
+  alloc.set_poison_for_overwrite(true);
   SingleRankTpComm<float> tp;
   LayerContext<float> c{alloc, tp, nullptr, nullptr, &kernels};
   const RankShard shard = whole_model(m);

@@ -64,6 +64,7 @@ struct RankRun {
 // Forward and backward of the whole model on cp rank `cp_rank`'s tokens of kBatch sequences.
 RankRun run_model(const Model& m, Recompute mode, int cp, int cp_rank, TpComm<float>* cp_comm) {
   TensorAllocator alloc;
+  alloc.set_poison_for_overwrite(true);
   SingleRankTpComm<float> tp;
   RecordingComm recorded(*cp_comm);
   LayerContext<float> c{alloc, tp, nullptr, &recorded};

@@ -34,6 +34,7 @@ void require_close(const test::GradCheck& r, const char* what) {
 // A single-rank context for double-precision layers.
 struct DoubleRank {
   TensorAllocator alloc;
+  DoubleRank() { alloc.set_poison_for_overwrite(true); }
   SingleRankTpComm<double> tp;
   LayerContext<double> ctx{alloc, tp, nullptr};
 };

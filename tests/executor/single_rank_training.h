@@ -26,6 +26,7 @@ inline TrainingRun train_single_rank(const Model& m, const TextTokens& text, int
                                      int micro_batch, int num_microbatches, int64_t seq,
                                      Recompute mode, const AdamConfig& adam, uint64_t seed) {
   TensorAllocator alloc("rank 0");
+  alloc.set_poison_for_overwrite(true);  // a layer reading an output before writing it shows
   SingleRankTpComm<float> tp;
   TrainingRun run;
   LayerContext<float> c{alloc, tp, &run.matmul};

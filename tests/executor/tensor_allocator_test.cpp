@@ -3,6 +3,7 @@
 #include "executor/tensor_allocator.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 
 using namespace shardplan;
 
@@ -63,6 +64,29 @@ TEST_CASE("allocator: freed blocks are reused for the same size, zeroed again", 
   Buffer<float> c = alloc.allocate<float>(MemoryCategory::buffers, 0, "empty");
   c = {};
   CHECK(alloc.cached_bytes() == 0);
+}
+
+TEST_CASE("allocator: a buffer for overwrite is not filled, or filled with NaN to check",
+          "[executor]") {
+  TensorAllocator alloc;
+  {
+    Buffer<float> a = alloc.allocate<float>(MemoryCategory::activations, 100, "a");
+    a[7] = 3.0f;
+  }
+  // The cached block comes back as it was left: no pass over it.
+  Buffer<float> b = alloc.allocate_for_overwrite<float>(MemoryCategory::activations, 100, "b");
+  CHECK(b[7] == 3.0f);
+  CHECK(alloc.current()[MemoryCategory::activations] == 400);
+  b = {};
+  alloc.set_poison_for_overwrite(true);
+  Buffer<float> c = alloc.allocate_for_overwrite<float>(MemoryCategory::activations, 100, "c");
+  for (int64_t i = 0; i < c.size(); ++i) CHECK(std::isnan(c[i]));
+  Buffer<int32_t> tokens = alloc.allocate_for_overwrite<int32_t>(MemoryCategory::buffers, 4, "t");
+  CHECK(tokens[0] == -1);
+  // allocate still zeroes under poisoning.
+  c = {};
+  Buffer<float> d = alloc.allocate<float>(MemoryCategory::activations, 100, "d");
+  CHECK(d[7] == 0.0f);
 }
 
 TEST_CASE("allocator: exceeding the capacity names rank, category, size and use", "[executor]") {

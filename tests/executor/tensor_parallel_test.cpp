@@ -63,6 +63,7 @@ struct RunResult {
 // Forward and backward of the whole model (embedding, layers, head) on one tp rank.
 RunResult run_model(const Model& m, const RankShard& shard, bool sp, TpComm<float>& tp) {
   TensorAllocator alloc;
+  alloc.set_poison_for_overwrite(true);
   LayerContext<float> c{alloc, tp, nullptr};
   const ParamLayout layout = param_layout(m, shard);
   const std::vector<float> params = shard_values(layout);
@@ -86,6 +87,7 @@ RunResult run_model(const Model& m, const RankShard& shard, bool sp, TpComm<floa
 RunResult run_layer(const Model& m, const RankShard& shard, bool sp, Recompute mode,
                     TpComm<float>& tp) {
   TensorAllocator alloc;
+  alloc.set_poison_for_overwrite(true);
   LayerContext<float> c{alloc, tp, nullptr};
   RankShard one = shard;
   one.layers = {0};

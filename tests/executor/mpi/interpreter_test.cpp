@@ -43,7 +43,8 @@ void check_layout(Layout l, const Model& m = tiny_model()) {
   REQUIRE(l.world() == world_size());
   const Training t = fp32_training();
   l.num_microbatches = static_cast<int>(kGlobalBatch / (l.micro_batch * l.dp));
-  const InterpreterSettings settings;
+  InterpreterSettings settings;
+  settings.poison_for_overwrite = true;  // a layer reading an output before writing it shows
   const test::TrainingRun reference = test::train_single_rank(
       m, text(), kSteps, l.micro_batch, static_cast<int>(kGlobalBatch / l.micro_batch), test::kSeq,
       Recompute::none, settings.adam, settings.seed);
