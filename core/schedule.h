@@ -60,31 +60,49 @@ inline constexpr EnumNames<Pass, 4> kPassNames{{{Pass::none, "none"},
                                                 {Pass::backward, "backward"},
                                                 {Pass::recompute, "recompute"}}};
 
-// The pieces of computation between which collectives fall. A dense layer is attention_qkv
-// (input norm, q/k/v projections), attention_core (attention, output projection) and mlp (norm,
-// MLP); an MoE layer has router (norm, gate) and experts instead of mlp. A compute action runs a
+// The pieces of computation between which collectives fall. A dense layer is attention_norm (input
+// norm), attention_qkv (q/k/v projections), attention_core (attention, output projection),
+// mlp_norm (pre-MLP norm) and mlp; an MoE layer has router (gate) and experts instead of mlp. The
+// head is head_norm (final norm) and head. A norm is a part of its own because it runs outside the
+// tensor-parallel region that follows it: under SP before the all-gather of its output, and going
+// backward after the all-reduce (reduce-scatter) of its output's gradient. A compute action runs a
 // set of parts of one layer: in ascending order going forward, descending going backward.
 //
 // A layer's passes, with [..] present only when that parallelism is on (tp > 1, SP, cp > 1,
 // ep > 1); AG all_gather, RS reduce_scatter, AR all_reduce, A2A all_to_all:
-//   forward : [tp AG] qkv [cp AG K,V] core [tp AR|RS] [tp AG] mlp [tp AR|RS]
-//             MoE: ... [tp AG] router [ep A2A dispatch] experts [ep A2A combine] [tp AR|RS]
-//   backward: [tp AG] mlp [tp AR|RS] [tp AG] [cp AG K,V] core [cp RS dK,dV] qkv [tp AR|RS]
-//             MoE: [tp AG] [ep A2A] experts [ep A2A] router [tp AR|RS] ...
+//   forward : norm [tp AG] qkv [cp AG K,V] core [tp AR|RS] norm [tp AG] mlp [tp AR|RS]
+//             MoE: ... norm [tp AG] router [ep A2A dispatch] experts [ep A2A combine] [tp AR|RS]
+//   backward: [tp AG] mlp [tp AR|RS] norm [tp AG] [cp AG K,V] core [cp RS dK,dV] qkv [tp AR|RS]
+//             norm
+//             MoE: [tp AG] [ep A2A] experts [ep A2A] router [tp AR|RS] norm ...
 // An all-gather precedes the part named in its action (it gathers that part's input: the
 // sequence under SP, K and V under cp); an all-reduce or reduce-scatter follows it (partial sums
 // of its output going forward, of its input gradient going backward). The embedding is
-// "embedding [tp AR|RS]" forward, "[tp AG] embedding" backward; the head "[tp AG] head" forward,
-// "head [tp AR|RS]" backward.
-enum class Part : uint8_t { embedding, attention_qkv, attention_core, mlp, router, experts, head };
-inline constexpr EnumNames<Part, 7> kPartNames{{{Part::embedding, "embedding"},
-                                                {Part::attention_qkv, "attention_qkv"},
-                                                {Part::attention_core, "attention_core"},
-                                                {Part::mlp, "mlp"},
-                                                {Part::router, "router"},
-                                                {Part::experts, "experts"},
-                                                {Part::head, "head"}}};
-using PartSet = uint8_t;
+// "embedding [tp AR|RS]" forward, "[tp AG] embedding" backward; the head "head_norm [tp AG] head"
+// forward, "head [tp AR|RS] head_norm" backward.
+enum class Part : uint8_t {
+  embedding,
+  attention_norm,
+  attention_qkv,
+  attention_core,
+  mlp_norm,
+  mlp,
+  router,
+  experts,
+  head_norm,
+  head
+};
+inline constexpr EnumNames<Part, 10> kPartNames{{{Part::embedding, "embedding"},
+                                                 {Part::attention_norm, "attention_norm"},
+                                                 {Part::attention_qkv, "attention_qkv"},
+                                                 {Part::attention_core, "attention_core"},
+                                                 {Part::mlp_norm, "mlp_norm"},
+                                                 {Part::mlp, "mlp"},
+                                                 {Part::router, "router"},
+                                                 {Part::experts, "experts"},
+                                                 {Part::head_norm, "head_norm"},
+                                                 {Part::head, "head"}}};
+using PartSet = uint16_t;
 constexpr PartSet part_bit(Part p) {
   return static_cast<PartSet>(1u << static_cast<unsigned>(p));
 }

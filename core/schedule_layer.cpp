@@ -88,14 +88,16 @@ struct PassSteps {
   }
 };
 
-// Forward of a layer: [AG] qkv [cp AG] core (AR|RS) [AG] mlp (AR|RS), the MLP of an MoE layer
-// being router, all-to-all dispatch, experts, all-to-all combine.
+// Forward of a layer: norm [AG] qkv [cp AG] core (AR|RS) norm [AG] mlp (AR|RS), the MLP of an MoE
+// layer being router, all-to-all dispatch, experts, all-to-all combine.
 void layer_forward(PassSteps& s, bool moe) {
+  s.compute(Part::attention_norm);
   s.tp_enter(Part::attention_qkv);
   s.compute(Part::attention_qkv);
   s.cp(Collective::all_gather);
   s.compute(Part::attention_core);
   s.tp_leave(Part::attention_core);
+  s.compute(Part::mlp_norm);
   if (moe) {
     s.tp_enter(Part::router);
     s.compute(Part::router);
@@ -126,12 +128,14 @@ void layer_backward(PassSteps& s, bool moe) {
     s.compute(Part::mlp);
     s.tp_leave(Part::mlp);
   }
+  s.compute(Part::mlp_norm);
   s.tp_enter(Part::attention_core);
   s.cp(Collective::all_gather);
   s.compute(Part::attention_core);
   s.cp(Collective::reduce_scatter);
   s.compute(Part::attention_qkv);
   s.tp_leave(Part::attention_qkv);
+  s.compute(Part::attention_norm);
 }
 
 Unit layer_unit(const Model& m, const Layout& l, const LayerComm& comm, int layer) {
@@ -139,7 +143,8 @@ Unit layer_unit(const Model& m, const Layout& l, const LayerComm& comm, int laye
   Unit u;
   u.layer_begin = layer;
   u.layer_end = layer + 1;
-  u.parts = part_bit(Part::attention_qkv) | part_bit(Part::attention_core) |
+  u.parts = part_bit(Part::attention_norm) | part_bit(Part::attention_qkv) |
+            part_bit(Part::attention_core) | part_bit(Part::mlp_norm) |
             (moe ? part_bit(Part::router) | part_bit(Part::experts) : part_bit(Part::mlp));
   u.params = layer_param_shard(m, l, moe);
   PassSteps fwd{u.forward, Pass::forward, u, comm};
@@ -165,11 +170,13 @@ void end_passes(Unit& u, Part part, const LayerComm& comm) {
     fwd.tp_leave(part);
     bwd.tp_enter(part);
     bwd.compute(part);
-  } else {
+  } else {  // the final norm outside the region, as a layer's
+    fwd.compute(Part::head_norm);
     fwd.tp_enter(part);
     fwd.compute(part);
     bwd.compute(part);
     bwd.tp_leave(part);
+    bwd.compute(Part::head_norm);
   }
 }
 
@@ -188,7 +195,7 @@ Unit embedding_unit(const Model& m, const Layout& l, const LayerComm& comm) {
 Unit head_unit(const Model& m, const Layout& l, const LayerComm& comm) {
   Unit u;
   u.layer_begin = u.layer_end = m.num_layers;
-  u.parts = part_bit(Part::head);
+  u.parts = part_bit(Part::head_norm) | part_bit(Part::head);
   u.params = last_stage_params(m, l);
   if (m.tied_embeddings && l.pp == 1) u.borrowed_params = word_embedding_shard(m, l.tp);
   end_passes(u, Part::head, comm);

@@ -30,7 +30,7 @@ enum class UnitKind { embedding, layer, head };
 
 UnitKind unit_of(const Action& a) {
   if (has_part(a.parts, Part::embedding)) return UnitKind::embedding;
-  if (has_part(a.parts, Part::head)) return UnitKind::head;
+  if (has_part(a.parts, Part::head) || has_part(a.parts, Part::head_norm)) return UnitKind::head;
   return UnitKind::layer;
 }
 

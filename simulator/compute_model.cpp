@@ -163,7 +163,8 @@ void add_residual(PassBuilder& b, const BlockEdges& edges, bool recomputed) {
            edges.residual_fwd, edges.residual_bwd, recomputed);
 }
 
-// attention_qkv: norm, QKV, RoPE; attention_core: attention, output projection, residual add.
+// attention_norm: the input norm; attention_qkv: QKV, RoPE; attention_core: attention, output
+// projection, residual add.
 void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute rc,
                    const BlockEdges& edges, const ExecutionOptions& x) {
   const double e = as_double(b.elem_bytes);
@@ -173,8 +174,9 @@ void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute
   const int64_t q = heads * m.head_dim;
   const int64_t kv = shard_size(m.num_kv_heads, r.tp) * m.head_dim;
   const int64_t t = r.tokens();
-  b.part = Part::attention_qkv;
+  b.part = Part::attention_norm;
   add_norm(b, edges, full);
+  b.part = Part::attention_qkv;
   b.gemm(t, m.hidden, q + 2 * kv, full);  // column-parallel QKV
   b.bias(m.qkv_bias, x, t, q + 2 * kv, false, full);
   if (m.position_embedding == PositionEmbedding::rope)  // read and write q and k
@@ -203,8 +205,8 @@ void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute
   add_residual(b, edges, full);
 }
 
-// mlp: norm, MLP, residual add; or router: norm, gate, and experts: permutation, experts,
-// residual add.
+// mlp_norm: the pre-MLP norm; then mlp: MLP, residual add; or router: gate, and experts:
+// permutation, experts, residual add.
 void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r, bool moe,
              bool full, const BlockEdges& edges, const ExecutionOptions& x) {
   const double e = as_double(b.elem_bytes);
@@ -214,8 +216,9 @@ void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r
   const MemoryKernel act_bwd = swiglu ? MemoryKernel::swiglu_backward : MemoryKernel::gelu_backward;
   const double act_fwd_bytes = (swiglu ? 3 : 2) * e, act_bwd_bytes = (swiglu ? 5 : 3) * e;
   const int64_t t = r.tokens();
-  b.part = moe ? Part::router : Part::mlp;
+  b.part = Part::mlp_norm;
   add_norm(b, edges, full);
+  b.part = moe ? Part::router : Part::mlp;
   if (!moe) {
     const int64_t ffn = shard_size(m.ffn_hidden, r.tp);
     b.gemm(t, m.hidden, up_widths * ffn, full);
@@ -281,10 +284,11 @@ PartsCompute ends_compute(const Model& m, const Training& t, const Layout& l,
   b.part = Part::embedding;
   b.memory(MemoryKernel::embedding_forward, MemoryKernel::embedding_backward,
            as_double(tokens * m.hidden), 2 * e, 3 * e, false);
-  b.part = Part::head;
+  b.part = Part::head_norm;
   b.memory(MemoryKernel::norm_forward, MemoryKernel::norm_backward,
            as_double(r.region_tokens() * m.hidden), kNormForward * e, kNormBackward * e,
-           false);                         // final norm
+           false);  // final norm
+  b.part = Part::head;
   b.gemm(tokens, m.hidden, vocab, false);  // LM head
   // Fused vocab-parallel cross entropy: reads the logits, writes the fp32 softmax; backward
   // reads it and writes the logits' gradient.
@@ -308,7 +312,8 @@ MicrobatchCompute microbatch_compute(const Model& m, const Training& t, const La
   if (s.first || s.last) {
     const PartsCompute ends = ends_compute(m, t, l, rates);
     if (s.first) add_to(out, ends[Part::embedding], 1);
-    if (s.last) add_to(out, ends[Part::head], 1);
+    if (s.last)
+      for (Part p : {Part::head_norm, Part::head}) add_to(out, ends[p], 1);
   }
   return out;
 }

@@ -38,7 +38,8 @@ CostModelPricer::CostModelPricer(const Model& m, const Cluster& c, const Trainin
   collective_options_.profile = x.profile;
   assert(c.device.peak_tflops(t.dtype) > 0 && "estimate() rejects a dtype the device lacks");
   // Each part from the layer (or end) that has it: a dense layer's attention and mlp, an MoE
-  // layer's router and experts (its attention is a dense layer's), the ends' embedding and head.
+  // layer's router and experts (its attention and norms are a dense layer's), the ends' embedding,
+  // final norm and head.
   PartsCompute parts = layer_compute(m, t, l, false, rates_, x);
   if (m.is_moe()) {
     const PartsCompute moe = layer_compute(m, t, l, true, rates_, x);
@@ -47,6 +48,7 @@ CostModelPricer::CostModelPricer(const Model& m, const Cluster& c, const Trainin
   }
   const PartsCompute ends = ends_compute(m, t, l, rates_);
   parts[Part::embedding] = ends[Part::embedding];
+  parts[Part::head_norm] = ends[Part::head_norm];
   parts[Part::head] = ends[Part::head];
   for (const auto& [part, name] : kPartNames) {
     const std::array<double, 3> s = part_pass_s(parts[part], l.recompute);

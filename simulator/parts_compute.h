@@ -17,10 +17,11 @@
 namespace shardplan {
 
 // One micro-batch's passes over one layer, or over the model's ends, split by the parts the
-// schedule runs as separate compute actions (core/schedule.h): attention_qkv (input norm, QKV
-// projection, rotary embedding), attention_core (attention, output projection, residual add), mlp
-// (pre-MLP norm, MLP, residual add) or router (pre-MLP norm, gate) and experts (permutation,
-// expert MLPs, residual add); embedding (lookup); head (final norm, LM head, cross entropy).
+// schedule runs as separate compute actions (core/schedule.h): attention_norm (input norm),
+// attention_qkv (QKV projection, rotary embedding), attention_core (attention, output projection,
+// residual add), mlp_norm (pre-MLP norm), mlp (MLP, residual add) or router (gate) and experts
+// (permutation, expert MLPs, residual add); embedding (lookup); head_norm (final norm); head (LM
+// head, cross entropy).
 // microbatch_compute is the sum of these over a stage's layers and ends.
 struct PartsCompute {
   std::array<MicrobatchCompute, kPartNames.size()> parts{};

@@ -292,10 +292,12 @@ Profile refit_profile(const Profile* base, const std::vector<Measurement>& runs,
 
 std::string format_refit_report(const RefitReport& r) {
   std::string out = fmt::format("# compute by class: measured against the profile it refits\n");
-  out += fmt::format("# {:<52} {:>7} {:>12} {:>12} {:>8}\n", "class", "actions", "predicted",
-                     "measured", "ratio");
+  size_t width = 5;  // "class"
+  for (const ComputeClassFit& c : r.compute) width = std::max(width, c.name.size());
+  out += fmt::format("# {:<{}} {:>7} {:>12} {:>12} {:>8}\n", "class", width, "actions",
+                     "predicted", "measured", "ratio");
   for (const ComputeClassFit& c : r.compute)
-    out += fmt::format("  {:<52} {:>7} {:>12} {:>12} {:>8.3f}\n", c.name, c.actions,
+    out += fmt::format("  {:<{}} {:>7} {:>12} {:>12} {:>8.3f}\n", c.name, width, c.actions,
                        format_seconds(c.predicted_s), format_seconds(c.measured_s),
                        c.predicted_s > 0 ? c.measured_s / c.predicted_s : 0.0);
   out += fmt::format(

@@ -14,8 +14,8 @@ struct UniformPricer : ActionPricer {
   int64_t chunk_activation_bytes = 1;
 
   // A compute action costs the share of its layer's forward its parts make up (attention_qkv and
-  // attention_core a quarter each, mlp a half, router and experts a quarter each); the embedding
-  // and head are free, so stages with equal layers cost the same.
+  // attention_core a quarter each, mlp a half, router and experts a quarter each); the norms, the
+  // embedding and the head are free, so stages with equal layers cost the same.
   double duration_s(const Program& p, const Action& a) const override;
   int64_t activation_bytes(const Program&, int) const override { return chunk_activation_bytes; }
 };

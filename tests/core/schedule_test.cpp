@@ -123,14 +123,23 @@ TEST_CASE("tensor parallelism: two all-reduces per layer each way, b·s·h each"
         }) == 0);
   for (const Action& a : p.actions)
     if (a.kind == ActionKind::collective) CHECK(a.bytes == 2 * 64 * 64 * 2);  // b · s · h · bf16
-  // Compute splits at the collectives: attention (qkv+core), then mlp.
+  // Compute splits at the collectives: attention (norm+qkv+core), then mlp (norm+mlp), and going
+  // backward the input norm after the last all-reduce.
   const auto& first_layer = std::find_if(p.actions.begin(), p.actions.end(), [](const Action& a) {
     return a.kind == ActionKind::compute && a.layer_begin == 0 && a.layer_end == 1;
   });
-  CHECK(parts_name(first_layer->parts) == "attention_qkv+attention_core");
+  CHECK(parts_name(first_layer->parts) == "attention_norm+attention_qkv+attention_core");
   CHECK(parts_name(first_layer[1].parts) == "attention_core");  // the all-reduce after it
   CHECK(first_layer[1].kind == ActionKind::collective);
-  CHECK(parts_name(first_layer[2].parts) == "mlp");
+  CHECK(parts_name(first_layer[2].parts) == "mlp_norm+mlp");
+  const auto& last_backward =
+      std::find_if(p.actions.rbegin(), p.actions.rend(), [](const Action& a) {
+        return a.kind == ActionKind::compute && a.pass == Pass::backward && a.layer_begin == 0 &&
+               a.layer_end == 1;
+      });
+  CHECK(parts_name(last_backward->parts) == "attention_norm");
+  CHECK(last_backward[1].kind == ActionKind::collective);  // the all-reduce before it
+  CHECK(parts_name(last_backward[2].parts) == "attention_qkv+attention_core+mlp_norm");
 }
 
 TEST_CASE("sequence parallelism: four all-gathers and four reduce-scatters per layer",
@@ -284,12 +293,12 @@ TEST_CASE("data-parallel reduction: once after the last backward, or every one u
   });
   REQUIRE(head != p3.actions.end());
   CHECK(head->params == 2 * m.hidden + m.vocab * m.hidden);
-  CHECK(parts_name(head->parts) == "embedding+head");
+  CHECK(parts_name(head->parts) == "embedding+head_norm+head");
   // And the reduction after the head's backward reduce-scatters the embedding's gradients too.
   for (const Action& a : r3)
     if (has_part(a.parts, Part::head)) {
       CHECK(a.params == head->params);
-      CHECK(parts_name(a.parts) == "embedding+head");
+      CHECK(parts_name(a.parts) == "embedding+head_norm+head");
     }
 }
 

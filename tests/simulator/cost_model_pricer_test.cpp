@@ -79,13 +79,16 @@ TEST_CASE("compute actions cost their parts' figures in their pass", "[pricer]")
     const Program& rank0 = p.step.programs[0];
     const PartsCompute layer = layer_compute(m, t, l, false, rates, {});
     const auto part = [&](Part x) { return layer[x]; };
-    // Without sequence parallelism the forward of a layer is qkv+core, all-reduce, mlp, all-reduce.
+    // Without sequence parallelism the forward of a layer is norm+qkv+core, all-reduce, norm+mlp,
+    // all-reduce; the backward mlp, all-reduce, norm+core+qkv, all-reduce, norm.
     const Action& fwd = find(rank0, [](const Action& a) {
       return a.kind == ActionKind::compute && a.pass == Pass::forward &&
              has_part(a.parts, Part::attention_core);
     });
-    CHECK(fwd.parts == (part_bit(Part::attention_qkv) | part_bit(Part::attention_core)));
-    CHECK(p.pricer.duration_s(rank0, fwd) == Approx(part(Part::attention_qkv).forward.time_s() +
+    CHECK(fwd.parts == (part_bit(Part::attention_norm) | part_bit(Part::attention_qkv) |
+                        part_bit(Part::attention_core)));
+    CHECK(p.pricer.duration_s(rank0, fwd) == Approx(part(Part::attention_norm).forward.time_s() +
+                                                    part(Part::attention_qkv).forward.time_s() +
                                                     part(Part::attention_core).forward.time_s())
                                                  .epsilon(1e-12));
     // The backward of the attention core carries selective recomputation's re-forward of it.
@@ -95,10 +98,14 @@ TEST_CASE("compute actions cost their parts' figures in their pass", "[pricer]")
     });
     const double core_again =
         r == Recompute::selective ? part(Part::attention_core).recompute.time_s() : 0;
+    CHECK(bwd.parts == (part_bit(Part::attention_qkv) | part_bit(Part::attention_core) |
+                        part_bit(Part::mlp_norm)));
     CHECK(p.pricer.duration_s(rank0, bwd) ==
-          Approx(part(Part::attention_qkv).backward.time_s() +
+          Approx(part(Part::mlp_norm).backward.time_s() +
+                 part(Part::attention_qkv).backward.time_s() +
                  part(Part::attention_core).backward.time_s() + core_again)
               .epsilon(1e-12));
+    CHECK(part(Part::attention_norm).backward.time_s() > 0);
     if (r == Recompute::selective) CHECK(core_again > 0);
     // Full recomputation's re-forward is its own actions, each as long as the forward.
     if (r == Recompute::full) {
@@ -107,7 +114,8 @@ TEST_CASE("compute actions cost their parts' figures in their pass", "[pricer]")
                has_part(a.parts, Part::mlp);
       });
       CHECK(p.pricer.duration_s(rank0, again) ==
-            Approx(part(Part::mlp).forward.time_s()).epsilon(1e-12));
+            Approx(part(Part::mlp_norm).forward.time_s() + part(Part::mlp).forward.time_s())
+                .epsilon(1e-12));
     }
   }
 }
@@ -134,8 +142,12 @@ TEST_CASE("the head's forward adds vocab-parallel cross entropy's two all-reduce
     return a.kind == ActionKind::compute && a.pass == Pass::forward &&
            has_part(a.parts, Part::head);
   });
+  // Without SP the final norm joins the head going forward; backward it follows the all-reduce.
+  CHECK(head.parts == (part_bit(Part::head_norm) | part_bit(Part::head)));
   CHECK(p.pricer.duration_s(rank0, head) ==
-        Approx(ends[Part::head].forward.time_s() + cross_entropy_s).epsilon(1e-12));
+        Approx(ends[Part::head_norm].forward.time_s() + ends[Part::head].forward.time_s() +
+               cross_entropy_s)
+            .epsilon(1e-12));
   const Action& head_back = find(rank0, [](const Action& a) {
     return a.kind == ActionKind::compute && a.pass == Pass::backward &&
            has_part(a.parts, Part::head);
