@@ -113,14 +113,17 @@ const std::vector<int64_t>& Program::members(const Action& a) const {
 }
 
 int64_t grad_reduce_local_bytes(const Action& a, int zero, int members) {
-  if (a.kind != ActionKind::grad_reduce || a.op != Collective::reduce_scatter || zero < 1 ||
-      a.params == 0)
-    return 0;
-  assert(members >= 1 && a.bytes % a.params == 0);
-  const int64_t element = a.bytes / a.params;
-  const int64_t piece = (a.params + members - 1) / members * element;  // padded, as sharded
+  if (a.kind != ActionKind::grad_reduce || a.op != Collective::reduce_scatter) return 0;
+  return zero_reduce_scatter_local_bytes(a.bytes, a.params, zero, members);
+}
+
+int64_t zero_reduce_scatter_local_bytes(int64_t bytes, int64_t params, int zero, int members) {
+  if (zero < 1 || params == 0) return 0;
+  assert(members >= 1 && bytes % params == 0);
+  const int64_t element = bytes / params;
+  const int64_t piece = (params + members - 1) / members * element;  // padded, as sharded
   if (zero == 1) return 3 * piece;
-  return 4 * piece + (zero == 2 ? a.bytes : 0);
+  return 4 * piece + (zero == 2 ? bytes : 0);
 }
 
 int64_t grad_bucket_params(const Layout& l) {

@@ -240,6 +240,9 @@ int64_t grad_bucket_params(const Layout& l);
 // executor/interpreter_data_parallel.cpp and zero_collectives.cpp run them. 0 for every other
 // action.
 int64_t grad_reduce_local_bytes(const Action& a, int zero, int members);
+// The same for a ZeRO-`zero` reduce_scatter of `bytes` over `params` gradient elements (0 when
+// zero = 0 or params = 0).
+int64_t zero_reduce_scatter_local_bytes(int64_t bytes, int64_t params, int zero, int members);
 
 // The full program of `rank` for one training step. The layout must be valid for the model.
 Program build_program(const Model& m, const Training& t, const Layout& l, int64_t rank);

@@ -57,28 +57,32 @@ void add_data_parallel(std::vector<CollectiveCall>& out, const ParamGroup& p, co
   if (p.replicas <= 1 || p.params == 0) return;
   const int64_t e = dtype_bytes(t.dtype), g = dtype_bytes(t.grad_dtype);
   const auto mb = CommFrequency::per_microbatch, step = CommFrequency::per_step;
+  // Parameter gathers read shards the optimizer wrote a step ago; a bucket of several layers
+  // holds gradients written over their whole backward; a ZeRO-3 unit's, its layer's just now.
   if (zero == 3) {
     const int64_t units = std::max(layers, 1);
     const int64_t unit = shard_size(p.params, units);
     out.push_back({p.names.forward_all_gather, Collective::all_gather, p.group, p.group_size,
-                   e * unit, units, mb, CommWindow::forward});
+                   e * unit, units, mb, CommWindow::forward, true});
     out.push_back({p.names.backward_all_gather, Collective::all_gather, p.group, p.group_size,
-                   e * unit, units, mb, CommWindow::backward});
+                   e * unit, units, mb, CommWindow::backward, true});
     out.push_back({p.names.grad_reduce_scatter, Collective::reduce_scatter, p.group, p.group_size,
-                   g * unit, units, mb, CommWindow::backward});
+                   g * unit, units, mb, CommWindow::backward, false, unit});
     return;
   }
   const int64_t buckets = shard_size(p.params, dp_bucket_elements(p.replicas));
   const int64_t bucket = shard_size(p.params, buckets);
+  const bool several_layers = layers > 1;
   if (zero == 0) {
     out.push_back({p.names.grad_all_reduce, Collective::all_reduce, p.group, p.group_size,
-                   g * bucket, buckets, step, CommWindow::backward});
+                   g * bucket, buckets, step, CommWindow::backward, several_layers});
     return;
   }
   out.push_back({p.names.grad_reduce_scatter, Collective::reduce_scatter, p.group, p.group_size,
-                 g * bucket, buckets, zero == 2 ? mb : step, CommWindow::backward});
+                 g * bucket, buckets, zero == 2 ? mb : step, CommWindow::backward, several_layers,
+                 bucket});
   out.push_back({p.names.param_all_gather, Collective::all_gather, p.group, p.group_size,
-                 e * bucket, buckets, step, CommWindow::forward});
+                 e * bucket, buckets, step, CommWindow::forward, true});
 }
 
 }  // namespace

@@ -50,6 +50,12 @@ struct CollectiveCall {
   int64_t calls = 0;   // per micro-batch or per step
   CommFrequency frequency = CommFrequency::per_microbatch;
   CommWindow window = CommWindow::none;
+  // Its input was last written long before the call (core/schedule.h's reads_cold_input): a
+  // parameter gather, or a gradient bucket of several layers.
+  bool cold_input = false;
+  // A ZeRO gradient reduce-scatter's parameters per call, whose own memory traffic beside the
+  // collective is zero_reduce_scatter_local_bytes (core/schedule.h); 0 for every other call.
+  int64_t zero_grad_params = 0;
 };
 
 // Fills `out` (cleared first, its capacity reused) with every collective of stage `s`.

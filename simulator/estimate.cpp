@@ -6,6 +6,8 @@
 #include <optional>
 
 #include "core/error.h"
+#include "core/schedule.h"
+#include "simulator/device_efficiency.h"
 #include "simulator/pipeline_model.h"
 
 namespace shardplan {
@@ -140,18 +142,24 @@ StageTiming time_stage(const Context& ctx, const StageLayers& s, SpanCache& span
   priced.profile = ctx.x.profile;
   for (const CollectiveCall& call : calls) {
     const GroupSpan span = call_span(spans, call);
+    priced.cold_input = call.cold_input;
     const CollectiveCost cost = collective_cost(ctx.c, call.collective, call.bytes, span, priced);
+    // A call's time: the collective's, and a ZeRO reduce-scatter's own memory traffic after it.
+    const double local_s =
+        memory_time_s(ctx.rates, static_cast<double>(zero_reduce_scatter_local_bytes(
+                                     call.bytes, call.zero_grad_params, l.zero, span.size)));
+    const double call_s = cost.time_s + local_s;
     const bool mb = call.frequency == CommFrequency::per_microbatch;
     WindowLoad& load = (mb ? per_mb : per_step)[static_cast<size_t>(call.window)];
-    load.total_s += static_cast<double>(call.calls) * cost.time_s;
-    load.longest_call_s = std::max(load.longest_call_s, cost.time_s);
+    load.total_s += static_cast<double>(call.calls) * call_s;
+    load.longest_call_s = std::max(load.longest_call_s, call_s);
     if (call.window == CommWindow::pipeline && interleaved)
-      fill_drain_s += 2.0 * (l.pp - 1) * cost.time_s;
+      fill_drain_s += 2.0 * (l.pp - 1) * call_s;
     if (records) {
       const int64_t per_step_calls = mb ? call.calls * l.num_microbatches : call.calls;
-      records->push_back({call, span, ctx.c.levels[span.level].name, cost, per_step_calls,
+      records->push_back({call, span, ctx.c.levels[span.level].name, cost, local_s, per_step_calls,
                           volume_bytes(call, span.size, per_step_calls),
-                          static_cast<double>(per_step_calls) * cost.time_s, 0});
+                          static_cast<double>(per_step_calls) * call_s, 0});
     }
   }
   std::array<double, kWindows> exposed_mb{}, exposed_step{};
@@ -170,12 +178,12 @@ StageTiming time_stage(const Context& ctx, const StageLayers& s, SpanCache& span
       const size_t w = static_cast<size_t>(r.call.window);
       const bool mb = r.call.frequency == CommFrequency::per_microbatch;
       const WindowLoad& load = (mb ? per_mb : per_step)[w];
-      const double per_call_total = static_cast<double>(r.call.calls) * r.cost.time_s;
+      const double per_call_total = static_cast<double>(r.call.calls) * (r.cost.time_s + r.local_s);
       if (load.total_s > 0)
         r.exposed_s = (mb ? exposed_mb[w] * l.num_microbatches : exposed_step[w]) * per_call_total /
                       load.total_s;
       if (r.call.window == CommWindow::pipeline && interleaved)
-        r.exposed_s += 2.0 * (l.pp - 1) * r.cost.time_s;
+        r.exposed_s += 2.0 * (l.pp - 1) * r.cost.time_s;  // send_recv: no local work
     }
   }
   return st;

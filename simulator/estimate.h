@@ -28,6 +28,7 @@ struct CollectiveEstimate {
   GroupSpan span;
   std::string level_name;      // of span.level ("nvlink", "infiniband")
   CollectiveCost cost;         // one call
+  double local_s = 0;          // one call's own memory traffic after it (a ZeRO reduce-scatter's)
   int64_t calls_per_step = 0;  // per-micro-batch calls × micro-batches, or the per-step calls
   double volume_bytes = 0;     // sent by one rank per step (comm_volume.h)
   double total_s = 0;          // per step

@@ -54,6 +54,7 @@ json collective_to_json(const CollectiveEstimate& c) {
               {"calls_per_step", c.calls_per_step},
               {"overlaps", enum_name(c.call.window, kCommWindowNames)},
               {"time_s", c.cost.time_s},
+              {"local_s", c.local_s},
               {"algbw_GBps", c.cost.algbw_GBps},
               {"busbw_GBps", c.cost.busbw_GBps},
               {"total_s", c.total_s},
@@ -204,8 +205,11 @@ void append_compute(std::string& out, const Estimate& e) {
 }
 
 void append_collectives(std::string& out, const Estimate& e) {
-  out += fmt::format("\nCollectives of stage {} per step (busbw as nccl-tests, GB/s)\n",
-                     e.slowest_stage);
+  out += fmt::format(
+      "\nCollectives of stage {} per step (busbw as nccl-tests, GB/s; a ZeRO reduce-scatter's "
+      "total "
+      "adds its own memory traffic after each call)\n",
+      e.slowest_stage);
   out +=
       fmt::format("  {:32} {:>9} {:>13} {:>12} {:>6} {:>10} {:>7} {:>10} {:>10}\n", "name", "group",
                   "level", "size (B)", "calls", "per call", "busbw", "total", "exposed");

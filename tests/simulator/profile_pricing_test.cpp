@@ -3,6 +3,7 @@
 // of any measured figure. Every expected number is worked out by hand from the profile.
 #include <catch2/catch.hpp>
 
+#include "core/schedule.h"
 #include "simulator/collective_cost.h"
 #include "simulator/device_efficiency.h"
 #include "simulator/estimate.h"
@@ -158,6 +159,48 @@ TEST_CASE("profile pricing: estimate takes the profile's rates and says which fi
   CHECK(j["profile"]["attention"] == "datasheet");
   CHECK(j["profile"]["collectives_from_profile"].get<int>() >= 1);
   CHECK(estimate_to_json(estimate(m, c, t, test::layout(16, 32, 8, 1)))["profile"].is_null());
+}
+
+TEST_CASE("profile pricing: estimate prices ZeRO's gathers and buckets as the simulator does",
+          "[profile][estimate][zero]") {
+  // Warm and cold fits for the dp group of 8 on one node: parameter gathers and a bucket of
+  // several layers take the cold fit (reads_cold_input), a ZeRO-3 unit's reduce-scatter the warm
+  // one, and each ZeRO reduce-scatter adds its own memory traffic at the profile's 2000 GB/s.
+  Profile p = hand_profile();
+  p.collectives.push_back({Collective::reduce_scatter, 0, 8, 20, 150, {}});
+  p.collectives.push_back({Collective::reduce_scatter, 0, 8, 30, 100, {}, true});
+  p.collectives.push_back({Collective::all_gather, 0, 8, 20, 150, {}});
+  p.collectives.push_back({Collective::all_gather, 0, 8, 40, 50, {}, true});
+  const Cluster c = apply_profile(test::preset_cluster("dgx-h100", 1), p, "hand.json");
+  const Model m = test::preset_model("llama3-8b");
+  const Training t = test::training(32, 4096);  // bf16 gradients: 2 bytes a parameter
+  ExecutionOptions x;
+  x.profile = &p;
+  const auto fit_s = [](double alpha_us, double GBps, int64_t bytes) {
+    return alpha_us * 1e-6 + static_cast<double>(bytes) / (GBps * 1e9);
+  };
+  for (int zero : {2, 3}) {
+    INFO("zero " << zero);
+    const Estimate e = estimate(m, c, t, test::layout(8, 32, 1, 1, 1, zero), x);
+    int seen = 0;
+    for (const CollectiveEstimate& ce : e.collectives) {
+      const int64_t bytes = ce.call.bytes;
+      const int64_t local = zero_reduce_scatter_local_bytes(bytes, bytes / 2, zero, 8);
+      if (ce.call.collective == Collective::reduce_scatter) {
+        ++seen;
+        CHECK(ce.cost.time_s == Approx(zero == 3 ? fit_s(20, 150, bytes) : fit_s(30, 100, bytes)));
+        CHECK(local > 0);
+        CHECK(ce.local_s == Approx(static_cast<double>(local) / 2000e9));
+        CHECK(ce.total_s ==
+              Approx(static_cast<double>(ce.calls_per_step) * (ce.cost.time_s + ce.local_s)));
+      } else if (ce.call.collective == Collective::all_gather) {
+        ++seen;
+        CHECK(ce.cost.time_s == Approx(fit_s(40, 50, bytes)));
+        CHECK(ce.local_s == 0);
+      }
+    }
+    CHECK(seen == (zero == 3 ? 3 : 2));
+  }
 }
 
 }  // namespace
