@@ -36,6 +36,7 @@ Run train(const Layout& l, Backend backend) {
   static const Model m = test::tiny_model();
   InterpreterSettings settings;
   settings.backend = backend;
+  settings.poison_for_overwrite = true;  // a kernel reading an output before writing it shows
   RankInterpreter interpreter(m, test::fp32_training(), l, test::text(), settings);
   Run r;
   for (int step = 0; step < kSteps; ++step) r.losses.push_back(interpreter.run_step(step).loss);
