@@ -28,12 +28,13 @@ void column_parallel_backward(const LayerDims& d, const NormFeed<T>& norm, const
                               int64_t out_cols, const T* dout, T* dw, T* db, T* dx,
                               LayerContext<T>& c) {
   const int64_t N = d.tokens(), L = d.local_tokens(), H = d.hidden;
-  Buffer<T> partial = c.allocate_for_overwrite(MemoryCategory::buffers, N * H,
-                                               "column-parallel input gradient partial sums");
-  linear_backward<T>(c.dev(), norm.out_all_tokens, w, dout, N, H, out_cols, partial.data(), dw, db,
-                     c.matmul_stats);
   Buffer<T> dnorm_out =
       c.allocate_for_overwrite(MemoryCategory::buffers, L * H, "norm output gradient");
+  Buffer<T> partial;
+  linear_backward<T>(
+      c.dev(), norm.out_all_tokens, w, dout, N, H, out_cols,
+      partial_sums(d, c, dnorm_out.data(), partial, "column-parallel input gradient partial sums"),
+      dw, db, c.matmul_stats);
   reduce_partial_sums(d, c, partial, dnorm_out.data());
   partial = {};
   c.dev().norm_backward(d.norm, norm.x, norm.weight, dnorm_out.data(), L, H, dx, norm.dweight,
@@ -94,10 +95,11 @@ Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buf
   }
   if (mode != Recompute::none) s.probs = {};
   {
-    Buffer<T> partial = c.allocate_for_overwrite(MemoryCategory::buffers, N * H,
-                                                 "attention projection partial sums");
-    linear_forward<T>(dev, s.ctx.data(), w.w_o, nullptr, N, C, H, partial.data(), c.matmul_stats);
     s.x1 = keep(L * H, "attention residual");
+    Buffer<T> partial;
+    linear_forward<T>(dev, s.ctx.data(), w.w_o, nullptr, N, C, H,
+                      partial_sums(d, c, s.x1.data(), partial, "attention projection partial sums"),
+                      c.matmul_stats);
     reduce_partial_sums(d, c, partial, s.x1.data());
   }
   dev.residual_add(s.x1.data(), x.data(), w.b_o, L, H);
@@ -115,10 +117,9 @@ Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buf
   dev.activation_forward(d.activation, s.u.data(), N, d.ffn, s.a.data());
   Buffer<T> y = c.allocate_for_overwrite(MemoryCategory::activations, L * H, "layer output");
   {
-    Buffer<T> partial =
-        c.allocate_for_overwrite(MemoryCategory::buffers, N * H, "fc2 partial sums");
-    linear_forward<T>(dev, s.a.data(), w.w_fc2, nullptr, N, d.ffn, H, partial.data(),
-                      c.matmul_stats);
+    Buffer<T> partial;
+    linear_forward<T>(dev, s.a.data(), w.w_fc2, nullptr, N, d.ffn, H,
+                      partial_sums(d, c, y.data(), partial, "fc2 partial sums"), c.matmul_stats);
     reduce_partial_sums(d, c, partial, y.data());
   }
   dev.residual_add(y.data(), s.x1.data(), w.b_fc2, L, H);

@@ -16,12 +16,13 @@ template <class T>
 Buffer<T> embedding_forward(const LayerDims& d, const int32_t* tokens, const T* wte_local,
                             ElementRange vocab, const T* wpe, LayerContext<T>& c) {
   const int64_t H = d.hidden;
-  // Zeroed: the rows of tokens outside this rank's vocabulary rows stay 0.
-  Buffer<T> partial =
-      c.allocate(MemoryCategory::buffers, d.tokens() * H, "token embedding partial sums");
-  c.dev().embedding_rows(tokens, d.tokens(), wte_local, vocab, H, partial.data());
   Buffer<T> out = c.allocate_for_overwrite(MemoryCategory::activations, d.local_tokens() * H,
                                            "embedding output");
+  // Zeroed under tp: the rows of tokens outside this rank's vocabulary rows stay 0.
+  Buffer<T> partial;
+  c.dev().embedding_rows(
+      tokens, d.tokens(), wte_local, vocab, H,
+      partial_sums(d, c, out.data(), partial, "token embedding partial sums", /*zeroed=*/true));
   reduce_partial_sums(d, c, partial, out.data());
   c.dev().position_embedding_add(out.data(), d.local_tokens(), H, wpe, d.positions(),
                                  first_local_token(d, c.tp.rank()));

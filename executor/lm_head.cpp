@@ -54,14 +54,20 @@ Buffer<T> head_backward(const LayerDims& d, const HeadTensors<const T*>& w,
   dev.logits_backward(s.exp_logits.data(), s.sum_exp.data(), targets, N, V, vocab, loss_scale);
   Buffer<T> gathered;
   const T* h = gather_tokens(d, c, s.h.data(), gathered);
-  Buffer<T> dh_partial =
-      c.allocate_for_overwrite(MemoryCategory::buffers, N * H, "head input gradient partial sums");
-  linear_backward<T>(dev, h, w.vocab_weight, s.exp_logits.data(), N, H, V, dh_partial.data(),
+  // The final norm's output gradient: written by the GEMM when tp = 1; otherwise reduced from its
+  // partial sums once the logits are freed (the memory peak of the backward is here).
+  const auto norm_output_grad = [&] {
+    return c.allocate_for_overwrite(MemoryCategory::buffers, d.local_tokens() * H,
+                                    "final norm output gradient");
+  };
+  Buffer<T> dh = d.tp == 1 ? norm_output_grad() : Buffer<T>{};
+  Buffer<T> dh_partial;
+  linear_backward<T>(dev, h, w.vocab_weight, s.exp_logits.data(), N, H, V,
+                     partial_sums(d, c, dh.data(), dh_partial, "head input gradient partial sums"),
                      grad.vocab_weight, nullptr, c.matmul_stats);
   s.exp_logits = {};
   gathered = {};
-  Buffer<T> dh = c.allocate_for_overwrite(MemoryCategory::buffers, d.local_tokens() * H,
-                                          "final norm output gradient");
+  if (d.tp > 1) dh = norm_output_grad();
   reduce_partial_sums(d, c, dh_partial, dh.data());
   dh_partial = {};
   // Zeroed: the norm's backward adds into it.

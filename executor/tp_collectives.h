@@ -62,11 +62,25 @@ GatheredPair<T> gather_token_pair(const LayerDims& d, LayerContext<T>& c, const 
   return g;
 }
 
-// A row-parallel layer's partial sums [tokens, hidden] → this rank's rows of their sum in `out`
-// [local_tokens, hidden]: all-reduce, or reduce-scatter under sequence parallelism. `partial` may
-// be overwritten.
+// Where a row-parallel layer writes its partial sums of `out` [local_tokens, hidden]: `out` itself
+// when tp = 1, the sum having that one term; otherwise `partial`, allocated here [tokens, hidden]
+// (zeroed where the layer writes only some rows) for reduce_partial_sums.
+template <class T>
+T* partial_sums(const LayerDims& d, LayerContext<T>& c, T* out, Buffer<T>& partial,
+                const char* what, bool zeroed = false) {
+  if (d.tp == 1) return out;
+  const int64_t n = d.tokens() * d.hidden;
+  partial = zeroed ? c.allocate(MemoryCategory::buffers, n, what)
+                   : c.allocate_for_overwrite(MemoryCategory::buffers, n, what);
+  return partial.data();
+}
+
+// A row-parallel layer's partial sums [tokens, hidden] (partial_sums) → this rank's rows of their
+// sum in `out` [local_tokens, hidden]: all-reduce, or reduce-scatter under sequence parallelism;
+// nothing when tp = 1. `partial` may be overwritten.
 template <class T>
 void reduce_partial_sums(const LayerDims& d, LayerContext<T>& c, Buffer<T>& partial, T* out) {
+  if (d.tp == 1) return;
   const auto n = static_cast<size_t>(d.local_tokens() * d.hidden);
   if (d.sequence_parallel) {
     c.tp.reduce_scatter(partial.span(), std::span<T>(out, n));
