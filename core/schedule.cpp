@@ -122,8 +122,8 @@ int64_t zero_reduce_scatter_local_bytes(int64_t bytes, int64_t params, int zero,
   assert(members >= 1 && bytes % params == 0);
   const int64_t element = bytes / params;
   const int64_t piece = (params + members - 1) / members * element;  // padded, as sharded
-  if (zero == 1) return 3 * piece;
-  return 4 * piece + (zero == 2 ? bytes : 0);
+  if (zero == 1) return 2 * piece;
+  return 3 * piece + (zero == 2 ? bytes : 0);
 }
 
 int64_t grad_bucket_params(const Layout& l) {

@@ -235,8 +235,8 @@ int64_t grad_bucket_params(const Layout& l);
 
 // Bytes a ZeRO reduce_scatter's local work streams through memory on each of its `members` ranks
 // (what the grad_reduce entry above names), counted as STREAM counts them, every element read or
-// written once: the output piece's buffer is zeroed (piece), ZeRO-1 then copies it (2 · piece),
-// ZeRO-2 and -3 add it into the shard (3 · piece), and ZeRO-2 zeroes the bucket (+ its bytes), as
+// written once: ZeRO-1 copies the output piece (2 · piece), ZeRO-2 and -3 add it into the shard
+// (3 · piece), and ZeRO-2 zeroes the bucket (+ its bytes), as
 // executor/interpreter_data_parallel.cpp and zero_collectives.cpp run them. 0 for every other
 // action.
 int64_t grad_reduce_local_bytes(const Action& a, int zero, int members);

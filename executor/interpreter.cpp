@@ -197,7 +197,8 @@ void RankInterpreter::State::p2p(const Action& a) {
   if (a.kind == ActionKind::recv) {
     Buffer<float>& into = forward ? mb.x : mb.grad;
     into = side_buffer(*rt, forward ? MemoryCategory::activations : MemoryCategory::buffers, n,
-                       forward ? "received activation" : "received gradient");
+                       forward ? "received activation" : "received gradient",
+                       /*for_overwrite=*/true);
     rt->p2p().recv(into.data(), n, a.peer, a.tag, a.pass);
   } else {
     Buffer<float> out = std::move(forward ? mb.x : mb.grad);

@@ -72,8 +72,8 @@ void RankInterpreter::State::grad_reduce(const Action& a) {
         continue;
       }
       // ZeRO-1: the reduced piece back into the buffer the optimizer steps.
-      Buffer<float> part =
-          side_buffer(*rt, MemoryCategory::buffers, shards.piece(u), "reduce-scatter output");
+      Buffer<float> part = side_buffer(*rt, MemoryCategory::buffers, shards.piece(u),
+                                       "reduce-scatter output", /*for_overwrite=*/true);
       reduce_scatter_unit(*rt, comm, shards, u, full, part.data());
       dev.copy(owned_grads(u), part.data(), shards.mine(u).count());
       rt->release_after_use(std::move(part));

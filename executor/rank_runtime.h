@@ -35,13 +35,17 @@ class RankRuntime {
   virtual void finish_releases(bool wait) = 0;
 };
 
-// A buffer for an action on the selected stream when that is a communication stream. Its block may
-// have served the compute stream a moment ago and is zeroed there (the memory source zeroes on the
-// compute stream), so the selected stream waits for the compute stream first; release it with
-// rt.release_after_use.
+// A buffer for an action on the selected stream when that is a communication stream, zero-filled,
+// or not filled `for_overwrite` (a collective's or a receive's output: TensorAllocator::
+// allocate_for_overwrite). Its block may have served the compute stream a moment ago (and a fill
+// runs there: the memory source fills on the compute stream), so the selected stream waits for the
+// compute stream first; release it with rt.release_after_use.
 template <class T = float>
-Buffer<T> side_buffer(RankRuntime& rt, MemoryCategory category, int64_t count, const char* what) {
-  Buffer<T> b = rt.allocator().allocate<T>(category, count, what);
+Buffer<T> side_buffer(RankRuntime& rt, MemoryCategory category, int64_t count, const char* what,
+                      bool for_overwrite = false) {
+  TensorAllocator& alloc = rt.allocator();
+  Buffer<T> b = for_overwrite ? alloc.allocate_for_overwrite<T>(category, count, what)
+                              : alloc.allocate<T>(category, count, what);
   StepStreams& streams = rt.streams();
   const Stream s = streams.selected();
   if (s != Stream::compute) {

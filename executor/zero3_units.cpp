@@ -55,11 +55,12 @@ std::optional<size_t> ready_gather(const Program& p, size_t next,
 Zero3Units::Zero3Units(RankRuntime& rt, Group zero_group, const ZeroShards& shards)
     : rt_(rt), comm_(rt.group(zero_group)), shards_(shards) {}
 
-Zero3Units::Unit Zero3Units::allocate(const std::vector<size_t>& units, const char* what) {
+Zero3Units::Unit Zero3Units::allocate(const std::vector<size_t>& units, const char* what,
+                                      bool for_overwrite) {
   Unit out{units, {}};
   for (const size_t u : units)
-    out.buffers.push_back(
-        side_buffer(rt_, MemoryCategory::buffers, shards_.members * shards_.piece(u), what));
+    out.buffers.push_back(side_buffer(rt_, MemoryCategory::buffers,
+                                      shards_.members * shards_.piece(u), what, for_overwrite));
   return out;
 }
 
@@ -68,7 +69,7 @@ void Zero3Units::gather(uint32_t gather, const std::vector<ElementRange>& ranges
   std::vector<size_t> units;
   for (const ElementRange r : ranges)
     for (const size_t u : shards_.units_in(r)) units.push_back(u);
-  Unit g = allocate(units, "gathered parameters");
+  Unit g = allocate(units, "gathered parameters", /*for_overwrite=*/true);
   for (size_t i = 0; i < units.size(); ++i)
     all_gather_unit(rt_, comm_, shards_, units[i], param_shard + shards_.offsets[units[i]],
                     g.buffers[i].span());
@@ -94,7 +95,8 @@ void Zero3Units::reshard(uint32_t gather) {
 
 FlatView<float> Zero3Units::start_gradients(uint32_t gather, uint32_t compute) {
   const auto [it, fresh] =
-      grads_.emplace(compute, allocate(params_.at(gather).units, "unit gradients"));
+      grads_.emplace(compute, allocate(params_.at(gather).units, "unit gradients",
+                                       /*for_overwrite=*/false));  // the backward adds into them
   assert(fresh);
   (void)fresh;
   return view_of<float>(shards_, it->second);

@@ -70,7 +70,7 @@ class Zero3Units {
     std::vector<size_t> units;
     std::vector<Buffer<float>> buffers;
   };
-  Unit allocate(const std::vector<size_t>& units, const char* what);
+  Unit allocate(const std::vector<size_t>& units, const char* what, bool for_overwrite);
   void release(Unit& u);
 
   RankRuntime& rt_;

@@ -35,7 +35,8 @@ void all_gather_unit(RankRuntime& rt, GroupComm& comm, const ZeroShards& s, size
     comm.all_gather_blocks(part, full.data(), p);
     return;
   }
-  Buffer<float> staged = side_buffer(rt, MemoryCategory::buffers, padded, "padded unit");
+  Buffer<float> staged =
+      side_buffer(rt, MemoryCategory::buffers, padded, "padded unit", /*for_overwrite=*/true);
   Kernels<float>& dev = rt.kernels();
   dev.copy(staged.data() + s.index * p, part, s.mine(u).count());
   comm.all_gather_blocks(staged.data() + s.index * p, staged.data(), p);
@@ -45,8 +46,8 @@ void all_gather_unit(RankRuntime& rt, GroupComm& comm, const ZeroShards& s, size
 
 void reduce_scatter_add(RankRuntime& rt, GroupComm& comm, const ZeroShards& s, size_t u,
                         std::span<const float> full, float* shard) {
-  Buffer<float> part =
-      side_buffer(rt, MemoryCategory::buffers, s.piece(u), "reduce-scatter output");
+  Buffer<float> part = side_buffer(rt, MemoryCategory::buffers, s.piece(u), "reduce-scatter output",
+                                   /*for_overwrite=*/true);
   reduce_scatter_unit(rt, comm, s, u, full, part.data());
   rt.kernels().residual_add(shard + s.offsets[u], part.data(), nullptr, 1, part.size());
   rt.release_after_use(std::move(part));

@@ -208,13 +208,13 @@ TEST_CASE("a ZeRO reduce-scatter adds its piece's local work at the memory rate"
         find(rank0, [](const Action& a) { return a.kind == ActionKind::grad_reduce; });
     const GroupSpan span = group_span(c, l, 0, Group::dp);
     const double collective = collective_cost(c, r.op, r.bytes, span).time_s;
-    // bf16 gradients: the piece is 2 bytes × ⌈params / 8⌉, its buffer zeroed; ZeRO-1 copies it,
-    // ZeRO-2/3 add it into the shard, ZeRO-2 zeroes the bucket.
+    // bf16 gradients: the piece is 2 bytes × ⌈params / 8⌉; ZeRO-1 copies it, ZeRO-2/3 add it into
+    // the shard, ZeRO-2 zeroes the bucket.
     const double piece = 2.0 * double((r.params + 7) / 8);
     const double local = zero == 0   ? 0
-                         : zero == 1 ? 3 * piece
-                         : zero == 2 ? 4 * piece + double(r.bytes)
-                                     : 4 * piece;
+                         : zero == 1 ? 2 * piece
+                         : zero == 2 ? 3 * piece + double(r.bytes)
+                                     : 3 * piece;
     INFO("zero " << zero);
     CHECK(double(grad_reduce_local_bytes(r, zero, 8)) == local);
     CHECK(p.pricer.duration_s(rank0, r) ==
