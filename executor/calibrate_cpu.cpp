@@ -86,11 +86,11 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
   const auto stream = measure_stream(elements, o.one_pass_timing(), world);
   p.memory_GBps = triad_GBps(stream);
   if (!o.compute_only) {
-    if (o.passes > 1) compute_pass();
+    if (o.compute_passes() > 1) compute_pass();
     p.collectives = measure_collectives(
         o.sweep, world, [](MPI_Comm group) { return std::make_unique<MpiCollectiveRunner>(group); },
         out);
-    while (static_cast<int>(gemm_passes.size()) < o.passes) compute_pass();
+    while (static_cast<int>(gemm_passes.size()) < o.compute_passes()) compute_pass();
   }
 
   const auto gemm = median_over_passes(gemm_passes);

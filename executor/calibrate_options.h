@@ -37,10 +37,12 @@ struct CalibrateOptions {
   bool compute_only = false;
   SweepOptions sweep;  // collective sizes and timing
 
+  // The passes over the GEMMs and kernels this calibration takes: one under compute_only.
+  int compute_passes() const { return compute_only ? 1 : passes; }
   // What is timed in one pass only (STREAM, a GPU's GEMMs and copy): all the passes' samples.
   TimingOptions one_pass_timing() const {
     TimingOptions t = timing;
-    t.samples *= passes;
+    t.samples *= compute_passes();
     return t;
   }
 };

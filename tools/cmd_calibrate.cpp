@@ -87,7 +87,6 @@ int run_calibrate(CalibrateCliOptions& o) {
   if (o.calibrate.compute_only && cuda)
     throw InputError("--compute-only", "", "needs --backend cpu",
                      "leave --compute-only out on the cuda backend");
-  if (o.calibrate.compute_only) o.calibrate.passes = 1;
   if (cuda) require_cuda_device("--backend");  // before mpirun starts any rank
   for (const auto& name : o.models) o.calibrate.models.push_back(load_model(name));
   o.calibrate.sweep.max_bytes = o.max_bytes.value_or(sweep_max_bytes(o.calibrate.models));
@@ -124,9 +123,8 @@ Subcommand add_calibrate(CLI::App& root) {
       "kernels, memory bandwidth, every collective over sizes and group sizes, printed as "
       "nccl-tests prints them; cpu: Eigen, STREAM and MPI, and the machine's noise; cuda: cuBLAS, "
       "a device copy and NCCL) and write a profile for --profile. Runs on the ranks mpirun started "
-      "(mpirun -np 2 shardplan "
-      "calibrate ...), or re-runs itself under mpirun -np N (--ranks N). With --from, refits a "
-      "profile from what `execute` measured instead");
+      "(mpirun -np 2 shardplan calibrate ...), or re-runs itself under mpirun -np N (--ranks N). "
+      "With --from, refits a profile from what `execute` measured instead");
   app->add_option("--backend", o->backend,
                   "cpu (Eigen fp32 + MPI, one rank per core) or cuda (cuBLAS + NCCL, one rank per "
                   "GPU)")

@@ -103,17 +103,30 @@ std::vector<Ranked> candidates(const DemoOptions& o, const Model& m, const Clust
   return out;
 }
 
+// `shardplan args...`, its output in `log`; throws naming the log where it fails.
+void run_logged(const std::vector<std::string>& args, const std::string& log) {
+  const int rc = run_shardplan(args, log);
+  if (rc != 0)
+    throw InputError(log, "", fmt::format("{} exited with {}", args.front(), rc), "read " + log);
+}
+
+// `shardplan calibrate --backend cpu --ranks N --model M [more] --out profile`; returns profile.
+std::string run_calibrate(const DemoOptions& o, int64_t ranks, const std::vector<std::string>& more,
+                          const std::string& profile, const std::string& log) {
+  std::vector<std::string> args{"calibrate",           "--backend", "cpu",  "--ranks",
+                                std::to_string(ranks), "--model",   o.model};
+  args.insert(args.end(), more.begin(), more.end());
+  args.insert(args.end(), {"--out", profile});
+  run_logged(args, log);
+  return profile;
+}
+
 std::string calibrate(const DemoOptions& o, const std::string& dir, int64_t ranks) {
   if (!o.profile.empty()) return o.profile;
-  const std::string profile = dir + "/profile.json", log = dir + "/calibrate.log";
+  const std::string log = dir + "/calibrate.log";
   progress(
       fmt::format("[calibrate] GEMMs, kernels and collectives on {} ranks (log: {})", ranks, log));
-  const int rc = run_shardplan({"calibrate", "--backend", "cpu", "--ranks", std::to_string(ranks),
-                                "--model", o.model, "--out", profile},
-                               log);
-  if (rc != 0)
-    throw InputError(log, "", fmt::format("calibrate exited with {}", rc), "read " + log);
-  return profile;
+  return run_calibrate(o, ranks, {}, dir + "/profile.json", log);
 }
 
 // A compute pass (calibrate --compute-only) after `round` over the runs' tp shares and
@@ -123,18 +136,13 @@ std::string compute_pass(const DemoOptions& o, const std::string& dir, int64_t r
   std::set<int> tp, micro_batches;
   for (const Run& r : runs)
     tp.insert(r.planned.layout.tp), micro_batches.insert(r.planned.layout.micro_batch);
-  const std::string profile = fmt::format("{}/profile-round-{}.json", dir, round + 1),
-                    log = fmt::format("{}/calibrate-round-{}.log", dir, round + 1);
+  const std::string log = fmt::format("{}/calibrate-round-{}.log", dir, round + 1);
   progress(fmt::format("[calibrate] GEMMs and kernels after round {} of {} (log: {})", round + 1,
                        o.rounds, log));
-  const int rc = run_shardplan(
-      {"calibrate", "--backend", "cpu", "--ranks", std::to_string(ranks), "--model", o.model,
-       "--tp", fmt::format("{}", fmt::join(tp, ",")), "--micro-batch",
-       fmt::format("{}", fmt::join(micro_batches, ",")), "--compute-only", "--out", profile},
-      log);
-  if (rc != 0)
-    throw InputError(log, "", fmt::format("calibrate exited with {}", rc), "read " + log);
-  return profile;
+  return run_calibrate(o, ranks,
+                       {"--tp", fmt::format("{}", fmt::join(tp, ",")), "--micro-batch",
+                        fmt::format("{}", fmt::join(micro_batches, ",")), "--compute-only"},
+                       fmt::format("{}/profile-round-{}.json", dir, round + 1), log);
 }
 
 // Layout i's run in `round`: its measurement in the round's file, the last round's trace beside
@@ -149,8 +157,7 @@ void execute(const DemoOptions& o, const std::string& dir, size_t i, int round, 
   std::vector<std::string> args{"execute", run.plan_file, "--steps", std::to_string(o.steps),
                                 "--out",   measured};
   if (round + 1 == o.rounds) args.insert(args.end(), {"--trace", stem + "-measured-trace.json"});
-  const int rc = run_shardplan(args, log);
-  if (rc != 0) throw InputError(log, "", fmt::format("execute exited with {}", rc), "read " + log);
+  run_logged(args, log);
   run.rounds.push_back(read_measurement_file(measured));
   const Measurement& m = run.rounds.back();
   progress(fmt::format("  measured {} ± {}", format_seconds(median_step_time_s(m)),
