@@ -55,34 +55,24 @@ T softmax_scale(const LayerDims& d) {
 }  // namespace
 
 template <class T>
-void attention_probs(Kernels<T>& dev, const LayerDims& d, const T* qkv, KeyValues<const T*> kv,
-                     T* probs, MatmulStats* stats) {
-  const int64_t S = d.seq, K = d.kv_seq(), W = d.qkv_width(), D = d.head_dim;
+void attention_forward(Kernels<T>& dev, const LayerDims& d, const T* qkv, KeyValues<const T*> kv,
+                       T* probs, T* ctx, MatmulStats* stats) {
+  const int64_t S = d.seq, K = d.kv_seq(), W = d.qkv_width(), D = d.head_dim,
+                C = d.heads * d.head_dim;
   const int64_t G = d.heads / d.kv_heads;
   const T scale = softmax_scale<T>(d);
   for_each_head_batch(dev, d, [&](const HeadBatch& hb) {
     const HeadOperands o = head_operands(d, kv, hb);
     const T* rows = qkv + hb.b * S * W;
     const T* keys = key_rows(d, kv, hb.b);
-    const GemmBatch batch{hb.count, G * D, D, G * S * K};
     dev.gemm_batched(matrix(probs + o.probs, S, K), matrix(rows + o.q, S, D, W), Op::none,
                      matrix(keys + o.k, K, D, kv.stride), Op::transpose, Accumulate::overwrite,
-                     batch, stats);
+                     {hb.count, G * D, D, G * S * K}, stats);
     dev.causal_softmax_forward(probs + o.probs, {hb.count, G * S * K, S, K}, scale, d.positions());
-  });
-}
-
-template <class T>
-void attention_context(Kernels<T>& dev, const LayerDims& d, KeyValues<const T*> kv, const T* probs,
-                       T* ctx, MatmulStats* stats) {
-  const int64_t S = d.seq, K = d.kv_seq(), D = d.head_dim, C = d.heads * d.head_dim;
-  const int64_t G = d.heads / d.kv_heads;
-  for_each_head_batch(dev, d, [&](const HeadBatch& hb) {
-    const HeadOperands o = head_operands(d, kv, hb);
-    const GemmBatch batch{hb.count, G * S * K, D, G * D};
+    if (ctx == nullptr) return;
     dev.gemm_batched(matrix(ctx + hb.b * S * C + o.q, S, D, C), matrix(probs + o.probs, S, K),
-                     Op::none, matrix(key_rows(d, kv, hb.b) + o.v, K, D, kv.stride), Op::none,
-                     Accumulate::overwrite, batch, stats);
+                     Op::none, matrix(keys + o.v, K, D, kv.stride), Op::none, Accumulate::overwrite,
+                     {hb.count, G * S * K, D, G * D}, stats);
   });
 }
 
@@ -125,10 +115,8 @@ void attention_backward(Kernels<T>& dev, const LayerDims& d, const T* qkv, KeyVa
 }
 
 #define SHARDPLAN_INSTANTIATE(T)                                                                   \
-  template void attention_probs<T>(Kernels<T>&, const LayerDims&, const T*, KeyValues<const T*>,   \
-                                   T*, MatmulStats*);                                              \
-  template void attention_context<T>(Kernels<T>&, const LayerDims&, KeyValues<const T*>, const T*, \
-                                     T*, MatmulStats*);                                            \
+  template void attention_forward<T>(Kernels<T>&, const LayerDims&, const T*, KeyValues<const T*>, \
+                                     T*, T*, MatmulStats*);                                        \
   template void attention_backward<T>(Kernels<T>&, const LayerDims&, const T*,                     \
                                       KeyValues<const T*>, const T*, const T*, T*, KeyValues<T*>,  \
                                       T*, MatmulStats*);

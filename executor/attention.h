@@ -41,15 +41,12 @@ inline int64_t attention_probs_count(const LayerDims& d) {
 // strided batch covers them.
 //
 // probs[b, h, i, j] = softmax over keys j ≤ position(i) of q_i·k_j/√head_dim (Vaswani et al. 2017,
-// eq. 1), 0 for the later keys.
+// eq. 1), 0 for the later keys; and, unless ctx is null, ctx[tokens, heads·head_dim]: each head's
+// probs·v, heads side by side, made right after the head's probabilities while a CPU core's cache
+// still holds them. Selective recomputation's re-forward passes a null ctx: it kept the context.
 template <class T>
-void attention_probs(Kernels<T>& dev, const LayerDims& d, const T* qkv, KeyValues<const T*> kv,
-                     T* probs, MatmulStats* stats);
-
-// ctx[tokens, heads·head_dim]: each head's probs·v, heads side by side.
-template <class T>
-void attention_context(Kernels<T>& dev, const LayerDims& d, KeyValues<const T*> kv, const T* probs,
-                       T* ctx, MatmulStats* stats);
+void attention_forward(Kernels<T>& dev, const LayerDims& d, const T* qkv, KeyValues<const T*> kv,
+                       T* probs, T* ctx, MatmulStats* stats);
 
 // Elements of attention_backward's scratch: the score gradients of the heads one call takes.
 template <class T>

@@ -89,9 +89,8 @@ Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buf
     s.probs = c.allocate_for_overwrite(
         mode == Recompute::none ? MemoryCategory::activations : MemoryCategory::buffers,
         attention_probs_count(d), "attention probabilities");
-    attention_probs(dev, d, s.qkv.data(), kv, s.probs.data(), c.matmul_stats);
     s.ctx = keep(N * C, "attention context");
-    attention_context(dev, d, kv, s.probs.data(), s.ctx.data(), c.matmul_stats);
+    attention_forward(dev, d, s.qkv.data(), kv, s.probs.data(), s.ctx.data(), c.matmul_stats);
   }
   if (mode != Recompute::none) s.probs = {};
   {
@@ -181,7 +180,7 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
     if (s.probs.empty()) {  // selective recomputation
       s.probs = c.allocate_for_overwrite(MemoryCategory::activations, attention_probs_count(d),
                                          "recomputed attention probabilities");
-      attention_probs(dev, d, s.qkv.data(), kv, s.probs.data(), c.matmul_stats);
+      attention_forward<T>(dev, d, s.qkv.data(), kv, s.probs.data(), nullptr, c.matmul_stats);
     }
     dqkv = scratch(N * d.qkv_width(), "qkv gradient");
     const KeyValues<T*> dkv = key_value_grads(d, c, dqkv.data(), dkv_whole);

@@ -30,17 +30,26 @@ void add_linear(std::vector<GemmCall>& calls, int64_t rows, int64_t in, int64_t 
 std::vector<GemmCall> layer_gemm_calls(const LayerDims& d, int64_t vocab_rows,
                                        const std::string& label) {
   const int64_t N = d.tokens(), H = d.hidden, S = d.seq, K = d.kv_seq(), D = d.head_dim,
-                C = d.heads * d.head_dim;
+                C = d.heads * d.head_dim, W = d.qkv_width();
   std::vector<GemmCall> calls;
   add_linear(calls, N, H, d.qkv_width(), label + " qkv");
-  // Per sequence and head (executor/attention.cpp), S queries against K keys: P = q·kᵀ and
-  // ctx = P·v; backward dP = dctx·vᵀ, dv += Pᵀ·dctx, dq = dS·k, dk += dSᵀ·q. Timed warm: the
-  // backward's products share their shapes with the forward's, whose operands were just computed,
-  // and the first call of a shape stands for all (add_distinct).
-  calls.push_back(
-      {S, K, D, Op::none, Op::transpose, Accumulate::overwrite, label + " attn scores"});
-  calls.push_back({S, D, K, Op::none, Op::none, Accumulate::overwrite, label + " attn context"});
-  calls.push_back({K, D, S, Op::transpose, Op::none, Accumulate::add, label + " attn dv/dk"});
+  // Per sequence and head (executor/attention.cpp), S queries against K keys, each call as the CPU
+  // backend makes it (one head a call): a head's q, k and v are columns of the QKV activation's
+  // rows (W apart), its context and the context's gradient columns of theirs (C apart). Going
+  // forward, the probabilities are written into memory a whole pass unused, everything else was
+  // just computed; going backward, the saved q, k, v and probabilities come from memory.
+  const auto attention = [&](GemmCall c, const std::string& what) {
+    c.what = label + " attn " + what;
+    calls.push_back(c);
+  };
+  const Op none = Op::none, t = Op::transpose;
+  const Accumulate set = Accumulate::overwrite, add = Accumulate::add;
+  attention({S, K, D, none, t, set, "", false, false, true, W, W, 0}, "scores");      // P = q·kᵀ
+  attention({S, D, K, none, none, set, "", false, false, true, 0, W, C}, "context");  // P·v
+  attention({S, K, D, none, t, set, "", false, true, false, C, W, 0}, "dP");          // dctx·vᵀ
+  attention({K, D, S, t, none, add, "", true, false, false, 0, C, W}, "dv");    // dv += Pᵀ·dctx
+  attention({S, D, K, none, none, set, "", false, true, true, 0, W, W}, "dq");  // dS·k
+  attention({K, D, S, t, none, add, "", false, true, false, 0, W, W}, "dk");    // dk += dSᵀ·q
   add_linear(calls, N, C, H, label + " proj");
   add_linear(calls, N, H, d.fc1_width(), label + " fc1");
   add_linear(calls, N, d.ffn, H, label + " fc2");
@@ -63,7 +72,13 @@ std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, cons
     // Operands as stored: op(A) is m×k, so A is k×m when transposed; likewise B.
     const int64_t a_rows = g.op_a == Op::none ? g.m : g.k, a_cols = g.op_a == Op::none ? g.k : g.m;
     const int64_t b_rows = g.op_b == Op::none ? g.k : g.n, b_cols = g.op_b == Op::none ? g.n : g.k;
-    const int64_t sizes[3] = {a_rows * a_cols, b_rows * b_cols, g.m * g.n};
+    const int64_t rows[3] = {a_rows, b_rows, g.m}, cols[3] = {a_cols, b_cols, g.n};
+    const int64_t given[3] = {g.stride_a, g.stride_b, g.stride_c};
+    int64_t strides[3], sizes[3];
+    for (int i = 0; i < 3; ++i) {
+      strides[i] = given[i] > 0 ? given[i] : cols[i];
+      sizes[i] = rows[i] * strides[i];
+    }
     const bool cold[3] = {g.cold_a, g.cold_b, g.cold_c};
     int64_t cold_set_bytes = 0;
     for (int i = 0; i < 3; ++i)
@@ -82,8 +97,9 @@ std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, cons
     size_t next = 0;
     const auto run = [&] {
       const auto copy = [&](int i) { return operands[i][next % operands[i].size()].data(); };
-      dev.gemm(matrix(copy(2), g.m, g.n), matrix<const float>(copy(0), a_rows, a_cols), g.op_a,
-               matrix<const float>(copy(1), b_rows, b_cols), g.op_b, g.acc, nullptr);
+      dev.gemm(matrix(copy(2), g.m, g.n, strides[2]),
+               matrix<const float>(copy(0), a_rows, a_cols, strides[0]), g.op_a,
+               matrix<const float>(copy(1), b_rows, b_cols, strides[1]), g.op_b, g.acc, nullptr);
       ++next;
     };
     out.push_back({g, median_time_s(run, t, comm, {}, [&] { dev.synchronize(); })});

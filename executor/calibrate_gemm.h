@@ -19,20 +19,25 @@
 
 namespace shardplan {
 
-// C[m×n] (+)= op(A)·op(B) with op(A) m×k and op(B) k×n, on packed row-major fp32 matrices.
+// C[m×n] (+)= op(A)·op(B) with op(A) m×k and op(B) k×n, on row-major fp32 matrices.
 struct GemmCall {
   int64_t m = 0, n = 0, k = 0;
   Op op_a = Op::none, op_b = Op::none;
   Accumulate acc = Accumulate::overwrite;
   std::string what;  // where the first layer making it does ("gpt-small tp=2 fc1 wgrad")
-  // Operands a training step reads from memory rather than from a cache: a layer's weights and
-  // weight gradients, and the activations its forward saved for its backward, all last touched a
-  // whole pass over the other layers ago. Not part of the call's identity: the first call of a
-  // shape decides.
+  // Operands a training step finds in memory rather than in a cache: a layer's weights and weight
+  // gradients, the activations its forward saved for its backward, all last touched a whole pass
+  // over the other layers ago, and outputs written into memory that long unused (attention's
+  // probabilities). One shape's calls that differ in them are timed apart (gemm_rates sums them).
   bool cold_a = false, cold_b = false, cold_c = false;
+  // Elements between consecutive rows of A, B and C as stored (0: packed): an attention head's
+  // q, k and v columns inside the QKV activation's rows, its context columns inside the context's.
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
 
   auto operator<=>(const GemmCall& o) const {
-    return std::tie(m, n, k, op_a, op_b, acc) <=> std::tie(o.m, o.n, o.k, o.op_a, o.op_b, o.acc);
+    return std::tie(m, n, k, op_a, op_b, acc, cold_a, cold_b, cold_c, stride_a, stride_b,
+                    stride_c) <=> std::tie(o.m, o.n, o.k, o.op_a, o.op_b, o.acc, o.cold_a, o.cold_b,
+                                           o.cold_c, o.stride_a, o.stride_b, o.stride_c);
   }
   bool operator==(const GemmCall& o) const { return (*this <=> o) == 0; }
   double flops() const {
@@ -45,7 +50,7 @@ struct GemmCall {
 std::vector<GemmCall> layer_gemm_calls(const LayerDims& d, int64_t vocab_rows,
                                        const std::string& label);
 
-// Adds the calls not already in `into` (equal shape, ops and accumulation), keeping order.
+// Adds the calls not already in `into` (equal in all but `what`), keeping order.
 void add_distinct(std::vector<GemmCall>& into, const std::vector<GemmCall>& calls);
 
 struct GemmTiming {
@@ -61,8 +66,8 @@ std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, cons
                                         MPI_Comm comm, Kernels<float>& dev, TensorAllocator& alloc,
                                         int64_t cold_bytes);
 
-// One rate per distinct (m, n, k): the FLOPs of one call of each variant (ops, accumulation) over
-// their summed time, the rate a step making each once would see.
+// One rate per distinct (m, n, k): the FLOPs of one call of each variant (ops, accumulation, cold
+// or strided operands) over their summed time, the rate a step making each once would see.
 std::vector<GemmRate> gemm_rates(const std::vector<GemmTiming>& timings);
 
 void print_gemm_timings(std::FILE* out, const std::vector<GemmTiming>& timings);

@@ -97,11 +97,12 @@ std::vector<KernelTiming> time_kernels(const LayerDims& d, int64_t vocab_rows, i
   const KeyValues<const float*> kv = qkv_key_values<const float*>(d, qkv.data());
   const KeyValues<float*> dkv = qkv_key_values(d, dqkv.data());
   MatmulStats gemms;
-  attention_probs(dev, d, qkv.data(), kv, probs.data(), &gemms);
+  attention_forward<float>(dev, d, qkv.data(), kv, probs.data(), nullptr, &gemms);
   if (gemms.seconds > 0) {
     timer.time(
         MemoryKernel::softmax_forward, scores,
-        [&] { attention_probs(dev, d, qkv.data(), kv, probs.data(), &gemms); }, &gemms);
+        [&] { attention_forward<float>(dev, d, qkv.data(), kv, probs.data(), nullptr, &gemms); },
+        &gemms);
     timer.time(
         MemoryKernel::softmax_backward, scores,
         [&] {

@@ -23,7 +23,7 @@ int64_t largest_cache_bytes() {
 }
 
 int64_t cold_copies(int64_t set_bytes, int64_t cold_bytes) {
-  return std::clamp<int64_t>(cold_bytes / std::max<int64_t>(set_bytes, 1), 1, 64);
+  return std::clamp<int64_t>(cold_bytes / std::max<int64_t>(set_bytes, 1), 1, 256);
 }
 
 int64_t stream_elements() {

@@ -28,7 +28,9 @@ int64_t largest_cache_bytes();
 
 // How many copies of a `set_bytes` set of buffers, taken in turn, keep the next call's out of every
 // cache: enough to exceed `cold_bytes` (twice the largest cache: STREAM's rule for its arrays,
-// halved), at most 64 (sets so small that 64 stay cached are timed cached); 1 for cold_bytes 0.
+// halved), at most 256 (sets so small that 256 stay cached are timed cached: under 256 KiB for a
+// 32 MiB cache, so that an attention head's 256 KiB of probabilities is still timed cold); 1 for
+// cold_bytes 0.
 int64_t cold_copies(int64_t set_bytes, int64_t cold_bytes);
 
 // Elements per array by STREAM's rule (stream.c's comment on STREAM_ARRAY_SIZE): each array at

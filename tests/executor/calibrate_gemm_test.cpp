@@ -26,20 +26,33 @@ TEST_CASE("GEMM calls of a layer: gpt-tiny's tp=2 share, 2 sequences of 64 token
   const auto calls = layer_gemm_calls(d, 128, "tiny");
   const auto N = Op::none, T = Op::transpose;
   const auto set = Accumulate::overwrite, add = Accumulate::add;
-  // qkv: 128 tokens × 64 in × 96 out (2 heads × 3 × 16).
-  CHECK(has(calls, {128, 96, 64, N, T, set, ""}));  // y = x·Wᵀ
-  CHECK(has(calls, {128, 64, 96, N, N, set, ""}));  // dx = dy·W
-  CHECK(has(calls, {96, 64, 128, T, N, add, ""}));  // dW += dyᵀ·x
-  // Attention, per sequence and head: 64×64 scores over head_dim 16.
-  CHECK(has(calls, {64, 64, 16, N, T, set, ""}));
-  CHECK(has(calls, {64, 16, 64, N, N, set, ""}));
-  CHECK(has(calls, {64, 16, 64, T, N, add, ""}));
+  // qkv: 128 tokens × 64 in × 96 out (2 heads × 3 × 16); W, dW and the saved x are cold.
+  CHECK(has(calls, {128, 96, 64, N, T, set, "", false, true, false}));  // y = x·Wᵀ
+  CHECK(has(calls, {128, 64, 96, N, N, set, "", false, true, false}));  // dx = dy·W
+  CHECK(has(calls, {96, 64, 128, T, N, add, "", false, true, true}));   // dW += dyᵀ·x
+  // Attention, per sequence and head: 64×64 scores over head_dim 16, q, k, v 16 columns of the
+  // QKV rows (96 wide), the context 16 of its 32. Six calls as the layer makes them: the scores
+  // write cold probabilities, dv reads them cold, and dP, dq, dk read the saved v, k, q cold.
+  const auto attention = [&](GemmCall c) {
+    const auto it = std::find(calls.begin(), calls.end(), c);
+    return it == calls.end() ? std::string("missing") : it->what;
+  };
+  CHECK(attention({64, 64, 16, N, T, set, "", false, false, true, 96, 96, 0}) ==
+        "tiny attn scores");
+  CHECK(attention({64, 16, 64, N, N, set, "", false, false, true, 0, 96, 32}) ==
+        "tiny attn context");
+  CHECK(attention({64, 64, 16, N, T, set, "", false, true, false, 32, 96, 0}) == "tiny attn dP");
+  CHECK(attention({64, 16, 64, T, N, add, "", true, false, false, 0, 32, 96}) == "tiny attn dv");
+  CHECK(attention({64, 16, 64, N, N, set, "", false, true, true, 0, 96, 96}) == "tiny attn dq");
+  CHECK(attention({64, 16, 64, T, N, add, "", false, true, false, 0, 96, 96}) == "tiny attn dk");
   // proj 32 → 64, fc2 128 → 64.
-  CHECK(has(calls, {128, 64, 32, N, T, set, ""}));
-  CHECK(has(calls, {64, 128, 128, T, N, add, ""}));
-  // fc1 (64 → 128) and the LM head (64 → 128 vocabulary rows) make the same three calls: 5 × 3.
-  CHECK(calls.size() == 15);
-  const auto fc1 = std::find(calls.begin(), calls.end(), GemmCall{128, 128, 64, N, T, set, ""});
+  CHECK(has(calls, {128, 64, 32, N, T, set, "", false, true, false}));
+  CHECK(has(calls, {64, 128, 128, T, N, add, "", false, true, true}));
+  // fc1 (64 → 128) and the LM head (64 → 128 vocabulary rows) make the same three calls: 4 × 3
+  // linear calls and 6 of attention.
+  CHECK(calls.size() == 18);
+  const auto fc1 = std::find(calls.begin(), calls.end(),
+                             GemmCall{128, 128, 64, N, T, set, "", false, true, false});
   REQUIRE(fc1 != calls.end());
   CHECK(fc1->what == "tiny fc1 fwd");
   CHECK(fc1->flops() == 2.0 * 128 * 128 * 64);
@@ -58,8 +71,11 @@ TEST_CASE("GEMM rates: variants of one shape combine as FLOPs over summed time",
   CHECK(rates[1] == GemmRate{100, 100, 100, rates[1].tflops});
   CHECK(rates[1].tflops == Approx(1e-3).epsilon(1e-12));  // 4e6 / 4 ms
   std::vector<GemmCall> into{timings[0].call};
-  add_distinct(into, {timings[1].call, timings[0].call, timings[1].call});
-  CHECK(into.size() == 2);
+  GemmCall cold_output = timings[0].call, strided = timings[0].call;
+  cold_output.cold_c = true;
+  strided.stride_a = 128;
+  add_distinct(into, {timings[1].call, timings[0].call, cold_output, timings[1].call, strided});
+  CHECK(into.size() == 4);  // a cold or strided operand makes a call of its own
 }
 
 }  // namespace

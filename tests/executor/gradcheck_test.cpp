@@ -113,8 +113,7 @@ TEST_CASE("gradient check: causal attention with grouped kv heads", "[executor]"
     const auto loss = [&] {
       std::vector<double> ctx(r.size());
       const KeyValues<const double*> kv = qkv_key_values<const double*>(d, qkv.data());
-      attention_probs(*dev, d, qkv.data(), kv, probs.data(), nullptr);
-      attention_context(*dev, d, kv, probs.data(), ctx.data(), nullptr);
+      attention_forward(*dev, d, qkv.data(), kv, probs.data(), ctx.data(), nullptr);
       return dot(ctx, r);
     };
     loss();
