@@ -31,7 +31,8 @@ void gemm(MatrixView<T> c, ConstMatrixView<T> a, Op op_a, ConstMatrixView<T> b, 
   assert(c.rows() == m && c.cols() == n);
   assert((op_b == Op::none ? b.rows() : b.cols()) == k);
   const auto start = std::chrono::steady_clock::now();
-  const double cpu_start = stats != nullptr ? thread_cpu_seconds() : 0;
+  const bool cpu_time = stats != nullptr && stats->cpu_time;
+  const double cpu_start = cpu_time ? thread_cpu_seconds() : 0;
   if (op_a == Op::none && op_b == Op::none)
     assign(c, a, b, acc);
   else if (op_a == Op::none)
@@ -43,7 +44,7 @@ void gemm(MatrixView<T> c, ConstMatrixView<T> a, Op op_a, ConstMatrixView<T> b, 
   if (stats != nullptr) {
     stats->seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    stats->cpu_seconds += thread_cpu_seconds() - cpu_start;
+    if (cpu_time) stats->cpu_seconds += thread_cpu_seconds() - cpu_start;
     stats->flops += 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   }
 }

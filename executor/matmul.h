@@ -32,7 +32,11 @@ ConstMatrixView<T> view(const T* p, int64_t rows, int64_t cols, int64_t row_stri
 struct MatmulStats {
   double flops = 0;        // 2·m·n·k per call
   double seconds = 0;      // wall
-  double cpu_seconds = 0;  // this thread's CPU time
+  double cpu_seconds = 0;  // this thread's CPU time, where cpu_time asks for it
+  // Read the thread's CPU clock around each call: a system call, 0.57 us here (10^6 calls of
+  // clock_gettime(CLOCK_THREAD_CPUTIME_ID), 2026-11-24), 1% of an attention head's GEMM; the
+  // benchmarks ask for it, a training step does not pay it.
+  bool cpu_time = false;
   double flop_per_s() const { return seconds > 0 ? flops / seconds : 0; }
   double flop_per_cpu_s() const { return cpu_seconds > 0 ? flops / cpu_seconds : 0; }
 };

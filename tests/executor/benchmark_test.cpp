@@ -24,7 +24,7 @@ double gemm_rate(int64_t m, int64_t n, int64_t k, int reps) {
   for (int64_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 5) * 0.1f;
   double best = 0;
   for (int r = 0; r < reps; ++r) {
-    MatmulStats s;
+    MatmulStats s{.cpu_time = true};
     gemm<float>(view(c.data(), m, n), view(static_cast<const float*>(a.data()), m, k), Op::none,
                 view(static_cast<const float*>(b.data()), n, k), Op::transpose,
                 Accumulate::overwrite, &s);

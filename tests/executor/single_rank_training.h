@@ -29,6 +29,7 @@ inline TrainingRun train_single_rank(const Model& m, const TextTokens& text, int
   alloc.set_poison_for_overwrite(true);  // a layer reading an output before writing it shows
   SingleRankTpComm<float> tp;
   TrainingRun run;
+  run.matmul.cpu_time = true;
   LayerContext<float> c{alloc, tp, &run.matmul};
   const RankShard shard = whole_model(m);
   const ParamLayout layout = param_layout(m, shard);
