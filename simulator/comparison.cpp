@@ -69,13 +69,14 @@ Comparison compare_run(const PlanSimulation& predicted, const Measurement& measu
   const std::vector<std::vector<double>> waits = median_partner_wait_s(measured);
   double longest_busy_s = -1;
   double excess_wait_s = 0;  // summed over the ranks
+  double step_noise_s = 0;   // summed over the ranks
   for (size_t i = 0; i < predicted.step.programs.size(); ++i) {
     const Program& p = predicted.step.programs[i];
     const size_t rank = static_cast<size_t>(p.rank);
     assert(measured.programs[rank].actions.size() == p.actions.size());
     std::map<std::string, size_t> index;  // name → position in c.kinds
     const size_t first = c.kinds.size();
-    double busy_s = 0;
+    double busy_s = 0, parts_s = 0;
     for (size_t a = 0; a < p.actions.size(); ++a) {
       const std::string name = action_kind_name(p.actions[a]);
       const auto [it, fresh] = index.try_emplace(name, c.kinds.size());
@@ -89,6 +90,7 @@ Comparison compare_run(const PlanSimulation& predicted, const Measurement& measu
       k.measured_wait_s += waits[rank][a];
       if (is_group_action(p.actions[a])) excess_wait_s += waits[rank][a] - sim.wait_s[i][a];
       busy_s += medians[rank][a] - waits[rank][a];
+      if (p.actions[a].kind != ActionKind::send) parts_s += medians[rank][a];
     }
     std::vector<double> outside;
     const std::vector<double> none(p.actions.size(), 0.0);  // a measured call holds its wait
@@ -101,6 +103,7 @@ Comparison compare_run(const PlanSimulation& predicted, const Measurement& measu
          .name = kOutsideActions,
          .predicted_s = outside_actions_s(predicted.step_time_s, p, sim.timings[i], sim.wait_s[i]),
          .measured_s = median(std::move(outside))});
+    step_noise_s += c.measured_step_time_s - parts_s - c.kinds.back().measured_s;
     if (busy_s > longest_busy_s) {
       longest_busy_s = busy_s;
       c.gap_rank = p.rank;
@@ -126,6 +129,7 @@ Comparison compare_run(const PlanSimulation& predicted, const Measurement& measu
       c.gemms.push_back({static_cast<int64_t>(rank), gemms[rank].flops,
                          measured.gemms[rank].flops_per_step, gemms[rank].time_s, gemm_s[rank]});
   c.excess_wait_s = excess_wait_s / static_cast<double>(predicted.step.programs.size());
+  c.step_noise_s = step_noise_s / static_cast<double>(predicted.step.programs.size());
   std::stable_sort(c.gaps.begin(), c.gaps.end(), [](const Gap& a, const Gap& b) {
     return std::abs(a.gap_s) > std::abs(b.gap_s);
   });

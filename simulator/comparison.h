@@ -89,6 +89,12 @@ struct Comparison {
   // Recvs' waits are left out: a pipeline's are its bubble, which grows with every stage's
   // compute alike.
   double excess_wait_s = 0;
+  // The measured median step less the sum of its parts' medians (each action's, posted sends
+  // aside, and the time outside them), averaged over the ranks: the noise inside the steps. A
+  // step's time sums its parts' and its median follows their means, which sit above their medians
+  // where noise slows a few calls a lot (a core taken away, a neighbour's burst); the cost model,
+  // pricing medians, carries none of it.
+  double step_noise_s = 0;
   double peak_error() const {
     return relative_error(static_cast<double>(predicted_peak_bytes),
                           static_cast<double>(measured_peak_bytes));

@@ -43,6 +43,7 @@ nlohmann::json comparison_row_json(const Comparison& c) {
                      {"peak_error", c.peak_error()}};
   if (!std::isnan(c.gemm_time_error())) row["gemm_time_error"] = c.gemm_time_error();
   row["excess_wait_s"] = c.excess_wait_s;
+  row["step_noise_s"] = c.step_noise_s;
   return row;
 }
 
@@ -151,6 +152,11 @@ std::string format_comparison_table(const Comparison& c) {
   for (size_t i = 0; i < c.gaps.size() && i < kShown; ++i)
     out += fmt::format("  {:<34} {:>1}{:>11}\n", c.gaps[i].name, c.gaps[i].gap_s >= 0 ? "+" : "",
                        format_seconds(c.gaps[i].gap_s));
+  out += fmt::format(
+      "Noise inside the steps: the measured median step exceeds the sum of its parts' medians by "
+      "{} ({} of it; mean over the ranks), which the cost model, pricing medians, does not carry\n",
+      format_seconds(c.step_noise_s),
+      format_signed_percent(c.step_noise_s / c.measured_step_time_s));
   return out;
 }
 

@@ -174,13 +174,13 @@ std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement
   size_t width = 6;
   for (const Run& r : runs) width = std::max(width, layout_label(r.planned.layout).size());
   const char* row =
-      "{:<{}}  {:>10} {:>20} {:>7}  {:>10} {:>7}  {:>7} {:>7}  {:>11} {:>11} {:>7}  {:>4} "
-      "{:>4}\n";
+      "{:<{}}  {:>10} {:>20} {:>7}  {:>10} {:>7}  {:>7} {:>7} {:>7}  {:>11} {:>11} {:>7}  "
+      "{:>4} {:>4}\n";
   std::string out = fmt::format(fmt::runtime(row), "layout", width, "predicted",
                                 "measured (± spread)", "error", "refit", "error", "GEMM", "skew",
-                                "pred. peak", "meas. peak", "error", "pred", "meas");
+                                "step", "pred. peak", "meas. peak", "error", "pred", "meas");
   out += fmt::format(fmt::runtime(row), "", width, "step", "step", "", "others", "", "error",
-                     "waits", "memory", "memory", "", "rank", "rank");
+                     "waits", "noise", "memory", "memory", "", "rank", "rank");
   for (size_t i = 0; i < runs.size(); ++i) {
     const Run& r = runs[i];
     const Comparison& c = r.comparison;
@@ -195,6 +195,7 @@ std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement
               : "-",
         std::isnan(c.gemm_time_error()) ? "-" : format_signed_percent(c.gemm_time_error()),
         format_signed_percent(c.excess_wait_s / c.measured_step_time_s),
+        format_signed_percent(c.step_noise_s / c.measured_step_time_s),
         format_mib(static_cast<double>(c.predicted_peak_bytes)),
         format_mib(static_cast<double>(c.measured_peak_bytes)),
         format_signed_percent(c.peak_error()), predicted_rank[i], measured_rank[i]);
@@ -214,6 +215,10 @@ std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement
       "skew waits: the ranks' time in collectives waiting for slower ranks beyond the "
       "prediction's, as a share of the measured step (mean over the ranks): how far the ranks' "
       "speeds in the run strayed apart\n";
+  out +=
+      "step noise: the measured median step less the sum of its parts' medians (each action's "
+      "and the time outside them), as a share of the step (mean over the ranks): noise inside "
+      "the steps, which the cost model, pricing medians, does not carry\n";
   out +=
       "refit others: predicted with the profile refitted (calibrate --from) on the other "
       "layouts' runs\n";
@@ -295,12 +300,14 @@ int run_demo(const DemoOptions& o) {
     const double gemm_error = run.comparison.gemm_time_error();
     const Comparison& c = run.comparison;
     progress(fmt::format(
-        "[compare {}/{}] {}: measured {} ± {} over {} rounds, predicted {} ({}){}; skew waits {}",
+        "[compare {}/{}] {}: measured {} ± {} over {} rounds, predicted {} ({}){}; skew waits "
+        "{}; step noise {}",
         i + 1, runs.size(), layout_label(run.planned.layout),
         format_seconds(c.measured_step_time_s), format_seconds(run.spread_s), o.rounds,
         format_seconds(c.predicted_step_time_s), format_signed_percent(c.step_time_error()),
         std::isnan(gemm_error) ? "" : fmt::format("; GEMMs {}", format_signed_percent(gemm_error)),
-        format_signed_percent(c.excess_wait_s / c.measured_step_time_s)));
+        format_signed_percent(c.excess_wait_s / c.measured_step_time_s),
+        format_signed_percent(c.step_noise_s / c.measured_step_time_s)));
   }
 
   predict_from_the_others(runs, merged ? &*merged : nullptr);

@@ -131,6 +131,35 @@ TEST_CASE("compare: sums per kind and rank, step and memory errors", "[compare]"
   CHECK(relative_error(1.1, 1.0) == Approx(0.1));
 }
 
+TEST_CASE("compare: noise inside the steps, which per-action medians leave out", "[compare]") {
+  const Plan p = test::tiny_cpu_plan("dp=2");
+  const PlanSimulation s = test::simulate_every_rank(p);
+  const Measurement steady = test::scaled_measurement(p, s, 4, [](const Action&) { return 1.0; });
+  const Comparison quiet = compare_run(s, steady);
+  CHECK(quiet.step_noise_s == Approx(0).margin(1e-12));
+  // Each measured step has a different compute action 1 ms longer on every rank: no action's
+  // median moves, every step's does.
+  constexpr double kSlow = 1e-3;
+  Measurement m = steady;
+  for (size_t step = 1; step < m.timings.size(); ++step) {
+    for (size_t r = 0; r < m.programs.size(); ++r) {
+      size_t compute = 0;
+      for (size_t a = 0; a < m.programs[r].actions.size(); ++a)
+        if (m.programs[r].actions[a].kind == ActionKind::compute && ++compute == step)
+          m.timings[step][r][a].end_s += kSlow;
+    }
+    m.steps[step].step_time_s += kSlow;
+  }
+  const Comparison noisy = compare_run(s, m);
+  CHECK(noisy.measured_step_time_s == Approx(quiet.measured_step_time_s + kSlow));
+  CHECK(noisy.step_noise_s == Approx(kSlow));
+  REQUIRE(noisy.kinds.size() == quiet.kinds.size());
+  for (size_t k = 0; k < noisy.kinds.size(); ++k) {
+    INFO(noisy.kinds[k].rank << " " << noisy.kinds[k].name);
+    CHECK(noisy.kinds[k].measured_s == Approx(quiet.kinds[k].measured_s));
+  }
+}
+
 TEST_CASE("compare: a rank's wait in collectives for a slower rank, set apart from the transfer",
           "[compare]") {
   const Plan p = test::tiny_cpu_plan("tp=2");
