@@ -79,6 +79,7 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& file) {
   p.ranks = int_field(r, "ranks");
   p.dtype = enum_field(r, "dtype", kDtypeNames);
   p.memory_GBps = r.positive_number("memory_GBps");
+  p.noise = r.number_or("noise", 0);
   for (auto& g : r.objects("gemm")) p.gemm.push_back(read_gemm(std::move(g)));
   if (r.has("kernels"))
     for (auto& k : r.objects("kernels")) p.kernels.push_back(read_kernel(std::move(k)));
@@ -116,6 +117,7 @@ nlohmann::json profile_to_json(const Profile& p) {
           {"ranks", p.ranks},
           {"dtype", enum_name(p.dtype, kDtypeNames)},
           {"memory_GBps", p.memory_GBps},
+          {"noise", p.noise},
           {"gemm", gemm},
           {"kernels", kernels},
           {"collectives", collectives}};
@@ -156,9 +158,10 @@ Profile merge_compute_passes(const Profile& base, const std::vector<Profile>& pa
         [](const KernelRate& a, const KernelRate& b) {
           return a.kernel == b.kernel && a.elements == b.elements;
         });
-  std::vector<double> memory{base.memory_GBps};
-  for (const Profile& p : passes) memory.push_back(p.memory_GBps);
+  std::vector<double> memory{base.memory_GBps}, noise{base.noise};
+  for (const Profile& p : passes) memory.push_back(p.memory_GBps), noise.push_back(p.noise);
   out.memory_GBps = median(std::move(memory));
+  out.noise = median(std::move(noise));
   return out;
 }
 
@@ -171,6 +174,8 @@ void validate_profile(const Profile& p, const std::string& file) {
     throw InputError(file, "ranks", fmt::format("must be positive, found {}", p.ranks));
   if (!(p.memory_GBps > 0))
     throw InputError(file, "memory_GBps", fmt::format("must be positive, found {}", p.memory_GBps));
+  if (!(p.noise > -1 && p.noise < 1))
+    throw InputError(file, "noise", fmt::format("must be in (-1, 1), found {}", p.noise));
   if (p.gemm.empty())
     throw InputError(file, "gemm", "no GEMM rate", "run shardplan calibrate to measure some");
   std::set<std::tuple<int64_t, int64_t, int64_t>> shapes;

@@ -89,19 +89,29 @@ struct Profile {
   std::vector<GemmRate> gemm;       // at least one
   std::vector<KernelRate> kernels;  // those measured; the others run at memory_GBps
   std::vector<CollectiveFit> collectives;  // none when it ran on one rank
+  // What the machine's noise adds to work priced from these medians, as a share of it: each rate
+  // above is a median over samples of TimingOptions::min_sample_s (1 ms), which leaves out the
+  // rarer interruptions that a whole training step meets, so that a step's median, which sums its
+  // parts' means, runs longer than the sum of their medians. Fixed work quanta of that length on
+  // every rank at once (FWQ; Sottile & Minnich 2004): the mean over the quanta of the slowest
+  // rank's time over their median, less 1 — what a step that waits for its slowest rank pays
+  // (Hoefler, Schneider & Lumsdaine 2010). 0: not measured; below 0 where the quanta's median
+  // sits above their mean.
+  double noise = 0;
 
   bool operator==(const Profile&) const = default;
 };
 
-// Keys: backend, device, ranks, dtype, memory_GBps, gemm [{m, n, k, tflops}], kernels (optional)
+// Keys: backend, device, ranks, dtype, memory_GBps, noise (optional, 0), gemm [{m, n, k, tflops}],
+// kernels (optional)
 // [{kernel, elements, elements_per_s}], collectives [{collective, level, ranks, cold_input
 // (optional, false), alpha_us, algbw_GBps, measured (optional) [{bytes, time_us}]}]; "source" is
 // documentation. Unknown keys are rejected; validated before returning.
 Profile profile_from_json(const nlohmann::json& j, const std::string& file);
 nlohmann::json profile_to_json(const Profile& p);  // reads back to an equal Profile
 
-// `base` with its compute rates — every GEMM shape's, every kernel size's and memory_GBps — the
-// median over `base` and the compute passes taken after it that measured them (calibrate
+// `base` with its compute rates — every GEMM shape's, every kernel size's, memory_GBps and noise —
+// the median over `base` and the compute passes taken after it that measured them (calibrate
 // --compute-only, over some of base's shapes), so that rates drawn over the whole time the runs
 // took price them (Abedi & Brecht, "Conducting repeatable experiments in highly variable cloud
 // computing environments", ICPE 2017: alternatives interleaved, here the calibration with the

@@ -5,8 +5,8 @@
 // over the quanta of each one's longest time on any rank, over the slowest rank's median, is the
 // noise a step that synchronises after every quantum waits for (Hoefler, Schneider & Lumsdaine
 // 2010, "Characterizing the influence of system noise on large-scale applications by simulation").
-// The cost model prices medians, so both are parts of a measured step that no profile entry
-// carries. Printed by `calibrate`, not fitted.
+// The cost model prices medians; the profile carries the second, at the length of the
+// calibration's samples, as Profile::noise (noise_share), and `calibrate` prints both.
 #pragma once
 
 #include <mpi.h>
@@ -20,8 +20,13 @@ struct NoiseTiming {
   double fastest_median_s = 0;  // the quantum's median time on the rank where it is shortest
   double slowest_median_s = 0;  // ... and where it is longest: the ranks' cores differ in speed
   double mean_max_s = 0;        // the mean over the quanta of each one's longest time on any rank
+  double median_max_s = 0;      // ... and their median
   int quanta = 0;
 };
+
+// What noise adds to a median over such quanta: mean_max_s / median_max_s − 1 (Profile::noise; a
+// calibration sample too is charged at the slowest rank's time).
+double noise_share(const NoiseTiming& t);
 
 // For each target quantum length, `quanta` quanta of the same fixed work (its size found by a
 // first timing on each rank, then agreed on as the smallest) on every rank of `comm`. Every rank

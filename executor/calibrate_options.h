@@ -32,8 +32,9 @@ struct CalibrateOptions {
   // shape alike rather than on the shapes timed during it (seen here: a minute in which the tp=1
   // shapes ran at 45-53 GFLOP/s and the tp=2 shapes, timed later, at 100-107).
   int passes = 3;
-  // One pass over the GEMMs and kernels and STREAM, no noise or collectives: the compute rates at
-  // one moment, as `demo` takes them between its rounds (merge_compute_passes, core/profile.h).
+  // One pass over the GEMMs and kernels, STREAM and the priced noise, no collectives: the compute
+  // rates at one moment, as `demo` takes them between its rounds (merge_compute_passes,
+  // core/profile.h).
   bool compute_only = false;
   SweepOptions sweep;  // collective sizes and timing
 

@@ -26,13 +26,18 @@ double wave_utilization(int64_t m, int64_t n, int64_t count, int sm_count) {
   return best;
 }
 
+// A measured time as a step pays it: the profile's medians and its noise on top (Profile::noise).
+double with_noise(const Profile& p, double median_s) {
+  return median_s * (1 + p.noise);
+}
+
 }  // namespace
 
 DeviceRates device_rates(const Device& d, Dtype dtype, const Profile* profile) {
   const DeviceEfficiency& eff = d.efficiency;
   const double peak = d.peak_tflops(dtype) * 1e12;
-  const double memory_bytes_per_s =
-      profile ? profile->memory_GBps * 1e9 : d.memory_GBps * 1e9 * eff.memory;
+  const double memory_bytes_per_s = profile ? profile->memory_GBps * 1e9 / (1 + profile->noise)
+                                            : d.memory_GBps * 1e9 * eff.memory;
   return DeviceRates{peak * eff.matmul,
                      peak * eff.attention_forward,
                      peak * eff.attention_backward,
@@ -45,7 +50,9 @@ double gemm_time_s(const DeviceRates& r, int64_t m, int64_t k, int64_t n, int64_
                    int64_t count) {
   const double flops =
       2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
-  if (r.profile) return static_cast<double>(count) * flops / gemm_rate_flops(*r.profile, m, n, k);
+  if (r.profile)
+    return with_noise(*r.profile,
+                      static_cast<double>(count) * flops / gemm_rate_flops(*r.profile, m, n, k));
   const double bytes =
       static_cast<double>(elem_bytes) * (static_cast<double>(m) * static_cast<double>(k) +
                                          static_cast<double>(k) * static_cast<double>(n) +
@@ -57,7 +64,7 @@ double gemm_time_s(const DeviceRates& r, int64_t m, int64_t k, int64_t n, int64_
 
 double kernel_time_s(const DeviceRates& r, MemoryKernel kernel, double elements, double bytes) {
   const double rate = r.profile ? kernel_rate_per_s(*r.profile, kernel, elements) : 0;
-  return rate > 0 ? elements / rate : memory_time_s(r, bytes);
+  return rate > 0 ? with_noise(*r.profile, elements / rate) : memory_time_s(r, bytes);
 }
 
 }  // namespace shardplan

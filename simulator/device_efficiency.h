@@ -30,7 +30,8 @@ struct DeviceRates {
 };
 
 // From the datasheet peaks × Device::efficiency; with a profile, memory_bytes_per_s is the
-// profile's memory_GBps as measured, and GEMMs are priced from its rates (gemm_time_s).
+// profile's memory_GBps as measured, and GEMMs are priced from its rates (gemm_time_s), every
+// measured rate slowed by the profile's noise (Profile::noise), which its medians leave out.
 DeviceRates device_rates(const Device& d, Dtype dtype, const Profile* profile = nullptr);
 
 // count GEMMs of (m×k)·(k×n) with elements of elem_bytes: the slower of computing them and of

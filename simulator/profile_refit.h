@@ -4,7 +4,8 @@
 //     price for it, and every GEMM shape and memory-bound kernel size priced inside the class gets
 //     the rate that makes the class's total come out as measured (its priced time × the class's
 //     measured/predicted ratio, summed over the classes it appears in), as a profile entry for
-//     exactly that shape or size; where the run timed its GEMMs apart (measured.json's gemm_s),
+//     exactly that shape or size (a median rate: the profile's noise, kept, is priced on top as
+//     before); where the run timed its GEMMs apart (measured.json's gemm_s),
 //     GEMMs take their rank's measured/priced GEMM ratio instead and the class's kernels what is
 //     left of its measured time;
 //   collectives: each collective instance's own time — the shortest of its members' durations,

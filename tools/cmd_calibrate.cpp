@@ -163,8 +163,8 @@ Subcommand add_calibrate(CLI::App& root) {
       ->check(CLI::PositiveNumber);
   app->add_flag(
          "--compute-only", o->calibrate.compute_only,
-         "cpu: one pass over the GEMMs and kernels, and STREAM; no noise or collectives (the "
-         "passes `demo` takes between its rounds)")
+         "cpu: one pass over the GEMMs and kernels, STREAM and the priced noise; no collectives "
+         "(the passes `demo` takes between its rounds)")
       ->excludes("--from");
   app->add_option("--max-bytes", o->max_bytes,
                   "Largest collective size in bytes (nccl-tests' -e; the sweep starts at 8 B, "

@@ -20,6 +20,7 @@ Profile sample_profile() {
   p.ranks = 4;
   p.dtype = Dtype::fp32;
   p.memory_GBps = 30.5;
+  p.noise = 0.02;
   p.gemm = {{64, 64, 64, 1.0}, {256, 256, 256, 2.0}};
   p.kernels = {{MemoryKernel::gelu_forward, 1024, 1e8},
                {MemoryKernel::gelu_forward, 4096, 2e8},
@@ -52,6 +53,8 @@ TEST_CASE("profile: JSON round trip", "[profile]") {
   j.erase("collectives");  // one rank measures no collective
   j["ranks"] = 1;
   CHECK(profile_from_json(j, "profile.json").collectives.empty());
+  j.erase("noise");  // a profile from before the noise was priced: none
+  CHECK(profile_from_json(j, "profile.json").noise == 0);
 }
 
 TEST_CASE("profile: written atomically and read back from a file", "[profile]") {
@@ -107,6 +110,9 @@ TEST_CASE("profile: unknown keys and bad values are errors naming the field", "[
   j["collectives"][4]["cold_input"] = "yes";
   CHECK(read_error(j).field == "collectives[4].cold_input");
   j = good;
+  j["noise"] = 1.0;  // a step twice as long as its medians: not noise
+  CHECK(read_error(j).field == "noise");
+  j = good;
   j["backend"] = "rocm";
   CHECK(read_error(j).field == "backend");
 }
@@ -141,6 +147,7 @@ TEST_CASE("profile: compute passes merge as each rate's median, the collectives 
   fast.gemm = {{256, 256, 256, 4.0}, {64, 64, 64, 3.0}};  // another order
   slow.gemm = {{64, 64, 64, 0.5}, {256, 256, 256, 1.0}};
   fast.memory_GBps = 40, slow.memory_GBps = 10;
+  fast.noise = 0.01, slow.noise = 0.5;
   for (KernelRate& k : fast.kernels) k.elements_per_s *= 2;
   for (KernelRate& k : slow.kernels) k.elements_per_s /= 2;
   fast.collectives.clear(), slow.collectives.clear();
@@ -148,6 +155,7 @@ TEST_CASE("profile: compute passes merge as each rate's median, the collectives 
   CHECK(merged.gemm[0].tflops == 2.0);  // 64³: median of 1, 3, 0.5, 3
   CHECK(merged.gemm[1].tflops == 3.0);  // 256³: median of 2, 4, 1, 4
   CHECK(merged.memory_GBps == Approx((30.5 + 40) / 2));
+  CHECK(merged.noise == Approx((0.02 + 0.01) / 2));  // median of 0.02, 0.01, 0.5, 0.01
   CHECK(merged.kernels[0].elements_per_s == Approx(1.5e8));
   CHECK(merged.collectives == base.collectives);
   CHECK(merge_compute_passes(base, {}, {}) == base);

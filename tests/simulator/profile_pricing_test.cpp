@@ -67,6 +67,23 @@ TEST_CASE("profile pricing: a GEMM takes flops / the profile's rate for its shap
   CHECK(gemm_time_s(d, 1024, 512, 2048, 2) != flops / 100e12);
 }
 
+TEST_CASE("profile pricing: the profile's noise slows every measured compute rate",
+          "[profile][compute]") {
+  Profile p = hand_profile();
+  p.kernels = {{MemoryKernel::gelu_forward, 1e6, 1e10}};
+  Profile with_noise = p;
+  with_noise.noise = 0.25;
+  const DeviceRates quiet = device_rates(datasheet_device(), Dtype::bf16, &p);
+  const DeviceRates noisy = device_rates(datasheet_device(), Dtype::bf16, &with_noise);
+  CHECK(gemm_time_s(noisy, 1024, 512, 2048, 2) ==
+        Approx(1.25 * gemm_time_s(quiet, 1024, 512, 2048, 2)));
+  CHECK(kernel_time_s(noisy, MemoryKernel::gelu_forward, 1e6, 8e6) == Approx(1.25 * 1e6 / 1e10));
+  CHECK(memory_time_s(noisy, 1e9) == Approx(1.25 * 1e9 / 2000e9));
+  // Without a profile nothing was measured, and nothing carries noise.
+  const DeviceRates datasheet = device_rates(datasheet_device(), Dtype::bf16);
+  CHECK(datasheet.memory_bytes_per_s == Approx(3350e9 * 0.9));
+}
+
 TEST_CASE("profile pricing: a measured collective takes alpha + bytes / algbw from its fit",
           "[profile][collective]") {
   const Profile p = hand_profile();
