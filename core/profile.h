@@ -89,14 +89,13 @@ struct Profile {
   std::vector<GemmRate> gemm;       // at least one
   std::vector<KernelRate> kernels;  // those measured; the others run at memory_GBps
   std::vector<CollectiveFit> collectives;  // none when it ran on one rank
-  // What the machine's noise adds to work priced from these medians, as a share of it: each rate
-  // above is a median over samples of TimingOptions::min_sample_s (1 ms), which leaves out the
-  // rarer interruptions that a whole training step meets, so that a step's median, which sums its
-  // parts' means, runs longer than the sum of their medians. Fixed work quanta of that length on
-  // every rank at once (FWQ; Sottile & Minnich 2004): the mean over the quanta of the slowest
-  // rank's time over their median, less 1 — what a step that waits for its slowest rank pays
-  // (Hoefler, Schneider & Lumsdaine 2010). 0: not measured; below 0 where the quanta's median
-  // sits above their mean.
+  // What the machine's noise adds to work priced from these rates, as a share of it: each rate is
+  // a median over samples (of 10 ms on the cpu backend), which leaves out the rarer interruptions
+  // a whole training step meets, so that a step's median, which sums its parts' means, runs longer
+  // than the sum of their medians. Fixed work quanta as long as those samples on every rank at
+  // once (FWQ; Sottile & Minnich 2004): the mean over the quanta of the slowest rank's time over
+  // their median, less 1 — what a step that waits for its slowest rank pays (Hoefler, Schneider &
+  // Lumsdaine 2010). 0: not measured; below 0 where the quanta's median sits above their mean.
   double noise = 0;
 
   bool operator==(const Profile&) const = default;

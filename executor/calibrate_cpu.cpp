@@ -79,15 +79,15 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
   // pass or two meets no shape's passes twice. Their tables are printed after the collectives'.
   compute_pass();
 
-  // Quanta as long as the samples the rates are medians of, for 1 s in all (a training step's
-  // length: gpt-small's 0.7 s on 2 ranks), their noise priced (Profile::noise); then quanta of 3
-  // and 10 ms, around the compute between a step's tp synchronisations (gpt-small tp2: 272 in
+  // Quanta as long as the samples the rates are medians of (10 ms), for 1 s in all (a training
+  // step's length: gpt-small's 0.7 s on 2 ranks), their noise priced (Profile::noise); then quanta
+  // of 1 and 3 ms, around the compute between a step's tp synchronisations (gpt-small tp2: 272 in
   // 0.85 s, 3 ms each), printed.
   std::vector<NoiseTiming> noise = time_noise(
       world, {o.timing.min_sample_s}, static_cast<int>(std::ceil(1.0 / o.timing.min_sample_s)));
   p.noise = noise_share(noise.front());
   if (!o.compute_only) {
-    const std::vector<NoiseTiming> longer = time_noise(world, {3e-3, 10e-3}, 100);
+    const std::vector<NoiseTiming> longer = time_noise(world, {1e-3, 3e-3}, 100);
     noise.insert(noise.end(), longer.begin(), longer.end());
   }
   const int64_t elements = o.stream_elements > 0 ? o.stream_elements : stream_elements();
