@@ -2,11 +2,11 @@
 // (FWQ; Sottile & Minnich 2004, "Analysis of microbenchmarks for performance tuning of clusters")
 // run on every rank at once, each quantum started together after a barrier. The ranks' medians
 // differ where their cores run at different speeds (on a shared VM, at the same moment); the mean
-// over the quanta of each one's longest time on any rank, over the slowest rank's median, is the
-// noise a step that synchronises after every quantum waits for (Hoefler, Schneider & Lumsdaine
-// 2010, "Characterizing the influence of system noise on large-scale applications by simulation").
-// The cost model prices medians; the profile carries the second, at the length of the
-// calibration's samples, as Profile::noise (noise_share), and `calibrate` prints both.
+// over the quanta of each one's longest time on any rank, over those times' median, is the noise a
+// step that synchronises after every quantum waits for beyond the medians the cost model prices
+// (Hoefler, Schneider & Lumsdaine 2010, "Characterizing the influence of system noise on
+// large-scale applications by simulation"). `calibrate` prints both; the profile carries the
+// second, at the length of the calibration's samples, as Profile::noise (noise_share).
 #pragma once
 
 #include <mpi.h>
