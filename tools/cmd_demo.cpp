@@ -284,8 +284,8 @@ int run_demo(const DemoOptions& o) {
     write_json_file(priced_with, profile_to_json(*merged));
     progress(
         fmt::format("[calibrate] compute rates: medians over the calibration and {} passes "
-                    "between the rounds ({})",
-                    passes.size(), priced_with));
+                    "between the rounds, slowed by the machine's noise ({}) ({})",
+                    passes.size(), format_signed_percent(merged->noise), priced_with));
   }
   for (size_t i = 0; i < runs.size(); ++i) {
     Run& run = runs[i];
