@@ -93,7 +93,7 @@ struct Comparison {
   // aside, and the time outside them), averaged over the ranks: the noise inside the steps. A
   // step's time sums its parts' and its median follows their means, which sit above their medians
   // where noise slows a few calls a lot (a core taken away, a neighbour's burst); the cost model,
-  // pricing medians, carries none of it.
+  // pricing medians, carries only the profile's share of it (Profile::noise).
   double step_noise_s = 0;
   double peak_error() const {
     return relative_error(static_cast<double>(predicted_peak_bytes),

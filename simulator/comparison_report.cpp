@@ -154,7 +154,8 @@ std::string format_comparison_table(const Comparison& c) {
                        format_seconds(c.gaps[i].gap_s));
   out += fmt::format(
       "Noise inside the steps: the measured median step exceeds the sum of its parts' medians by "
-      "{} ({} of it; mean over the ranks), which the cost model, pricing medians, does not carry\n",
+      "{} ({} of it; mean over the ranks), of which the cost model, pricing medians, carries only "
+      "the profile's noise\n",
       format_seconds(c.step_noise_s),
       format_signed_percent(c.step_noise_s / c.measured_step_time_s));
   return out;

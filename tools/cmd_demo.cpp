@@ -218,7 +218,7 @@ std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement
   out +=
       "step noise: the measured median step less the sum of its parts' medians (each action's "
       "and the time outside them), as a share of the step (mean over the ranks): noise inside "
-      "the steps, which the cost model, pricing medians, does not carry\n";
+      "the steps, of which the cost model, pricing medians, carries only the profile's noise\n";
   out +=
       "refit others: predicted with the profile refitted (calibrate --from) on the other "
       "layouts' runs\n";
