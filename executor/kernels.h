@@ -10,12 +10,20 @@
 // TensorAllocator hands out the one or the other); only copy_to_host and copy_from_host cross.
 // On a GPU the calls are asynchronous, in order on the stream the rank's interpreter selected;
 // copy_to_host, token_loss_sum and synchronize wait for them.
+//
+// T is the storage type of weights, activations and gradients: float (fp32 training), bf16 (mixed
+// precision) or double (the gradient checks). Every kernel computes in C = compute_t<T> (fp32 for
+// bf16: bf16.h) and rounds once when it stores; GEMMs accumulate in fp32 as cuBLAS's
+// CUBLAS_COMPUTE_32F does. The cross-entropy kernels work on the fp32 copy of the logits
+// (Megatron-LM casts the logits to fp32 before its vocab-parallel cross-entropy), Adam on fp32
+// master weights and moments.
 #pragma once
 
 #include <cstdint>
 
 #include "core/model.h"
 #include "executor/adam_config.h"
+#include "executor/bf16.h"
 #include "executor/matmul.h"
 #include "executor/param_layout.h"
 #include "executor/token_positions.h"
@@ -53,6 +61,7 @@ struct ScoreBlocks {
 template <class T>
 class Kernels {
  public:
+  using C = compute_t<T>;
   virtual ~Kernels() = default;
 
   // GEMMs, as matmul.h's gemm: c = op(a)·op(b), or c += op(a)·op(b); FLOPs into `stats`.
@@ -83,10 +92,10 @@ class Kernels {
   virtual void activation_backward(Activation kind, const T* u, const T* da, int64_t rows,
                                    int64_t ffn, T* du) = 0;
   // softmax.h
-  virtual void causal_softmax_forward(T* scores, const ScoreBlocks& blocks, T scale,
+  virtual void causal_softmax_forward(T* scores, const ScoreBlocks& blocks, C scale,
                                       TokenPositions positions) = 0;
   virtual void causal_softmax_backward(const T* probs, const ScoreBlocks& probs_blocks, T* grads,
-                                       const ScoreBlocks& grad_blocks, T scale,
+                                       const ScoreBlocks& grad_blocks, C scale,
                                        TokenPositions positions) = 0;
   // embedding_rows.h
   virtual void embedding_rows(const int32_t* tokens, int64_t count, const T* table,
@@ -97,20 +106,25 @@ class Kernels {
                                       TokenPositions positions, int64_t first_row) = 0;
   virtual void position_embedding_backward(const T* dout, int64_t rows, int64_t hidden, T* dwpe,
                                            TokenPositions positions, int64_t first_row) = 0;
-  // cross_entropy.h
-  virtual void logits_row_max(const T* logits, int64_t rows, int64_t cols, T* row_max) = 0;
-  virtual void logits_target(const T* logits, const int32_t* targets, int64_t rows, int64_t cols,
-                             ElementRange vocab, T* target_logit) = 0;
-  virtual void logits_exponentiate(T* logits, int64_t rows, int64_t cols, const T* row_max,
-                                   T* sum_exp) = 0;
-  virtual double token_loss_sum(const T* row_max, const T* sum_exp, const T* target_logit,
+  // cross_entropy.h, on the logits in C
+  virtual void logits_row_max(const C* logits, int64_t rows, int64_t cols, C* row_max) = 0;
+  virtual void logits_target(const C* logits, const int32_t* targets, int64_t rows, int64_t cols,
+                             ElementRange vocab, C* target_logit) = 0;
+  virtual void logits_exponentiate(C* logits, int64_t rows, int64_t cols, const C* row_max,
+                                   C* sum_exp) = 0;
+  virtual double token_loss_sum(const C* row_max, const C* sum_exp, const C* target_logit,
                                 int64_t rows) = 0;
-  virtual void logits_backward(T* exp_logits, const T* sum_exp, const int32_t* targets,
-                               int64_t rows, int64_t cols, ElementRange vocab, T scale) = 0;
-  // adam.h: one update of `count` fp32 parameters; bias_correction1/2 = 1 − β1^t, 1 − β2^t.
+  virtual void logits_backward(C* exp_logits, const C* sum_exp, const int32_t* targets,
+                               int64_t rows, int64_t cols, ElementRange vocab, C scale) = 0;
+  // adam.h: one update of `count` fp32 weights `master` from gradients in T;
+  // bias_correction1/2 = 1 − β1^t, 1 − β2^t. Under mixed precision `params` receives the updated
+  // weights rounded to T (the compute copy); null when `master` is the parameters themselves.
   virtual void adam_update(const AdamConfig& config, float bias_correction1, float bias_correction2,
-                           float* params, const float* grads, float* m, float* v,
+                           float* master, const T* grads, float* m, float* v, T* params,
                            int64_t count) = 0;
+  // Conversions between storage and compute precision, element by element (copies when T is C).
+  virtual void widen(const T* from, C* to, int64_t count) = 0;
+  virtual void narrow(const C* from, T* to, int64_t count) = 0;
 
   // Memory on the device.
   virtual void fill(MatrixRef<T> m, T value) = 0;

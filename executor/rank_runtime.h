@@ -5,8 +5,11 @@
 // interpreter (interpreter.h) and the layers are written once.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
+#include <utility>
 
 #include "core/schedule.h"
 #include "executor/group_comm.h"
@@ -20,7 +23,16 @@ namespace shardplan {
 class RankRuntime {
  public:
   virtual ~RankRuntime() = default;
-  virtual Kernels<float>& kernels() = 0;
+  // The device's kernels for storage type T (float, or bf16 under mixed precision).
+  template <class T>
+  Kernels<T>& kernels() {
+    if constexpr (std::is_same_v<T, float>)
+      return f32_kernels();
+    else
+      return bf16_kernels();
+  }
+  virtual Kernels<float>& f32_kernels() = 0;
+  virtual Kernels<bf16>& bf16_kernels() = 0;
   virtual TensorAllocator& allocator() = 0;
   virtual StepStreams& streams() = 0;
   // The rank's group of kind `g` (group rank = position in Program::groups[g]).
@@ -30,7 +42,11 @@ class RankRuntime {
   virtual PipelineP2p& p2p() = 0;
   // Frees `b` once the work issued so far on the selected stream no longer needs it: at once in
   // program order; on a GPU when that stream has passed this point.
-  virtual void release_after_use(Buffer<float> b) = 0;
+  template <class T>
+  void release_after_use(Buffer<T> b) {
+    release_bytes_after_use(std::move(b).into_bytes());
+  }
+  virtual void release_bytes_after_use(Buffer<std::byte> b) = 0;
   // Frees what release_after_use kept whose work has finished; with `wait`, all of it.
   virtual void finish_releases(bool wait) = 0;
 };

@@ -91,9 +91,21 @@ class Buffer {
   std::span<const T> span() const { return {data_, static_cast<size_t>(count_)}; }
   T& operator[](int64_t i) { return data_[i]; }
   const T& operator[](int64_t i) const { return data_[i]; }
+  // The same block as bytes, charged as before: for code that moves or frees it untyped (pipeline
+  // messages, releases after a stream's use).
+  Buffer<std::byte> into_bytes() && {
+    Buffer<std::byte> b;
+    b.data_ = reinterpret_cast<std::byte*>(std::exchange(data_, nullptr));
+    b.count_ = std::exchange(count_, 0) * static_cast<int64_t>(sizeof(T));
+    b.category_ = category_;
+    b.owner_ = std::exchange(owner_, nullptr);
+    return b;
+  }
 
  private:
   friend class TensorAllocator;
+  template <class U>
+  friend class Buffer;
   void swap(Buffer& o) noexcept {
     std::swap(data_, o.data_);
     std::swap(count_, o.count_);
