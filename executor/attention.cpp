@@ -60,7 +60,7 @@ void attention_forward(Kernels<T>& dev, const LayerDims& d, const T* qkv, KeyVal
   const int64_t S = d.seq, K = d.kv_seq(), W = d.qkv_width(), D = d.head_dim,
                 C = d.heads * d.head_dim;
   const int64_t G = d.heads / d.kv_heads;
-  const T scale = softmax_scale<T>(d);
+  const compute_t<T> scale = softmax_scale<compute_t<T>>(d);
   for_each_head_batch(dev, d, [&](const HeadBatch& hb) {
     const HeadOperands o = head_operands(d, kv, hb);
     const T* rows = qkv + hb.b * S * W;
@@ -83,7 +83,7 @@ void attention_backward(Kernels<T>& dev, const LayerDims& d, const T* qkv, KeyVa
   const int64_t S = d.seq, K = d.kv_seq(), W = d.qkv_width(), D = d.head_dim,
                 C = d.heads * d.head_dim, KV = d.kv_heads * d.head_dim;
   const int64_t G = d.heads / d.kv_heads;
-  const T scale = softmax_scale<T>(d);
+  const compute_t<T> scale = softmax_scale<compute_t<T>>(d);
   // k and v gradients accumulate over a group's heads.
   dev.fill(matrix(dkv.rows + dkv.k, d.batch * K, KV, dkv.stride), T(0));
   dev.fill(matrix(dkv.rows + dkv.v, d.batch * K, KV, dkv.stride), T(0));
@@ -122,6 +122,7 @@ void attention_backward(Kernels<T>& dev, const LayerDims& d, const T* qkv, KeyVa
                                       T*, MatmulStats*);
 SHARDPLAN_INSTANTIATE(float)
 SHARDPLAN_INSTANTIATE(double)
+SHARDPLAN_INSTANTIATE(bf16)
 #undef SHARDPLAN_INSTANTIATE
 
 }  // namespace shardplan

@@ -206,6 +206,7 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
                                        LayerContext<T>&);
 SHARDPLAN_INSTANTIATE(float)
 SHARDPLAN_INSTANTIATE(double)
+SHARDPLAN_INSTANTIATE(bf16)
 #undef SHARDPLAN_INSTANTIATE
 
 }  // namespace shardplan

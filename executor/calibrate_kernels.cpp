@@ -144,7 +144,7 @@ std::vector<KernelTiming> time_kernels(const LayerDims& d, int64_t vocab_rows, i
   });
 
   Buffer<float> params = buffer(parameters), grads = buffer(parameters);
-  AdamState adam = adam_state(alloc, parameters);
+  AdamState adam = adam_state(alloc, parameters, /*master_weights=*/false);
   timer.time(MemoryKernel::optimizer_step, parameters,
              [&] { adam_step(dev, AdamConfig{}, adam, params.span(), grads.span()); });
   return timer.out;

@@ -41,7 +41,8 @@ ChunkOutput<T> chunk_forward(const ModelChunk& chunk, const ParamLayout& layout,
 template <class T>
 Buffer<T> chunk_backward(const ModelChunk& chunk, const ParamLayout& layout, const T* params,
                          T* grads, const LayerDims& d, MicroBatchTokens tokens,
-                         ChunkSaved<T>&& saved, const T* dy, T loss_scale, LayerContext<T>& c) {
+                         ChunkSaved<T>&& saved, const T* dy, compute_t<T> loss_scale,
+                         LayerContext<T>& c) {
   ChunkSaved<T> s = std::move(saved);
   Buffer<T> dx;
   if (chunk.head) {
@@ -77,10 +78,11 @@ void all_reduce_sequence_parallel_grads(const ParamLayout& layout, T* grads, TpC
                                            Recompute, ChunkSaved<T>&, LayerContext<T>&);    \
   template Buffer<T> chunk_backward<T>(const ModelChunk&, const ParamLayout&, const T*, T*, \
                                        const LayerDims&, MicroBatchTokens, ChunkSaved<T>&&, \
-                                       const T*, T, LayerContext<T>&);                      \
+                                       const T*, compute_t<T>, LayerContext<T>&);           \
   template void all_reduce_sequence_parallel_grads<T>(const ParamLayout&, T*, TpComm<T>&);
 SHARDPLAN_INSTANTIATE(float)
 SHARDPLAN_INSTANTIATE(double)
+SHARDPLAN_INSTANTIATE(bf16)
 #undef SHARDPLAN_INSTANTIATE
 
 }  // namespace shardplan

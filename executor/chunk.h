@@ -53,7 +53,8 @@ ChunkOutput<T> chunk_forward(const ModelChunk& chunk, const ParamLayout& layout,
 template <class T>
 Buffer<T> chunk_backward(const ModelChunk& chunk, const ParamLayout& layout, const T* params,
                          T* grads, const LayerDims& d, MicroBatchTokens tokens,
-                         ChunkSaved<T>&& saved, const T* dy, T loss_scale, LayerContext<T>& c);
+                         ChunkSaved<T>&& saved, const T* dy, compute_t<T> loss_scale,
+                         LayerContext<T>& c);
 
 // Under sequence parallelism each tp rank's gradients of the replicated tensors (norms, the
 // row-parallel biases, the position embedding) cover its own tokens: all-reduce them over tp once

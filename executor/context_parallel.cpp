@@ -99,6 +99,7 @@ void reduce_key_value_grads(const LayerDims& d, LayerContext<T>& c, const Buffer
   template void reduce_key_value_grads<T>(const LayerDims&, LayerContext<T>&, const Buffer<T>&, T*);
 SHARDPLAN_INSTANTIATE(float)
 SHARDPLAN_INSTANTIATE(double)
+SHARDPLAN_INSTANTIATE(bf16)
 #undef SHARDPLAN_INSTANTIATE
 
 }  // namespace shardplan

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "executor/activation.h"
 #include "executor/adam.h"
@@ -14,14 +16,55 @@
 
 namespace shardplan {
 
+namespace {
+
+// A strided matrix of T widened into packed fp32 scratch.
+template <class T>
+MatrixRef<const float> widened(MatrixRef<const T> m, std::vector<float>& scratch) {
+  scratch.resize(static_cast<size_t>(m.rows * m.cols));
+  for (int64_t r = 0; r < m.rows; ++r)
+    std::copy(m.data + r * m.stride, m.data + r * m.stride + m.cols,
+              scratch.begin() + r * m.cols);
+  return {scratch.data(), m.rows, m.cols, m.cols};
+}
+
+// A bf16 GEMM as tensor cores and cuBLAS's CUBLAS_COMPUTE_32F run it (NVIDIA, "cuBLAS: cublasGemmEx",
+// bf16 inputs with fp32 accumulation): the operands' exact fp32 values multiplied and summed in
+// fp32, c added in fp32 when accumulating, and each output rounded to bf16 once. On a CPU core the
+// operands are widened into fp32 scratch for Eigen's fp32 GEMM; the widening is part of the time.
+void bf16_gemm(MatrixRef<bf16> c, MatrixRef<const bf16> a, Op op_a, MatrixRef<const bf16> b,
+               Op op_b, Accumulate acc, MatmulStats* stats) {
+  thread_local std::vector<float> sa, sb, sc;
+  const MatrixRef<const float> fa = widened(a, sa), fb = widened(b, sb);
+  MatrixRef<float> fc{nullptr, c.rows, c.cols, c.cols};
+  if (acc == Accumulate::add) {
+    fc.data = const_cast<float*>(widened(MatrixRef<const bf16>(c), sc).data);
+  } else {
+    sc.resize(static_cast<size_t>(c.rows * c.cols));
+    fc.data = sc.data();
+  }
+  gemm<float>(view(fc.data, fc.rows, fc.cols), view(fa.data, fa.rows, fa.cols), op_a,
+              view(fb.data, fb.rows, fb.cols), op_b, acc, stats);
+  for (int64_t r = 0; r < c.rows; ++r)
+    std::copy(fc.data + r * c.cols, fc.data + (r + 1) * c.cols, c.data + r * c.stride);
+}
+
+}  // namespace
+
 template <class T>
 void CpuKernels<T>::gemm_batched(MatrixRef<T> c, MatrixRef<const T> a, Op op_a,
                                  MatrixRef<const T> b, Op op_b, Accumulate acc,
                                  const GemmBatch& batch, MatmulStats* stats) {
-  for (int64_t i = 0; i < batch.count; ++i)
-    gemm<T>(view(c.data + i * batch.stride_c, c.rows, c.cols, c.stride),
-            view(a.data + i * batch.stride_a, a.rows, a.cols, a.stride), op_a,
-            view(b.data + i * batch.stride_b, b.rows, b.cols, b.stride), op_b, acc, stats);
+  for (int64_t i = 0; i < batch.count; ++i) {
+    const MatrixRef<T> ci{c.data + i * batch.stride_c, c.rows, c.cols, c.stride};
+    const MatrixRef<const T> ai{a.data + i * batch.stride_a, a.rows, a.cols, a.stride};
+    const MatrixRef<const T> bi{b.data + i * batch.stride_b, b.rows, b.cols, b.stride};
+    if constexpr (std::is_same_v<T, bf16>)
+      bf16_gemm(ci, ai, op_a, bi, op_b, acc, stats);
+    else
+      gemm<T>(view(ci.data, ci.rows, ci.cols, ci.stride), view(ai.data, ai.rows, ai.cols, ai.stride),
+              op_a, view(bi.data, bi.rows, bi.cols, bi.stride), op_b, acc, stats);
+  }
 }
 
 template <class T>
@@ -57,13 +100,13 @@ void CpuKernels<T>::activation_backward(Activation kind, const T* u, const T* da
   shardplan::activation_backward(kind, u, da, rows, ffn, du);
 }
 template <class T>
-void CpuKernels<T>::causal_softmax_forward(T* scores, const ScoreBlocks& blocks, T scale,
+void CpuKernels<T>::causal_softmax_forward(T* scores, const ScoreBlocks& blocks, C scale,
                                            TokenPositions positions) {
   shardplan::causal_softmax_forward(scores, blocks, scale, positions);
 }
 template <class T>
 void CpuKernels<T>::causal_softmax_backward(const T* probs, const ScoreBlocks& probs_blocks,
-                                            T* grads, const ScoreBlocks& grad_blocks, T scale,
+                                            T* grads, const ScoreBlocks& grad_blocks, C scale,
                                             TokenPositions positions) {
   shardplan::causal_softmax_backward(probs, probs_blocks, grads, grad_blocks, scale, positions);
 }
@@ -89,34 +132,43 @@ void CpuKernels<T>::position_embedding_backward(const T* dout, int64_t rows, int
   shardplan::position_embedding_backward(dout, rows, hidden, dwpe, positions, first_row);
 }
 template <class T>
-void CpuKernels<T>::logits_row_max(const T* logits, int64_t rows, int64_t cols, T* row_max) {
+void CpuKernels<T>::logits_row_max(const C* logits, int64_t rows, int64_t cols, C* row_max) {
   shardplan::logits_row_max(logits, rows, cols, row_max);
 }
 template <class T>
-void CpuKernels<T>::logits_target(const T* logits, const int32_t* targets, int64_t rows,
-                                  int64_t cols, ElementRange vocab, T* target_logit) {
+void CpuKernels<T>::logits_target(const C* logits, const int32_t* targets, int64_t rows,
+                                  int64_t cols, ElementRange vocab, C* target_logit) {
   shardplan::logits_target(logits, targets, rows, cols, vocab, target_logit);
 }
 template <class T>
-void CpuKernels<T>::logits_exponentiate(T* logits, int64_t rows, int64_t cols, const T* row_max,
-                                        T* sum_exp) {
+void CpuKernels<T>::logits_exponentiate(C* logits, int64_t rows, int64_t cols, const C* row_max,
+                                        C* sum_exp) {
   shardplan::logits_exponentiate(logits, rows, cols, row_max, sum_exp);
 }
 template <class T>
-double CpuKernels<T>::token_loss_sum(const T* row_max, const T* sum_exp, const T* target_logit,
+double CpuKernels<T>::token_loss_sum(const C* row_max, const C* sum_exp, const C* target_logit,
                                      int64_t rows) {
   return shardplan::token_loss_sum(row_max, sum_exp, target_logit, rows);
 }
 template <class T>
-void CpuKernels<T>::logits_backward(T* exp_logits, const T* sum_exp, const int32_t* targets,
-                                    int64_t rows, int64_t cols, ElementRange vocab, T scale) {
+void CpuKernels<T>::logits_backward(C* exp_logits, const C* sum_exp, const int32_t* targets,
+                                    int64_t rows, int64_t cols, ElementRange vocab, C scale) {
   shardplan::logits_backward(exp_logits, sum_exp, targets, rows, cols, vocab, scale);
 }
 template <class T>
 void CpuKernels<T>::adam_update(const AdamConfig& config, float bias_correction1,
-                                float bias_correction2, float* params, const float* grads, float* m,
-                                float* v, int64_t count) {
-  shardplan::adam_update(config, bias_correction1, bias_correction2, params, grads, m, v, count);
+                                float bias_correction2, float* master, const T* grads, float* m,
+                                float* v, T* params, int64_t count) {
+  shardplan::adam_update(config, bias_correction1, bias_correction2, master, grads, m, v, params,
+                         count);
+}
+template <class T>
+void CpuKernels<T>::widen(const T* from, C* to, int64_t count) {
+  std::copy(from, from + count, to);
+}
+template <class T>
+void CpuKernels<T>::narrow(const C* from, T* to, int64_t count) {
+  std::copy(from, from + count, to);
 }
 
 template <class T>
@@ -148,7 +200,9 @@ CpuKernels<T>& cpu_kernels() {
 
 template class CpuKernels<float>;
 template class CpuKernels<double>;
+template class CpuKernels<bf16>;
 template CpuKernels<float>& cpu_kernels<float>();
 template CpuKernels<double>& cpu_kernels<double>();
+template CpuKernels<bf16>& cpu_kernels<bf16>();
 
 }  // namespace shardplan

@@ -11,6 +11,7 @@ namespace shardplan {
 template <class T>
 class CpuKernels : public Kernels<T> {
  public:
+  using C = compute_t<T>;
   using Kernels<T>::fill;
   using Kernels<T>::copy;
 
@@ -28,10 +29,10 @@ class CpuKernels : public Kernels<T> {
   void activation_forward(Activation kind, const T* u, int64_t rows, int64_t ffn, T* a) override;
   void activation_backward(Activation kind, const T* u, const T* da, int64_t rows, int64_t ffn,
                            T* du) override;
-  void causal_softmax_forward(T* scores, const ScoreBlocks& blocks, T scale,
+  void causal_softmax_forward(T* scores, const ScoreBlocks& blocks, C scale,
                               TokenPositions positions) override;
   void causal_softmax_backward(const T* probs, const ScoreBlocks& probs_blocks, T* grads,
-                               const ScoreBlocks& grad_blocks, T scale,
+                               const ScoreBlocks& grad_blocks, C scale,
                                TokenPositions positions) override;
   void embedding_rows(const int32_t* tokens, int64_t count, const T* table, ElementRange rows,
                       int64_t hidden, T* out) override;
@@ -41,17 +42,20 @@ class CpuKernels : public Kernels<T> {
                               TokenPositions positions, int64_t first_row) override;
   void position_embedding_backward(const T* dout, int64_t rows, int64_t hidden, T* dwpe,
                                    TokenPositions positions, int64_t first_row) override;
-  void logits_row_max(const T* logits, int64_t rows, int64_t cols, T* row_max) override;
-  void logits_target(const T* logits, const int32_t* targets, int64_t rows, int64_t cols,
-                     ElementRange vocab, T* target_logit) override;
-  void logits_exponentiate(T* logits, int64_t rows, int64_t cols, const T* row_max,
-                           T* sum_exp) override;
-  double token_loss_sum(const T* row_max, const T* sum_exp, const T* target_logit,
+  void logits_row_max(const C* logits, int64_t rows, int64_t cols, C* row_max) override;
+  void logits_target(const C* logits, const int32_t* targets, int64_t rows, int64_t cols,
+                     ElementRange vocab, C* target_logit) override;
+  void logits_exponentiate(C* logits, int64_t rows, int64_t cols, const C* row_max,
+                           C* sum_exp) override;
+  double token_loss_sum(const C* row_max, const C* sum_exp, const C* target_logit,
                         int64_t rows) override;
-  void logits_backward(T* exp_logits, const T* sum_exp, const int32_t* targets, int64_t rows,
-                       int64_t cols, ElementRange vocab, T scale) override;
+  void logits_backward(C* exp_logits, const C* sum_exp, const int32_t* targets, int64_t rows,
+                       int64_t cols, ElementRange vocab, C scale) override;
   void adam_update(const AdamConfig& config, float bias_correction1, float bias_correction2,
-                   float* params, const float* grads, float* m, float* v, int64_t count) override;
+                   float* master, const T* grads, float* m, float* v, T* params,
+                   int64_t count) override;
+  void widen(const T* from, C* to, int64_t count) override;
+  void narrow(const C* from, T* to, int64_t count) override;
 
   void fill(MatrixRef<T> m, T value) override;
   void copy(MatrixRef<T> to, MatrixRef<const T> from) override;
@@ -60,7 +64,8 @@ class CpuKernels : public Kernels<T> {
   void synchronize() override {}
 };
 
-// The shared instance (float: training; double: the gradient checks).
+// The shared instance (float: training; bf16: mixed-precision training; double: the gradient
+// checks).
 template <class T>
 CpuKernels<T>& cpu_kernels();
 

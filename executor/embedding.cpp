@@ -47,6 +47,7 @@ void embedding_backward(const LayerDims& d, const int32_t* tokens, const T* dout
                                       T*, T*, LayerContext<T>&);
 SHARDPLAN_INSTANTIATE(float)
 SHARDPLAN_INSTANTIATE(double)
+SHARDPLAN_INSTANTIATE(bf16)
 #undef SHARDPLAN_INSTANTIATE
 
 }  // namespace shardplan

@@ -79,8 +79,9 @@ int world_rank() {
 
 }  // namespace
 
-RankInterpreter::State::State(const Model& model, const Training& training, const Layout& lay,
-                              const TextTokens& tx, const InterpreterSettings& st)
+template <class T>
+RankState<T>::RankState(const Model& model, const Training& training, const Layout& lay,
+                        const TextTokens& tx, const InterpreterSettings& st)
     : m(model),
       t(training),
       l(lay),
@@ -89,7 +90,7 @@ RankInterpreter::State::State(const Model& model, const Training& training, cons
       program(checked(build_program(model, training, lay, world_rank()), lay)),
       rt(rank_runtime(settings, program)),
       alloc(rt->allocator()),
-      dev(rt->kernels()),
+      dev(rt->kernels<T>()),
       streams(rt->streams()),
       tp(rt->group(Group::tp)),
       cp(rt->group(Group::cp)),
@@ -101,33 +102,47 @@ RankInterpreter::State::State(const Model& model, const Training& training, cons
       shards(zero_shards(program, layout, zero_group, group_size(lay, zero_group),
                          rank_in_group(lay, program.rank, zero_group))),
       zero3(*rt, zero_group, shards) {
-  if (l.zero >= 3) {  // each rank initialises its own pieces (zeros past their ends), as FSDP does
-    param_shard =
-        alloc.allocate<float>(MemoryCategory::parameters, shards.padded(), "parameter shard");
-    std::vector<float> initial(static_cast<size_t>(shards.padded()));
+  if constexpr (!std::is_same_v<T, float>) ctx.tp_compute = &tp.layers<float>();
+  if (l.zero >= 3)
+    param_shard = alloc.allocate_for_overwrite<T>(MemoryCategory::parameters, shards.padded(),
+                                                  "parameter shard");
+  else
+    params = alloc.allocate_for_overwrite<T>(MemoryCategory::parameters, layout.total, "parameters");
+  if (l.zero < 2)
+    grads = alloc.allocate<T>(MemoryCategory::gradients, layout.total, "gradients");
+  else if (l.zero == 2)
+    grads = alloc.allocate<T>(MemoryCategory::buffers, layout.total, "gradient accumulation");
+  if (l.zero >= 2)
+    grad_shard = alloc.allocate<T>(MemoryCategory::gradients, shards.padded(), "gradient shard");
+  adam = adam_state(alloc, l.zero >= 1 ? shards.padded() : layout.total,
+                    /*master_weights=*/!std::is_same_v<T, float>);
+  // Every rank initialises its own pieces (under ZeRO-3 only those, zeros past their ends, as
+  // FSDP does).
+  std::vector<float> initial;
+  if (l.zero >= 3) {
+    initial.resize(static_cast<size_t>(shards.padded()));
     for (size_t u = 0; u < shards.units.size(); ++u)
       init_parameters<float>(
           m, layout, settings.seed, shards.mine(u),
           std::span(initial).subspan(static_cast<size_t>(shards.offsets[u]),
                                      static_cast<size_t>(shards.mine(u).count())));
-    to_device(param_shard.data(), initial);
   } else {
-    params = alloc.allocate<float>(MemoryCategory::parameters, layout.total, "parameters");
-    std::vector<float> initial(static_cast<size_t>(layout.total));
+    initial.resize(static_cast<size_t>(layout.total));
     init_parameters<float>(m, layout, settings.seed, initial);
-    to_device(params.data(), initial);
   }
-  if (l.zero < 2)
-    grads = alloc.allocate<float>(MemoryCategory::gradients, layout.total, "gradients");
-  else if (l.zero == 2)
-    grads = alloc.allocate<float>(MemoryCategory::buffers, layout.total, "gradient accumulation");
-  if (l.zero >= 2)
-    grad_shard =
-        alloc.allocate<float>(MemoryCategory::gradients, shards.padded(), "gradient shard");
-  adam = adam_state(alloc, l.zero >= 1 ? shards.padded() : layout.total);
+  set_owned_parameters(initial);
 }
 
-std::vector<ElementRange> RankInterpreter::State::written_by(const Action& a) const {
+template <class T>
+void RankState<T>::set_owned_parameters(const std::vector<float>& values) {
+  to_device(l.zero >= 3 ? param_shard.data() : params.data(), values);
+  if (adam.master.empty()) return;
+  // The master weights cover what the optimizer steps: the flat buffer, or the padded shard.
+  to_device(adam.master.data(), l.zero >= 1 && l.zero < 3 ? owned_part(values) : values);
+}
+
+template <class T>
+std::vector<ElementRange> RankState<T>::written_by(const Action& a) const {
   switch (unit_of(a)) {
     case UnitKind::embedding:
       return {embedding_range(layout)};
@@ -139,7 +154,8 @@ std::vector<ElementRange> RankInterpreter::State::written_by(const Action& a) co
   return {};
 }
 
-void RankInterpreter::State::begin_actions(size_t first, size_t last) {
+template <class T>
+void RankState<T>::begin_actions(size_t first, size_t last) {
   const Action& a = program.actions[first];
   const Stream s = run_stream(a);
   streams.select(s);
@@ -155,14 +171,16 @@ void RankInterpreter::State::begin_actions(size_t first, size_t last) {
   for (size_t k = first; k < last; ++k) starts[k] = streams.stamp();
 }
 
-void RankInterpreter::State::end_actions(size_t first, size_t last) {
+template <class T>
+void RankState<T>::end_actions(size_t first, size_t last) {
   const Stamp end = streams.stamp();
   for (size_t k = first; k < last; ++k) ends[k] = end;
 }
 
-MicroBatch& RankInterpreter::State::micro_batch(const Action& a) {
+template <class T>
+MicroBatch<T>& RankState<T>::micro_batch(const Action& a) {
   auto [it, fresh] = live.try_emplace({a.micro_batch, a.chunk});
-  MicroBatch& mb = it->second;
+  MicroBatch<T>& mb = it->second;
   if (fresh) {
     const Stream s = streams.selected();
     streams.select(Stream::compute);  // where the layers read the tokens
@@ -174,7 +192,8 @@ MicroBatch& RankInterpreter::State::micro_batch(const Action& a) {
   return mb;
 }
 
-void RankInterpreter::State::sample_tokens(int micro_batch, MicroBatch& mb) {
+template <class T>
+void RankState<T>::sample_tokens(int micro_batch, MicroBatch<T>& mb) {
   const int64_t first =
       first_sequence(program.coord.dp, micro_batch, l.micro_batch, l.num_microbatches);
   const auto whole = static_cast<size_t>(l.micro_batch * t.seq_len);
@@ -190,42 +209,43 @@ void RankInterpreter::State::sample_tokens(int micro_batch, MicroBatch& mb) {
   to_device(mb.targets.data(), targets);
 }
 
-void RankInterpreter::State::p2p(const Action& a) {
+template <class T>
+void RankState<T>::p2p(const Action& a) {
   const bool forward = a.pass == Pass::forward;
   const int64_t n = dims.local_tokens() * dims.hidden;
-  MicroBatch& mb = micro_batch(a);
+  MicroBatch<T>& mb = micro_batch(a);
   if (a.kind == ActionKind::recv) {
-    Buffer<float>& into = forward ? mb.x : mb.grad;
-    into = side_buffer(*rt, forward ? MemoryCategory::activations : MemoryCategory::buffers, n,
-                       forward ? "received activation" : "received gradient",
-                       /*for_overwrite=*/true);
-    rt->p2p().recv(into.data(), n, a.peer, a.tag, a.pass);
+    Buffer<T>& into = forward ? mb.x : mb.grad;
+    into = side_buffer<T>(*rt, forward ? MemoryCategory::activations : MemoryCategory::buffers, n,
+                          forward ? "received activation" : "received gradient",
+                          /*for_overwrite=*/true);
+    rt->p2p().recv(into.data(), into.bytes(), a.peer, a.tag, a.pass);
   } else {
-    Buffer<float> out = std::move(forward ? mb.x : mb.grad);
+    Buffer<T> out = std::move(forward ? mb.x : mb.grad);
     assert(out.size() == n);
-    rt->p2p().send(std::move(out), a.peer, a.tag, a.pass);
+    rt->p2p().send(std::move(out).into_bytes(), a.peer, a.tag, a.pass);
     if (!forward) live.erase({a.micro_batch, a.chunk});
   }
   rt->p2p().finish_sends(false);
 }
 
-void RankInterpreter::State::unit_pass(size_t first, size_t last) {
+template <class T>
+void RankState<T>::unit_pass(size_t first, size_t last) {
   const Action& a = program.actions[first];
   const bool forward = a.pass == Pass::forward;
   const std::optional<uint32_t> gather =
       l.zero >= 3 ? unit_gather(program, first, last) : std::nullopt;
   assert(gather || l.zero < 3 || shards.members == 1);
   begin_actions(first, last);
-  float* const flat_w = l.zero >= 3 ? param_shard.data() : params.data();
+  T* const flat_w = l.zero >= 3 ? param_shard.data() : params.data();
   // Into the shard where no grad_reduce moves gradients there: a one-member zero group has none.
   const bool into_shard = l.zero >= 3 || (l.zero == 2 && shards.members == 1);
-  float* const flat_g = into_shard ? grad_shard.data() : grads.data();
-  const FlatView<const float> w =
-      gather ? zero3.params(*gather) : FlatView<const float>::whole(flat_w, layout);
-  const FlatView<float> g = forward ? FlatView<float>{}
-                            : gather
-                                ? zero3.start_gradients(*gather, last_compute(program, first, last))
-                                : FlatView<float>::whole(flat_g, layout);
+  T* const flat_g = into_shard ? grad_shard.data() : grads.data();
+  const FlatView<const T> w =
+      gather ? zero3.params(*gather) : FlatView<const T>::whole(flat_w, layout);
+  const FlatView<T> g = forward ? FlatView<T>{}
+                        : gather ? zero3.start_gradients(*gather, last_compute(program, first, last))
+                                 : FlatView<T>::whole(flat_g, layout);
   UnitPassRun& run = passes.emplace_back();
   run.first = first;
   run.last = last;
@@ -238,9 +258,9 @@ void RankInterpreter::State::unit_pass(size_t first, size_t last) {
   run.end = ends[first];
 }
 
-void RankInterpreter::State::run_unit(const Action& a, const FlatView<const float>& w,
-                                      const FlatView<float>& g) {
-  MicroBatch& mb = micro_batch(a);
+template <class T>
+void RankState<T>::run_unit(const Action& a, const FlatView<const T>& w, const FlatView<T>& g) {
+  MicroBatch<T>& mb = micro_batch(a);
   const bool forward = a.pass == Pass::forward;
   switch (unit_of(a)) {
     case UnitKind::embedding: {
@@ -269,17 +289,18 @@ void RankInterpreter::State::run_unit(const Action& a, const FlatView<const floa
         loss_sum += head_forward(dims, head_tensors(layout, w), head_vocab(layout), std::move(mb.x),
                                  mb.targets.data(), mb.head, ctx);
       } else {
-        const auto tokens = static_cast<float>(t.global_batch * t.seq_len);
+        const auto tokens = static_cast<compute_t<T>>(t.global_batch * t.seq_len);
         mb.grad = head_backward(dims, head_tensors(layout, w), head_tensors(layout, g),
                                 head_vocab(layout), mb.targets.data(), std::move(mb.head),
-                                1.0f / tokens, ctx);
+                                compute_t<T>(1) / tokens, ctx);
       }
       break;
     }
   }
 }
 
-void RankInterpreter::State::attribute(const UnitPassRun& run,
+template <class T>
+void RankState<T>::attribute(const UnitPassRun& run,
                                        std::vector<ActionTiming>& timings) const {
   const size_t first = run.first, last = run.last;
   const double t0 = streams.seconds(run.start), t1 = streams.seconds(run.end);
@@ -307,7 +328,8 @@ void RankInterpreter::State::attribute(const UnitPassRun& run,
   }
 }
 
-std::vector<ActionTiming> RankInterpreter::State::timings() const {
+template <class T>
+std::vector<ActionTiming> RankState<T>::timings() const {
   std::vector<ActionTiming> out(program.actions.size());
   for (size_t i = 0; i < out.size(); ++i)
     if (starts[i].index >= 0) out[i] = {streams.seconds(starts[i]), streams.seconds(ends[i])};
@@ -315,7 +337,8 @@ std::vector<ActionTiming> RankInterpreter::State::timings() const {
   return out;
 }
 
-void RankInterpreter::State::run_action(size_t i) {
+template <class T>
+void RankState<T>::run_action(size_t i) {
   const Action& a = program.actions[i];
   begin_actions(i, i + 1);
   switch (a.kind) {
@@ -342,76 +365,115 @@ void RankInterpreter::State::run_action(size_t i) {
   rt->finish_releases(false);
 }
 
-void RankInterpreter::State::prefetch(size_t next) {
+template <class T>
+void RankState<T>::prefetch(size_t next) {
   if (l.zero < 3) return;
   while (const std::optional<size_t> g = ready_gather(program, next, starts)) run_action(*g);
 }
 
-void RankInterpreter::State::inject_fault(size_t action) {
+template <class T>
+void RankState<T>::inject_fault(size_t action) {
   const InjectedFault& f = settings.fault;
   if (f.rank != program.rank || f.step != step || action != program.actions.size() / 2) return;
   if (f.kill) std::raise(SIGKILL);
   throw std::runtime_error("injected fault in step " + std::to_string(step));
 }
 
-RankInterpreter::RankInterpreter(const Model& m, const Training& t, const Layout& l,
-                                 const TextTokens& text, const InterpreterSettings& settings)
-    : s_(std::make_unique<State>(m, t, l, text, settings)) {}
-
-RankInterpreter::~RankInterpreter() = default;
-
-const Program& RankInterpreter::program() const {
-  return s_->program;
-}
-const TensorAllocator& RankInterpreter::allocator() const {
-  return s_->alloc;
-}
-
-StepMeasurement RankInterpreter::run_step(int64_t step) {
-  State& s = *s_;
-  s.step = step;
-  s.loss_sum = 0;
-  s.streams.select(Stream::compute);
-  for (Buffer<float>* b : {&s.grads, &s.grad_shard})
-    if (!b->empty()) s.dev.fill(b->data(), b->size(), 0.0f);
-  const auto& actions = s.program.actions;
-  s.starts.assign(actions.size(), Stamp{});
-  s.ends.assign(actions.size(), Stamp{});
-  s.passes.clear();
-  s.reductions.clear();
-  s.dev.synchronize();
+template <class T>
+StepMeasurement RankState<T>::run_step(int64_t step_index) {
+  step = step_index;
+  loss_sum = 0;
+  streams.select(Stream::compute);
+  for (Buffer<T>* b : {&grads, &grad_shard})
+    if (!b->empty()) dev.fill(b->data(), b->size(), T(0));
+  const auto& actions = program.actions;
+  starts.assign(actions.size(), Stamp{});
+  ends.assign(actions.size(), Stamp{});
+  passes.clear();
+  reductions.clear();
+  dev.synchronize();
   MPI_Barrier(MPI_COMM_WORLD);
-  s.streams.begin_step();
-  const MatmulStats gemms_before = s.matmul;
+  streams.begin_step();
+  const MatmulStats gemms_before = matmul;
   for (size_t i = 0; i < actions.size();) {
-    s.inject_fault(i);
+    inject_fault(i);
     const Action& a = actions[i];
     if (a.kind == ActionKind::compute || a.kind == ActionKind::collective) {
       size_t j = i + 1;
       while (j < actions.size() && same_unit_pass(a, actions[j])) ++j;
-      s.prefetch(i);
-      s.unit_pass(i, j);
+      prefetch(i);
+      unit_pass(i, j);
       i = j;
       continue;
     }
-    if (s.starts[i].index < 0) s.run_action(i);
+    if (starts[i].index < 0) run_action(i);
     ++i;
   }
-  s.rt->p2p().finish_sends(true);
-  const double elapsed = s.streams.end_step();
-  s.rt->finish_releases(true);
-  assert(s.live.empty() && s.zero3.empty());
+  rt->p2p().finish_sends(true);
+  const double elapsed = streams.end_step();
+  rt->finish_releases(true);
+  assert(live.empty() && zero3.empty());
   StepMeasurement out;
-  out.timings = s.timings();
-  out.gemms.flops = s.matmul.flops - gemms_before.flops;
-  out.gemms.seconds = s.matmul.seconds - gemms_before.seconds;
+  out.timings = timings();
+  out.gemms.flops = matmul.flops - gemms_before.flops;
+  out.gemms.seconds = matmul.seconds - gemms_before.seconds;
   MPI_Allreduce(&elapsed, &out.step_time_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   // The loss is the same on every tp rank of the last stage: count tp rank 0's (of every cp rank,
   // each holding its own tokens).
-  const double mine = s.shard.head && s.program.coord.tp == 0 ? s.loss_sum : 0.0;
+  const double mine = shard.head && program.coord.tp == 0 ? loss_sum : 0.0;
   MPI_Allreduce(&mine, &out.loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  out.loss /= static_cast<double>(s.t.global_batch * s.t.seq_len);
+  out.loss /= static_cast<double>(t.global_batch * t.seq_len);
   return out;
+}
+
+// The members defined in this file, for both storage types (interpreter_data_parallel.cpp
+// instantiates its own).
+#define SHARDPLAN_INSTANTIATE(T)                                                                \
+  template RankState<T>::RankState(const Model&, const Training&, const Layout&,               \
+                                   const TextTokens&, const InterpreterSettings&);             \
+  template StepMeasurement RankState<T>::run_step(int64_t);
+SHARDPLAN_INSTANTIATE(float)
+SHARDPLAN_INSTANTIATE(bf16)
+#undef SHARDPLAN_INSTANTIATE
+
+bool runs_precision(const Training& t) {
+  if (t.dtype == Dtype::fp32) return t.grad_dtype == Dtype::fp32 && !t.master_weights;
+  return t.dtype == Dtype::bf16 && t.grad_dtype == Dtype::bf16 && t.master_weights;
+}
+
+namespace {
+
+std::unique_ptr<InterpreterState> rank_state(const Model& m, const Training& t, const Layout& l,
+                                             const TextTokens& text,
+                                             const InterpreterSettings& settings) {
+  if (!runs_precision(t))
+    throw InputError("training", "training.dtype",
+                     "the executor trains fp32 (grad_dtype fp32, no master weights) or bf16 "
+                     "(grad_dtype bf16, fp32 master weights), not dtype " +
+                         std::string(enum_name(t.dtype, kDtypeNames)) + " with grad_dtype " +
+                         std::string(enum_name(t.grad_dtype, kDtypeNames)) +
+                         (t.master_weights ? " and" : " without") + " master weights",
+                     "plan with --dtype fp32 or --dtype bf16");
+  if (t.dtype == Dtype::bf16) return std::make_unique<RankState<bf16>>(m, t, l, text, settings);
+  return std::make_unique<RankState<float>>(m, t, l, text, settings);
+}
+
+}  // namespace
+
+RankInterpreter::RankInterpreter(const Model& m, const Training& t, const Layout& l,
+                                 const TextTokens& text, const InterpreterSettings& settings)
+    : s_(rank_state(m, t, l, text, settings)) {}
+
+RankInterpreter::~RankInterpreter() = default;
+
+const Program& RankInterpreter::program() const {
+  return s_->rank_program();
+}
+const TensorAllocator& RankInterpreter::allocator() const {
+  return s_->allocator();
+}
+StepMeasurement RankInterpreter::run_step(int64_t step) {
+  return s_->run_step(step);
 }
 
 }  // namespace shardplan

@@ -40,6 +40,7 @@ struct InjectedFault {
 };
 
 class RankRuntime;
+class InterpreterState;
 
 struct InterpreterSettings {
   uint64_t seed = 1234;  // initial parameters and data
@@ -54,11 +55,17 @@ struct InterpreterSettings {
 };
 
 // The training state in the single-rank flat layout (param_layout of whole_model): what a
-// checkpoint holds, so that a layout loads what any other saved.
+// checkpoint holds, so that a layout loads what any other saved. The parameters are fp32: the
+// weights themselves, or under mixed precision their master copy (the bf16 weights are its
+// rounding), so a checkpoint resumes in either precision.
 struct FullState {
   std::vector<float> params, adam_m, adam_v;  // whole_model's layout: parameters, Adam's moments
   int64_t adam_step = 0;                      // Adam updates taken
 };
+
+// Whether the executor trains in `t`'s precision: fp32 weights, activations and gradients without a
+// master copy, or bf16 ones with fp32 master weights (mixed precision, as Megatron-LM's --bf16).
+bool runs_precision(const Training& t);
 
 struct StepMeasurement {
   double loss = 0;                    // mean token loss of the global batch (every rank)
@@ -70,7 +77,9 @@ struct StepMeasurement {
 class RankInterpreter {
  public:
   // Collective over MPI_COMM_WORLD, whose size must be l.world(). Throws InputError for layouts
-  // the executor does not run (ep > 1, and the models param_layout rejects).
+  // the executor does not run (ep > 1, and the models param_layout rejects) and for precisions it
+  // does not run (runs_precision). Weights, activations and gradients are fp32, or under mixed
+  // precision (t.dtype bf16) bf16 with fp32 master weights, fp32 Adam moments and an fp32 loss.
   RankInterpreter(const Model& m, const Training& t, const Layout& l, const TextTokens& text,
                   const InterpreterSettings& settings);
   ~RankInterpreter();
@@ -83,8 +92,8 @@ class RankInterpreter {
   const Program& program() const;
   const TensorAllocator& allocator() const;
 
-  // Every parameter of the model in the single-rank flat layout (param_layout of whole_model), on
-  // rank 0 (empty elsewhere). Collective.
+  // Every parameter of the model (fp32: under mixed precision the master weights) in the
+  // single-rank flat layout (param_layout of whole_model), on rank 0 (empty elsewhere). Collective.
   std::vector<float> gather_full_parameters();
 
   // Parameters and Adam state in the single-rank flat layout, on rank 0 (empty vectors elsewhere).
@@ -97,8 +106,7 @@ class RankInterpreter {
   void load_full_state(const FullState& state);
 
  private:
-  struct State;
-  std::unique_ptr<State> s_;
+  std::unique_ptr<InterpreterState> s_;
 };
 
 }  // namespace shardplan

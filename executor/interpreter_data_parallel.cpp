@@ -7,7 +7,8 @@
 #include <algorithm>
 #include <cassert>
 #include <span>
-#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "executor/action_ranges.h"
@@ -17,17 +18,19 @@
 
 namespace shardplan {
 
-float* RankInterpreter::State::owned_grads(size_t u) {
+template <class T>
+T* RankState<T>::owned_grads(size_t u) {
   return l.zero >= 2 ? grad_shard.data() + shards.offsets[u] : grads.data() + shards.mine(u).begin;
 }
 
-void RankInterpreter::State::all_reduce_tensor_grads(GroupComm& comm, ElementRange range) {
+template <class T>
+void RankState<T>::all_reduce_tensor_grads(GroupComm& comm, ElementRange range) {
   if (l.zero == 0)
-    return comm.all_reduce({grads.data() + range.begin, static_cast<size_t>(range.count())},
+    return comm.all_reduce(std::span<T>(grads.data() + range.begin, static_cast<size_t>(range.count())),
                            ReduceOp::sum);
   // The tensor assembled from the members' pieces: each adds its own to zeros, so the sum over
   // zero_group is every piece in place, exactly.
-  Buffer<float> full = side_buffer(*rt, MemoryCategory::buffers, range.count(), "tensor gradient");
+  Buffer<T> full = side_buffer<T>(*rt, MemoryCategory::buffers, range.count(), "tensor gradient");
   const auto each_piece = [&](auto&& f) {
     for (size_t u = 0; u < shards.units.size(); ++u) {
       const ElementRange mine = shards.mine(u);
@@ -36,14 +39,15 @@ void RankInterpreter::State::all_reduce_tensor_grads(GroupComm& comm, ElementRan
         f(owned_grads(u) + (begin - mine.begin), full.data() + (begin - range.begin), end - begin);
     }
   };
-  each_piece([&](float* owned, float* in_full, int64_t n) { dev.copy(in_full, owned, n); });
+  each_piece([&](T* owned, T* in_full, int64_t n) { dev.copy(in_full, owned, n); });
   rt->group(zero_group).all_reduce(full.span(), ReduceOp::sum);
   comm.all_reduce(full.span(), ReduceOp::sum);
-  each_piece([&](float* owned, float* in_full, int64_t n) { dev.copy(owned, in_full, n); });
+  each_piece([&](T* owned, T* in_full, int64_t n) { dev.copy(owned, in_full, n); });
   rt->release_after_use(std::move(full));
 }
 
-void RankInterpreter::State::grad_reduce(const Action& a) {
+template <class T>
+void RankState<T>::grad_reduce(const Action& a) {
   if (a.group == Group::tp) {
     for (const ParamTensor& x : layout.tensors)
       if (x.split == TensorSplit::replicated)
@@ -60,49 +64,53 @@ void RankInterpreter::State::grad_reduce(const Action& a) {
   GroupComm& comm = rt->group(a.group);
   for (const ElementRange r : action_ranges(layout, a)) {
     if (a.op == Collective::all_reduce) {
-      comm.all_reduce({grads.data() + r.begin, static_cast<size_t>(r.count())}, ReduceOp::sum);
+      comm.all_reduce(std::span<T>(grads.data() + r.begin, static_cast<size_t>(r.count())),
+                      ReduceOp::sum);
       continue;
     }
     for (const size_t u : shards.units_in(r)) {
       const ElementRange unit = shards.units[u];
-      const std::span<float> full(grads.data() + unit.begin, static_cast<size_t>(unit.count()));
+      const std::span<const T> full(grads.data() + unit.begin, static_cast<size_t>(unit.count()));
       if (l.zero == 2) {  // ZeRO-2 keeps the shard; the bucket starts the next micro-batch at 0
-        reduce_scatter_add(*rt, comm, shards, u, full, grad_shard.data());
-        dev.fill(full.data(), unit.count(), 0.0f);
+        reduce_scatter_add<T>(*rt, comm, shards, u, full, grad_shard.data());
+        dev.fill(grads.data() + unit.begin, unit.count(), T(0));
         continue;
       }
       // ZeRO-1: the reduced piece back into the buffer the optimizer steps.
-      Buffer<float> part = side_buffer(*rt, MemoryCategory::buffers, shards.piece(u),
-                                       "reduce-scatter output", /*for_overwrite=*/true);
-      reduce_scatter_unit(*rt, comm, shards, u, full, part.data());
+      Buffer<T> part = side_buffer<T>(*rt, MemoryCategory::buffers, shards.piece(u),
+                                      "reduce-scatter output", /*for_overwrite=*/true);
+      reduce_scatter_unit<T>(*rt, comm, shards, u, full, part.data());
       dev.copy(owned_grads(u), part.data(), shards.mine(u).count());
       rt->release_after_use(std::move(part));
     }
   }
 }
 
-void RankInterpreter::State::param_gather(const Action& a, uint32_t index) {
+template <class T>
+void RankState<T>::param_gather(const Action& a, uint32_t index) {
   if (l.zero >= 3) return zero3.gather(index, action_ranges(layout, a), param_shard.data());
   for (const ElementRange r : action_ranges(layout, a))
     for (const size_t u : shards.units_in(r)) {
       const ElementRange unit = shards.units[u];
-      all_gather_unit(*rt, rt->group(a.group), shards, u, params.data() + shards.mine(u).begin,
-                      {params.data() + unit.begin, static_cast<size_t>(unit.count())});
+      all_gather_unit<T>(*rt, rt->group(a.group), shards, u, params.data() + shards.mine(u).begin,
+                         {params.data() + unit.begin, static_cast<size_t>(unit.count())});
     }
 }
 
-void RankInterpreter::State::optimizer_step() {
-  if (l.zero == 0) return adam_step(dev, settings.adam, adam, params.span(), grads.span());
+template <class T>
+void RankState<T>::optimizer_step() {
+  if (l.zero == 0) return adam_step<T>(dev, settings.adam, adam, params.span(), grads.span());
   if (l.zero >= 3)
-    return adam_step(dev, settings.adam, adam, param_shard.span(), grad_shard.span());
-  std::vector<AdamPiece> pieces;
+    return adam_step<T>(dev, settings.adam, adam, param_shard.span(), grad_shard.span());
+  std::vector<AdamPiece<T>> pieces;
   for (size_t u = 0; u < shards.units.size(); ++u)
     pieces.push_back({params.data() + shards.mine(u).begin, owned_grads(u), shards.offsets[u],
                       shards.mine(u).count()});
-  adam_step(dev, settings.adam, adam, pieces);
+  adam_step<T>(dev, settings.adam, adam, pieces);
 }
 
-std::vector<float> RankInterpreter::State::rank_flat(const float* owned) {
+template <class T>
+std::vector<float> RankState<T>::rank_flat(const float* owned) {
   std::vector<float> flat(static_cast<size_t>(layout.total));
   streams.select(Stream::compute);
   if (l.zero == 0) {
@@ -114,69 +122,104 @@ std::vector<float> RankInterpreter::State::rank_flat(const float* owned) {
     const ElementRange unit = shards.units[u];
     Buffer<float> gathered = alloc.allocate<float>(
         MemoryCategory::buffers, shards.members * shards.piece(u), "gathered state");
-    all_gather_unit(*rt, comm, shards, u, owned + shards.offsets[u], gathered.span());
+    all_gather_unit<float>(*rt, comm, shards, u, owned + shards.offsets[u], gathered.span());
     dev.copy_to_host(flat.data() + unit.begin, gathered.data(),
                      unit.count() * static_cast<int64_t>(sizeof(float)));
   }
   return flat;
 }
 
-std::vector<float> RankInterpreter::State::whole(const float* owned) {
+template <class T>
+std::vector<float> RankState<T>::whole(const float* owned) {
   return to_whole_layout(m, layout, program.coord, rank_flat(owned));
 }
 
-std::vector<float> RankInterpreter::State::whole_params() {
-  if (l.zero == 0) return whole(params.data());
-  if (l.zero >= 3) return whole(param_shard.data());
-  Buffer<float> owned =
-      alloc.allocate<float>(MemoryCategory::buffers, shards.padded(), "parameter pieces");
-  own_shard(params.data(), owned);
-  return whole(owned.data());
+template <class T>
+std::vector<float> RankState<T>::whole_params() {
+  if (!adam.master.empty()) return whole(adam.master.data());
+  if constexpr (std::is_same_v<T, float>) {
+    if (l.zero == 0) return whole(params.data());
+    if (l.zero >= 3) return whole(param_shard.data());
+    Buffer<float> owned =
+        alloc.allocate<float>(MemoryCategory::buffers, shards.padded(), "parameter pieces");
+    own_shard(params.data(), owned);
+    return whole(owned.data());
+  } else {
+    assert(false && "weights narrower than fp32 have a master copy");
+    return {};
+  }
 }
 
-void RankInterpreter::State::own_shard(const float* flat, Buffer<float>& into) {
-  dev.fill(into.data(), into.size(), 0.0f);
+template <class T>
+void RankState<T>::own_shard(const float* flat, Buffer<float>& into) {
+  Kernels<float>& f32 = rt->kernels<float>();
+  f32.fill(into.data(), into.size(), 0.0f);
   for (size_t u = 0; u < shards.units.size(); ++u)
-    dev.copy(into.data() + shards.offsets[u], flat + shards.mine(u).begin, shards.mine(u).count());
+    f32.copy(into.data() + shards.offsets[u], flat + shards.mine(u).begin, shards.mine(u).count());
 }
+
+template <class T>
+std::vector<float> RankState<T>::owned_part(const std::vector<float>& flat) const {
+  std::vector<float> part(static_cast<size_t>(shards.padded()), 0.0f);
+  for (size_t u = 0; u < shards.units.size(); ++u) {
+    const ElementRange mine = shards.mine(u);
+    std::copy(flat.begin() + mine.begin, flat.begin() + mine.end,
+              part.begin() + shards.offsets[u]);
+  }
+  return part;
+}
+
+template <class T>
+FullState RankState<T>::gather_full_state() {
+  FullState out;
+  out.params = whole_params();
+  out.adam_m = whole(adam.m.data());
+  out.adam_v = whole(adam.v.data());
+  out.adam_step = adam.step;
+  return out;
+}
+
+template <class T>
+void RankState<T>::load_full_state(const FullState& state) {
+  streams.select(Stream::compute);
+  // Each of what this rank owns taken from the whole model's layout: its flat buffer, or its
+  // ZeRO shard of it (parameters under ZeRO-3, master weights and Adam's moments under ZeRO-1 and
+  // above).
+  std::vector<float> flat(static_cast<size_t>(layout.total));
+  from_whole_layout(m, layout, state.params, flat.data());
+  set_owned_parameters(l.zero >= 3 ? owned_part(flat) : flat);
+  for (auto [whole, into] : {std::pair{&state.adam_m, &adam.m}, std::pair{&state.adam_v, &adam.v}}) {
+    from_whole_layout(m, layout, *whole, flat.data());
+    to_device(into->data(), l.zero >= 1 ? owned_part(flat) : flat);
+  }
+  dev.synchronize();
+  adam.step = state.adam_step;
+  MPI_Bcast(&adam.step, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+}
+
+// The members defined in this file, for both storage types (interpreter.cpp instantiates its own).
+#define SHARDPLAN_INSTANTIATE(T)                                                            \
+  template void RankState<T>::grad_reduce(const Action&);                                   \
+  template void RankState<T>::param_gather(const Action&, uint32_t);                        \
+  template void RankState<T>::optimizer_step();                                             \
+  template std::vector<float> RankState<T>::owned_part(const std::vector<float>&) const;    \
+  template std::vector<float> RankState<T>::whole_params();                                 \
+  template FullState RankState<T>::gather_full_state();                                     \
+  template void RankState<T>::load_full_state(const FullState&);
+SHARDPLAN_INSTANTIATE(float)
+SHARDPLAN_INSTANTIATE(bf16)
+#undef SHARDPLAN_INSTANTIATE
 
 std::vector<float> RankInterpreter::gather_full_parameters() {
   return s_->whole_params();
 }
 
 FullState RankInterpreter::gather_full_state() {
-  State& s = *s_;
-  FullState out;
-  out.params = gather_full_parameters();
-  out.adam_m = s.whole(s.adam.m.data());
-  out.adam_v = s.whole(s.adam.v.data());
-  out.adam_step = s.adam.step;
-  return out;
+  return s_->gather_full_state();
 }
 
 void RankInterpreter::load_full_state(const FullState& state) {
-  State& s = *s_;
-  s.streams.select(Stream::compute);
-  // Each of what this rank owns taken from the whole model's layout: its flat buffer, or its
-  // ZeRO shard of it (parameters under ZeRO-3, Adam's moments under ZeRO-1 and above).
-  std::vector<float> flat(static_cast<size_t>(s.layout.total));
-  for (auto [whole, into, sharded] :
-       {std::tuple{&state.params, s.l.zero >= 3 ? &s.param_shard : &s.params, s.l.zero >= 3},
-        std::tuple{&state.adam_m, &s.adam.m, s.l.zero >= 1},
-        std::tuple{&state.adam_v, &s.adam.v, s.l.zero >= 1}}) {
-    from_whole_layout(s.m, s.layout, *whole, flat.data());
-    if (!sharded) {
-      s.to_device(into->data(), flat);
-      continue;
-    }
-    Buffer<float> on_device =
-        s.alloc.allocate<float>(MemoryCategory::buffers, s.layout.total, "loaded state");
-    s.to_device(on_device.data(), flat);
-    s.own_shard(on_device.data(), *into);
-  }
-  s.dev.synchronize();
-  s.adam.step = state.adam_step;
-  MPI_Bcast(&s.adam.step, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  s_->load_full_state(state);
 }
 
 }  // namespace shardplan

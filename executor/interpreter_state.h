@@ -1,8 +1,10 @@
-// The interpreter's per-rank state (interpreter.h's RankInterpreter::State), shared by its two
-// source files: interpreter.cpp (the step's actions in program order, the layers' passes, pipeline
-// messages, action timings) and interpreter_data_parallel.cpp (gradient reductions, ZeRO gathers
-// and shards, the optimizer step, the full state in and out). Not a contract: only those include
-// it.
+// The interpreter's per-rank state (interpreter.h's RankInterpreter holds it as an
+// InterpreterState), shared by its two source files: interpreter.cpp (the step's actions in program
+// order, the layers' passes, pipeline messages, action timings) and interpreter_data_parallel.cpp
+// (gradient reductions, ZeRO gathers and shards, the optimizer step, the full state in and out).
+// Not a contract: only those include it. RankState<T> is written once for the storage type T of
+// weights, activations and gradients: float, or bf16 under mixed precision, where Adam keeps the
+// fp32 master weights (adam.h) and the loss is computed in fp32 (lm_head.h).
 #pragma once
 
 #include <map>
@@ -19,12 +21,13 @@
 namespace shardplan {
 
 // One micro-batch's chunk between its forward and its backward.
+template <class T>
 struct MicroBatch {
   Buffer<int32_t> inputs, targets;
-  Buffer<float> x;     // the stream between units going forward
-  Buffer<float> grad;  // its gradient going backward
-  std::map<int, BlockSaved<float>> layers;
-  HeadSaved<float> head;
+  Buffer<T> x;     // the stream between units going forward
+  Buffer<T> grad;  // its gradient going backward
+  std::map<int, BlockSaved<T>> layers;
+  HeadSaved<T> head;
 };
 
 // A unit's pass as one call into the layer code: actions [first, last), their tp and cp calls.
@@ -34,7 +37,20 @@ struct UnitPassRun {
   std::vector<TimedCall> calls;
 };
 
-struct RankInterpreter::State {
+// What RankInterpreter asks of its state, whatever the storage type.
+class InterpreterState {
+ public:
+  virtual ~InterpreterState() = default;
+  virtual StepMeasurement run_step(int64_t step) = 0;
+  virtual const Program& rank_program() const = 0;
+  virtual const TensorAllocator& allocator() const = 0;
+  virtual std::vector<float> whole_params() = 0;
+  virtual FullState gather_full_state() = 0;
+  virtual void load_full_state(const FullState& state) = 0;
+};
+
+template <class T>
+struct RankState final : InterpreterState {
   const Model& m;
   Training t;
   Layout l;
@@ -43,23 +59,25 @@ struct RankInterpreter::State {
   Program program;
   std::unique_ptr<RankRuntime> rt;  // before every Buffer: its allocator outlives them
   TensorAllocator& alloc;
-  Kernels<float>& dev;
+  Kernels<T>& dev;
   StepStreams& streams;
   GroupComm &tp, &cp;
   RankShard shard;
   ParamLayout layout;
   LayerDims dims;
   MatmulStats matmul;
-  LayerContext<float> ctx{alloc, tp, &matmul, &cp, &dev};
+  LayerContext<T> ctx{alloc, tp.layers<T>(), &matmul, &cp.layers<T>(), &dev};
   Group zero_group;           // the dense weights' replicas, which ZeRO shards over: dp, or dp·cp
   ZeroShards shards;          // ZeRO's shards of the flat buffer over zero_group, per unit
-  Buffer<float> params;       // the full flat buffer; none under ZeRO-3
-  Buffer<float> grads;        // the full flat buffer (ZeRO-2: the bucket); none under ZeRO-3
-  Buffer<float> param_shard;  // ZeRO-3: this rank's padded shard
-  Buffer<float> grad_shard;   // ZeRO-2 and 3: this rank's padded shard
-  Zero3Units zero3;           // ZeRO-3: gathered units and their gradients
+  Buffer<T> params;       // the full flat buffer; none under ZeRO-3
+  Buffer<T> grads;        // the full flat buffer (ZeRO-2: the bucket); none under ZeRO-3
+  Buffer<T> param_shard;  // ZeRO-3: this rank's padded shard
+  Buffer<T> grad_shard;   // ZeRO-2 and 3: this rank's padded shard
+  Zero3Units<T> zero3;    // ZeRO-3: gathered units and their gradients
+  // Moments, and under mixed precision the master weights, over what this rank owns: the flat
+  // buffer, or under ZeRO its padded shard.
   AdamState adam;
-  std::map<std::pair<int, int>, MicroBatch> live;  // by (micro-batch, chunk)
+  std::map<std::pair<int, int>, MicroBatch<T>> live;  // by (micro-batch, chunk)
   int64_t step = 0;
   double loss_sum = 0;
   // This step's stamps: every action's start and end (a unit pass's actions share its end), the
@@ -68,13 +86,34 @@ struct RankInterpreter::State {
   std::vector<UnitPassRun> passes;
   std::vector<std::pair<ElementRange, Stamp>> reductions;
 
-  State(const Model& model, const Training& training, const Layout& lay, const TextTokens& tx,
-        const InterpreterSettings& st);
+  RankState(const Model& model, const Training& training, const Layout& lay,
+            const TextTokens& tx, const InterpreterSettings& st);
 
-  template <class T>
-  void to_device(T* into, const std::vector<T>& host) {
-    dev.copy_from_host(into, host.data(), static_cast<int64_t>(host.size() * sizeof(T)));
+  // InterpreterState
+  StepMeasurement run_step(int64_t step) override;
+  const Program& rank_program() const override { return program; }
+  const TensorAllocator& allocator() const override { return alloc; }
+  std::vector<float> whole_params() override;
+  FullState gather_full_state() override;
+  void load_full_state(const FullState& state) override;
+
+  // `host` (fp32) into the device buffer at `into`, converted to U.
+  template <class U>
+  void to_device(U* into, const std::vector<float>& host) {
+    const std::vector<U> values(host.begin(), host.end());
+    dev.copy_from_host(into, values.data(), static_cast<int64_t>(values.size() * sizeof(U)));
   }
+  void to_device(int32_t* into, const std::vector<int32_t>& host) {
+    dev.copy_from_host(into, host.data(), static_cast<int64_t>(host.size() * sizeof(int32_t)));
+  }
+
+  // This rank's padded shard of a flat host buffer in the layout's order: its piece of every
+  // unit, zeros past each.
+  std::vector<float> owned_part(const std::vector<float>& flat) const;
+
+  // The parameters' fp32 values as the weights hold them (the flat buffer, or under ZeRO-3 the
+  // padded shard) into the weights (rounded to T) and, under mixed precision, the master weights.
+  void set_owned_parameters(const std::vector<float>& values);
 
   // The gradients a unit's backward pass adds to (the head's include a tied word embedding).
   std::vector<ElementRange> written_by(const Action& a) const;
@@ -92,11 +131,11 @@ struct RankInterpreter::State {
   void begin_actions(size_t first, size_t last);
   void end_actions(size_t first, size_t last);
 
-  MicroBatch& micro_batch(const Action& a);
+  MicroBatch<T>& micro_batch(const Action& a);
 
   // The micro-batch's sequences, the same on every cp rank of a dp rank; under context parallelism
   // this rank's tokens of them.
-  void sample_tokens(int micro_batch, MicroBatch& mb);
+  void sample_tokens(int micro_batch, MicroBatch<T>& mb);
 
   void p2p(const Action& a);
 
@@ -106,7 +145,7 @@ struct RankInterpreter::State {
   // grad_reduce.
   void unit_pass(size_t first, size_t last);
   // The layers' calls of that pass on weights `w`, gradients `g` (none going forward).
-  void run_unit(const Action& a, const FlatView<const float>& w, const FlatView<float>& g);
+  void run_unit(const Action& a, const FlatView<const T>& w, const FlatView<T>& g);
 
   // Action i, outside the units' passes, on its stream.
   void run_action(size_t i);
@@ -124,7 +163,7 @@ struct RankInterpreter::State {
 
   // Where this rank keeps its reduced gradients of unit u under ZeRO: its piece of the flat
   // buffer (ZeRO-1), or of its gradient shard (ZeRO-2 and 3).
-  float* owned_grads(size_t u);
+  T* owned_grads(size_t u);
 
   // Gradient sums over `comm` of the tensor at `range` (replicated norms over tp, the tied
   // embedding over the first and last stage) where this rank keeps its reduced gradients: the
@@ -141,20 +180,18 @@ struct RankInterpreter::State {
   // flat buffer (ZeRO-1/2), whose moments lie in a padded shard.
   void optimizer_step();
 
-  // This rank's whole flat buffer (layout.total), on the host, from what it owns (`owned`): the
-  // flat buffer with ZeRO off, else its padded shard (every member's gathered, unit by unit).
+  // This rank's whole flat buffer (layout.total), on the host, from fp32 values it owns (`owned`):
+  // the flat buffer with ZeRO off, else its padded shard (every member's gathered, unit by unit).
   std::vector<float> rank_flat(const float* owned);
 
   // What this rank owns (`owned`: as rank_flat takes it) in the whole model's flat layout, on
   // rank 0.
   std::vector<float> whole(const float* owned);
 
-  // The parameters in the whole model's flat layout, on rank 0.
-  std::vector<float> whole_params();
-
   // This rank's pieces of `flat` (on the device) into the padded shard buffer `into` (zeros past
   // each piece's end).
   void own_shard(const float* flat, Buffer<float>& into);
+
 
   void inject_fault(size_t action);
 };

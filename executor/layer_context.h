@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/model.h"
 #include "executor/cpu_kernels.h"
@@ -62,8 +63,17 @@ struct LayerContext {
   // Where the layers' GEMMs and kernels run (kernels.h): the CPU unless the interpreter runs the
   // rank on another device, whose memory `alloc` then hands out.
   Kernels<T>* kernels = &cpu_kernels<T>();
+  // The tp group's collectives on compute_t<T> values (the cross-entropy's row maxima and sums,
+  // fp32 under bf16); not needed where T is its own compute type, as `tp` serves.
+  TpComm<compute_t<T>>* tp_compute = nullptr;
 
   Kernels<T>& dev() { return *kernels; }
+  TpComm<compute_t<T>>& compute_tp() {
+    if constexpr (std::is_same_v<T, compute_t<T>>)
+      return tp;
+    else
+      return *tp_compute;
+  }
   Buffer<T> allocate(MemoryCategory c, int64_t count, const char* what) {
     return alloc.template allocate<T>(c, count, what);
   }

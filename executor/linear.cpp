@@ -1,5 +1,8 @@
 #include "executor/linear.h"
 
+#include <algorithm>
+#include <vector>
+
 namespace shardplan {
 
 template <class T>
@@ -13,14 +16,15 @@ void linear_forward(Kernels<T>& dev, const T* x, const T* w, const T* b, int64_t
 template <class T>
 void bias_forward(T* y, const T* b, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) y[r * cols + c] += b[c];
+    for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = compute_t<T>(y[r * cols + c]) + b[c];
 }
 
 template <class T>
 void residual_add(T* y, const T* x, const T* bias, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < cols; ++i)
-      y[r * cols + i] += x[r * cols + i] + (bias != nullptr ? bias[i] : T(0));
+      y[r * cols + i] = compute_t<T>(y[r * cols + i]) +
+                        (compute_t<T>(x[r * cols + i]) + (bias != nullptr ? bias[i] : T(0)));
 }
 
 template <class T>
@@ -33,10 +37,15 @@ void linear_backward(Kernels<T>& dev, const T* x, const T* w, const T* dy, int64
   if (db != nullptr) dev.bias_backward(dy, n, out, db);
 }
 
+// The column sums run in compute_t<T> and db is stored once (in bf16, adding every row into db
+// would round at each of them).
 template <class T>
 void bias_backward(const T* dy, int64_t rows, int64_t cols, T* db) {
+  using C = compute_t<T>;
+  std::vector<C> sum(db, db + cols);
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) db[c] += dy[r * cols + c];
+    for (int64_t c = 0; c < cols; ++c) sum[c] += dy[r * cols + c];
+  std::copy(sum.begin(), sum.end(), db);
 }
 
 #define SHARDPLAN_INSTANTIATE(T)                                                                \
@@ -49,6 +58,7 @@ void bias_backward(const T* dy, int64_t rows, int64_t cols, T* db) {
   template void bias_backward<T>(const T*, int64_t, int64_t, T*);
 SHARDPLAN_INSTANTIATE(float)
 SHARDPLAN_INSTANTIATE(double)
+SHARDPLAN_INSTANTIATE(bf16)
 #undef SHARDPLAN_INSTANTIATE
 
 }  // namespace shardplan

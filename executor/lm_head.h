@@ -1,5 +1,8 @@
 // The last stage's output layer: final norm, logits against this rank's vocabulary rows (the LM
-// head, or the token embedding when tied), and the vocabulary-parallel cross-entropy of the tokens.
+// head, or the token embedding when tied), and the vocabulary-parallel cross-entropy of the tokens
+// in compute_t<T>: under bf16 the logits are cast to fp32 first and their gradient back after, as
+// Megatron-LM computes the loss on logits.float() (the cost model's transient compute-dtype logits
+// beside the fp32 softmax it keeps: simulator/activation_memory.h).
 #pragma once
 
 #include <cstdint>
@@ -39,13 +42,14 @@ ElementRange head_vocab(const ParamLayout& layout);
 // What the backward pass needs, charged as activations.
 template <class T>
 struct HeadSaved {
-  Buffer<T> x, h;        // the final norm's input and output (this rank's tokens)
-  Buffer<T> exp_logits;  // [tokens, local vocab]: exp(logit − row max)
-  Buffer<T> sum_exp;     // [tokens]: all-reduced Σ exp(logit − row max)
+  Buffer<T> x, h;                   // the final norm's input and output (this rank's tokens)
+  Buffer<compute_t<T>> exp_logits;  // [tokens, local vocab]: exp(logit − row max)
+  Buffer<compute_t<T>> sum_exp;     // [tokens]: all-reduced Σ exp(logit − row max)
 };
 
 // Collectives on LayerContext::tp when tp > 1: forward [SP: all-gather the norm's output], then
-// all-reduce max of [tokens] row maxima and all-reduce sum of [2·tokens] (Σexp and target logits);
+// all-reduce max of [tokens] row maxima and all-reduce sum of [2·tokens] (Σexp and target logits;
+// both in compute_t<T>, on LayerContext::compute_tp);
 // backward: all-reduce (SP: reduce-scatter) of the norm output's gradient partial sums.
 //
 // Takes the last layer's output x[local_tokens, hidden]; targets holds every token's target.
@@ -59,6 +63,6 @@ double head_forward(const LayerDims& d, const HeadTensors<const T*>& w, ElementR
 template <class T>
 Buffer<T> head_backward(const LayerDims& d, const HeadTensors<const T*>& w,
                         const HeadTensors<T*>& grad, ElementRange vocab, const int32_t* targets,
-                        HeadSaved<T>&& saved, T loss_scale, LayerContext<T>& c);
+                        HeadSaved<T>&& saved, compute_t<T> loss_scale, LayerContext<T>& c);
 
 }  // namespace shardplan

@@ -3,6 +3,11 @@
 #include <algorithm>
 #include <cassert>
 #include <climits>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+#include "executor/bf16.h"
 
 namespace shardplan {
 
@@ -46,6 +51,59 @@ MpiGroupComm::MpiGroupComm(MPI_Comm comm, Group group, StepStreams& streams)
   MPI_Comm_rank(comm_, &rank_);
 }
 
+namespace {
+
+// bf16's sum and max over MPI: each pair of elements in fp32, the result rounded once (bf16.h), as
+// NCCL's bf16 reductions add. The signature is MPI_User_function's (MPI 4.1 §6.9.5).
+template <class Combine>
+void combine_bf16(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const bf16*>(in);
+  auto* b = static_cast<bf16*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = Combine{}(float(a[i]), float(b[i]));
+}
+struct Add {
+  float operator()(float a, float b) const { return a + b; }
+};
+struct Max {
+  float operator()(float a, float b) const { return std::max(a, b); }
+};
+
+// MPI has no bfloat16 (MPI 4.1 §3.2.2 lists none): its elements travel as a committed pair of
+// bytes. Made on first use, after MPI_Init, and kept until the process ends.
+struct MpiBf16 {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Op sum = MPI_OP_NULL, max = MPI_OP_NULL;
+  MpiBf16() {
+    MPI_Type_contiguous(static_cast<int>(sizeof(bf16)), MPI_BYTE, &type);
+    MPI_Type_commit(&type);
+    MPI_Op_create(&combine_bf16<Add>, /*commute=*/1, &sum);
+    MPI_Op_create(&combine_bf16<Max>, /*commute=*/1, &max);
+  }
+};
+const MpiBf16& mpi_bf16() {
+  static const MpiBf16 types;
+  return types;
+}
+
+[[noreturn]] void unsupported(Dtype type) {
+  throw std::logic_error("the executor's collectives do not move " +
+                         std::string(enum_name(type, kDtypeNames)));
+}
+
+}  // namespace
+
+MPI_Datatype mpi_datatype(Dtype type) {
+  if (type == Dtype::fp32) return MPI_FLOAT;
+  if (type == Dtype::bf16) return mpi_bf16().type;
+  unsupported(type);
+}
+
+MPI_Op mpi_op(Dtype type, ReduceOp op) {
+  if (type == Dtype::fp32) return op == ReduceOp::sum ? MPI_SUM : MPI_MAX;
+  if (type == Dtype::bf16) return op == ReduceOp::sum ? mpi_bf16().sum : mpi_bf16().max;
+  unsupported(type);
+}
+
 template <class Call>
 void MpiGroupComm::timed(Collective op, Call&& call) {
   if (calls == nullptr) return call();
@@ -54,49 +112,48 @@ void MpiGroupComm::timed(Collective op, Call&& call) {
   calls->push_back({op, group_, start, streams_.stamp()});
 }
 
-void MpiGroupComm::all_reduce(std::span<float> x, ReduceOp op) {
+void MpiGroupComm::all_reduce(void* x, int64_t count, Dtype type, ReduceOp op) {
   timed(Collective::all_reduce, [&] {
-    MPI_Allreduce(MPI_IN_PLACE, x.data(), to_int(static_cast<int64_t>(x.size())), MPI_FLOAT,
-                  op == ReduceOp::sum ? MPI_SUM : MPI_MAX, comm_);
+    MPI_Allreduce(MPI_IN_PLACE, x, to_int(count), mpi_datatype(type), mpi_op(type, op), comm_);
   });
 }
 
-void MpiGroupComm::all_gather(std::span<const float> part, std::span<float> full) {
-  assert(full.size() == part.size() * static_cast<size_t>(size_));
-  timed(Collective::all_gather,
-        [&] { all_gather_blocks(part.data(), full.data(), static_cast<int64_t>(part.size())); });
+void MpiGroupComm::all_gather(const void* part, void* full, int64_t count, Dtype type) {
+  timed(Collective::all_gather, [&] { all_gather_blocks(part, full, count, type); });
 }
 
-void MpiGroupComm::reduce_scatter(std::span<const float> full, std::span<float> part) {
-  assert(full.size() == part.size() * static_cast<size_t>(size_));
-  timed(Collective::reduce_scatter, [&] {
-    reduce_scatter_blocks(full.data(), part.data(), static_cast<int64_t>(part.size()));
-  });
+void MpiGroupComm::reduce_scatter(const void* full, void* part, int64_t count, Dtype type) {
+  timed(Collective::reduce_scatter, [&] { reduce_scatter_blocks(full, part, count, type); });
 }
 
-void reduce_scatter_equal(MPI_Comm comm, const float* full, float* part, int64_t count, int n) {
+void reduce_scatter_equal(MPI_Comm comm, const void* full, void* part, int64_t count, int n,
+                          Dtype type) {
   const std::vector<int> counts(static_cast<size_t>(n), to_int(count));
-  MPI_Reduce_scatter(full, part, counts.data(), MPI_FLOAT, MPI_SUM, comm);
+  MPI_Reduce_scatter(full, part, counts.data(), mpi_datatype(type), mpi_op(type, ReduceOp::sum),
+                     comm);
 }
 
-void MpiGroupComm::reduce_scatter_blocks(const float* in, float* part, int64_t count) {
-  reduce_scatter_equal(comm_, in, part, count, size_);
+void MpiGroupComm::reduce_scatter_blocks(const void* in, void* part, int64_t count, Dtype type) {
+  reduce_scatter_equal(comm_, in, part, count, size_, type);
 }
 
-void MpiGroupComm::all_gather_blocks(const float* part, float* out, int64_t count) {
-  const void* send = part == out + rank_ * count ? MPI_IN_PLACE : part;
-  MPI_Allgather(send, to_int(count), MPI_FLOAT, out, to_int(count), MPI_FLOAT, comm_);
+void MpiGroupComm::all_gather_blocks(const void* part, void* out, int64_t count, Dtype type) {
+  const int64_t block_bytes = count * dtype_bytes(type);
+  const void* send =
+      part == static_cast<const std::byte*>(out) + rank_ * block_bytes ? MPI_IN_PLACE : part;
+  const MPI_Datatype t = mpi_datatype(type);
+  MPI_Allgather(send, to_int(count), t, out, to_int(count), t, comm_);
 }
 
-void MpiP2p::send(Buffer<float> message, int64_t peer, int64_t tag, Pass) {
+void MpiP2p::send(Buffer<std::byte> message, int64_t peer, int64_t tag, Pass) {
   MPI_Request r = MPI_REQUEST_NULL;
-  MPI_Isend(message.data(), to_int(message.size()), MPI_FLOAT, to_int(peer),
+  MPI_Isend(message.data(), to_int(message.size()), MPI_BYTE, to_int(peer),
             static_cast<int>(tag % 32768), MPI_COMM_WORLD, &r);
   sends_.emplace_back(r, std::move(message));
 }
 
-void MpiP2p::recv(float* into, int64_t count, int64_t peer, int64_t tag, Pass) {
-  MPI_Recv(into, to_int(count), MPI_FLOAT, to_int(peer), static_cast<int>(tag % 32768),
+void MpiP2p::recv(void* into, int64_t bytes, int64_t peer, int64_t tag, Pass) {
+  MPI_Recv(into, to_int(bytes), MPI_BYTE, to_int(peer), static_cast<int>(tag % 32768),
            MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 

@@ -35,18 +35,18 @@ class MpiGroups {
   MPI_Comm embedding_ = MPI_COMM_NULL;
 };
 
-// A group's collectives over its communicator, on host memory; TpComm calls are stamped on
+// A group's collectives over its communicator, on host memory; the layers' calls are stamped on
 // `streams`.
 class MpiGroupComm final : public GroupComm {
  public:
   MpiGroupComm(MPI_Comm comm, Group group, StepStreams& streams);
   int size() const override { return size_; }
   int rank() const override { return rank_; }
-  void all_reduce(std::span<float> x, ReduceOp op) override;
-  void all_gather(std::span<const float> part, std::span<float> full) override;
-  void reduce_scatter(std::span<const float> full, std::span<float> part) override;
-  void reduce_scatter_blocks(const float* in, float* part, int64_t count) override;
-  void all_gather_blocks(const float* part, float* out, int64_t count) override;
+  void all_reduce(void* x, int64_t count, Dtype type, ReduceOp op) override;
+  void all_gather(const void* part, void* full, int64_t count, Dtype type) override;
+  void reduce_scatter(const void* full, void* part, int64_t count, Dtype type) override;
+  void reduce_scatter_blocks(const void* in, void* part, int64_t count, Dtype type) override;
+  void all_gather_blocks(const void* part, void* out, int64_t count, Dtype type) override;
 
  private:
   template <class Call>
@@ -59,23 +59,30 @@ class MpiGroupComm final : public GroupComm {
   int rank_ = 0;
 };
 
+// The MPI datatype of `type`'s elements: MPI_FLOAT, or for bf16, which MPI lacks, a pair of bytes
+// whose sum and max are user operations adding in fp32 and rounding once (mpi_comm.cpp). Throws
+// std::logic_error for a dtype the executor does not move.
+MPI_Datatype mpi_datatype(Dtype type);
+MPI_Op mpi_op(Dtype type, ReduceOp op);
+
 // part (count elements) = this rank's block of the element-wise sum of every rank's n·count
 // elements of `full`. MPI_Reduce_scatter with n equal counts rather than MPI_Reduce_scatter_block:
 // Open MPI 4.1's _block ran 2.5 to 3.5 times slower at 2 to 8 MB on 2 ranks here (measured,
 // 2026-11-23: 4.19 ms against 1.27 ms at 3.16 MB).
-void reduce_scatter_equal(MPI_Comm comm, const float* full, float* part, int64_t count, int n);
+void reduce_scatter_equal(MPI_Comm comm, const void* full, void* part, int64_t count, int n,
+                          Dtype type = Dtype::fp32);
 
 // Sends are MPI_Isend (non-blocking, as Megatron-LM's p2p ops), receives MPI_Recv (blocking), on
 // MPI_COMM_WORLD, matched by tag.
 class MpiP2p final : public PipelineP2p {
  public:
   ~MpiP2p() override { finish_sends(true); }
-  void send(Buffer<float> message, int64_t peer, int64_t tag, Pass pass) override;
-  void recv(float* into, int64_t count, int64_t peer, int64_t tag, Pass pass) override;
+  void send(Buffer<std::byte> message, int64_t peer, int64_t tag, Pass pass) override;
+  void recv(void* into, int64_t bytes, int64_t peer, int64_t tag, Pass pass) override;
   void finish_sends(bool wait) override;
 
  private:
-  std::vector<std::pair<MPI_Request, Buffer<float>>> sends_;
+  std::vector<std::pair<MPI_Request, Buffer<std::byte>>> sends_;
 };
 
 }  // namespace shardplan

@@ -22,13 +22,14 @@ class MpiRuntime final : public RankRuntime {
       embedding_.emplace(groups_.embedding(), Group::pp, streams_);
   }
 
-  Kernels<float>& kernels() override { return cpu_kernels<float>(); }
+  Kernels<float>& f32_kernels() override { return cpu_kernels<float>(); }
+  Kernels<bf16>& bf16_kernels() override { return cpu_kernels<bf16>(); }
   TensorAllocator& allocator() override { return alloc_; }
   StepStreams& streams() override { return streams_; }
   GroupComm& group(Group g) override { return *comms_[static_cast<size_t>(g)]; }
   GroupComm* embedding_group() override { return embedding_ ? &*embedding_ : nullptr; }
   PipelineP2p& p2p() override { return p2p_; }
-  void release_after_use(Buffer<float>) override {}  // the work is done: freed on return
+  void release_bytes_after_use(Buffer<std::byte>) override {}  // the work is done: freed now
   void finish_releases(bool) override {}
 
  private:

@@ -10,13 +10,14 @@ namespace shardplan {
 // In place: each row i of each block becomes softmax(scale · scores) over keys 0..positions.of(i),
 // with the row maximum subtracted first; the later keys are set to 0.
 template <class T>
-void causal_softmax_forward(T* scores, const ScoreBlocks& blocks, T scale,
+void causal_softmax_forward(T* scores, const ScoreBlocks& blocks, compute_t<T> scale,
                             TokenPositions positions);
 
 // In place on `grads` (dP in, dScores out): dS = P ⊙ (dP − rowsum(P ⊙ dP)) · scale on the keys a
 // row sees, 0 on the others.
 template <class T>
 void causal_softmax_backward(const T* probs, const ScoreBlocks& probs_blocks, T* grads,
-                             const ScoreBlocks& grad_blocks, T scale, TokenPositions positions);
+                             const ScoreBlocks& grad_blocks, compute_t<T> scale,
+                             TokenPositions positions);
 
 }  // namespace shardplan

@@ -52,64 +52,75 @@ std::optional<size_t> ready_gather(const Program& p, size_t next,
   return std::nullopt;
 }
 
-Zero3Units::Zero3Units(RankRuntime& rt, Group zero_group, const ZeroShards& shards)
+template <class T>
+Zero3Units<T>::Zero3Units(RankRuntime& rt, Group zero_group, const ZeroShards& shards)
     : rt_(rt), comm_(rt.group(zero_group)), shards_(shards) {}
 
-Zero3Units::Unit Zero3Units::allocate(const std::vector<size_t>& units, const char* what,
-                                      bool for_overwrite) {
+template <class T>
+typename Zero3Units<T>::Unit Zero3Units<T>::allocate(const std::vector<size_t>& units,
+                                                     const char* what, bool for_overwrite) {
   Unit out{units, {}};
   for (const size_t u : units)
-    out.buffers.push_back(side_buffer(rt_, MemoryCategory::buffers,
-                                      shards_.members * shards_.piece(u), what, for_overwrite));
+    out.buffers.push_back(side_buffer<T>(rt_, MemoryCategory::buffers,
+                                         shards_.members * shards_.piece(u), what, for_overwrite));
   return out;
 }
 
-void Zero3Units::gather(uint32_t gather, const std::vector<ElementRange>& ranges,
-                        const float* param_shard) {
+template <class T>
+void Zero3Units<T>::gather(uint32_t gather, const std::vector<ElementRange>& ranges,
+                           const T* param_shard) {
   std::vector<size_t> units;
   for (const ElementRange r : ranges)
     for (const size_t u : shards_.units_in(r)) units.push_back(u);
   Unit g = allocate(units, "gathered parameters", /*for_overwrite=*/true);
   for (size_t i = 0; i < units.size(); ++i)
-    all_gather_unit(rt_, comm_, shards_, units[i], param_shard + shards_.offsets[units[i]],
-                    g.buffers[i].span());
+    all_gather_unit<T>(rt_, comm_, shards_, units[i], param_shard + shards_.offsets[units[i]],
+                       g.buffers[i].span());
   const bool fresh = params_.emplace(gather, std::move(g)).second;
   assert(fresh);
   (void)fresh;
 }
 
-FlatView<const float> Zero3Units::params(uint32_t gather) const {
-  return view_of<const float>(shards_, params_.at(gather));
+template <class T>
+FlatView<const T> Zero3Units<T>::params(uint32_t gather) const {
+  return view_of<const T>(shards_, params_.at(gather));
 }
 
-void Zero3Units::release(Unit& u) {
-  for (Buffer<float>& b : u.buffers) rt_.release_after_use(std::move(b));
+template <class T>
+void Zero3Units<T>::release(Unit& u) {
+  for (Buffer<T>& b : u.buffers) rt_.release_after_use(std::move(b));
 }
 
-void Zero3Units::reshard(uint32_t gather) {
+template <class T>
+void Zero3Units<T>::reshard(uint32_t gather) {
   const auto it = params_.find(gather);
   assert(it != params_.end());
   release(it->second);
   params_.erase(it);
 }
 
-FlatView<float> Zero3Units::start_gradients(uint32_t gather, uint32_t compute) {
+template <class T>
+FlatView<T> Zero3Units<T>::start_gradients(uint32_t gather, uint32_t compute) {
   const auto [it, fresh] =
       grads_.emplace(compute, allocate(params_.at(gather).units, "unit gradients",
                                        /*for_overwrite=*/false));  // the backward adds into them
   assert(fresh);
   (void)fresh;
-  return view_of<float>(shards_, it->second);
+  return view_of<T>(shards_, it->second);
 }
 
-void Zero3Units::reduce_scatter(uint32_t compute, float* grad_shard) {
+template <class T>
+void Zero3Units<T>::reduce_scatter(uint32_t compute, T* grad_shard) {
   const auto it = grads_.find(compute);
   assert(it != grads_.end());
   Unit& g = it->second;
   for (size_t i = 0; i < g.units.size(); ++i)
-    reduce_scatter_add(rt_, comm_, shards_, g.units[i], g.buffers[i].span(), grad_shard);
+    reduce_scatter_add<T>(rt_, comm_, shards_, g.units[i], g.buffers[i].span(), grad_shard);
   release(g);
   grads_.erase(it);
 }
+
+template class Zero3Units<float>;
+template class Zero3Units<bf16>;
 
 }  // namespace shardplan

@@ -39,6 +39,8 @@ uint32_t last_compute(const Program& p, size_t first, size_t last);
 // programs match), so the collectives meet.
 std::optional<size_t> ready_gather(const Program& p, size_t next, const std::vector<Stamp>& starts);
 
+// T: the parameters' and gradients' storage type (float, or bf16 under mixed precision).
+template <class T>
 class Zero3Units {
  public:
   // `zero_group`: the group ZeRO shards over (dp, or dp·cp), whose shards `shards` describes.
@@ -47,18 +49,18 @@ class Zero3Units {
   // The param_gather at program index `gather`, on the selected stream: the units making up
   // `ranges`, each all-gathered from every member's piece (this rank's in `param_shard`) into a
   // buffer of its own.
-  void gather(uint32_t gather, const std::vector<ElementRange>& ranges, const float* param_shard);
+  void gather(uint32_t gather, const std::vector<ElementRange>& ranges, const T* param_shard);
   // Its parameters, for the pass that waits for it; reshard() frees them once the selected stream
   // (the compute stream, at that pass's end) has passed its last use.
-  FlatView<const float> params(uint32_t gather) const;
+  FlatView<const T> params(uint32_t gather) const;
   void reshard(uint32_t gather);
 
   // Zeroed full gradients of the ranges `gather` gathered, for the backward whose last compute is
   // at program index `compute` (the action the unit's grad_reduce depends on).
-  FlatView<float> start_gradients(uint32_t gather, uint32_t compute);
+  FlatView<T> start_gradients(uint32_t gather, uint32_t compute);
   // The grad_reduce after that backward, on the selected stream: its gradients reduce-scattered
   // and added into `grad_shard` (padded), then freed once the stream has passed them.
-  void reduce_scatter(uint32_t compute, float* grad_shard);
+  void reduce_scatter(uint32_t compute, T* grad_shard);
 
   // Nothing gathered, no gradients waiting (true between steps).
   bool empty() const { return params_.empty() && grads_.empty(); }
@@ -68,7 +70,7 @@ class Zero3Units {
   // (padded).
   struct Unit {
     std::vector<size_t> units;
-    std::vector<Buffer<float>> buffers;
+    std::vector<Buffer<T>> buffers;
   };
   Unit allocate(const std::vector<size_t>& units, const char* what, bool for_overwrite);
   void release(Unit& u);
