@@ -1,6 +1,6 @@
-// `shardplan execute`: run a plan's training steps for real on this machine's ranks (CPU, fp32,
-// MPI) and report loss, step time and tokens/s per step, every rank's memory and every action's
-// timing (--out measured.json, --trace). Runs on the ranks mpirun started, or re-runs itself under
+// `shardplan execute`: run a plan's training steps for real on this machine's ranks (CPU: Eigen
+// and MPI; CUDA: cuBLAS, kernels and NCCL; in fp32, or in bf16 with fp32 master weights) and
+// report loss, step time and tokens/s per step, every rank's memory and every action's timing (--out measured.json, --trace). Runs on the ranks mpirun started, or re-runs itself under
 // `mpirun -np <the plan's world>`.
 //
 // Faults: an exception on any rank prints "shardplan: error: rank R: <cause>" and calls
@@ -75,18 +75,19 @@ InjectedFault parse_fault(const std::string& spec) {
   return f;
 }
 
-// The CPU backend computes in fp32 throughout, with no master copy: the plan it runs is the given
-// one with that training precision (its prediction, made for another precision, dropped).
-bool runs_as_given(const Training& t) {
-  return t.dtype == Dtype::fp32 && t.grad_dtype == Dtype::fp32 && !t.master_weights;
-}
-
+// The executor trains fp32, or bf16 with fp32 master weights (runs_precision); a plan in another
+// precision runs in fp32 (its prediction, made for another precision, dropped).
 Plan executed_plan(Plan p) {
-  if (runs_as_given(p.training)) return p;
+  if (runs_precision(p.training)) return p;
   p.training.dtype = p.training.grad_dtype = Dtype::fp32;
   p.training.master_weights = false;
   p.prediction = nlohmann::json::object();
   return p;
+}
+
+std::string precision_label(const Training& t, const ExecuteOptions& o) {
+  if (t.dtype == Dtype::bf16) return "bf16, fp32 master weights";
+  return o.tf32 && o.backend == "cuda" ? "fp32, tf32 GEMMs" : "fp32";
 }
 
 void print_memory(const std::vector<MeasuredMemory>& memory) {
@@ -140,7 +141,7 @@ void execute_steps(const ExecuteOptions& o, const Plan& p, int rank) {
       record.programs.push_back(build_program(p.model, p.training, p.layout, r));
     fmt::print("{}: {} on {} ranks ({}, {}), {} steps of {} x {} tokens, data {}\n",
                to_string(p.layout), p.model.name, p.layout.world(), o.backend,
-               o.tf32 && o.backend == "cuda" ? "fp32, tf32 GEMMs" : "fp32", o.steps,
+               precision_label(p.training, o), o.steps,
                p.training.global_batch, p.training.seq_len, text.path);
     fmt::print("{:>5}  {:>8}  {:>12}  {:>12}\n", "step", "loss", "step_time_s", "tokens_per_s");
     std::fflush(stdout);
@@ -206,11 +207,10 @@ int run_execute(const ExecuteOptions& o) {
     throw InputError("--tf32", "", "needs --backend cuda", "leave --tf32 out on the cpu backend");
   if (o.backend == "cuda") require_cuda_device("--backend");  // before mpirun starts any rank
   const Plan given = resolve_plan(o.inputs);
-  if (!runs_as_given(given.training) && !started_by_mpirun())
+  if (!runs_precision(given.training) && !started_by_mpirun())
     fmt::print(
-        "# the {} backend runs fp32 weights, activations and gradients without a master "
-        "copy; the plan's dtype {}, grad_dtype {}, master_weights {} is priced by estimate, "
-        "not run\n",
+        "# the {} backend runs fp32, or bf16 with fp32 master weights; the plan's dtype {}, "
+        "grad_dtype {}, master_weights {} is priced by estimate and run in fp32\n",
         o.backend, enum_name(given.training.dtype, kDtypeNames),
         enum_name(given.training.grad_dtype, kDtypeNames), given.training.master_weights);
   const Plan p = executed_plan(given);
@@ -237,8 +237,9 @@ Subcommand add_execute(CLI::App& root) {
   auto o = std::make_shared<ExecuteOptions>();
   CLI::App* app = root.add_subcommand(
       "execute",
-      "Train a plan's layout for real on this machine (cpu: Eigen fp32, one MPI rank per device; "
-      "cuda: cuBLAS and CUDA kernels in fp32, NCCL, one MPI rank per GPU) "
+      "Train a plan's layout for real on this machine (cpu: Eigen + MPI, one rank per device; "
+      "cuda: cuBLAS, CUDA kernels and NCCL, one MPI rank per GPU), in the plan's dtype: fp32, or "
+      "bf16 with fp32 master weights and an fp32 loss (other dtypes run in fp32), "
       "and print loss, step time and tokens/s per step (step 1 is warm-up: medians leave it out) "
       "and each rank's peak memory. Runs on the ranks mpirun started, or re-runs itself under "
       "mpirun -np <the plan's device count>. An error on any rank aborts the whole job (exit 1)");
@@ -258,7 +259,7 @@ Subcommand add_execute(CLI::App& root) {
   app->add_option("--trace", o->trace,
                   "Write the last step's timeline as Chrome trace JSON (as simulate's)");
   app->add_option("--backend", o->backend,
-                  "cpu (Eigen fp32 + MPI) or cuda (cuBLAS, CUDA kernels, NCCL; one rank per GPU)")
+                  "cpu (Eigen + MPI) or cuda (cuBLAS, CUDA kernels, NCCL; one rank per GPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app->add_flag("--tf32", o->tf32,

@@ -53,7 +53,7 @@ Profile calibrate_cuda(const CalibrateOptions& o, const CudaSettings& settings, 
   CudaContext ctx(node_device(), settings.matmul);
   DeviceMemory memory(ctx);
   TensorAllocator alloc("rank " + std::to_string(rank), 0, &memory);
-  CudaKernels kernels(ctx, alloc);
+  CudaKernels<float> kernels(ctx, alloc);
 
   Profile p;
   p.backend = Backend::cuda;

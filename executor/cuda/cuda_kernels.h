@@ -1,7 +1,9 @@
-// The CUDA backend's Kernels (executor/kernels.h) for fp32: GEMMs through cuBLAS (row-major
-// operands handed to column-major cuBLAS as their transposes), the layers' kernels from the *.cu
-// files beside this one, copies through cudaMemcpy2DAsync; all on the context's current stream.
-// Scratch (the norms' row statistics, the loss sum) comes from the rank's allocator as buffers.
+// The CUDA backend's Kernels (executor/kernels.h) for fp32 and for bf16 storage: GEMMs through
+// cuBLAS (row-major operands handed to column-major cuBLAS as their transposes; cublasSgemm for
+// fp32, cublasGemmEx on bf16 with fp32 accumulation for bf16), the layers' kernels from the *.cu
+// files beside this one (computing in fp32 either way), copies through cudaMemcpy2DAsync; all on
+// the context's current stream. Scratch (the norms' row statistics, the embedding gradient's sort,
+// the loss sum) comes from the rank's allocator as buffers.
 #pragma once
 
 #include "executor/cuda/cuda_context.h"
@@ -10,56 +12,59 @@
 
 namespace shardplan {
 
-class CudaKernels final : public Kernels<float> {
+template <class T>
+class CudaKernels final : public Kernels<T> {
  public:
-  using Kernels<float>::fill;
-  using Kernels<float>::copy;
+  using C = typename Kernels<T>::C;
+  using Kernels<T>::fill;
+  using Kernels<T>::copy;
 
   CudaKernels(CudaContext& ctx, TensorAllocator& alloc) : ctx_(ctx), alloc_(alloc) {}
 
-  void gemm_batched(MatrixRef<float> c, MatrixRef<const float> a, Op op_a, MatrixRef<const float> b,
-                    Op op_b, Accumulate acc, const GemmBatch& batch, MatmulStats* stats) override;
+  void gemm_batched(MatrixRef<T> c, MatrixRef<const T> a, Op op_a, MatrixRef<const T> b, Op op_b,
+                    Accumulate acc, const GemmBatch& batch, MatmulStats* stats) override;
   int64_t attention_heads_per_call(int64_t heads) const override { return heads; }
 
-  void bias_forward(float* y, const float* b, int64_t rows, int64_t cols) override;
-  void residual_add(float* y, const float* x, const float* bias, int64_t rows,
-                    int64_t cols) override;
-  void bias_backward(const float* dy, int64_t rows, int64_t cols, float* db) override;
-  void norm_forward(Norm kind, const float* x, const float* weight, const float* bias, int64_t rows,
-                    int64_t hidden, float* y) override;
-  void norm_backward(Norm kind, const float* x, const float* weight, const float* dy, int64_t rows,
-                     int64_t hidden, float* dx, float* dweight, float* dbias) override;
-  void activation_forward(Activation kind, const float* u, int64_t rows, int64_t ffn,
-                          float* a) override;
-  void activation_backward(Activation kind, const float* u, const float* da, int64_t rows,
-                           int64_t ffn, float* du) override;
-  void causal_softmax_forward(float* scores, const ScoreBlocks& blocks, float scale,
+  void bias_forward(T* y, const T* b, int64_t rows, int64_t cols) override;
+  void residual_add(T* y, const T* x, const T* bias, int64_t rows, int64_t cols) override;
+  void bias_backward(const T* dy, int64_t rows, int64_t cols, T* db) override;
+  void norm_forward(Norm kind, const T* x, const T* weight, const T* bias, int64_t rows,
+                    int64_t hidden, T* y) override;
+  void norm_backward(Norm kind, const T* x, const T* weight, const T* dy, int64_t rows,
+                     int64_t hidden, T* dx, T* dweight, T* dbias) override;
+  void activation_forward(Activation kind, const T* u, int64_t rows, int64_t ffn, T* a) override;
+  void activation_backward(Activation kind, const T* u, const T* da, int64_t rows, int64_t ffn,
+                           T* du) override;
+  void causal_softmax_forward(T* scores, const ScoreBlocks& blocks, C scale,
                               TokenPositions positions) override;
-  void causal_softmax_backward(const float* probs, const ScoreBlocks& probs_blocks, float* grads,
-                               const ScoreBlocks& grad_blocks, float scale,
+  void causal_softmax_backward(const T* probs, const ScoreBlocks& probs_blocks, T* grads,
+                               const ScoreBlocks& grad_blocks, C scale,
                                TokenPositions positions) override;
-  void embedding_rows(const int32_t* tokens, int64_t count, const float* table, ElementRange rows,
-                      int64_t hidden, float* out) override;
-  void embedding_rows_backward(const int32_t* tokens, int64_t count, const float* dout,
-                               ElementRange rows, int64_t hidden, float* dtable) override;
-  void position_embedding_add(float* out, int64_t rows, int64_t hidden, const float* wpe,
+  void embedding_rows(const int32_t* tokens, int64_t count, const T* table, ElementRange rows,
+                      int64_t hidden, T* out) override;
+  void embedding_rows_backward(const int32_t* tokens, int64_t count, const T* dout,
+                               ElementRange rows, int64_t hidden, T* dtable) override;
+  void position_embedding_add(T* out, int64_t rows, int64_t hidden, const T* wpe,
                               TokenPositions positions, int64_t first_row) override;
-  void position_embedding_backward(const float* dout, int64_t rows, int64_t hidden, float* dwpe,
+  void position_embedding_backward(const T* dout, int64_t rows, int64_t hidden, T* dwpe,
                                    TokenPositions positions, int64_t first_row) override;
-  void logits_row_max(const float* logits, int64_t rows, int64_t cols, float* row_max) override;
-  void logits_target(const float* logits, const int32_t* targets, int64_t rows, int64_t cols,
-                     ElementRange vocab, float* target_logit) override;
-  void logits_exponentiate(float* logits, int64_t rows, int64_t cols, const float* row_max,
-                           float* sum_exp) override;
-  double token_loss_sum(const float* row_max, const float* sum_exp, const float* target_logit,
+  void logits_row_max(const C* logits, int64_t rows, int64_t cols, C* row_max) override;
+  void logits_target(const C* logits, const int32_t* targets, int64_t rows, int64_t cols,
+                     ElementRange vocab, C* target_logit) override;
+  void logits_exponentiate(C* logits, int64_t rows, int64_t cols, const C* row_max,
+                           C* sum_exp) override;
+  double token_loss_sum(const C* row_max, const C* sum_exp, const C* target_logit,
                         int64_t rows) override;
-  void logits_backward(float* exp_logits, const float* sum_exp, const int32_t* targets,
-                       int64_t rows, int64_t cols, ElementRange vocab, float scale) override;
+  void logits_backward(C* exp_logits, const C* sum_exp, const int32_t* targets, int64_t rows,
+                       int64_t cols, ElementRange vocab, C scale) override;
   void adam_update(const AdamConfig& config, float bias_correction1, float bias_correction2,
-                   float* params, const float* grads, float* m, float* v, int64_t count) override;
+                   float* master, const T* grads, float* m, float* v, T* params,
+                   int64_t count) override;
+  void widen(const T* from, C* to, int64_t count) override;
+  void narrow(const C* from, T* to, int64_t count) override;
 
-  void fill(MatrixRef<float> m, float value) override;
-  void copy(MatrixRef<float> to, MatrixRef<const float> from) override;
+  void fill(MatrixRef<T> m, T value) override;
+  void copy(MatrixRef<T> to, MatrixRef<const T> from) override;
   void copy_to_host(void* host, const void* device, int64_t bytes) override;
   void copy_from_host(void* device, const void* host, int64_t bytes) override;
   void synchronize() override;

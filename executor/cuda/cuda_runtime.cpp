@@ -2,6 +2,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <cstddef>
 #include <list>
 #include <memory>
 #include <optional>
@@ -46,7 +47,8 @@ class CudaRuntime final : public RankRuntime {
       : ctx_(node_device(), settings.matmul),
         memory_(ctx_),
         alloc_("rank " + std::to_string(p.rank), 0, &memory_),
-        kernels_(ctx_, alloc_),
+        f32_kernels_(ctx_, alloc_),
+        bf16_kernels_(ctx_, alloc_),
         streams_(ctx_),
         groups_(p) {
     // Every rank creates its groups' communicators in the same order (kGroupNames), each rank in
@@ -66,14 +68,15 @@ class CudaRuntime final : public RankRuntime {
     cudaDeviceSynchronize();  // no kernel or collective still uses what is freed below
   }
 
-  Kernels<float>& kernels() override { return kernels_; }
+  Kernels<float>& f32_kernels() override { return f32_kernels_; }
+  Kernels<bf16>& bf16_kernels() override { return bf16_kernels_; }
   TensorAllocator& allocator() override { return alloc_; }
   StepStreams& streams() override { return streams_; }
   GroupComm& group(Group g) override { return *comms_[static_cast<size_t>(g)]; }
   GroupComm* embedding_group() override { return embedding_ ? &*embedding_ : nullptr; }
   PipelineP2p& p2p() override { return *p2p_; }
 
-  void release_after_use(Buffer<float> b) override {
+  void release_bytes_after_use(Buffer<std::byte> b) override {
     CudaEvent used;
     used.record(ctx_.stream());
     held_.emplace_back(std::move(used), std::move(b));
@@ -90,7 +93,8 @@ class CudaRuntime final : public RankRuntime {
   CudaContext ctx_;
   DeviceMemory memory_;
   TensorAllocator alloc_;
-  CudaKernels kernels_;
+  CudaKernels<float> f32_kernels_;  // fp32 training
+  CudaKernels<bf16> bf16_kernels_;  // mixed precision: the same GPU, allocator and streams
   CudaStreams streams_;
   MpiGroups groups_;
   std::array<std::optional<NcclComm>, 7> nccl_;
@@ -98,7 +102,7 @@ class CudaRuntime final : public RankRuntime {
   std::optional<NcclComm> embedding_nccl_;
   std::optional<NcclGroupComm> embedding_;
   std::optional<NcclP2p> p2p_;
-  std::list<std::pair<CudaEvent, Buffer<float>>> held_;
+  std::list<std::pair<CudaEvent, Buffer<std::byte>>> held_;
 };
 
 }  // namespace

@@ -1,12 +1,23 @@
-// Launch shapes and block-wide reductions shared by the kernel files.
+// Launch shapes, loads in the compute type and block-wide reductions shared by the kernel files.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
+#include "executor/bf16.h"
 #include "executor/cuda/cuda_check.h"
 
+// The storage types every templated launcher is instantiated for: X(float) X(bf16).
+#define SHARDPLAN_FOR_STORAGE_TYPES(X) X(float) X(::shardplan::bf16)
+
 namespace shardplan::cuda {
+
+// A stored element in the kernels' compute type, fp32 (exact for bf16). Stores assign the fp32
+// result, which rounds once for bf16 (bf16.h's conversion, as the CPU backend's stores).
+template <class T>
+__device__ inline float load(T x) {
+  return static_cast<float>(x);
+}
 
 constexpr int kThreads = 256;  // threads per block, a multiple of the 32-thread warp
 

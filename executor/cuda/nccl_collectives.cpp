@@ -46,8 +46,8 @@ void nccl_collective(Collective c, const float* send, float* recv, int64_t count
   }
 }
 
-NcclCollectiveRunner::NcclCollectiveRunner(MPI_Comm group, CudaContext& ctx, CudaKernels& kernels,
-                                           TensorAllocator& alloc)
+NcclCollectiveRunner::NcclCollectiveRunner(MPI_Comm group, CudaContext& ctx,
+                                           CudaKernels<float>& kernels, TensorAllocator& alloc)
     : group_(group), comm_(group), ctx_(ctx), kernels_(kernels), alloc_(alloc) {}
 
 void NcclCollectiveRunner::prepare(const CollectiveBench& b, int64_t count) {

@@ -20,7 +20,7 @@ void nccl_collective(Collective c, const float* send, float* recv, int64_t count
 // buffers from `alloc`; calls on the context's compute stream, finish() waits for them.
 class NcclCollectiveRunner final : public CollectiveRunner {
  public:
-  NcclCollectiveRunner(MPI_Comm group, CudaContext& ctx, CudaKernels& kernels,
+  NcclCollectiveRunner(MPI_Comm group, CudaContext& ctx, CudaKernels<float>& kernels,
                        TensorAllocator& alloc);
   MPI_Comm group() const override { return group_; }
   void prepare(const CollectiveBench& b, int64_t count) override;
@@ -33,7 +33,7 @@ class NcclCollectiveRunner final : public CollectiveRunner {
   MPI_Comm group_;
   NcclComm comm_;
   CudaContext& ctx_;
-  CudaKernels& kernels_;
+  CudaKernels<float>& kernels_;
   TensorAllocator& alloc_;
   const CollectiveBench* bench_ = nullptr;
   int64_t count_ = 0;

@@ -1,7 +1,10 @@
 #include "executor/cuda/nccl_comm.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
+#include <stdexcept>
 
 #include "executor/cuda/cuda_check.h"
 
@@ -16,6 +19,19 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 size_t count_of(int64_t n) {
   assert(n >= 0);
   return static_cast<size_t>(n);
+}
+
+// The element types the executor moves; another reaching a collective is a bug.
+ncclDataType_t nccl_type(Dtype type) {
+  switch (type) {
+    case Dtype::fp32:
+      return ncclFloat32;
+    case Dtype::bf16:
+      return ncclBfloat16;
+    default:
+      throw std::logic_error(fmt::format("NCCL collectives move fp32 or bf16 elements, not {}",
+                                         enum_name(type, kDtypeNames)));
+  }
 }
 
 }  // namespace
@@ -73,39 +89,38 @@ void NcclGroupComm::on_own_stream(Collective op, Issue&& issue) {
   if (calls != nullptr) calls->push_back({op, group_, start, end});
 }
 
-void NcclGroupComm::all_reduce(std::span<float> x, ReduceOp op) {
+void NcclGroupComm::all_reduce(void* x, int64_t count, Dtype type, ReduceOp op) {
   on_own_stream(Collective::all_reduce, [&](cudaStream_t s) {
     SHARDPLAN_NCCL_CHECK(
-        ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat, nccl_op(op), comm_.get(), s));
+        ncclAllReduce(x, x, count_of(count), nccl_type(type), nccl_op(op), comm_.get(), s));
   });
 }
 
-void NcclGroupComm::all_gather(std::span<const float> part, std::span<float> full) {
-  assert(full.size() == part.size() * static_cast<size_t>(size()));
+void NcclGroupComm::all_gather(const void* part, void* full, int64_t count, Dtype type) {
   on_own_stream(Collective::all_gather, [&](cudaStream_t s) {
     SHARDPLAN_NCCL_CHECK(
-        ncclAllGather(part.data(), full.data(), part.size(), ncclFloat, comm_.get(), s));
+        ncclAllGather(part, full, count_of(count), nccl_type(type), comm_.get(), s));
   });
 }
 
-void NcclGroupComm::reduce_scatter(std::span<const float> full, std::span<float> part) {
-  assert(full.size() == part.size() * static_cast<size_t>(size()));
+void NcclGroupComm::reduce_scatter(const void* full, void* part, int64_t count, Dtype type) {
   on_own_stream(Collective::reduce_scatter, [&](cudaStream_t s) {
-    SHARDPLAN_NCCL_CHECK(ncclReduceScatter(full.data(), part.data(), part.size(), ncclFloat,
-                                           ncclSum, comm_.get(), s));
+    SHARDPLAN_NCCL_CHECK(
+        ncclReduceScatter(full, part, count_of(count), nccl_type(type), ncclSum, comm_.get(), s));
   });
 }
 
-void NcclGroupComm::reduce_scatter_blocks(const float* in, float* part, int64_t count) {
+void NcclGroupComm::reduce_scatter_blocks(const void* in, void* part, int64_t count, Dtype type) {
   on_selected_stream([&](cudaStream_t s) {
     SHARDPLAN_NCCL_CHECK(
-        ncclReduceScatter(in, part, count_of(count), ncclFloat, ncclSum, comm_.get(), s));
+        ncclReduceScatter(in, part, count_of(count), nccl_type(type), ncclSum, comm_.get(), s));
   });
 }
 
-void NcclGroupComm::all_gather_blocks(const float* part, float* out, int64_t count) {
+void NcclGroupComm::all_gather_blocks(const void* part, void* out, int64_t count, Dtype type) {
   on_selected_stream([&](cudaStream_t s) {
-    SHARDPLAN_NCCL_CHECK(ncclAllGather(part, out, count_of(count), ncclFloat, comm_.get(), s));
+    SHARDPLAN_NCCL_CHECK(
+        ncclAllGather(part, out, count_of(count), nccl_type(type), comm_.get(), s));
   });
 }
 

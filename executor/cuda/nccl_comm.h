@@ -43,21 +43,22 @@ class NcclComm {
   bool called_ = false;
 };
 
-// A group's collectives over NCCL, on device memory. The flat-buffer collectives run on the
-// selected stream; the TpComm ones (a layer's tp or cp collective, in the middle of its compute)
-// on `own` stream, which first waits for the selected stream, and the selected stream then waits
-// for them; they are stamped for the action timings.
+// A group's collectives over NCCL, on device memory, in fp32 (ncclFloat32) or bf16 (ncclBfloat16,
+// which NCCL sums in fp32 and rounds at each step of its algorithm). ZeRO's unit collectives run on
+// the selected stream; the layers' (a tp or cp collective, in the middle of its compute) on `own`
+// stream, which first waits for the selected stream, and the selected stream then waits for them;
+// they are stamped for the action timings.
 class NcclGroupComm final : public GroupComm {
  public:
   NcclGroupComm(NcclComm& comm, Group group, Stream own, CudaContext& ctx, StepStreams& streams);
   int size() const override { return comm_.size(); }
   int rank() const override { return comm_.rank(); }
-  void all_reduce(std::span<float> x, ReduceOp op) override;
-  void all_gather(std::span<const float> part, std::span<float> full) override;
-  void reduce_scatter(std::span<const float> full, std::span<float> part) override;
+  void all_reduce(void* x, int64_t count, Dtype type, ReduceOp op) override;
+  void all_gather(const void* part, void* full, int64_t count, Dtype type) override;
+  void reduce_scatter(const void* full, void* part, int64_t count, Dtype type) override;
   // ncclReduceScatter / ncclAllGather (in place when `part` is this rank's block of `out`).
-  void reduce_scatter_blocks(const float* in, float* part, int64_t count) override;
-  void all_gather_blocks(const float* part, float* out, int64_t count) override;
+  void reduce_scatter_blocks(const void* in, void* part, int64_t count, Dtype type) override;
+  void all_gather_blocks(const void* part, void* out, int64_t count, Dtype type) override;
 
  private:
   template <class Issue>

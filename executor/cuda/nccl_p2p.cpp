@@ -59,21 +59,21 @@ NcclP2p::Link& NcclP2p::link(Direction d, Pass pass, int64_t peer) {
   throw std::logic_error("no pipeline link for this message");  // pipeline_channels covers all
 }
 
-void NcclP2p::send(Buffer<float> message, int64_t peer, int64_t, Pass pass) {
+void NcclP2p::send(Buffer<std::byte> message, int64_t peer, int64_t, Pass pass) {
   Link& l = link(Direction::send, pass, peer);
   ctx_.wait(l.stream.get(), ctx_.stream());
-  SHARDPLAN_NCCL_CHECK(ncclSend(message.data(), static_cast<size_t>(message.size()), ncclFloat, 1,
+  SHARDPLAN_NCCL_CHECK(ncclSend(message.data(), static_cast<size_t>(message.bytes()), ncclUint8, 1,
                                 l.comm->get(), l.stream.get()));
   CudaEvent sent;
   sent.record(l.stream.get());
   sends_.emplace_back(std::move(sent), std::move(message));
 }
 
-void NcclP2p::recv(float* into, int64_t count, int64_t peer, int64_t, Pass pass) {
+void NcclP2p::recv(void* into, int64_t bytes, int64_t peer, int64_t, Pass pass) {
   Link& l = link(Direction::recv, pass, peer);
   ctx_.wait(l.stream.get(), ctx_.stream());
   SHARDPLAN_NCCL_CHECK(
-      ncclRecv(into, static_cast<size_t>(count), ncclFloat, 0, l.comm->get(), l.stream.get()));
+      ncclRecv(into, static_cast<size_t>(bytes), ncclUint8, 0, l.comm->get(), l.stream.get()));
   ctx_.wait(ctx_.stream(), l.stream.get());
 }
 

@@ -3,9 +3,10 @@
 // sends, rank 1 receives) with a stream of its own. A send waits for the selected stream (the
 // pp-comm stream, already past the action's dependencies) and keeps its message until its link's
 // stream has passed it; a receive waits for the selected stream, and the selected stream then
-// waits for the receive.
+// waits for the receive. Messages are bytes (ncclUint8), whatever their elements.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -23,8 +24,8 @@ class NcclP2p final : public PipelineP2p {
   NcclP2p(const Program& p, CudaContext& ctx);
   ~NcclP2p() override;
 
-  void send(Buffer<float> message, int64_t peer, int64_t tag, Pass pass) override;
-  void recv(float* into, int64_t count, int64_t peer, int64_t tag, Pass pass) override;
+  void send(Buffer<std::byte> message, int64_t peer, int64_t tag, Pass pass) override;
+  void recv(void* into, int64_t bytes, int64_t peer, int64_t tag, Pass pass) override;
   void finish_sends(bool wait) override;
 
  private:
@@ -37,7 +38,7 @@ class NcclP2p final : public PipelineP2p {
 
   CudaContext& ctx_;
   std::vector<Link> links_;
-  std::vector<std::pair<CudaEvent, Buffer<float>>> sends_;
+  std::vector<std::pair<CudaEvent, Buffer<std::byte>>> sends_;
 };
 
 }  // namespace shardplan

@@ -1,7 +1,9 @@
-// Kernels that sum or take maxima: sums down columns (bias, norm weight and embedding gradients),
-// where each column's rows are added in order by one thread (or 8 interleaved partial sums added in
-// order), so results do not depend on scheduling; and one block per row for the norms' and the
-// cross-entropy's row statistics. The per-element math is the CPU loops' (executor/elementwise.h).
+// Kernels that sum or take maxima: sums down columns (bias, norm weight and position embedding
+// gradients), where each column's rows are added in order by one thread (or 8 interleaved partial
+// sums added in order), so results do not depend on scheduling; and one block per row for the
+// norms' and the cross-entropy's row statistics. Sums and statistics are fp32 whatever the storage
+// type, and a gradient is added to its output once (rounded once in bf16, as the CPU loops store
+// it). The per-element math is the CPU loops' (executor/elementwise.h).
 #include <math_constants.h>
 
 #include "executor/cuda/kernel_launch.h"
@@ -16,8 +18,8 @@ namespace {
 // sums are then added in lane order. out[c] += the column's sum.
 constexpr int kColumns = 32, kLanes = 8;
 
-template <class Value>
-__global__ void column_sums_kernel(int64_t rows, int64_t cols, Value value, float* out) {
+template <class Value, class T>
+__global__ void column_sums_kernel(int64_t rows, int64_t cols, Value value, T* out) {
   __shared__ float partial[kLanes][kColumns + 1];  // +1: no bank conflicts on the transposed read
   const int64_t c = static_cast<int64_t>(blockIdx.x) * kColumns + threadIdx.x;
   float sum = 0;
@@ -28,106 +30,111 @@ __global__ void column_sums_kernel(int64_t rows, int64_t cols, Value value, floa
   if (threadIdx.y == 0 && c < cols) {
     float total = 0;
     for (int lane = 0; lane < kLanes; ++lane) total += partial[lane][threadIdx.x];
-    out[c] += total;
+    out[c] = load(out[c]) + total;
   }
 }
 
-template <class Value>
-void launch_column_sums(int64_t rows, int64_t cols, Value value, float* out, cudaStream_t stream) {
+template <class Value, class T>
+void launch_column_sums(int64_t rows, int64_t cols, Value value, T* out, cudaStream_t stream) {
   if (rows * cols == 0) return;
   const auto blocks = static_cast<unsigned>((cols + kColumns - 1) / kColumns);
   column_sums_kernel<<<blocks, dim3(kColumns, kLanes), 0, stream>>>(rows, cols, value, out);
   SHARDPLAN_LAUNCH_CHECK(column_sums_kernel);
 }
 
+template <class T>
 struct Element {  // m[r, c] of a packed rows × cols matrix
-  const float* m;
+  const T* m;
   int64_t cols;
-  __device__ float operator()(int64_t r, int64_t c) const { return m[r * cols + c]; }
+  __device__ float operator()(int64_t r, int64_t c) const { return load(m[r * cols + c]); }
 };
 
+template <class T>
 struct NormalizedTimesGrad {  // dy[r, c] · x̂[r, c], x̂ from the row's saved mean and 1/σ
-  const float* x;
-  const float* dy;
+  const T* x;
+  const T* dy;
   const float* row_stats;
   int64_t hidden;
   __device__ float operator()(int64_t r, int64_t c) const {
     const float xhat =
-        ew::norm_normalize(x[r * hidden + c], row_stats[2 * r], row_stats[2 * r + 1]);
-    return dy[r * hidden + c] * xhat;
+        ew::norm_normalize(load(x[r * hidden + c]), row_stats[2 * r], row_stats[2 * r + 1]);
+    return load(dy[r * hidden + c]) * xhat;
   }
 };
 
-// Rows of the table: one thread per column adds the tokens' rows in token order.
-__global__ void embedding_rows_backward_kernel(const int32_t* tokens, int64_t count,
-                                               const float* dout, int64_t row_begin,
-                                               int64_t row_end, int64_t hidden, float* dtable) {
-  for (int64_t i = grid_index(); i < hidden; i += grid_stride())
-    for (int64_t t = 0; t < count; ++t) {
-      const int64_t token = tokens[t];
-      if (token >= row_begin && token < row_end)
-        dtable[(token - row_begin) * hidden + i] += dout[t * hidden + i];
-    }
-}
-
-__global__ void position_embedding_backward_kernel(const float* dout, int64_t rows, int64_t hidden,
-                                                   float* dwpe, TokenPositions positions,
+// The position table's gradient: thread (q, i) sums column i of the rows r whose position is
+// this rank's q-th, (first_row + r) % seq = q, in row order, and adds the sum to the table once.
+// Rows reach a position only through their q (TokenPositions::of is one-to-one), so each table
+// element has one thread.
+template <class T>
+__global__ void position_embedding_backward_kernel(const T* dout, int64_t rows, int64_t hidden,
+                                                   T* dwpe, TokenPositions positions,
                                                    int64_t first_row) {
-  for (int64_t i = grid_index(); i < hidden; i += grid_stride())
-    for (int64_t r = 0; r < rows; ++r)
-      dwpe[positions.of((first_row + r) % positions.seq) * hidden + i] += dout[r * hidden + i];
+  const int64_t seq = positions.seq;
+  for (int64_t e = grid_index(); e < seq * hidden; e += grid_stride()) {
+    const int64_t q = e / hidden, i = e % hidden;
+    T* out = dwpe + positions.of(q) * hidden + i;
+    float sum = load(*out);
+    for (int64_t r = ((q - first_row) % seq + seq) % seq; r < rows; r += seq)
+      sum += load(dout[r * hidden + i]);
+    *out = sum;
+  }
 }
 
 // A row's mean (0 for RMSNorm) and 1/σ, every thread of the row's block getting them.
 struct RowStats {
   float mean, rstd;
 };
-__device__ RowStats row_stats(RowNorm kind, const float* xr, int64_t hidden, float eps,
-                              float* shared) {
+template <class T>
+__device__ RowStats row_stats(RowNorm kind, const T* xr, int64_t hidden, float eps, float* shared) {
   const auto n = static_cast<float>(hidden);
   float mean = 0;
   if (kind == RowNorm::layernorm) {
     float s = 0;
-    for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) s += xr[i];
+    for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) s += load(xr[i]);
     mean = block_reduce(s, Sum{}, 0.0f, shared) / n;
   }
   float q = 0;
-  for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) q += (xr[i] - mean) * (xr[i] - mean);
+  for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x)
+    q += (load(xr[i]) - mean) * (load(xr[i]) - mean);
   return {mean, ew::norm_rstd(block_reduce(q, Sum{}, 0.0f, shared) / n, eps)};
 }
 
-__global__ void norm_forward_kernel(RowNorm kind, const float* x, const float* weight,
-                                    const float* bias, int64_t hidden, float eps, float* y) {
+template <class T>
+__global__ void norm_forward_kernel(RowNorm kind, const T* x, const T* weight, const T* bias,
+                                    int64_t hidden, float eps, T* y) {
   __shared__ float shared[32];
-  const float* xr = x + blockIdx.x * hidden;
-  float* yr = y + blockIdx.x * hidden;
+  const T* xr = x + blockIdx.x * hidden;
+  T* yr = y + blockIdx.x * hidden;
   const RowStats s = row_stats(kind, xr, hidden, eps, shared);
   for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x)
-    yr[i] =
-        ew::norm_normalize(xr[i], s.mean, s.rstd) * weight[i] + (bias != nullptr ? bias[i] : 0.0f);
+    yr[i] = ew::norm_normalize(load(xr[i]), s.mean, s.rstd) * load(weight[i]) +
+            (bias != nullptr ? load(bias[i]) : 0.0f);
 }
 
 // dx += the norm's input gradient (norm.h); the row's mean and 1/σ saved for the column sums.
-__global__ void norm_backward_kernel(RowNorm kind, const float* x, const float* weight,
-                                     const float* dy, int64_t hidden, float eps, float* dx,
-                                     float* row_stats_out) {
+template <class T>
+__global__ void norm_backward_kernel(RowNorm kind, const T* x, const T* weight, const T* dy,
+                                     int64_t hidden, float eps, T* dx, float* row_stats_out) {
   __shared__ float shared[32];
   const int64_t offset = static_cast<int64_t>(blockIdx.x) * hidden;
-  const float *xr = x + offset, *dyr = dy + offset;
+  const T *xr = x + offset, *dyr = dy + offset;
   const RowStats s = row_stats(kind, xr, hidden, eps, shared);
   float sum_g = 0, sum_g_xhat = 0;
   for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
-    const float g = dyr[i] * weight[i];
+    const float g = load(dyr[i]) * load(weight[i]);
     sum_g += g;
-    sum_g_xhat += g * ew::norm_normalize(xr[i], s.mean, s.rstd);
+    sum_g_xhat += g * ew::norm_normalize(load(xr[i]), s.mean, s.rstd);
   }
   const auto n = static_cast<float>(hidden);
   const float mean_g =
       kind == RowNorm::layernorm ? block_reduce(sum_g, Sum{}, 0.0f, shared) / n : 0.0f;
   const float mean_g_xhat = block_reduce(sum_g_xhat, Sum{}, 0.0f, shared) / n;
   for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x)
-    dx[offset + i] += ew::norm_input_grad(
-        dyr[i] * weight[i], ew::norm_normalize(xr[i], s.mean, s.rstd), s.rstd, mean_g, mean_g_xhat);
+    dx[offset + i] =
+        load(dx[offset + i]) + ew::norm_input_grad(load(dyr[i]) * load(weight[i]),
+                                                   ew::norm_normalize(load(xr[i]), s.mean, s.rstd),
+                                                   s.rstd, mean_g, mean_g_xhat);
   if (threadIdx.x == 0) {
     row_stats_out[2 * blockIdx.x] = s.mean;
     row_stats_out[2 * blockIdx.x + 1] = s.rstd;
@@ -178,46 +185,41 @@ __global__ void token_loss_sum_kernel(const float* row_max, const float* sum_exp
 
 }  // namespace
 
-void launch_bias_backward(const float* dy, int64_t rows, int64_t cols, float* db,
-                          cudaStream_t stream) {
-  launch_column_sums(rows, cols, Element{dy, cols}, db, stream);
+template <class T>
+void launch_bias_backward(const T* dy, int64_t rows, int64_t cols, T* db, cudaStream_t stream) {
+  launch_column_sums(rows, cols, Element<T>{dy, cols}, db, stream);
 }
 
-void launch_embedding_rows_backward(const int32_t* tokens, int64_t count, const float* dout,
-                                    int64_t row_begin, int64_t row_end, int64_t hidden,
-                                    float* dtable, cudaStream_t stream) {
-  if (count * hidden == 0) return;
-  embedding_rows_backward_kernel<<<blocks_for(hidden), kThreads, 0, stream>>>(
-      tokens, count, dout, row_begin, row_end, hidden, dtable);
-  SHARDPLAN_LAUNCH_CHECK(embedding_rows_backward_kernel);
-}
-
-void launch_position_embedding_backward(const float* dout, int64_t rows, int64_t hidden,
-                                        float* dwpe, TokenPositions positions, int64_t first_row,
+template <class T>
+void launch_position_embedding_backward(const T* dout, int64_t rows, int64_t hidden, T* dwpe,
+                                        TokenPositions positions, int64_t first_row,
                                         cudaStream_t stream) {
   if (rows * hidden == 0) return;
-  position_embedding_backward_kernel<<<blocks_for(hidden), kThreads, 0, stream>>>(
+  position_embedding_backward_kernel<<<blocks_for(positions.seq * hidden), kThreads, 0, stream>>>(
       dout, rows, hidden, dwpe, positions, first_row);
   SHARDPLAN_LAUNCH_CHECK(position_embedding_backward_kernel);
 }
 
-void launch_norm_forward(RowNorm kind, const float* x, const float* weight, const float* bias,
-                         int64_t rows, int64_t hidden, float eps, float* y, cudaStream_t stream) {
+template <class T>
+void launch_norm_forward(RowNorm kind, const T* x, const T* weight, const T* bias, int64_t rows,
+                         int64_t hidden, float eps, T* y, cudaStream_t stream) {
   if (rows * hidden == 0) return;
   norm_forward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(kind, x, weight, bias,
                                                                             hidden, eps, y);
   SHARDPLAN_LAUNCH_CHECK(norm_forward_kernel);
 }
 
-void launch_norm_backward(RowNorm kind, const float* x, const float* weight, const float* dy,
-                          int64_t rows, int64_t hidden, float eps, float* dx, float* dweight,
-                          float* dbias, float* row_stats, cudaStream_t stream) {
+template <class T>
+void launch_norm_backward(RowNorm kind, const T* x, const T* weight, const T* dy, int64_t rows,
+                          int64_t hidden, float eps, T* dx, T* dweight, T* dbias, float* row_stats,
+                          cudaStream_t stream) {
   if (rows * hidden == 0) return;
   norm_backward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
       kind, x, weight, dy, hidden, eps, dx, row_stats);
   SHARDPLAN_LAUNCH_CHECK(norm_backward_kernel);
-  launch_column_sums(rows, hidden, NormalizedTimesGrad{x, dy, row_stats, hidden}, dweight, stream);
-  if (dbias != nullptr) launch_column_sums(rows, hidden, Element{dy, hidden}, dbias, stream);
+  launch_column_sums(rows, hidden, NormalizedTimesGrad<T>{x, dy, row_stats, hidden}, dweight,
+                     stream);
+  if (dbias != nullptr) launch_column_sums(rows, hidden, Element<T>{dy, hidden}, dbias, stream);
 }
 
 void launch_logits_row_max(const float* logits, int64_t rows, int64_t cols, float* row_max,
@@ -250,5 +252,16 @@ void launch_token_loss_sum(const float* row_max, const float* sum_exp, const flo
   token_loss_sum_kernel<<<1, kThreads, 0, stream>>>(row_max, sum_exp, target_logit, rows, total);
   SHARDPLAN_LAUNCH_CHECK(token_loss_sum_kernel);
 }
+
+#define SHARDPLAN_INSTANTIATE(T)                                                                 \
+  template void launch_bias_backward<T>(const T*, int64_t, int64_t, T*, cudaStream_t);           \
+  template void launch_position_embedding_backward<T>(const T*, int64_t, int64_t, T*,            \
+                                                      TokenPositions, int64_t, cudaStream_t);    \
+  template void launch_norm_forward<T>(RowNorm, const T*, const T*, const T*, int64_t, int64_t,  \
+                                       float, T*, cudaStream_t);                                 \
+  template void launch_norm_backward<T>(RowNorm, const T*, const T*, const T*, int64_t, int64_t, \
+                                        float, T*, T*, T*, float*, cudaStream_t);
+SHARDPLAN_FOR_STORAGE_TYPES(SHARDPLAN_INSTANTIATE)
+#undef SHARDPLAN_INSTANTIATE
 
 }  // namespace shardplan::cuda

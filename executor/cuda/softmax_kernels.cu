@@ -1,6 +1,8 @@
 // Attention's causal softmax (executor/softmax.h), one block per score row: the row maximum over
-// the keys the query sees, then exp(x·scale − max) and their sum, then the division; keys past the
-// query's position (by its position in the whole sequence, token_positions.h) are set to 0.
+// the keys the query sees, then the sum of exp(x·scale − max), then each exp again divided by the
+// sum; keys past the query's position (by its position in the whole sequence, token_positions.h)
+// are set to 0. All in fp32: the numerators are recomputed rather than stored, so that a bf16
+// probability is rounded once, after the division, as the CPU loop rounds it (softmax.cpp).
 #include <math_constants.h>
 
 #include "executor/cuda/kernel_launch.h"
@@ -16,41 +18,44 @@ __device__ int64_t block_offset(int64_t r, int64_t rows, int64_t stride, int64_t
   return r / rows * stride + r % rows * cols;
 }
 
-__global__ void causal_softmax_forward_kernel(float* scores, int64_t stride, int64_t rows,
-                                              int64_t cols, float scale, TokenPositions positions) {
+template <class T>
+__global__ void causal_softmax_forward_kernel(T* scores, int64_t stride, int64_t rows, int64_t cols,
+                                              float scale, TokenPositions positions) {
   __shared__ float shared[32];
   const int64_t r = blockIdx.x;
-  float* row = scores + block_offset(r, rows, stride, cols);
+  T* row = scores + block_offset(r, rows, stride, cols);
   const int64_t last = positions.of(r % rows);
   float m = -CUDART_INF_F;
-  for (int64_t j = threadIdx.x; j <= last; j += blockDim.x) m = fmaxf(m, row[j] * scale);
+  for (int64_t j = threadIdx.x; j <= last; j += blockDim.x) m = fmaxf(m, load(row[j]) * scale);
   m = block_reduce(m, Max{}, -CUDART_INF_F, shared);
   float sum = 0;
   for (int64_t j = threadIdx.x; j <= last; j += blockDim.x)
-    sum += (row[j] = ew::softmax_numerator(row[j] * scale, m));
+    sum += ew::softmax_numerator(load(row[j]) * scale, m);
   sum = block_reduce(sum, Sum{}, 0.0f, shared);
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) row[j] = j <= last ? row[j] / sum : 0.0f;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+    row[j] = j <= last ? ew::softmax_numerator(load(row[j]) * scale, m) / sum : 0.0f;
 }
 
-__global__ void causal_softmax_backward_kernel(const float* probs, int64_t probs_stride,
-                                               float* grads, int64_t grads_stride, int64_t rows,
-                                               int64_t cols, float scale,
-                                               TokenPositions positions) {
+template <class T>
+__global__ void causal_softmax_backward_kernel(const T* probs, int64_t probs_stride, T* grads,
+                                               int64_t grads_stride, int64_t rows, int64_t cols,
+                                               float scale, TokenPositions positions) {
   __shared__ float shared[32];
   const int64_t r = blockIdx.x;
-  const float* p = probs + block_offset(r, rows, probs_stride, cols);
-  float* dp = grads + block_offset(r, rows, grads_stride, cols);
+  const T* p = probs + block_offset(r, rows, probs_stride, cols);
+  T* dp = grads + block_offset(r, rows, grads_stride, cols);
   const int64_t last = positions.of(r % rows);
   float dot = 0;
-  for (int64_t j = threadIdx.x; j <= last; j += blockDim.x) dot += p[j] * dp[j];
+  for (int64_t j = threadIdx.x; j <= last; j += blockDim.x) dot += load(p[j]) * load(dp[j]);
   dot = block_reduce(dot, Sum{}, 0.0f, shared);
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-    dp[j] = j <= last ? ew::softmax_input_grad(p[j], dp[j], dot) * scale : 0.0f;
+    dp[j] = j <= last ? ew::softmax_input_grad(load(p[j]), load(dp[j]), dot) * scale : 0.0f;
 }
 
 }  // namespace
 
-void launch_causal_softmax_forward(float* scores, int64_t count, int64_t stride, int64_t rows,
+template <class T>
+void launch_causal_softmax_forward(T* scores, int64_t count, int64_t stride, int64_t rows,
                                    int64_t cols, float scale, TokenPositions positions,
                                    cudaStream_t stream) {
   if (count * rows == 0) return;
@@ -59,7 +64,8 @@ void launch_causal_softmax_forward(float* scores, int64_t count, int64_t stride,
   SHARDPLAN_LAUNCH_CHECK(causal_softmax_forward_kernel);
 }
 
-void launch_causal_softmax_backward(const float* probs, int64_t probs_stride, float* grads,
+template <class T>
+void launch_causal_softmax_backward(const T* probs, int64_t probs_stride, T* grads,
                                     int64_t grads_stride, int64_t count, int64_t rows, int64_t cols,
                                     float scale, TokenPositions positions, cudaStream_t stream) {
   if (count * rows == 0) return;
@@ -67,5 +73,14 @@ void launch_causal_softmax_backward(const float* probs, int64_t probs_stride, fl
       probs, probs_stride, grads, grads_stride, rows, cols, scale, positions);
   SHARDPLAN_LAUNCH_CHECK(causal_softmax_backward_kernel);
 }
+
+#define SHARDPLAN_INSTANTIATE(T)                                                                \
+  template void launch_causal_softmax_forward<T>(T*, int64_t, int64_t, int64_t, int64_t, float, \
+                                                 TokenPositions, cudaStream_t);                 \
+  template void launch_causal_softmax_backward<T>(const T*, int64_t, T*, int64_t, int64_t,      \
+                                                  int64_t, int64_t, float, TokenPositions,      \
+                                                  cudaStream_t);
+SHARDPLAN_FOR_STORAGE_TYPES(SHARDPLAN_INSTANTIATE)
+#undef SHARDPLAN_INSTANTIATE
 
 }  // namespace shardplan::cuda

@@ -35,7 +35,7 @@ TEST_CASE("memory: parameters, gradients and optimizer bytes are exact", "[execu
         alloc.allocate<float>(MemoryCategory::parameters, layout.total, "parameters");
     Buffer<float> grads =
         alloc.allocate<float>(MemoryCategory::gradients, layout.total, "gradients");
-    AdamState adam = adam_state(alloc, layout.total);
+    AdamState adam = adam_state(alloc, layout.total, /*master_weights=*/false);
     CHECK(alloc.current()[MemoryCategory::parameters] == 4 * counts.total());
     CHECK(alloc.current()[MemoryCategory::gradients] == 4 * counts.total());
     CHECK(alloc.current()[MemoryCategory::optimizer] == 8 * counts.total());

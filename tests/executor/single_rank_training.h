@@ -39,7 +39,7 @@ inline TrainingRun train_single_rank(const Model& m, const TextTokens& text, int
       alloc.allocate<float>(MemoryCategory::parameters, layout.total, "parameters");
   Buffer<float> grads = alloc.allocate<float>(MemoryCategory::gradients, layout.total, "gradients");
   init_parameters(m, layout, seed, params.span());
-  AdamState state = adam_state(alloc, layout.total);
+  AdamState state = adam_state(alloc, layout.total, /*master_weights=*/false);
   Buffer<int32_t> inputs =
       alloc.allocate<int32_t>(MemoryCategory::buffers, d.tokens(), "input tokens");
   Buffer<int32_t> targets =

@@ -1,5 +1,6 @@
-// What the interpreter tests (CPU backend, and CUDA against CPU) train: gpt-tiny on fp32 steps of
-// 4 sequences of 16 byte tokens, on layouts given by their degrees, on MPI_COMM_WORLD's ranks.
+// What the interpreter tests (CPU backend, and CUDA against CPU) train: gpt-tiny on fp32 (or bf16
+// mixed-precision) steps of 4 sequences of 16 byte tokens, on layouts given by their degrees, on
+// MPI_COMM_WORLD's ranks.
 #pragma once
 
 #include <mpi.h>
@@ -30,6 +31,14 @@ inline Training fp32_training() {
   t.seq_len = kSeq;
   t.dtype = t.grad_dtype = Dtype::fp32;
   t.master_weights = false;
+  return t;
+}
+
+// Megatron-LM's --bf16: bf16 weights, activations and gradients, fp32 master weights.
+inline Training bf16_training() {
+  Training t = fp32_training();
+  t.dtype = t.grad_dtype = Dtype::bf16;
+  t.master_weights = true;
   return t;
 }
 

@@ -20,6 +20,7 @@ struct BlocksCall {
   Group group = Group::dp;
   Collective op = Collective::reduce_scatter;
   int64_t count = 0;  // elements each member sends (all-gather) or receives (reduce-scatter)
+  Dtype type = Dtype::fp32;
 };
 
 class RecordingGroupComm final : public GroupComm {
@@ -28,25 +29,25 @@ class RecordingGroupComm final : public GroupComm {
       : inner_(inner), group_(group), log_(log) {}
   int size() const override { return inner_.size(); }
   int rank() const override { return inner_.rank(); }
-  void all_reduce(std::span<float> x, ReduceOp op) override {
+  void all_reduce(void* x, int64_t count, Dtype type, ReduceOp op) override {
     inner_.calls = calls;
-    inner_.all_reduce(x, op);
+    inner_.all_reduce(x, count, type, op);
   }
-  void all_gather(std::span<const float> part, std::span<float> full) override {
+  void all_gather(const void* part, void* full, int64_t count, Dtype type) override {
     inner_.calls = calls;
-    inner_.all_gather(part, full);
+    inner_.all_gather(part, full, count, type);
   }
-  void reduce_scatter(std::span<const float> full, std::span<float> part) override {
+  void reduce_scatter(const void* full, void* part, int64_t count, Dtype type) override {
     inner_.calls = calls;
-    inner_.reduce_scatter(full, part);
+    inner_.reduce_scatter(full, part, count, type);
   }
-  void reduce_scatter_blocks(const float* in, float* part, int64_t count) override {
-    log_.push_back({group_, Collective::reduce_scatter, count});
-    inner_.reduce_scatter_blocks(in, part, count);
+  void reduce_scatter_blocks(const void* in, void* part, int64_t count, Dtype type) override {
+    log_.push_back({group_, Collective::reduce_scatter, count, type});
+    inner_.reduce_scatter_blocks(in, part, count, type);
   }
-  void all_gather_blocks(const float* part, float* out, int64_t count) override {
-    log_.push_back({group_, Collective::all_gather, count});
-    inner_.all_gather_blocks(part, out, count);
+  void all_gather_blocks(const void* part, void* out, int64_t count, Dtype type) override {
+    log_.push_back({group_, Collective::all_gather, count, type});
+    inner_.all_gather_blocks(part, out, count, type);
   }
 
  private:
@@ -63,13 +64,16 @@ class RecordingRuntime final : public RankRuntime {
     if (GroupComm* e = inner_->embedding_group()) embedding_.emplace(*e, Group::pp, log);
   }
 
-  Kernels<float>& kernels() override { return inner_->kernels(); }
+  Kernels<float>& f32_kernels() override { return inner_->f32_kernels(); }
+  Kernels<bf16>& bf16_kernels() override { return inner_->bf16_kernels(); }
   TensorAllocator& allocator() override { return inner_->allocator(); }
   StepStreams& streams() override { return inner_->streams(); }
   GroupComm& group(Group g) override { return *groups_[static_cast<size_t>(g)]; }
   GroupComm* embedding_group() override { return embedding_ ? &*embedding_ : nullptr; }
   PipelineP2p& p2p() override { return inner_->p2p(); }
-  void release_after_use(Buffer<float> b) override { inner_->release_after_use(std::move(b)); }
+  void release_bytes_after_use(Buffer<std::byte> b) override {
+    inner_->release_bytes_after_use(std::move(b));
+  }
   void finish_releases(bool wait) override { inner_->finish_releases(wait); }
 
   std::vector<BlocksCall> log;  // every ZeRO collective, in the order they ran
