@@ -31,10 +31,10 @@ using test::text;
 using test::tiny_model;
 using test::world_size;
 
-// Measured on gpt-tiny, 3 steps, every layout below (2026-11-25): losses within 0.0X relative of
-// fp32's, final master weights within 0.0X of the model's norm.
-constexpr double kLossTolerance = 2e-2;
-constexpr double kParamTolerance = 2e-2;
+// Measured on gpt-tiny, 3 steps, every layout below (2026-11-25): losses within 3.0e-5 to 9.1e-5
+// relative of fp32's, final master weights within 0.0021 to 0.0022 of the model's norm.
+constexpr double kLossTolerance = 1e-3;
+constexpr double kParamTolerance = 1e-2;
 
 void check_bf16_layout(Layout l) {
   REQUIRE(l.world() == world_size());
@@ -62,7 +62,7 @@ void check_bf16_layout(Layout l) {
   if (run.program().rank == 0) {
     REQUIRE(params.size() == reference.final_params.size());
     const double error = test::relative_norm_error(params, reference.final_params);
-    WARN(to_string(l) << ": worst loss error " << worst_loss << ", parameter error " << error);
+    INFO("worst loss error " << worst_loss << ", parameter error " << error);
     CHECK(error < kParamTolerance);
     // Not fp32 in disguise: bf16 rounding moves the weights.
     CHECK(error > 1e-5);
