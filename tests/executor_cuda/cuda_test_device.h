@@ -1,9 +1,10 @@
 // What the CUDA tests share: skipping when the machine has no CUDA device (the test passes after
 // printing "skipped: no CUDA device", which CTest's SKIP_REGULAR_EXPRESSION reports as a skip), and
-// one rank's GPU — context, device memory through an allocator, the CUDA kernels.
+// one rank's GPU — context, device memory through an allocator, the CUDA kernels for fp32 and bf16.
 #pragma once
 
 #include <cstdio>
+#include <type_traits>
 
 #include "executor/cuda/cuda_context.h"
 #include "executor/cuda/cuda_kernels.h"
@@ -28,7 +29,17 @@ struct CudaRank {
   CudaContext ctx{0, MatmulPrecision::fp32};
   DeviceMemory memory{ctx};
   TensorAllocator alloc{"cuda test", 0, &memory};
-  CudaKernels kernels{ctx, alloc};
+  CudaKernels<float> kernels{ctx, alloc};
+  CudaKernels<bf16> bf16_kernels{ctx, alloc};
+
+  // The kernels for storage type T.
+  template <class T>
+  CudaKernels<T>& kernels_for() {
+    if constexpr (std::is_same_v<T, float>)
+      return kernels;
+    else
+      return bf16_kernels;
+  }
 };
 
 }  // namespace shardplan::test

@@ -23,7 +23,7 @@ TEST_CASE("nccl collectives: the MPI driver's results on GPU buffers", "[cuda]")
   CudaContext ctx(node_device(), MatmulPrecision::fp32);
   DeviceMemory memory(ctx);
   TensorAllocator alloc("test", 0, &memory);
-  CudaKernels kernels(ctx, alloc);
+  CudaKernels<float> kernels(ctx, alloc);
   NcclCollectiveRunner nccl(MPI_COMM_WORLD, ctx, kernels, alloc);
   MpiCollectiveRunner mpi(MPI_COMM_WORLD);
   int rank = 0;
