@@ -53,9 +53,7 @@ struct Twin {
   T* cpu() { return host.data(); }
   T* gpu() { return device.data(); }
   // The host's values onto the GPU: the next kernel on both sides starts from the same inputs.
-  void upload() {
-    rank_.kernels.copy_from_host(device.data(), host.data(), device.bytes());
-  }
+  void upload() { rank_.kernels.copy_from_host(device.data(), host.data(), device.bytes()); }
   // max |gpu − cpu| / max |cpu|.
   double error() {
     std::vector<T> got(host.size());
@@ -74,11 +72,11 @@ struct Twin {
 };
 
 // Prints the error beside the tolerance it is held to.
-#define CHECK_ERROR(twin, tolerance)                                      \
-  do {                                                                    \
-    const double error_ = (twin).error();                                 \
-    INFO(#twin ": error " << error_ << ", tolerance " << (tolerance));   \
-    CHECK(error_ <= (tolerance));                                         \
+#define CHECK_ERROR(twin, tolerance)                                   \
+  do {                                                                 \
+    const double error_ = (twin).error();                              \
+    INFO(#twin ": error " << error_ << ", tolerance " << (tolerance)); \
+    CHECK(error_ <= (tolerance));                                      \
   } while (false)
 
 std::vector<int32_t> tokens(int64_t n, int32_t vocab) {
@@ -283,8 +281,8 @@ TEMPLATE_TEST_CASE("cuda kernels: vocabulary-parallel cross-entropy pieces and l
 }
 
 // fp32 updates its weights in place (no params); bf16 its fp32 master copy, rounded into params.
-TEMPLATE_TEST_CASE("cuda kernels: adam update, conversions, strided fill and copy", "[cuda]",
-                   float, bf16) {
+TEMPLATE_TEST_CASE("cuda kernels: adam update, conversions, strided fill and copy", "[cuda]", float,
+                   bf16) {
   using T = TestType;
   SHARDPLAN_SKIP_WITHOUT_CUDA_DEVICE(1);
   test::CudaRank rank;
