@@ -1,5 +1,5 @@
-// ZeRO-3's measured peak against the cost model's (simulate_plan with cpu_executor_options: fp32,
-// unfused attention, no dropout). The model adds up each item's maximum; the executor's peak is one
+// ZeRO-3's measured peak against the cost model's (simulate_plan with cpu_executor_options:
+// unfused attention, no dropout), in fp32 and in bf16 with fp32 master weights. The model adds up each item's maximum; the executor's peak is one
 // moment, with pp = 1 the last layer's backward inside its MLP: two gathered layers and the
 // layer's gradients held (the model's zero3_gathered_parameters, to the byte), every activation but
 // the head's, which its backward has freed together with the logits (items the model counts), and
@@ -32,8 +32,8 @@ struct PeakFigures {
   std::string text;           // both, itemised, for INFO
 };
 
-PeakFigures peak_figures(const Model& m, const Layout& l) {
-  const Training t = test::fp32_training();
+PeakFigures peak_figures(const Model& m, const Layout& l,
+                         const Training& t = test::fp32_training()) {
   RankInterpreter run(m, t, l, test::text(), InterpreterSettings{});
   for (int step = 0; step < 2; ++step) run.run_step(step);
   const PlanSimulation sim =
@@ -57,10 +57,11 @@ PeakFigures peak_figures(const Model& m, const Layout& l) {
   return f;
 }
 
-// The last layer's backward workspace at the executor's peak (see the top of the file).
-int64_t backward_workspace_bytes(const Model& m, const Layout& l) {
+// The last layer's backward workspace at the executor's peak (see the top of the file), its
+// activation gradients in `t`'s dtype.
+int64_t backward_workspace_bytes(const Model& m, const Layout& l, const Training& t) {
   const int64_t tokens = l.micro_batch * test::kSeq;
-  return static_cast<int64_t>(sizeof(float)) * tokens * (2 * m.hidden + m.ffn_hidden) +
+  return dtype_bytes(t.dtype) * tokens * (2 * m.hidden + m.ffn_hidden) +
          static_cast<int64_t>(sizeof(int32_t)) * 2 * tokens;
 }
 
@@ -76,11 +77,13 @@ Layout zero3_dp2(Recompute r) {
 TEST_CASE("interpreter: ZeRO-3 peak memory is the cost model's", "[interpreter]") {
   if (test::world_size() != 2) return;
   const Model m = test::tiny_model();
+  for (const Training& t : {test::fp32_training(), test::bf16_training()})
   for (const Recompute r : {Recompute::none, Recompute::full}) {
     const Layout l = zero3_dp2(r);
-    const PeakFigures f = peak_figures(m, l);
-    const int64_t workspace = backward_workspace_bytes(m, l);
-    INFO(f.text << "; backward workspace " << workspace << " B");
+    const PeakFigures f = peak_figures(m, l, t);
+    const int64_t workspace = backward_workspace_bytes(m, l, t);
+    INFO(enum_name(t.dtype, kDtypeNames) << ": " << f.text << "; backward workspace " << workspace
+                                         << " B");
     CHECK(f.measured.total() == f.predicted.peak_bytes() - f.items.logits_bytes -
                                     f.items.output_activations_bytes + workspace);
     CHECK(f.measured[MemoryCategory::buffers] >= f.items.zero3_gathered_bytes);
