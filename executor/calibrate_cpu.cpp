@@ -54,10 +54,10 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
   p.backend = Backend::cpu;
   p.device = cpu_model_name();
   p.ranks = world_size;
-  p.dtype = Dtype::fp32;
+  p.dtype = o.dtype;
   if (rank == 0)
-    fmt::print(out, "# shardplan calibrate: {} rank{} of {}, fp32\n\n", world_size,
-               world_size == 1 ? "" : "s", p.device);
+    fmt::print(out, "# shardplan calibrate: {} rank{} of {}, {}\n\n", world_size,
+               world_size == 1 ? "" : "s", p.device, enum_name(o.dtype, kDtypeNames));
 
   const std::vector<LayerShare> shares = layer_shares(o);
   const std::vector<GemmCall> calls = model_gemm_calls(shares);
@@ -68,11 +68,15 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
   const int64_t cold_bytes = 2 * largest_cache_bytes();
   std::vector<std::vector<GemmTiming>> gemm_passes;
   std::vector<std::vector<KernelTiming>> kernel_passes;
+  const auto timed_in = [&](auto& dev) {
+    gemm_passes.push_back(time_gemm_calls(calls, o.timing, world, dev, alloc, cold_bytes));
+    kernel_passes.push_back(model_kernel_timings(shares, o.timing, world, dev, alloc));
+  };
   const auto compute_pass = [&] {
-    gemm_passes.push_back(
-        time_gemm_calls(calls, o.timing, world, cpu_kernels<float>(), alloc, cold_bytes));
-    kernel_passes.push_back(
-        model_kernel_timings(shares, o.timing, world, cpu_kernels<float>(), alloc));
+    if (o.dtype == Dtype::bf16)
+      timed_in(cpu_kernels<bf16>());
+    else
+      timed_in(cpu_kernels<float>());
   };
   // The passes are spread over the calibration, the other measurements between them (the noise
   // and STREAM after the first, the collectives after the second), so that a slow spell lasting a

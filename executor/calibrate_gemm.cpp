@@ -64,8 +64,9 @@ void add_distinct(std::vector<GemmCall>& into, const std::vector<GemmCall>& call
     if (std::find(into.begin(), into.end(), c) == into.end()) into.push_back(c);
 }
 
+template <class T>
 std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, const TimingOptions& t,
-                                        MPI_Comm comm, Kernels<float>& dev, TensorAllocator& alloc,
+                                        MPI_Comm comm, Kernels<T>& dev, TensorAllocator& alloc,
                                         int64_t cold_bytes) {
   std::vector<GemmTiming> out;
   for (const GemmCall& g : calls) {
@@ -82,30 +83,37 @@ std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, cons
     const bool cold[3] = {g.cold_a, g.cold_b, g.cold_c};
     int64_t cold_set_bytes = 0;
     for (int i = 0; i < 3; ++i)
-      if (cold[i]) cold_set_bytes += static_cast<int64_t>(sizeof(float)) * sizes[i];
+      if (cold[i]) cold_set_bytes += static_cast<int64_t>(sizeof(T)) * sizes[i];
     const int64_t copies = cold_copies(cold_set_bytes, cold_bytes);
     // operands[i][j]: operand i (A, B, C), copy j; a warm operand has one copy.
-    std::vector<std::vector<Buffer<float>>> operands(3);
+    std::vector<std::vector<Buffer<T>>> operands(3);
     const char* names[3] = {"gemm a", "gemm b", "gemm c"};
     for (int i = 0; i < 3; ++i)
       for (int64_t j = 0; j < (cold[i] ? copies : 1); ++j) {
-        Buffer<float>& x = operands[i].emplace_back(
-            alloc.allocate<float>(MemoryCategory::buffers, sizes[i], names[i]));
+        Buffer<T>& x = operands[i].emplace_back(
+            alloc.allocate<T>(MemoryCategory::buffers, sizes[i], names[i]));
         // Small values keep repeated accumulation (wgrad's +=) far from overflow.
-        dev.fill(x.data(), x.size(), i < 2 ? 1e-3f : 0.0f);
+        dev.fill(x.data(), x.size(), T(i < 2 ? 1e-3f : 0.0f));
       }
     size_t next = 0;
     const auto run = [&] {
       const auto copy = [&](int i) { return operands[i][next % operands[i].size()].data(); };
       dev.gemm(matrix(copy(2), g.m, g.n, strides[2]),
-               matrix<const float>(copy(0), a_rows, a_cols, strides[0]), g.op_a,
-               matrix<const float>(copy(1), b_rows, b_cols, strides[1]), g.op_b, g.acc, nullptr);
+               matrix<const T>(copy(0), a_rows, a_cols, strides[0]), g.op_a,
+               matrix<const T>(copy(1), b_rows, b_cols, strides[1]), g.op_b, g.acc, nullptr);
       ++next;
     };
     out.push_back({g, median_time_s(run, t, comm, {}, [&] { dev.synchronize(); })});
   }
   return out;
 }
+
+template std::vector<GemmTiming> time_gemm_calls<float>(const std::vector<GemmCall>&,
+                                                        const TimingOptions&, MPI_Comm,
+                                                        Kernels<float>&, TensorAllocator&, int64_t);
+template std::vector<GemmTiming> time_gemm_calls<bf16>(const std::vector<GemmCall>&,
+                                                       const TimingOptions&, MPI_Comm,
+                                                       Kernels<bf16>&, TensorAllocator&, int64_t);
 
 std::vector<GemmRate> gemm_rates(const std::vector<GemmTiming>& timings) {
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::pair<double, double>>

@@ -19,7 +19,8 @@
 
 namespace shardplan {
 
-// C[m×n] (+)= op(A)·op(B) with op(A) m×k and op(B) k×n, on row-major fp32 matrices.
+// C[m×n] (+)= op(A)·op(B) with op(A) m×k and op(B) k×n, on row-major matrices (of the profile's
+// dtype: fp32, or bf16 accumulating in fp32).
 struct GemmCall {
   int64_t m = 0, n = 0, k = 0;
   Op op_a = Op::none, op_b = Op::none;
@@ -62,8 +63,10 @@ struct GemmTiming {
 // running it at once. Calls take turns over copies of their cold operands (calibrate_memory.h's
 // cold_copies of `cold_bytes`), so that no cache holds the next call's (0: one copy, cached after
 // the first call).
+// T: the operands' type (float, or bf16 for a mixed-precision profile).
+template <class T>
 std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, const TimingOptions& t,
-                                        MPI_Comm comm, Kernels<float>& dev, TensorAllocator& alloc,
+                                        MPI_Comm comm, Kernels<T>& dev, TensorAllocator& alloc,
                                         int64_t cold_bytes);
 
 // One rate per distinct (m, n, k): the FLOPs of one call of each variant (ops, accumulation, cold

@@ -31,14 +31,18 @@ struct KernelTiming {
 // share's `parameters`) on `dev`, with operands from `alloc` (the device's memory); `label` names
 // the shape. Every rank of `comm` calls it at once. The softmax only where `dev` times its GEMMs
 // (MatmulStats seconds), the rest of attention's calls being its GEMMs.
+// T: the storage type the kernels run on (float, or bf16 for a mixed-precision profile, with the
+// cross entropy in fp32 and Adam through fp32 master weights, as training runs them).
+template <class T>
 std::vector<KernelTiming> time_kernels(const LayerDims& d, int64_t vocab_rows, int64_t parameters,
                                        const std::string& label, const TimingOptions& t,
-                                       MPI_Comm comm, Kernels<float>& dev, TensorAllocator& alloc);
+                                       MPI_Comm comm, Kernels<T>& dev, TensorAllocator& alloc);
 
 // time_kernels over every share (calibrate_options.h's layer_shares).
+template <class T>
 std::vector<KernelTiming> model_kernel_timings(const std::vector<LayerShare>& shares,
                                                const TimingOptions& t, MPI_Comm comm,
-                                               Kernels<float>& dev, TensorAllocator& alloc);
+                                               Kernels<T>& dev, TensorAllocator& alloc);
 
 // One rate per kernel and size: the elements of its timings of that size over their summed time.
 std::vector<KernelRate> kernel_rates(const std::vector<KernelTiming>& timings);

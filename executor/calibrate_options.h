@@ -22,6 +22,9 @@ struct CalibrateOptions {
   // GEMM rates and kernel rates change with the shape as it leaves the caches).
   std::vector<int64_t> micro_batches = {1, 2, 4, 8};
   int64_t seq = 0;              // tokens per sequence; 0: each model's max_position_embeddings
+  // The GEMMs' and kernels' storage type: fp32, or bf16 as mixed-precision training runs them
+  // (fp32 accumulation, the loss and Adam in fp32). The profile prices plans of this dtype.
+  Dtype dtype = Dtype::fp32;
   int64_t stream_elements = 0;  // 0: stream_elements()
   // GEMM, kernel and STREAM timing: samples of 10 ms at least, so that one sample of a
   // millisecond-long GEMM is not one call's luck on a shared machine (measured here: the same

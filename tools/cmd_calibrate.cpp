@@ -35,6 +35,7 @@ namespace {
 
 struct CalibrateCliOptions {
   std::string backend;
+  std::string dtype = "fp32";
   bool tf32 = false;
   std::string out;
   std::optional<int> ranks;
@@ -84,6 +85,10 @@ int run_calibrate(CalibrateCliOptions& o) {
   const bool cuda = o.backend == "cuda";
   if (o.tf32 && !cuda)
     throw InputError("--tf32", "", "needs --backend cuda", "leave --tf32 out on the cpu backend");
+  o.calibrate.dtype = *enum_from_name(o.dtype, kDtypeNames);
+  if (o.tf32 && o.calibrate.dtype != Dtype::fp32)
+    throw InputError("--tf32", "", "times fp32 GEMMs on TF32 tensor cores, not " + o.dtype,
+                     "leave --tf32 out with --dtype " + o.dtype);
   if (o.calibrate.compute_only && cuda)
     throw InputError("--compute-only", "", "needs --backend cpu",
                      "leave --compute-only out on the cuda backend");
@@ -107,8 +112,8 @@ int run_calibrate(CalibrateCliOptions& o) {
                            : calibrate_cpu(o.calibrate, MPI_COMM_WORLD, stdout);
     if (mpi.rank() == 0)
       write_profile(p, o.out,
-                    fmt::format("--backend {} --ranks {}{}", o.backend, p.ranks,
-                                o.calibrate.compute_only ? " --compute-only" : ""));
+                    fmt::format("--backend {} --dtype {} --ranks {}{}", o.backend, o.dtype,
+                                p.ranks, o.calibrate.compute_only ? " --compute-only" : ""));
   });
   return 0;
 }
@@ -126,9 +131,14 @@ Subcommand add_calibrate(CLI::App& root) {
       "(mpirun -np 2 shardplan calibrate ...), or re-runs itself under mpirun -np N (--ranks N). "
       "With --from, refits a profile from what `execute` measured instead");
   app->add_option("--backend", o->backend,
-                  "cpu (Eigen fp32 + MPI, one rank per core) or cuda (cuBLAS + NCCL, one rank per "
-                  "GPU)")
+                  "cpu (Eigen + MPI, one rank per core) or cuda (cuBLAS + NCCL, one rank per GPU)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  app->add_option("--dtype", o->dtype,
+                  "The GEMMs' and kernels' dtype, as `execute` runs it: fp32, or bf16 (bf16 "
+                  "operands accumulating in fp32, the loss and Adam in fp32); plans of that dtype "
+                  "price with the profile. The collectives are swept in fp32 (bytes are bytes)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   app->add_flag("--tf32", o->tf32, "cuda: time the fp32 GEMMs on TF32 tensor cores");
   app->add_option("--from", o->from,
                   "Refit from these measured.json files (`execute --out`): each compute class's "
