@@ -12,26 +12,24 @@
 #include "core/dtype.h"
 #include "executor/host_device.h"
 
-#if !defined(__CUDA_ARCH__)
-#include <bit>
-#endif
-
 namespace shardplan {
 
 namespace bf16_bits {
 
+// The bits of an fp32 and back. On the host __builtin_bit_cast (GCC and Clang), what C++20's
+// std::bit_cast is made of: nvcc compiles the kernel files as C++17, which has no std::bit_cast.
 SHARDPLAN_HD inline uint32_t of(float f) {
 #if defined(__CUDA_ARCH__)
   return __float_as_uint(f);
 #else
-  return std::bit_cast<uint32_t>(f);
+  return __builtin_bit_cast(uint32_t, f);
 #endif
 }
 SHARDPLAN_HD inline float to_float(uint32_t u) {
 #if defined(__CUDA_ARCH__)
   return __uint_as_float(u);
 #else
-  return std::bit_cast<float>(u);
+  return __builtin_bit_cast(float, u);
 #endif
 }
 

@@ -5,6 +5,7 @@
 // kernels are held to as well (tests/executor_cuda).
 #include "executor/bf16.h"
 
+#include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
