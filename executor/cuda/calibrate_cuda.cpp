@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <vector>
 
 #include "executor/calibrate_gemm.h"
 #include "executor/calibrate_kernels.h"
@@ -54,26 +55,36 @@ Profile calibrate_cuda(const CalibrateOptions& o, const CudaSettings& settings, 
   DeviceMemory memory(ctx);
   TensorAllocator alloc("rank " + std::to_string(rank), 0, &memory);
   CudaKernels<float> kernels(ctx, alloc);
+  CudaKernels<bf16> bf16_kernels(ctx, alloc);
 
   Profile p;
   p.backend = Backend::cuda;
   p.device = device_name(ctx.device());
   p.ranks = world_size;
-  p.dtype = Dtype::fp32;
+  p.dtype = o.dtype;
   const bool tf32 = settings.matmul == MatmulPrecision::tf32;
   if (rank == 0)
-    fmt::print(out, "# shardplan calibrate: {} rank{}, one {} each, fp32{}\n\n", world_size,
-               world_size == 1 ? "" : "s", p.device, tf32 ? " (TF32 GEMMs)" : "");
+    fmt::print(out, "# shardplan calibrate: {} rank{}, one {} each, {}{}\n\n", world_size,
+               world_size == 1 ? "" : "s", p.device, enum_name(o.dtype, kDtypeNames),
+               tf32 ? " (TF32 GEMMs)" : "");
 
   const std::vector<LayerShare> shares = layer_shares(o);
-  // Operands from device memory, as in a training step (calibrate_cpu.cpp's rule, with the L2).
-  const auto gemm = time_gemm_calls(model_gemm_calls(shares), o.one_pass_timing(), world, kernels,
-                                    alloc, 2 * l2_cache_bytes(ctx.device()));
+  // The GEMMs and kernels in the profile's dtype (bf16: cublasGemmEx on CUDA_R_16BF, fp32
+  // accumulation), operands from device memory as in a training step (calibrate_cpu.cpp's rule,
+  // with the L2).
+  std::vector<GemmTiming> gemm;
+  std::vector<KernelTiming> kernel_timings;
+  const auto timed_in = [&](auto& dev) {
+    gemm = time_gemm_calls(model_gemm_calls(shares), o.one_pass_timing(), world, dev, alloc,
+                           2 * l2_cache_bytes(ctx.device()));
+    kernel_timings = model_kernel_timings(shares, o.one_pass_timing(), world, dev, alloc);
+  };
+  if (o.dtype == Dtype::bf16)
+    timed_in(bf16_kernels);
+  else
+    timed_in(kernels);
   if (rank == 0) print_gemm_timings(out, gemm);
   p.gemm = gemm_rates(gemm);
-
-  const auto kernel_timings =
-      model_kernel_timings(shares, o.one_pass_timing(), world, kernels, alloc);
   if (rank == 0) print_kernel_timings(out, kernel_timings);
   p.kernels = kernel_rates(kernel_timings);
 
