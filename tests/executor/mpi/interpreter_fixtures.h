@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -14,6 +15,8 @@
 #include "core/presets.h"
 #include "core/training.h"
 #include "executor/data.h"
+#include "executor/interpreter.h"
+#include "executor/param_layout.h"
 
 namespace shardplan::test {
 
@@ -77,6 +80,34 @@ inline double relative_norm_error(const std::vector<float>& a, const std::vector
     ref2 += double{b[i]} * b[i];
   }
   return std::sqrt(diff2 / ref2);
+}
+
+// The full state after a step under `from` in `from_training`, loaded under `to` in `to_training`
+// and gathered again: the same bits (loading is the inverse of gathering; the parameters are fp32
+// in either precision, the master weights under bf16), with Adam's step carried.
+inline void check_state_round_trip(Layout from, Layout to,
+                                   const Training& from_training = fp32_training(),
+                                   const Training& to_training = fp32_training()) {
+  const Model m = tiny_model();
+  for (Layout* l : {&from, &to})
+    l->num_microbatches = static_cast<int>(kGlobalBatch / (l->micro_batch * l->dp));
+  INFO(to_string(from) << " " << enum_name(from_training.dtype, kDtypeNames) << " -> "
+                       << to_string(to) << " " << enum_name(to_training.dtype, kDtypeNames));
+  RankInterpreter a(m, from_training, from, text(), InterpreterSettings{});
+  a.run_step(0);
+  const FullState saved = a.gather_full_state();
+  InterpreterSettings other;
+  other.seed = 99;  // different initial values, all overwritten by the load
+  RankInterpreter b(m, to_training, to, text(), other);
+  b.load_full_state(saved);
+  const FullState loaded = b.gather_full_state();
+  if (a.program().rank != 0) return;
+  REQUIRE(saved.params.size() == static_cast<size_t>(param_layout(m, whole_model(m)).total));
+  CHECK(saved.adam_step == 1);
+  CHECK(loaded.adam_step == 1);
+  CHECK(loaded.params == saved.params);
+  CHECK(loaded.adam_m == saved.adam_m);
+  CHECK(loaded.adam_v == saved.adam_v);
 }
 
 }  // namespace shardplan::test

@@ -80,31 +80,6 @@ void check_zero_stages(Layout l, const Model& m = tiny_model()) {
   }
 }
 
-// The full state after a step under `from`, loaded under `to` and gathered again: the same bits
-// (loading is the inverse of gathering), with Adam's step carried.
-void check_state_round_trip(Layout from, Layout to) {
-  const Model m = tiny_model();
-  const Training t = fp32_training();
-  for (Layout* l : {&from, &to})
-    l->num_microbatches = static_cast<int>(kGlobalBatch / (l->micro_batch * l->dp));
-  INFO(to_string(from) << " -> " << to_string(to));
-  RankInterpreter a(m, t, from, text(), InterpreterSettings{});
-  a.run_step(0);
-  const FullState saved = a.gather_full_state();
-  InterpreterSettings other;
-  other.seed = 99;  // different initial values, all overwritten by the load
-  RankInterpreter b(m, t, to, text(), other);
-  b.load_full_state(saved);
-  const FullState loaded = b.gather_full_state();
-  if (a.program().rank != 0) return;
-  REQUIRE(saved.params.size() == static_cast<size_t>(param_layout(m, whole_model(m)).total));
-  CHECK(saved.adam_step == 1);
-  CHECK(loaded.adam_step == 1);
-  CHECK(loaded.params == saved.params);
-  CHECK(loaded.adam_m == saved.adam_m);
-  CHECK(loaded.adam_v == saved.adam_v);
-}
-
 }  // namespace
 
 TEST_CASE("interpreter: full state loads under another layout", "[interpreter]") {
@@ -113,14 +88,14 @@ TEST_CASE("interpreter: full state loads under another layout", "[interpreter]")
   zero3.zero = 3;
   Layout zero1 = zero3;
   zero1.zero = 1;
-  check_state_round_trip(zero3, layout(1, 1, 2));
-  check_state_round_trip(layout(1, 1, 2), layout(1, 2, 1));
-  check_state_round_trip(layout(1, 2, 1), zero1);
+  test::check_state_round_trip(zero3, layout(1, 1, 2));
+  test::check_state_round_trip(layout(1, 1, 2), layout(1, 2, 1));
+  test::check_state_round_trip(layout(1, 2, 1), zero1);
   Layout cp_zero1 = layout(1, 1, 1, 2);
   cp_zero1.zero = 1;
-  check_state_round_trip(zero3, cp_zero1);
-  check_state_round_trip(cp_zero1, layout(1, 1, 1, 2));
-  check_state_round_trip(layout(1, 1, 1, 2), layout(1, 1, 2));
+  test::check_state_round_trip(zero3, cp_zero1);
+  test::check_state_round_trip(cp_zero1, layout(1, 1, 1, 2));
+  test::check_state_round_trip(layout(1, 1, 1, 2), layout(1, 1, 2));
 }
 
 TEST_CASE("interpreter: dp2 equals one rank", "[interpreter]") {
