@@ -111,6 +111,7 @@ TEST_CASE("mixed precision: ZeRO 1, 2 and 3 over dp2, full recompute", "[interpr
 }
 
 TEST_CASE("mixed precision: dp2·tp2 with ZeRO-1, pp2·tp2 interleaved", "[world4]") {
+  if (world_size() != 4) return;
   Layout dp_tp = layout(2, 2, 1);
   dp_tp.zero = 1;
   check_bf16_layout(dp_tp);
