@@ -39,6 +39,7 @@ struct DemoOptions {
   std::string cluster = "local-cpu";
   int64_t gbs = 8;
   int64_t seq = 256;
+  std::string dtype = "fp32";  // fp32, or bf16 with fp32 master weights
   int64_t steps = 3;
   int rounds = 5;
   int top = 4;
@@ -113,8 +114,8 @@ void run_logged(const std::vector<std::string>& args, const std::string& log) {
 // `shardplan calibrate --backend cpu --ranks N --model M [more] --out profile`; returns profile.
 std::string run_calibrate(const DemoOptions& o, int64_t ranks, const std::vector<std::string>& more,
                           const std::string& profile, const std::string& log) {
-  std::vector<std::string> args{"calibrate",           "--backend", "cpu",  "--ranks",
-                                std::to_string(ranks), "--model",   o.model};
+  std::vector<std::string> args{"calibrate", "--backend", "cpu",   "--ranks", std::to_string(ranks),
+                                "--model",   o.model,     "--dtype", o.dtype};
   args.insert(args.end(), more.begin(), more.end());
   args.insert(args.end(), {"--out", profile});
   run_logged(args, log);
@@ -230,7 +231,7 @@ int run_demo(const DemoOptions& o) {
   if (!o.report.json_file.empty()) check_output_folder(o.report.json_file);
   const Model model = load_model(o.model);
   Cluster cluster = load_cluster(o.cluster, std::nullopt);
-  Training training = with_compute_dtype(Training{}, Dtype::fp32);  // what the cpu backend runs
+  Training training = with_compute_dtype(Training{}, *enum_from_name(o.dtype, kDtypeNames));
   training.global_batch = o.gbs;
   training.seq_len = o.seq;
   validate_training(training, "demo");
@@ -240,8 +241,8 @@ int run_demo(const DemoOptions& o) {
   const std::optional<Profile> profile = apply_profile_option(profile_option, cluster, training);
   const ExecutionOptions x = priced_execution({}, profile);
 
-  progress(fmt::format("[plan] {} on {} ({} ranks), gbs {}, seq {}, fp32, priced with {}",
-                       model.name, cluster.name, cluster.world(), o.gbs, o.seq,
+  progress(fmt::format("[plan] {} on {} ({} ranks), gbs {}, seq {}, {}, priced with {}",
+                       model.name, cluster.name, cluster.world(), o.gbs, o.seq, o.dtype,
                        profile_option.profile_file));
   std::vector<Run> runs;
   for (Ranked& r : candidates(o, model, cluster, training, x)) {
@@ -351,6 +352,11 @@ Subcommand add_demo(CLI::App& root) {
   app->add_option("--seq", o->seq, "Tokens per sequence")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app->add_option("--dtype", o->dtype,
+                  "fp32, or bf16 with fp32 master weights (bf16 weights, activations and "
+                  "gradients; the loss and Adam in fp32), calibrated, planned and run as such")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   app->add_option("--steps", o->steps,
                   "Training steps per layout and round (the first of each is warm-up)")
       ->capture_default_str()
