@@ -72,7 +72,8 @@ struct LayerContext {
     if constexpr (std::is_same_v<T, compute_t<T>>)
       return tp;
     else
-      return *tp_compute;
+      return (assert(tp_compute != nullptr && "a bf16 context names its fp32 collectives"),
+              *tp_compute);
   }
   Buffer<T> allocate(MemoryCategory c, int64_t count, const char* what) {
     return alloc.template allocate<T>(c, count, what);

@@ -214,6 +214,11 @@ int run_execute(const ExecuteOptions& o) {
         o.backend, enum_name(given.training.dtype, kDtypeNames),
         enum_name(given.training.grad_dtype, kDtypeNames), given.training.master_weights);
   const Plan p = executed_plan(given);
+  if (o.tf32 && p.training.dtype != Dtype::fp32)
+    throw InputError("--tf32", "",
+                     "times fp32 GEMMs on TF32 tensor cores, and the plan trains in " +
+                         std::string(enum_name(p.training.dtype, kDtypeNames)),
+                     "leave --tf32 out, or plan with --dtype fp32");
   parse_fault(o.inject_fault);
   if (p.model.vocab < kByteVocab)
     throw InputError(p.model.name, "vocab_size",

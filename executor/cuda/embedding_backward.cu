@@ -2,9 +2,9 @@
 // deterministically on a GPU (aten/src/ATen/native/cuda/Embedding.cu, embedding_dense_backward:
 // sort the token ids, then reduce each run of equal ids): a stable radix sort of (token, position)
 // pairs (cub::DeviceRadixSort, stable) puts each row's tokens together in token order; thread
-// (run, column) then sums the run's gradient rows in fp32 and adds the sum to the table once. So a
-// table element is the CPU loop's sum in the CPU loop's order (embedding_rows.cpp), rounded once in
-// bf16, and no two threads write one element.
+// (run, column) then sums, in fp32 from the table element's value, the run's gradient rows in
+// token order, and stores the sum once. So a table element is the CPU loop's sum in the CPU loop's
+// order (embedding_rows.cpp), rounded once in bf16, and no two threads write one element.
 #include <cub/device/device_radix_sort.cuh>
 
 #include "executor/cuda/kernel_launch.h"
