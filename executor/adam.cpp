@@ -61,11 +61,11 @@ void adam_update(const AdamConfig& config, float bias_correction1, float bias_co
   }
 }
 
-#define SHARDPLAN_INSTANTIATE(T)                                                                 \
-  template void adam_step<T>(Kernels<T>&, const AdamConfig&, AdamState&, std::span<T>,          \
-                             std::span<const std::type_identity_t<T>>);                          \
-  template void adam_step<T>(Kernels<T>&, const AdamConfig&, AdamState&,                        \
-                             std::span<const AdamPiece<T>>);                                     \
+#define SHARDPLAN_INSTANTIATE(T)                                                                  \
+  template void adam_step<T>(Kernels<T>&, const AdamConfig&, AdamState&, std::span<T>,            \
+                             std::span<const std::type_identity_t<T>>);                           \
+  template void adam_step<T>(Kernels<T>&, const AdamConfig&, AdamState&,                          \
+                             std::span<const AdamPiece<T>>);                                      \
   template void adam_update<T>(const AdamConfig&, float, float, float*, const T*, float*, float*, \
                                T*, int64_t);
 SHARDPLAN_INSTANTIATE(float)

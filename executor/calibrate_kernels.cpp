@@ -177,12 +177,13 @@ std::vector<KernelTiming> model_kernel_timings(const std::vector<LayerShare>& sh
   return timings;
 }
 
-#define SHARDPLAN_INSTANTIATE(T)                                                                 \
-  template std::vector<KernelTiming> time_kernels<T>(const LayerDims&, int64_t, int64_t,         \
-                                                     const std::string&, const TimingOptions&,   \
-                                                     MPI_Comm, Kernels<T>&, TensorAllocator&);   \
-  template std::vector<KernelTiming> model_kernel_timings<T>(                                    \
-      const std::vector<LayerShare>&, const TimingOptions&, MPI_Comm, Kernels<T>&, TensorAllocator&);
+#define SHARDPLAN_INSTANTIATE(T)                                                               \
+  template std::vector<KernelTiming> time_kernels<T>(const LayerDims&, int64_t, int64_t,       \
+                                                     const std::string&, const TimingOptions&, \
+                                                     MPI_Comm, Kernels<T>&, TensorAllocator&); \
+  template std::vector<KernelTiming> model_kernel_timings<T>(const std::vector<LayerShare>&,   \
+                                                             const TimingOptions&, MPI_Comm,   \
+                                                             Kernels<T>&, TensorAllocator&);
 SHARDPLAN_INSTANTIATE(float)
 SHARDPLAN_INSTANTIATE(bf16)
 #undef SHARDPLAN_INSTANTIATE

@@ -23,15 +23,15 @@ template <class T>
 MatrixRef<const float> widened(MatrixRef<const T> m, std::vector<float>& scratch) {
   scratch.resize(static_cast<size_t>(m.rows * m.cols));
   for (int64_t r = 0; r < m.rows; ++r)
-    std::copy(m.data + r * m.stride, m.data + r * m.stride + m.cols,
-              scratch.begin() + r * m.cols);
+    std::copy(m.data + r * m.stride, m.data + r * m.stride + m.cols, scratch.begin() + r * m.cols);
   return {scratch.data(), m.rows, m.cols, m.cols};
 }
 
-// A bf16 GEMM as tensor cores and cuBLAS's CUBLAS_COMPUTE_32F run it (NVIDIA, "cuBLAS: cublasGemmEx",
-// bf16 inputs with fp32 accumulation): the operands' exact fp32 values multiplied and summed in
-// fp32, c added in fp32 when accumulating, and each output rounded to bf16 once. On a CPU core the
-// operands are widened into fp32 scratch for Eigen's fp32 GEMM; the widening is part of the time.
+// A bf16 GEMM as tensor cores and cuBLAS's CUBLAS_COMPUTE_32F run it (NVIDIA, "cuBLAS:
+// cublasGemmEx", bf16 inputs with fp32 accumulation): the operands' exact fp32 values multiplied
+// and summed in fp32, c added in fp32 when accumulating, and each output rounded to bf16 once. On a
+// CPU core the operands are widened into fp32 scratch for Eigen's fp32 GEMM; the widening is part
+// of the time.
 void bf16_gemm(MatrixRef<bf16> c, MatrixRef<const bf16> a, Op op_a, MatrixRef<const bf16> b,
                Op op_b, Accumulate acc, MatmulStats* stats) {
   thread_local std::vector<float> sa, sb, sc;
@@ -62,8 +62,9 @@ void CpuKernels<T>::gemm_batched(MatrixRef<T> c, MatrixRef<const T> a, Op op_a,
     if constexpr (std::is_same_v<T, bf16>)
       bf16_gemm(ci, ai, op_a, bi, op_b, acc, stats);
     else
-      gemm<T>(view(ci.data, ci.rows, ci.cols, ci.stride), view(ai.data, ai.rows, ai.cols, ai.stride),
-              op_a, view(bi.data, bi.rows, bi.cols, bi.stride), op_b, acc, stats);
+      gemm<T>(view(ci.data, ci.rows, ci.cols, ci.stride),
+              view(ai.data, ai.rows, ai.cols, ai.stride), op_a,
+              view(bi.data, bi.rows, bi.cols, bi.stride), op_b, acc, stats);
   }
 }
 

@@ -72,9 +72,8 @@ void position_embedding_add(T* out, int64_t rows, int64_t hidden, const T* wpe,
 template <class T>
 void position_embedding_backward(const T* dout, int64_t rows, int64_t hidden, T* dwpe,
                                  TokenPositions positions, int64_t first_row) {
-  add_rows_by_target(dout, rows, hidden, dwpe, [&](int64_t r) {
-    return positions.of((first_row + r) % positions.seq);
-  });
+  add_rows_by_target(dout, rows, hidden, dwpe,
+                     [&](int64_t r) { return positions.of((first_row + r) % positions.seq); });
 }
 
 #define SHARDPLAN_INSTANTIATE(T)                                                                 \

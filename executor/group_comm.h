@@ -96,8 +96,7 @@ class GroupComm {
     }
     void reduce_scatter(std::span<const T> full, std::span<T> part) override {
       assert(full.size() == part.size() * static_cast<size_t>(size()));
-      g_.reduce_scatter(full.data(), part.data(), static_cast<int64_t>(part.size()),
-                        dtype_of<T>());
+      g_.reduce_scatter(full.data(), part.data(), static_cast<int64_t>(part.size()), dtype_of<T>());
     }
 
    private:

@@ -107,7 +107,8 @@ RankState<T>::RankState(const Model& model, const Training& training, const Layo
     param_shard = alloc.allocate_for_overwrite<T>(MemoryCategory::parameters, shards.padded(),
                                                   "parameter shard");
   else
-    params = alloc.allocate_for_overwrite<T>(MemoryCategory::parameters, layout.total, "parameters");
+    params =
+        alloc.allocate_for_overwrite<T>(MemoryCategory::parameters, layout.total, "parameters");
   if (l.zero < 2)
     grads = alloc.allocate<T>(MemoryCategory::gradients, layout.total, "gradients");
   else if (l.zero == 2)
@@ -244,8 +245,9 @@ void RankState<T>::unit_pass(size_t first, size_t last) {
   const FlatView<const T> w =
       gather ? zero3.params(*gather) : FlatView<const T>::whole(flat_w, layout);
   const FlatView<T> g = forward ? FlatView<T>{}
-                        : gather ? zero3.start_gradients(*gather, last_compute(program, first, last))
-                                 : FlatView<T>::whole(flat_g, layout);
+                        : gather
+                            ? zero3.start_gradients(*gather, last_compute(program, first, last))
+                            : FlatView<T>::whole(flat_g, layout);
   UnitPassRun& run = passes.emplace_back();
   run.first = first;
   run.last = last;
@@ -300,8 +302,7 @@ void RankState<T>::run_unit(const Action& a, const FlatView<const T>& w, const F
 }
 
 template <class T>
-void RankState<T>::attribute(const UnitPassRun& run,
-                                       std::vector<ActionTiming>& timings) const {
+void RankState<T>::attribute(const UnitPassRun& run, std::vector<ActionTiming>& timings) const {
   const size_t first = run.first, last = run.last;
   const double t0 = streams.seconds(run.start), t1 = streams.seconds(run.end);
   size_t next = 0;
@@ -428,9 +429,9 @@ StepMeasurement RankState<T>::run_step(int64_t step_index) {
 
 // The members defined in this file, for both storage types (interpreter_data_parallel.cpp
 // instantiates its own).
-#define SHARDPLAN_INSTANTIATE(T)                                                                \
-  template RankState<T>::RankState(const Model&, const Training&, const Layout&,               \
-                                   const TextTokens&, const InterpreterSettings&);             \
+#define SHARDPLAN_INSTANTIATE(T)                                                   \
+  template RankState<T>::RankState(const Model&, const Training&, const Layout&,   \
+                                   const TextTokens&, const InterpreterSettings&); \
   template StepMeasurement RankState<T>::run_step(int64_t);
 SHARDPLAN_INSTANTIATE(float)
 SHARDPLAN_INSTANTIATE(bf16)

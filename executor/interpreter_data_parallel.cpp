@@ -26,8 +26,9 @@ T* RankState<T>::owned_grads(size_t u) {
 template <class T>
 void RankState<T>::all_reduce_tensor_grads(GroupComm& comm, ElementRange range) {
   if (l.zero == 0)
-    return comm.all_reduce(std::span<T>(grads.data() + range.begin, static_cast<size_t>(range.count())),
-                           ReduceOp::sum);
+    return comm.all_reduce(
+        std::span<T>(grads.data() + range.begin, static_cast<size_t>(range.count())),
+        ReduceOp::sum);
   // The tensor assembled from the members' pieces: each adds its own to zeros, so the sum over
   // zero_group is every piece in place, exactly.
   Buffer<T> full = side_buffer<T>(*rt, MemoryCategory::buffers, range.count(), "tensor gradient");
@@ -163,8 +164,7 @@ std::vector<float> RankState<T>::owned_part(const std::vector<float>& flat) cons
   std::vector<float> part(static_cast<size_t>(shards.padded()), 0.0f);
   for (size_t u = 0; u < shards.units.size(); ++u) {
     const ElementRange mine = shards.mine(u);
-    std::copy(flat.begin() + mine.begin, flat.begin() + mine.end,
-              part.begin() + shards.offsets[u]);
+    std::copy(flat.begin() + mine.begin, flat.begin() + mine.end, part.begin() + shards.offsets[u]);
   }
   return part;
 }
@@ -188,7 +188,8 @@ void RankState<T>::load_full_state(const FullState& state) {
   std::vector<float> flat(static_cast<size_t>(layout.total));
   from_whole_layout(m, layout, state.params, flat.data());
   set_owned_parameters(l.zero >= 3 ? owned_part(flat) : flat);
-  for (auto [whole, into] : {std::pair{&state.adam_m, &adam.m}, std::pair{&state.adam_v, &adam.v}}) {
+  for (auto [whole, into] :
+       {std::pair{&state.adam_m, &adam.m}, std::pair{&state.adam_v, &adam.v}}) {
     from_whole_layout(m, layout, *whole, flat.data());
     to_device(into->data(), l.zero >= 1 ? owned_part(flat) : flat);
   }
@@ -198,13 +199,13 @@ void RankState<T>::load_full_state(const FullState& state) {
 }
 
 // The members defined in this file, for both storage types (interpreter.cpp instantiates its own).
-#define SHARDPLAN_INSTANTIATE(T)                                                            \
-  template void RankState<T>::grad_reduce(const Action&);                                   \
-  template void RankState<T>::param_gather(const Action&, uint32_t);                        \
-  template void RankState<T>::optimizer_step();                                             \
-  template std::vector<float> RankState<T>::owned_part(const std::vector<float>&) const;    \
-  template std::vector<float> RankState<T>::whole_params();                                 \
-  template FullState RankState<T>::gather_full_state();                                     \
+#define SHARDPLAN_INSTANTIATE(T)                                                         \
+  template void RankState<T>::grad_reduce(const Action&);                                \
+  template void RankState<T>::param_gather(const Action&, uint32_t);                     \
+  template void RankState<T>::optimizer_step();                                          \
+  template std::vector<float> RankState<T>::owned_part(const std::vector<float>&) const; \
+  template std::vector<float> RankState<T>::whole_params();                              \
+  template FullState RankState<T>::gather_full_state();                                  \
   template void RankState<T>::load_full_state(const FullState&);
 SHARDPLAN_INSTANTIATE(float)
 SHARDPLAN_INSTANTIATE(bf16)

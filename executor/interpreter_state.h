@@ -69,11 +69,11 @@ struct RankState final : InterpreterState {
   LayerContext<T> ctx{alloc, tp.layers<T>(), &matmul, &cp.layers<T>(), &dev};
   Group zero_group;           // the dense weights' replicas, which ZeRO shards over: dp, or dp·cp
   ZeroShards shards;          // ZeRO's shards of the flat buffer over zero_group, per unit
-  Buffer<T> params;       // the full flat buffer; none under ZeRO-3
-  Buffer<T> grads;        // the full flat buffer (ZeRO-2: the bucket); none under ZeRO-3
-  Buffer<T> param_shard;  // ZeRO-3: this rank's padded shard
-  Buffer<T> grad_shard;   // ZeRO-2 and 3: this rank's padded shard
-  Zero3Units<T> zero3;    // ZeRO-3: gathered units and their gradients
+  Buffer<T> params;           // the full flat buffer; none under ZeRO-3
+  Buffer<T> grads;            // the full flat buffer (ZeRO-2: the bucket); none under ZeRO-3
+  Buffer<T> param_shard;      // ZeRO-3: this rank's padded shard
+  Buffer<T> grad_shard;       // ZeRO-2 and 3: this rank's padded shard
+  Zero3Units<T> zero3;        // ZeRO-3: gathered units and their gradients
   // Moments, and under mixed precision the master weights, over what this rank owns: the flat
   // buffer, or under ZeRO its padded shard.
   AdamState adam;
@@ -86,8 +86,8 @@ struct RankState final : InterpreterState {
   std::vector<UnitPassRun> passes;
   std::vector<std::pair<ElementRange, Stamp>> reductions;
 
-  RankState(const Model& model, const Training& training, const Layout& lay,
-            const TextTokens& tx, const InterpreterSettings& st);
+  RankState(const Model& model, const Training& training, const Layout& lay, const TextTokens& tx,
+            const InterpreterSettings& st);
 
   // InterpreterState
   StepMeasurement run_step(int64_t step) override;
@@ -191,7 +191,6 @@ struct RankState final : InterpreterState {
   // This rank's pieces of `flat` (on the device) into the padded shard buffer `into` (zeros past
   // each piece's end).
   void own_shard(const float* flat, Buffer<float>& into);
-
 
   void inject_fault(size_t action);
 };

@@ -26,8 +26,7 @@ void logits_forward(LayerContext<T>& c, const T* h, const T* vocab_weight, int64
     linear_forward<T>(c.dev(), h, vocab_weight, nullptr, N, H, V, s.exp_logits.data(),
                       c.matmul_stats);
   } else {
-    Buffer<T> logits =
-        c.allocate_for_overwrite(MemoryCategory::activations, N * V, "bf16 logits");
+    Buffer<T> logits = c.allocate_for_overwrite(MemoryCategory::activations, N * V, "bf16 logits");
     linear_forward<T>(c.dev(), h, vocab_weight, nullptr, N, H, V, logits.data(), c.matmul_stats);
     c.dev().widen(logits.data(), s.exp_logits.data(), N * V);
   }

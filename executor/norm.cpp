@@ -72,8 +72,8 @@ void norm_backward(Norm kind, const T* x, const T* weight, const T* dy, int64_t 
     T* dxr = dx + r * hidden;
     for (int64_t i = 0; i < hidden; ++i) {
       const C xhat = ew::norm_normalize<C>(xr[i], st.mean, st.rstd);
-      dxr[i] = C(dxr[i]) + ew::norm_input_grad<C>(C(dyr[i]) * C(weight[i]), xhat, st.rstd, mean_g,
-                                                    mean_g_xhat);
+      dxr[i] = C(dxr[i]) +
+               ew::norm_input_grad<C>(C(dyr[i]) * C(weight[i]), xhat, st.rstd, mean_g, mean_g_xhat);
     }
   }
   std::copy(dw.begin(), dw.end(), dweight);

@@ -49,19 +49,19 @@ void all_gather_unit(RankRuntime& rt, GroupComm& comm, const ZeroShards& s, size
 template <class T>
 void reduce_scatter_add(RankRuntime& rt, GroupComm& comm, const ZeroShards& s, size_t u,
                         std::span<const T> full, T* shard) {
-  Buffer<T> part = side_buffer<T>(rt, MemoryCategory::buffers, s.piece(u),
-                                  "reduce-scatter output", /*for_overwrite=*/true);
+  Buffer<T> part = side_buffer<T>(rt, MemoryCategory::buffers, s.piece(u), "reduce-scatter output",
+                                  /*for_overwrite=*/true);
   reduce_scatter_unit(rt, comm, s, u, full, part.data());
   rt.kernels<T>().residual_add(shard + s.offsets[u], part.data(), nullptr, 1, part.size());
   rt.release_after_use(std::move(part));
 }
 
-#define SHARDPLAN_INSTANTIATE(T)                                                                 \
-  template void reduce_scatter_unit<T>(RankRuntime&, GroupComm&, const ZeroShards&, size_t,      \
-                                       std::span<const T>, T*);                                  \
+#define SHARDPLAN_INSTANTIATE(T)                                                                  \
+  template void reduce_scatter_unit<T>(RankRuntime&, GroupComm&, const ZeroShards&, size_t,       \
+                                       std::span<const T>, T*);                                   \
   template void all_gather_unit<T>(RankRuntime&, GroupComm&, const ZeroShards&, size_t, const T*, \
-                                   std::span<T>);                                                \
-  template void reduce_scatter_add<T>(RankRuntime&, GroupComm&, const ZeroShards&, size_t,       \
+                                   std::span<T>);                                                 \
+  template void reduce_scatter_add<T>(RankRuntime&, GroupComm&, const ZeroShards&, size_t,        \
                                       std::span<const T>, T*);
 SHARDPLAN_INSTANTIATE(float)
 SHARDPLAN_INSTANTIATE(bf16)

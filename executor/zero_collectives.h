@@ -1,9 +1,9 @@
 // ZeRO's collectives over one unit of a rank's flat buffer (zero_shards.h) of T (float, or bf16
-// under mixed precision), through the rank's runtime on the selected stream: every member sends and receives the unit's piece, p elements,
-// so the calls are the equal-count ones (GroupComm's *_blocks), as FSDP's and Megatron-LM's are.
-// A full buffer holding only the unit's n elements (ZeRO-1/2's flat buffers, where the next unit
-// follows) is staged through a padded one when n is not members·p; ZeRO-3's unit buffers are
-// allocated padded and need none.
+// under mixed precision), through the rank's runtime on the selected stream: every member sends and
+// receives the unit's piece, p elements, so the calls are the equal-count ones (GroupComm's
+// *_blocks), as FSDP's and Megatron-LM's are. A full buffer holding only the unit's n elements
+// (ZeRO-1/2's flat buffers, where the next unit follows) is staged through a padded one when n is
+// not members·p; ZeRO-3's unit buffers are allocated padded and need none.
 #pragma once
 
 #include <cstdint>

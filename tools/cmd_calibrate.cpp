@@ -112,8 +112,8 @@ int run_calibrate(CalibrateCliOptions& o) {
                            : calibrate_cpu(o.calibrate, MPI_COMM_WORLD, stdout);
     if (mpi.rank() == 0)
       write_profile(p, o.out,
-                    fmt::format("--backend {} --dtype {} --ranks {}{}", o.backend, o.dtype,
-                                p.ranks, o.calibrate.compute_only ? " --compute-only" : ""));
+                    fmt::format("--backend {} --dtype {} --ranks {}{}", o.backend, o.dtype, p.ranks,
+                                o.calibrate.compute_only ? " --compute-only" : ""));
   });
   return 0;
 }

@@ -114,8 +114,9 @@ void run_logged(const std::vector<std::string>& args, const std::string& log) {
 // `shardplan calibrate --backend cpu --ranks N --model M [more] --out profile`; returns profile.
 std::string run_calibrate(const DemoOptions& o, int64_t ranks, const std::vector<std::string>& more,
                           const std::string& profile, const std::string& log) {
-  std::vector<std::string> args{"calibrate", "--backend", "cpu",   "--ranks", std::to_string(ranks),
-                                "--model",   o.model,     "--dtype", o.dtype};
+  std::vector<std::string> args{
+      "calibrate", "--backend", "cpu",     "--ranks", std::to_string(ranks),
+      "--model",   o.model,     "--dtype", o.dtype};
   args.insert(args.end(), more.begin(), more.end());
   args.insert(args.end(), {"--out", profile});
   run_logged(args, log);
@@ -241,8 +242,8 @@ int run_demo(const DemoOptions& o) {
   const std::optional<Profile> profile = apply_profile_option(profile_option, cluster, training);
   const ExecutionOptions x = priced_execution({}, profile);
 
-  progress(fmt::format("[plan] {} on {} ({} ranks), gbs {}, seq {}, {}, priced with {}",
-                       model.name, cluster.name, cluster.world(), o.gbs, o.seq, o.dtype,
+  progress(fmt::format("[plan] {} on {} ({} ranks), gbs {}, seq {}, {}, priced with {}", model.name,
+                       cluster.name, cluster.world(), o.gbs, o.seq, o.dtype,
                        profile_option.profile_file));
   std::vector<Run> runs;
   for (Ranked& r : candidates(o, model, cluster, training, x)) {

@@ -1,7 +1,8 @@
 // `shardplan execute`: run a plan's training steps for real on this machine's ranks (CPU: Eigen
 // and MPI; CUDA: cuBLAS, kernels and NCCL; in fp32, or in bf16 with fp32 master weights) and
-// report loss, step time and tokens/s per step, every rank's memory and every action's timing (--out measured.json, --trace). Runs on the ranks mpirun started, or re-runs itself under
-// `mpirun -np <the plan's world>`.
+// report loss, step time and tokens/s per step, every rank's memory and every action's timing
+// (--out measured.json, --trace). Runs on the ranks mpirun started, or re-runs itself under `mpirun
+// -np <the plan's world>`.
 //
 // Faults: an exception on any rank prints "shardplan: error: rank R: <cause>" and calls
 // MPI_Abort(MPI_COMM_WORLD, 1), which ends every rank (none is left waiting in a collective) and
@@ -141,8 +142,8 @@ void execute_steps(const ExecuteOptions& o, const Plan& p, int rank) {
       record.programs.push_back(build_program(p.model, p.training, p.layout, r));
     fmt::print("{}: {} on {} ranks ({}, {}), {} steps of {} x {} tokens, data {}\n",
                to_string(p.layout), p.model.name, p.layout.world(), o.backend,
-               precision_label(p.training, o), o.steps,
-               p.training.global_batch, p.training.seq_len, text.path);
+               precision_label(p.training, o), o.steps, p.training.global_batch, p.training.seq_len,
+               text.path);
     fmt::print("{:>5}  {:>8}  {:>12}  {:>12}\n", "step", "loss", "step_time_s", "tokens_per_s");
     std::fflush(stdout);
   }

@@ -132,10 +132,10 @@ TEST_CASE("bf16 kernels: bias, residual, norms and activations round once", "[ex
     std::vector<float> yf(n), dxf(n, 0.0f), dwf = w.f32, dbf = bias.f32;
     std::vector<bf16> yb(n), dxb(n, bf16(0.0f)), dwb = w.b16, dbb = bias.b16;
     const bool has_bias = kind == Norm::layernorm;
-    f32().norm_forward(kind, x.f32.data(), w.f32.data(), has_bias ? bias.f32.data() : nullptr,
-                       rows, cols, yf.data());
-    b16().norm_forward(kind, x.b16.data(), w.b16.data(), has_bias ? bias.b16.data() : nullptr,
-                       rows, cols, yb.data());
+    f32().norm_forward(kind, x.f32.data(), w.f32.data(), has_bias ? bias.f32.data() : nullptr, rows,
+                       cols, yf.data());
+    b16().norm_forward(kind, x.b16.data(), w.b16.data(), has_bias ? bias.b16.data() : nullptr, rows,
+                       cols, yb.data());
     check_rounded(yb, yf);
     f32().norm_backward(kind, x.f32.data(), w.f32.data(), dy.f32.data(), rows, cols, dxf.data(),
                         dwf.data(), has_bias ? dbf.data() : nullptr);
@@ -181,7 +181,7 @@ TEST_CASE("bf16 kernels: causal softmax, embeddings, widen and narrow round once
   }
   SECTION("embedding rows and positions, forward and backward") {
     const std::vector<int32_t> tokens = {3, 1, 3, 0, 7, 3, 2, 5, 3};  // 3 repeats: sums
-    const ElementRange rows{0, 6};                                       // 7 is another rank's
+    const ElementRange rows{0, 6};                                    // 7 is another rank's
     const Values table = values(static_cast<size_t>(6 * hidden), -1, 1, 11);
     const Values wpe = values(static_cast<size_t>(S * hidden), -1, 1, 12);
     const Values dout = values(static_cast<size_t>(S * hidden), -1, 1, 13);

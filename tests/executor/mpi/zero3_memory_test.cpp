@@ -1,14 +1,15 @@
 // ZeRO-3's measured peak against the cost model's (simulate_plan with cpu_executor_options:
-// unfused attention, no dropout), in fp32 and in bf16 with fp32 master weights. The model adds up each item's maximum; the executor's peak is one
-// moment, with pp = 1 the last layer's backward inside its MLP: two gathered layers and the
-// layer's gradients held (the model's zero3_gathered_parameters, to the byte), every activation but
-// the head's, which its backward has freed together with the logits (items the model counts), and
-// the layer's backward workspace, which the model does not itemise: the incoming and outgoing
-// gradients of the stream (b·s·h floats each), the MLP activation's gradient (b·s·ffn), and the
-// micro-batch's input and target tokens (b·s int32 each). So measured = predicted − logits −
-// output activations + that workspace, exactly, with no recomputation and with full recomputation;
-// under selective recomputation and cp the peak falls elsewhere and the two agree within 1%.
-// ZeRO-3's peak is below ZeRO-0's by the full parameters and gradients less the gathered units.
+// unfused attention, no dropout), in fp32 and in bf16 with fp32 master weights. The model adds up
+// each item's maximum; the executor's peak is one moment, with pp = 1 the last layer's backward
+// inside its MLP: two gathered layers and the layer's gradients held (the model's
+// zero3_gathered_parameters, to the byte), every activation but the head's, which its backward has
+// freed together with the logits (items the model counts), and the layer's backward workspace,
+// which the model does not itemise: the incoming and outgoing gradients of the stream (b·s·h floats
+// each), the MLP activation's gradient (b·s·ffn), and the micro-batch's input and target tokens
+// (b·s int32 each). So measured = predicted − logits − output activations + that workspace,
+// exactly, with no recomputation and with full recomputation; under selective recomputation and cp
+// the peak falls elsewhere and the two agree within 1%. ZeRO-3's peak is below ZeRO-0's by the full
+// parameters and gradients less the gathered units.
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdlib>
@@ -78,16 +79,16 @@ TEST_CASE("interpreter: ZeRO-3 peak memory is the cost model's", "[interpreter]"
   if (test::world_size() != 2) return;
   const Model m = test::tiny_model();
   for (const Training& t : {test::fp32_training(), test::bf16_training()})
-  for (const Recompute r : {Recompute::none, Recompute::full}) {
-    const Layout l = zero3_dp2(r);
-    const PeakFigures f = peak_figures(m, l, t);
-    const int64_t workspace = backward_workspace_bytes(m, l, t);
-    INFO(enum_name(t.dtype, kDtypeNames) << ": " << f.text << "; backward workspace " << workspace
-                                         << " B");
-    CHECK(f.measured.total() == f.predicted.peak_bytes() - f.items.logits_bytes -
-                                    f.items.output_activations_bytes + workspace);
-    CHECK(f.measured[MemoryCategory::buffers] >= f.items.zero3_gathered_bytes);
-  }
+    for (const Recompute r : {Recompute::none, Recompute::full}) {
+      const Layout l = zero3_dp2(r);
+      const PeakFigures f = peak_figures(m, l, t);
+      const int64_t workspace = backward_workspace_bytes(m, l, t);
+      INFO(enum_name(t.dtype, kDtypeNames)
+           << ": " << f.text << "; backward workspace " << workspace << " B");
+      CHECK(f.measured.total() == f.predicted.peak_bytes() - f.items.logits_bytes -
+                                      f.items.output_activations_bytes + workspace);
+      CHECK(f.measured[MemoryCategory::buffers] >= f.items.zero3_gathered_bytes);
+    }
   // Peaks at another moment: within 1% of the prediction.
   Layout selective = zero3_dp2(Recompute::selective);
   Layout cp = test::layout(1, 1, 1, 2);
