@@ -18,6 +18,7 @@
 #include "executor/param_layout.h"
 #include "simulator/memory_model.h"
 #include "tests/executor/mpi/interpreter_fixtures.h"
+#include "tests/executor/mpi/model_state_check.h"
 #include "tests/core/odd_model.h"
 #include "tests/executor/single_rank_training.h"
 
@@ -63,12 +64,7 @@ void check_layout(Layout l, const Model& m = tiny_model()) {
     // exactly 0 — softmax ignores a shift of a query's scores — and float rounding gives it noise.
     CHECK(test::relative_norm_error(params, reference.final_params) < 1e-5);
   }
-  const ModelStateBytes predicted =
-      stage_model_state_bytes(m, t, l, stage_layers(m, l, run.program().coord.pp));
-  const MemoryBytes& measured = run.allocator().at_peak();
-  CHECK(measured[MemoryCategory::parameters] == predicted.parameters);
-  CHECK(measured[MemoryCategory::gradients] == predicted.gradients);
-  CHECK(measured[MemoryCategory::optimizer] == predicted.optimizer());
+  test::check_model_state_bytes(m, t, l, run);
 }
 
 // check_layout under ZeRO-1, 2 and 3.

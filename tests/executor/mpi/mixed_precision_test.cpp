@@ -18,6 +18,7 @@
 #include "executor/param_layout.h"
 #include "simulator/memory_model.h"
 #include "tests/executor/mpi/interpreter_fixtures.h"
+#include "tests/executor/mpi/model_state_check.h"
 #include "tests/executor/single_rank_training.h"
 
 namespace shardplan {
@@ -67,12 +68,7 @@ void check_bf16_layout(Layout l) {
     // Not fp32 in disguise: bf16 rounding moves the weights.
     CHECK(error > 1e-5);
   }
-  const ModelStateBytes predicted =
-      stage_model_state_bytes(m, t, l, stage_layers(m, l, run.program().coord.pp));
-  const MemoryBytes& measured = run.allocator().at_peak();
-  CHECK(measured[MemoryCategory::parameters] == predicted.parameters);
-  CHECK(measured[MemoryCategory::gradients] == predicted.gradients);
-  CHECK(measured[MemoryCategory::optimizer] == predicted.optimizer());
+  test::check_model_state_bytes(m, t, l, run);
 }
 
 }  // namespace
