@@ -13,8 +13,11 @@ namespace shardplan {
 
 namespace {
 
+// MPI counts are ints (MPI 4.1's large-count _c calls are not in Open MPI 4.1): a larger count
+// is refused rather than cut short.
 int to_int(int64_t n) {
-  assert(n >= 0 && n <= INT32_MAX);
+  if (n < 0 || n > INT32_MAX)
+    throw std::length_error("an MPI count of " + std::to_string(n) + " exceeds MPI's int counts");
   return static_cast<int>(n);
 }
 
