@@ -1,7 +1,6 @@
 #include "executor/mpi_comm.h"
 
 #include <algorithm>
-#include <cassert>
 #include <climits>
 #include <cstddef>
 #include <stdexcept>
