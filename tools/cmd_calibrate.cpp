@@ -136,7 +136,8 @@ Subcommand add_calibrate(CLI::App& root) {
   app->add_option("--dtype", o->dtype,
                   "The GEMMs' and kernels' dtype, as `execute` runs it: fp32, or bf16 (bf16 "
                   "operands accumulating in fp32, the loss and Adam in fp32); plans of that dtype "
-                  "price with the profile. The collectives are swept in fp32 (bytes are bytes)")
+                  "price with the profile. The collectives are swept in fp32, and a bf16 "
+                  "collective is priced by its bytes")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "bf16"}));
   app->add_flag("--tf32", o->tf32, "cuda: time the fp32 GEMMs on TF32 tensor cores");
