@@ -36,17 +36,14 @@ void bf16_gemm(MatrixRef<bf16> c, MatrixRef<const bf16> a, Op op_a, MatrixRef<co
                Op op_b, Accumulate acc, MatmulStats* stats) {
   thread_local std::vector<float> sa, sb, sc;
   const MatrixRef<const float> fa = widened(a, sa), fb = widened(b, sb);
-  MatrixRef<float> fc{nullptr, c.rows, c.cols, c.cols};
-  if (acc == Accumulate::add) {
-    fc.data = const_cast<float*>(widened(MatrixRef<const bf16>(c), sc).data);
-  } else {
+  if (acc == Accumulate::add)
+    widened(MatrixRef<const bf16>(c), sc);
+  else
     sc.resize(static_cast<size_t>(c.rows * c.cols));
-    fc.data = sc.data();
-  }
-  gemm<float>(view(fc.data, fc.rows, fc.cols), view(fa.data, fa.rows, fa.cols), op_a,
+  gemm<float>(view(sc.data(), c.rows, c.cols), view(fa.data, fa.rows, fa.cols), op_a,
               view(fb.data, fb.rows, fb.cols), op_b, acc, stats);
   for (int64_t r = 0; r < c.rows; ++r)
-    std::copy(fc.data + r * c.cols, fc.data + (r + 1) * c.cols, c.data + r * c.stride);
+    std::copy(sc.begin() + r * c.cols, sc.begin() + (r + 1) * c.cols, c.data + r * c.stride);
 }
 
 }  // namespace

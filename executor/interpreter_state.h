@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -97,14 +98,14 @@ struct RankState final : InterpreterState {
   FullState gather_full_state() override;
   void load_full_state(const FullState& state) override;
 
-  // `host` (fp32) into the device buffer at `into`, converted to U.
-  template <class U>
-  void to_device(U* into, const std::vector<float>& host) {
-    const std::vector<U> values(host.begin(), host.end());
-    dev.copy_from_host(into, values.data(), static_cast<int64_t>(values.size() * sizeof(U)));
-  }
-  void to_device(int32_t* into, const std::vector<int32_t>& host) {
-    dev.copy_from_host(into, host.data(), static_cast<int64_t>(host.size() * sizeof(int32_t)));
+  // `host` into the device buffer at `into`, converted to U where the types differ (fp32 values
+  // into bf16 weights).
+  template <class U, class V>
+  void to_device(U* into, const std::vector<V>& host) {
+    if constexpr (std::is_same_v<U, V>)
+      dev.copy_from_host(into, host.data(), static_cast<int64_t>(host.size() * sizeof(U)));
+    else
+      to_device(into, std::vector<U>(host.begin(), host.end()));
   }
 
   // This rank's padded shard of a flat host buffer in the layout's order: its piece of every

@@ -1,7 +1,6 @@
 #include "executor/linear.h"
 
-#include <algorithm>
-#include <vector>
+#include "executor/compute_sums.h"
 
 namespace shardplan {
 
@@ -37,15 +36,13 @@ void linear_backward(Kernels<T>& dev, const T* x, const T* w, const T* dy, int64
   if (db != nullptr) dev.bias_backward(dy, n, out, db);
 }
 
-// The column sums run in compute_t<T> and db is stored once (in bf16, adding every row into db
-// would round at each of them).
 template <class T>
 void bias_backward(const T* dy, int64_t rows, int64_t cols, T* db) {
-  using C = compute_t<T>;
-  std::vector<C> sum(db, db + cols);
+  ComputeSums<T> sums(db, cols);
+  compute_t<T>* sum = sums.data();
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) sum[c] += dy[r * cols + c];
-  std::copy(sum.begin(), sum.end(), db);
+  sums.store();
 }
 
 #define SHARDPLAN_INSTANTIATE(T)                                                                \

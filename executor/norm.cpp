@@ -1,9 +1,7 @@
 #include "executor/norm.h"
 
-#include <algorithm>
-#include <vector>
-
 #include "executor/bf16.h"
+#include "executor/compute_sums.h"
 #include "executor/elementwise.h"
 
 namespace shardplan {
@@ -53,8 +51,9 @@ void norm_backward(Norm kind, const T* x, const T* weight, const T* dy, int64_t 
   using C = compute_t<T>;
   const C n = static_cast<C>(hidden);
   // The weight and bias gradients sum over the rows in C and are stored once.
-  std::vector<C> dw(dweight, dweight + hidden), db;
-  if (dbias != nullptr) db.assign(dbias, dbias + hidden);
+  ComputeSums<T> weight_sums(dweight, hidden), bias_sums(dbias, dbias != nullptr ? hidden : 0);
+  C* const dw = weight_sums.data();
+  C* const db = bias_sums.data();
   for (int64_t r = 0; r < rows; ++r) {
     const T *xr = x + r * hidden, *dyr = dy + r * hidden;
     const RowStats<T> st = row_stats(kind, xr, hidden);
@@ -76,8 +75,8 @@ void norm_backward(Norm kind, const T* x, const T* weight, const T* dy, int64_t 
                ew::norm_input_grad<C>(C(dyr[i]) * C(weight[i]), xhat, st.rstd, mean_g, mean_g_xhat);
     }
   }
-  std::copy(dw.begin(), dw.end(), dweight);
-  if (dbias != nullptr) std::copy(db.begin(), db.end(), dbias);
+  weight_sums.store();
+  bias_sums.store();
 }
 
 #define SHARDPLAN_INSTANTIATE(T)                                                           \

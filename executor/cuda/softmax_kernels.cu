@@ -1,9 +1,12 @@
 // Attention's causal softmax (executor/softmax.h), one block per score row: the row maximum over
-// the keys the query sees, then the sum of exp(x·scale − max), then each exp again divided by the
-// sum; keys past the query's position (by its position in the whole sequence, token_positions.h)
-// are set to 0. All in fp32: the numerators are recomputed rather than stored, so that a bf16
-// probability is rounded once, after the division, as the CPU loop rounds it (softmax.cpp).
+// the keys the query sees, then exp(x·scale − max) and their sum, then the division; keys past the
+// query's position (by its position in the whole sequence, token_positions.h) are set to 0. All in
+// fp32: fp32 scores keep their numerators in place for the division; bf16 ones have them
+// recomputed rather than stored, so that a bf16 probability is rounded once, after the division,
+// as the CPU loop rounds it (softmax.cpp).
 #include <math_constants.h>
+
+#include <type_traits>
 
 #include "executor/cuda/kernel_launch.h"
 #include "executor/cuda/launch_config.cuh"
@@ -28,12 +31,23 @@ __global__ void causal_softmax_forward_kernel(T* scores, int64_t stride, int64_t
   float m = -CUDART_INF_F;
   for (int64_t j = threadIdx.x; j <= last; j += blockDim.x) m = fmaxf(m, load(row[j]) * scale);
   m = block_reduce(m, Max{}, -CUDART_INF_F, shared);
+  constexpr bool kInPlace = std::is_same<T, float>::value;
   float sum = 0;
-  for (int64_t j = threadIdx.x; j <= last; j += blockDim.x)
-    sum += ew::softmax_numerator(load(row[j]) * scale, m);
+  for (int64_t j = threadIdx.x; j <= last; j += blockDim.x) {
+    const float e = ew::softmax_numerator(load(row[j]) * scale, m);
+    if constexpr (kInPlace) row[j] = e;
+    sum += e;
+  }
   sum = block_reduce(sum, Sum{}, 0.0f, shared);
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-    row[j] = j <= last ? ew::softmax_numerator(load(row[j]) * scale, m) / sum : 0.0f;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    if (j > last) {
+      row[j] = 0.0f;
+    } else if constexpr (kInPlace) {
+      row[j] /= sum;
+    } else {
+      row[j] = ew::softmax_numerator(load(row[j]) * scale, m) / sum;
+    }
+  }
 }
 
 template <class T>

@@ -82,6 +82,14 @@ inline double relative_norm_error(const std::vector<float>& a, const std::vector
   return std::sqrt(diff2 / ref2);
 }
 
+// How close a run must come to a reference run of the same steps.
+struct Tolerances {
+  double loss = 0;    // relative, every step
+  double params = 0;  // relative to the whole model's norm (relative_norm_error)
+  // At least this far from fp32's parameters (0: no bound): a narrower precision must move them.
+  double min_params = 0;
+};
+
 // The full state after a step under `from` in `from_training`, loaded under `to` in `to_training`
 // and gathered again: the same bits (loading is the inverse of gathering; the parameters are fp32
 // in either precision, the master weights under bf16), with Adam's step carried.

@@ -31,10 +31,7 @@ using test::kSteps;
 using test::layout;
 using test::world_size;
 
-struct Tolerances {
-  double loss, params;
-};
-constexpr Tolerances kFp32{1e-4, 1e-4}, kBf16{1e-3, 1e-2};
+constexpr test::Tolerances kFp32{.loss = 1e-4, .params = 1e-4}, kBf16{.loss = 1e-3, .params = 1e-2};
 
 struct Run {
   std::vector<double> losses;
@@ -59,7 +56,7 @@ void check_layout(Layout l, const Training& t) {
   REQUIRE(l.world() == world_size());
   l.num_microbatches = static_cast<int>(kGlobalBatch / (l.micro_batch * l.dp));
   const bool bf16 = t.dtype == Dtype::bf16;
-  const Tolerances tolerance = bf16 ? kBf16 : kFp32;
+  const test::Tolerances tolerance = bf16 ? kBf16 : kFp32;
   INFO(to_string(l) << " in " << enum_name(t.dtype, kDtypeNames));
   const Run cpu = train(l, t, Backend::cpu), gpu = train(l, t, Backend::cuda);
   // Every rank trains (the interpreter is collective); rank 0 holds the parameters.
