@@ -138,13 +138,13 @@ Program build_program(const Model& m, const Training& t, const Layout& l, int64_
   for (const auto& [g, name] : kGroupNames)
     p.groups[static_cast<size_t>(g)] = group_ranks(l, rank, g);
   const auto& stages = p.groups[static_cast<size_t>(Group::pp)];
-  if (m.tied_embeddings && l.pp > 1 && (p.coord.pp == 0 || p.coord.pp == l.pp - 1))
+  if (sd::holds_embedding_pair(m, l, p.coord.pp))
     p.embedding_group = {stages.front(), stages.back()};
 
   std::vector<sd::Chunk> chunks;
   for (int c = 0; c < l.vpp; ++c)
     chunks.push_back(sd::build_chunk(m, t, l, c, virtual_stage(l, p.coord.pp, c)));
-  sd::DataParallel dp = sd::plan_data_parallel(t, l, p, chunks);
+  sd::DataParallel dp = sd::plan_data_parallel(t, l, chunks);
   sd::emit_step_start_gathers(p, dp, chunks);
   size_t per_microbatch = 0;  // actions of one micro-batch's passes, to size the program once
   for (const sd::Chunk& c : chunks)

@@ -53,23 +53,23 @@ uint32_t last_compute(const Program& p) {
 
 }  // namespace
 
-int size_of(const Program& p, Group g) {
-  return static_cast<int>(p.groups[static_cast<size_t>(g)].size());
+int64_t bucket_threshold(const Layout& l) {
+  // ZeRO-3 shards, gathers and reduces each unit on its own, as FSDP does each wrapped
+  // transformer block (Zhao et al. 2023 §3); otherwise Megatron-LM's buckets.
+  return l.zero == 3 ? 1 : grad_bucket_params(l);
 }
 
-DataParallel plan_data_parallel(const Training& t, const Layout& l, const Program& p,
+DataParallel plan_data_parallel(const Training& t, const Layout& l,
                                 const std::vector<Chunk>& chunks) {
   DataParallel dp;
   dp.zero = l.zero;
   dp.dtype = t.dtype;
   dp.grad_dtype = t.grad_dtype;
-  const bool dense = size_of(p, dense_dp_group(l)) > 1;
-  const bool expert = size_of(p, Group::expert_dp) > 1;
+  const bool dense = group_size(l, dense_dp_group(l)) > 1;
+  const bool expert = group_size(l, Group::expert_dp) > 1;
   for (const Chunk& c : chunks) {
     std::vector<Bucket> buckets;
-    // ZeRO-3 shards, gathers and reduces each unit on its own, as FSDP does each wrapped
-    // transformer block (Zhao et al. 2023 §3); otherwise Megatron-LM's buckets.
-    const int64_t threshold = l.zero == 3 ? 1 : grad_bucket_params(l);
+    const int64_t threshold = bucket_threshold(l);
     if (dense)
       add_buckets(buckets, c, dense_dp_group(l), threshold,
                   [](const Unit& u) { return u.params.dense(); });
@@ -82,6 +82,29 @@ DataParallel plan_data_parallel(const Training& t, const Layout& l, const Progra
     dp.backwards_done.push_back(0);
   }
   return dp;
+}
+
+Action step_start_gather(const DataParallel& dp, const Chunk& c, const Bucket& b) {
+  return bucket_action(c, b, ActionKind::param_gather, Stream::zero_comm, Collective::all_gather,
+                       dtype_bytes(dp.dtype));
+}
+
+Action unit_gather(const DataParallel& dp, const Chunk& c, const Bucket& b, int micro_batch,
+                   Pass pass) {
+  Action a = step_start_gather(dp, c, b);
+  add_borrowed(a, c, b, b.first_unit, dtype_bytes(dp.dtype));
+  a.micro_batch = micro_batch;
+  a.pass = pass;
+  return a;
+}
+
+Action bucket_reduction(const DataParallel& dp, const Chunk& c, const Bucket& b, int micro_batch) {
+  Action a = bucket_action(c, b, ActionKind::grad_reduce, Stream::dp_comm,
+                           dp.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter,
+                           dtype_bytes(dp.grad_dtype));
+  if (dp.zero == 3) add_borrowed(a, c, b, b.first_unit, dtype_bytes(dp.grad_dtype));
+  a.micro_batch = micro_batch;
+  return a;
 }
 
 // ZeRO-1/2 update only the owned shard, so each step starts by gathering the parameters the
@@ -98,12 +121,7 @@ void emit_step_start_gathers(Program& p, DataParallel& dp, const std::vector<Chu
       return buckets[a].first_unit < buckets[b].first_unit;
     });
     dp.bucket_gather[c.chunk].assign(buckets.size(), kNone);
-    for (size_t i : order)
-      dp.bucket_gather[c.chunk][i] =
-          emit(p,
-               bucket_action(c, buckets[i], ActionKind::param_gather, Stream::zero_comm,
-                             Collective::all_gather, dtype_bytes(dp.dtype)),
-               {});
+    for (size_t i : order) dp.bucket_gather[c.chunk][i] = emit(p, step_start_gather(dp, c, buckets[i]), {});
   }
 }
 
@@ -121,15 +139,9 @@ std::vector<uint32_t> before_unit(Program& p, DataParallel& dp, const Chunk& c, 
     // FSDP's prefetch with its rate limit of two gathered units (Zhao et al. 2023 §4.2): a unit's
     // gather starts once the unit used two before it has finished and been resharded, so it
     // overlaps the compute of the unit just before it.
-    for (const Bucket& b : dp.buckets[c.chunk]) {
-      if (b.first_unit != unit) continue;
-      Action a = bucket_action(c, b, ActionKind::param_gather, Stream::zero_comm,
-                               Collective::all_gather, dtype_bytes(dp.dtype));
-      add_borrowed(a, c, b, unit, dtype_bytes(dp.dtype));
-      a.micro_batch = micro_batch;
-      a.pass = pass;
-      gathers.push_back(emit(p, a, {dp.use_end[0]}));
-    }
+    for (const Bucket& b : dp.buckets[c.chunk])
+      if (b.first_unit == unit)
+        gathers.push_back(emit(p, unit_gather(dp, c, b, micro_batch, pass), {dp.use_end[0]}));
   }
   return gathers;
 }
@@ -141,26 +153,17 @@ void after_unit(Program& p, DataParallel& dp, const Chunk& c, int unit, int micr
     dp.use_end[1] = last_compute_of_unit;
   }
   if (pass != Pass::backward) return;
-  // Gradients accumulate over micro-batches and are reduced after the last one (DDP, ZeRO-1);
-  // ZeRO-2 and -3 keep only their shard, so they reduce-scatter after every backward
-  // (Rajbhandari et al. 2020 §5.2).
-  if (dp.zero < 2 && !last_backward_of_chunk) return;
-  for (const Bucket& b : dp.buckets[c.chunk]) {
-    if (b.first_unit != unit) continue;
-    Action a = bucket_action(c, b, ActionKind::grad_reduce, Stream::dp_comm,
-                             dp.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter,
-                             dtype_bytes(dp.grad_dtype));
-    if (dp.zero == 3) add_borrowed(a, c, b, unit, dtype_bytes(dp.grad_dtype));
-    a.micro_batch = micro_batch;
-    dp.last_reduction = emit(p, a, {last_compute_of_unit});
-  }
+  if (!reduces_every_microbatch(dp.zero) && !last_backward_of_chunk) return;
+  for (const Bucket& b : dp.buckets[c.chunk])
+    if (b.first_unit == unit)
+      dp.last_reduction = emit(p, bucket_reduction(dp, c, b, micro_batch), {last_compute_of_unit});
 }
 
 // megatron/core/distributed/finalize_model_grads.py: after the data-parallel reductions, the
 // norm gradients are all-reduced over tp under sequence parallelism, and the tied word-embedding
 // gradients over the first and last pipeline stages; then the optimizer steps.
-void emit_step_end(Program& p, DataParallel& dp, const Model& m, const Layout& l,
-                   const std::vector<Chunk>& chunks) {
+std::vector<Action> step_end_actions(const DataParallel& dp, const Model& m, const Layout& l,
+                                     const std::vector<Chunk>& chunks, bool embedding_pair) {
   int64_t dense = 0, expert = 0, replicated = 0;
   for (const Chunk& c : chunks)
     for (const Unit& u : c.units) {
@@ -168,27 +171,37 @@ void emit_step_end(Program& p, DataParallel& dp, const Model& m, const Layout& l
       expert += u.params.experts;
       replicated += u.params.tp_replicated();
     }
-  const uint32_t compute_end = last_compute(p);
-  std::vector<uint32_t> finals = {dp.last_reduction};
+  std::vector<Action> out;
   auto reduce = [&](Group g, Stream s, int64_t params) {
-    const Action a{.kind = ActionKind::grad_reduce,
-                   .stream = s,
-                   .op = Collective::all_reduce,
-                   .group = g,
-                   .bytes = params * dtype_bytes(dp.grad_dtype),
-                   .params = params};
-    finals.push_back(emit(p, a, {compute_end, dp.last_reduction}));
+    out.push_back(Action{.kind = ActionKind::grad_reduce,
+                         .stream = s,
+                         .op = Collective::all_reduce,
+                         .group = g,
+                         .bytes = params * dtype_bytes(dp.grad_dtype),
+                         .params = params});
   };
   if (l.sequence_parallel && l.tp > 1) reduce(Group::tp, Stream::tp_comm, replicated);
-  if (!p.embedding_group.empty()) {
-    reduce(Group::pp, Stream::pp_comm, word_embedding_shard(m, l.tp));
-  }
+  if (embedding_pair) reduce(Group::pp, Stream::pp_comm, word_embedding_shard(m, l.tp));
   // ZeRO-1 and above: each rank updates 1/dp of the dense and 1/expert_dp of the expert weights.
   const bool sharded = dp.zero >= 1;
-  const Action step{.kind = ActionKind::optimizer_step,
-                    .params = shard_size(dense, sharded ? size_of(p, dense_dp_group(l)) : 1) +
-                              shard_size(expert, sharded ? size_of(p, Group::expert_dp) : 1)};
-  emit(p, step, finals);
+  out.push_back(Action{
+      .kind = ActionKind::optimizer_step,
+      .params = shard_size(dense, sharded ? group_size(l, dense_dp_group(l)) : 1) +
+                shard_size(expert, sharded ? group_size(l, Group::expert_dp) : 1)});
+  return out;
+}
+
+void emit_step_end(Program& p, DataParallel& dp, const Model& m, const Layout& l,
+                   const std::vector<Chunk>& chunks) {
+  const uint32_t compute_end = last_compute(p);
+  std::vector<uint32_t> finals = {dp.last_reduction};
+  for (const Action& a : step_end_actions(dp, m, l, chunks, !p.embedding_group.empty())) {
+    if (a.kind == ActionKind::optimizer_step) {
+      emit(p, a, finals);
+    } else {
+      finals.push_back(emit(p, a, {compute_end, dp.last_reduction}));
+    }
+  }
 }
 
 }  // namespace shardplan::schedule_detail

@@ -37,6 +37,13 @@ struct Chunk {
 // The units of one virtual stage on a rank (schedule_layer.cpp).
 Chunk build_chunk(const Model& m, const Training& t, const Layout& l, int chunk, int virtual_stage);
 
+// One unit of each kind as build_chunk makes them (the layers' with layer index 0): what
+// fold_program repeats instead of building every layer's.
+struct UnitKinds {
+  Unit embedding, dense, moe, head;
+};
+UnitKinds unit_kinds(const Model& m, const Training& t, const Layout& l);
+
 // Bytes of one pipeline message (activation or its gradient) of a micro-batch: Megatron-LM's
 // p2p tensor shape (s/cp, b, h), further split over tp under sequence parallelism.
 int64_t p2p_bytes(const Model& m, const Training& t, const Layout& l);
@@ -62,8 +69,34 @@ struct DataParallel {
   uint32_t last_reduction = kNone;
 };
 
-DataParallel plan_data_parallel(const Training& t, const Layout& l, const Program& p,
+// Whether pipeline rank `pp_rank` sums the tied word embedding's gradients with the other end of
+// the pipeline (first and last stage, pp > 1).
+constexpr bool holds_embedding_pair(const Model& m, const Layout& l, int pp_rank) {
+  return m.tied_embeddings && l.pp > 1 && (pp_rank == 0 || pp_rank == l.pp - 1);
+}
+
+// ZeRO-3 makes each unit with parameters its own bucket; otherwise grad_bucket_params.
+int64_t bucket_threshold(const Layout& l);
+
+DataParallel plan_data_parallel(const Training& t, const Layout& l,
                                 const std::vector<Chunk>& chunks);
+
+// The data-parallel actions, as build_program emits them and fold_program counts them:
+//   step_start_gather: ZeRO-1/2's gather of a bucket's updated parameters at the step's start;
+//   unit_gather      : ZeRO-3's gather of a bucket (one unit) before its use in `pass`;
+//   bucket_reduction : a bucket's gradient reduction after the backward that completes it.
+Action step_start_gather(const DataParallel& dp, const Chunk& c, const Bucket& b);
+Action unit_gather(const DataParallel& dp, const Chunk& c, const Bucket& b, int micro_batch,
+                   Pass pass);
+Action bucket_reduction(const DataParallel& dp, const Chunk& c, const Bucket& b, int micro_batch);
+
+// Gradients accumulate over micro-batches and are reduced after the last one (DDP, ZeRO-1);
+// ZeRO-2 and -3 keep only their shard, so they reduce-scatter after every backward
+// (Rajbhandari et al. 2020 §5.2).
+constexpr bool reduces_every_microbatch(int zero) {
+  return zero >= 2;
+}
+
 // ZeRO-1/2: the all-gathers of the parameters the previous step updated, at the start of the step.
 void emit_step_start_gathers(Program& p, DataParallel& dp, const std::vector<Chunk>& chunks);
 // Gathers a unit's compute must wait for before the pass uses it (ZeRO-3 emits them here).
@@ -72,7 +105,10 @@ std::vector<uint32_t> before_unit(Program& p, DataParallel& dp, const Chunk& c, 
 // After a unit's pass: ZeRO-3 bookkeeping, and gradient reductions of the buckets it completes.
 void after_unit(Program& p, DataParallel& dp, const Chunk& c, int unit, int micro_batch, Pass pass,
                 uint32_t last_compute, bool last_backward_of_chunk);
-// Norm and tied-embedding gradient reductions, then the optimizer step.
+// The step's end: the norm (SP) and tied-embedding (`embedding_pair`) gradient reductions, then
+// the optimizer step, last.
+std::vector<Action> step_end_actions(const DataParallel& dp, const Model& m, const Layout& l,
+                                     const std::vector<Chunk>& chunks, bool embedding_pair);
 void emit_step_end(Program& p, DataParallel& dp, const Model& m, const Layout& l,
                    const std::vector<Chunk>& chunks);
 
@@ -82,8 +118,5 @@ uint32_t emit(Program& p, const Action& a, std::span<const uint32_t> deps);
 inline uint32_t emit(Program& p, const Action& a, std::initializer_list<uint32_t> deps) {
   return emit(p, a, std::span<const uint32_t>(deps.begin(), deps.size()));
 }
-
-// Ranks in `p`'s group of kind g.
-int size_of(const Program& p, Group g);
 
 }  // namespace shardplan::schedule_detail

@@ -138,8 +138,7 @@ void layer_backward(PassSteps& s, bool moe) {
   s.compute(Part::attention_norm);
 }
 
-Unit layer_unit(const Model& m, const Layout& l, const LayerComm& comm, int layer) {
-  const bool moe = m.is_moe_layer(layer);
+Unit layer_unit(const Model& m, const Layout& l, const LayerComm& comm, int layer, bool moe) {
   Unit u;
   u.layer_begin = layer;
   u.layer_end = layer + 1;
@@ -212,10 +211,16 @@ Chunk build_chunk(const Model& m, const Training& t, const Layout& l, int chunk,
   c.virtual_stage = vs;
   if (vs == 0) c.units.push_back(embedding_unit(m, l, comm));
   for (int layer = layers.begin; layer < layers.end; ++layer)
-    c.units.push_back(layer_unit(m, l, comm, layer));
+    c.units.push_back(layer_unit(m, l, comm, layer, m.is_moe_layer(layer)));
   if (vs == l.pp * l.vpp - 1) c.units.push_back(head_unit(m, l, comm));
   assert(!c.units.empty());
   return c;
+}
+
+UnitKinds unit_kinds(const Model& m, const Training& t, const Layout& l) {
+  const LayerComm comm = layer_comm(m, t, l);
+  return {embedding_unit(m, l, comm), layer_unit(m, l, comm, 0, false),
+          layer_unit(m, l, comm, 0, true), head_unit(m, l, comm)};
 }
 
 int64_t p2p_bytes(const Model& m, const Training& t, const Layout& l) {

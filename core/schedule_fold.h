@@ -1,0 +1,40 @@
+// A pipeline rank's program for one step folded by repetition: build_program's actions counted
+// instead of unrolled. Every micro-batch repeats the same passes over the same units, and every
+// layer of a kind the same steps, so one step's program is a short list of distinct actions, each
+// with how often it runs per micro-batch and per step. The planner's estimate prices this list
+// (simulator/estimate.h), in time independent of the layers and micro-batches, and so prices the
+// very program the event simulator walks and the executor runs.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/layout.h"
+#include "core/model.h"
+#include "core/schedule.h"
+#include "core/training.h"
+
+namespace shardplan {
+
+// One distinct action. Its micro_batch, chunk, layer range, peer and tag are those of one of the
+// actions it stands for (layer ranges may differ between them only where reads_cold_input does
+// not); deps are empty.
+struct FoldedAction {
+  Action action;
+  int64_t per_microbatch = 0;  // times in each micro-batch's passes
+  int64_t per_step = 0;        // times outside them: step-start gathers, step-end reductions
+};
+
+// The distinct actions of build_program(m, t, l, r) for `rank`, in
+// the order they first appear in its passes (the step's own actions after the passes'), with
+// their counts: for every action a of the program, the entry equal to it under same_priced_action
+// counts it once, per micro-batch when a belongs to a micro-batch's passes (its compute and
+// collectives, pipeline messages, ZeRO-3 gathers, ZeRO-2/3 reductions), per step otherwise.
+std::vector<FoldedAction> fold_program(const Model& m, const Training& t, const Layout& l,
+                                       int64_t rank);
+
+// Whether two actions cost the same wherever they run on one rank: the same kind, stream, pass,
+// op, group, bytes and parameters, the same parts (compute), and the same reads_cold_input.
+bool same_priced_action(const Action& a, const Action& b);
+
+}  // namespace shardplan
