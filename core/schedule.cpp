@@ -127,7 +127,7 @@ int64_t zero_reduce_scatter_local_bytes(int64_t bytes, int64_t params, int zero,
 }
 
 int64_t grad_bucket_params(const Layout& l) {
-  return std::max<int64_t>(40'000'000, int64_t{1'000'000} * l.dp);
+  return std::max<int64_t>(40'000'000, int64_t{1'000'000} * l.dp * l.cp);
 }
 
 Program build_program(const Model& m, const Training& t, const Layout& l, int64_t rank) {

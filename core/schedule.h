@@ -229,8 +229,9 @@ struct LayerRange {
 };
 LayerRange virtual_stage_layers(const Model& m, const Layout& l, int virtual_stage);
 
-// Megatron-LM's gradient bucket size in parameters: max(4·10⁷, 10⁶·dp)
-// (megatron/core/distributed/distributed_data_parallel.py).
+// Megatron-LM's gradient bucket size in parameters: max(4·10⁷, 10⁶·dp·cp), over the data-parallel
+// group with the context-parallel ranks (megatron/core/distributed/distributed_data_parallel.py:
+// DistributedDataParallelConfig.bucket_size's default).
 int64_t grad_bucket_params(const Layout& l);
 
 // Bytes a ZeRO reduce_scatter's local work streams through memory on each of its `members` ranks

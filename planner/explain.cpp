@@ -27,7 +27,7 @@ const CommKind kCommKinds[] = {{"tensor-parallel", {Group::tp}},
                                {"pipeline", {Group::pp}}};
 
 bool serves(const CommKind& k, const CollectiveEstimate& c) {
-  return std::find(k.groups.begin(), k.groups.end(), c.call.group) != k.groups.end();
+  return std::find(k.groups.begin(), k.groups.end(), c.action.group) != k.groups.end();
 }
 
 double exposed_in(const Estimate& e, const CommKind& k) {
@@ -54,13 +54,13 @@ std::string ratio_text(double part, double whole) {
   return format_percent(whole > 0 ? part / whole : 0);
 }
 
-// "tp_all_reduce spans 2 nodes on infiniband at 47.1 GB/s busbw, 1/9 of the 421.0 GB/s it gets on
+// "tp all_reduce spans 2 nodes on infiniband at 47.1 GB/s busbw, 1/9 of the 421.0 GB/s it gets on
 // nvlink"
 std::string comm_detail(const Estimate& loser, const Estimate& winner, const CommKind& k) {
   const CollectiveEstimate* l = dominant(loser, k);
   if (!l) return "";
   std::string s =
-      fmt::format("{} spans {} node{} on {} at {:.1f} GB/s busbw", l->call.name, l->span.nodes,
+      fmt::format("{} spans {} node{} on {} at {:.1f} GB/s busbw", l->name(), l->span.nodes,
                   l->span.nodes == 1 ? "" : "s", l->level_name, l->cost.busbw_GBps);
   const CollectiveEstimate* w = dominant(winner, k);
   if (w && w->level_name != l->level_name)
@@ -111,15 +111,15 @@ std::string compute_detail(const Estimate& lo, const Estimate& wi) {
 }
 
 // One part of the step and what it costs the loser more than the winner.
-struct Part {
+struct StepPart {
   std::string name;
   double delta_s = 0;
   std::function<std::string()> detail;
 };
 
-std::vector<Part> parts_of(const Estimate& lo, const Estimate& wi) {
+std::vector<StepPart> parts_of(const Estimate& lo, const Estimate& wi) {
   const StepTime &l = lo.time, &w = wi.time;
-  std::vector<Part> parts{
+  std::vector<StepPart> parts{
       {"compute", l.compute_s - w.compute_s, [&] { return compute_detail(lo, wi); }},
       {"recompute", l.recompute_s - w.recompute_s,
        [&] {
@@ -202,9 +202,9 @@ std::string why_slower(const Estimate& loser, const Estimate& winner) {
       fmt::format("{} per step ({}%, {} against {})", signed_seconds(delta),
                   percent < 1 ? fmt::format("{:+.2g}", percent) : fmt::format("{:+.1f}", percent),
                   format_seconds(loser.step_time_s), format_seconds(winner.step_time_s));
-  std::vector<Part> parts = parts_of(loser, winner);
+  std::vector<StepPart> parts = parts_of(loser, winner);
   std::stable_sort(parts.begin(), parts.end(),
-                   [](const Part& a, const Part& b) { return a.delta_s > b.delta_s; });
+                   [](const StepPart& a, const StepPart& b) { return a.delta_s > b.delta_s; });
   for (size_t i = 0; i < 2 && parts[i].delta_s > 0.1 * delta; ++i) {
     s += fmt::format("{} {} {}", i == 0 ? ":" : ";", parts[i].name,
                      signed_seconds(parts[i].delta_s));

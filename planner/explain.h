@@ -16,7 +16,7 @@ std::vector<std::string> explain_ranking(const SearchResult& r, size_t max_alter
 
 // One alternative against the winner, the two parts of the step that grew most with where they
 // grew: "+1.59 s per step (+31.0%, 6.71 s against 5.12 s): exposed tensor-parallel communication
-// +1.41 s (tp_all_reduce spans 2 nodes on infiniband at 47.1 GB/s busbw, 1/9 of the 421.0 GB/s it
+// +1.41 s (tp all_reduce spans 2 nodes on infiniband at 47.1 GB/s busbw, 1/9 of the 421.0 GB/s it
 // gets on nvlink)".
 std::string why_slower(const Estimate& loser, const Estimate& winner);
 

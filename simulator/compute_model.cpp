@@ -5,6 +5,14 @@
 
 namespace shardplan {
 
+void add_pass(PassCost& dst, const PassCost& src, double times) {
+  for (size_t k = 0; k < src.kinds.size(); ++k) {
+    dst.kinds[k].flops += times * src.kinds[k].flops;
+    dst.kinds[k].bytes += times * src.kinds[k].bytes;
+    dst.kinds[k].time_s += times * src.kinds[k].time_s;
+  }
+}
+
 double PassCost::flops() const {
   return kinds[0].flops + kinds[1].flops + kinds[2].flops;
 }
@@ -247,14 +255,9 @@ void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r
 }
 
 void add_to(MicrobatchCompute& dst, const MicrobatchCompute& src, double times) {
-  for (auto [d, s] :
-       {std::pair{&dst.forward, &src.forward}, std::pair{&dst.backward, &src.backward},
-        std::pair{&dst.recompute, &src.recompute}})
-    for (size_t k = 0; k < s->kinds.size(); ++k) {
-      d->kinds[k].flops += times * s->kinds[k].flops;
-      d->kinds[k].bytes += times * s->kinds[k].bytes;
-      d->kinds[k].time_s += times * s->kinds[k].time_s;
-    }
+  add_pass(dst.forward, src.forward, times);
+  add_pass(dst.backward, src.backward, times);
+  add_pass(dst.recompute, src.recompute, times);
 }
 
 }  // namespace

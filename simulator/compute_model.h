@@ -39,6 +39,9 @@ struct PassCost {
   double time_s() const;
 };
 
+// dst += times × src, kind by kind.
+void add_pass(PassCost& dst, const PassCost& src, double times);
+
 struct MicrobatchCompute {
   PassCost forward, backward, recompute;  // recompute: the re-forward done inside the backward
   double time_s() const { return forward.time_s() + backward.time_s() + recompute.time_s(); }

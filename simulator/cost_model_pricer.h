@@ -1,8 +1,7 @@
 // The analytical cost model as the step simulator's ActionPricer: every action of a schedule priced
-// with the formulas estimate() uses — compute per layer part and pass (compute_model.h),
-// collectives, gradient reductions, parameter gathers and pipeline transfers on the interconnect
-// level their members span (collective_cost.h), the optimizer step by the bytes it moves — and each
-// micro-batch chunk's activations by activation_memory.h.
+// by the rule estimate() prices the folded program with (simulator/action_cost.h), on the
+// interconnect level its members span, and each micro-batch chunk's activations by
+// activation_memory.h.
 #pragma once
 
 #include <array>
@@ -20,6 +19,7 @@
 #include "simulator/device_efficiency.h"
 #include "simulator/event_simulator.h"
 #include "simulator/execution_options.h"
+#include "simulator/parts_compute.h"
 
 namespace shardplan {
 
@@ -30,15 +30,8 @@ class CostModelPricer : public ActionPricer {
   CostModelPricer(const Model& m, const Cluster& c, const Training& t, const Layout& l,
                   const ExecutionOptions& x, const StepPrograms& step);
 
-  // compute: the parts' time in its pass, from the per-part figures of one layer of its kind (or
-  // the embedding or head). A backward adds the re-forward of selective recomputation (the
-  // attention core's s×s tensors, Korthikanti et al. 2022 §5); full recomputation's own actions
-  // (pass recompute) are priced as that re-forward. The head's forward adds the three all-reduces
-  // of vocab-parallel cross entropy over tp. collective, grad_reduce, param_gather: collective_cost
-  // of op and bytes on the members' span (the cold-input fit where reads_cold_input), and a ZeRO
-  // reduce_scatter's grad_reduce_local_bytes at the memory rate. send: one transfer on the level
-  // joining the two ranks. recv: 0 (its end is its send's). optimizer_step: the bytes
-  // optimizer_step_bytes moves for its params at the memory rate.
+  // Each action by simulator/action_cost.h's rule. The head's forward adds the two all-reduces
+  // of vocab-parallel cross entropy over tp. recv: 0 (its end is its send's).
   double duration_s(const Program& p, const Action& a) const override;
 
   // Layer activations of the chunk's layers for one micro-batch, plus the embedding's (first
@@ -52,9 +45,7 @@ class CostModelPricer : public ActionPricer {
   double cross_entropy_s(const Program& p) const;
 
  private:
-  static constexpr size_t kPartSets = size_t{1} << kPartNames.size();
-  static constexpr size_t kGroupCodes = kGroupNames.size() + 1;    // + the tied-embedding pair
-  using PassTable = std::array<std::array<double, kPartSets>, 3>;  // forward, backward, recompute
+  static constexpr size_t kGroupCodes = kGroupNames.size() + 1;  // + the tied-embedding pair
 
   // Where one program's groups and pipeline peers sit.
   struct RankSpans {
@@ -70,7 +61,7 @@ class CostModelPricer : public ActionPricer {
   Layout layout_;
   DeviceRates rates_;
   CollectiveOptions collective_options_;  // carries the calibrated profile, if any
-  PassTable compute_s_{};                 // a compute action's time by pass and part set
+  PartsCompute parts_;                    // every part's compute (simulator/action_cost.h)
   int64_t cross_entropy_bytes_ = 0;
   std::vector<int64_t> chunk_activation_bytes_;   // by virtual stage
   std::unordered_map<int64_t, RankSpans> spans_;  // by rank

@@ -7,6 +7,8 @@
 
 #include "core/error.h"
 #include "core/schedule.h"
+#include "core/schedule_fold.h"
+#include "simulator/action_cost.h"
 #include "simulator/device_efficiency.h"
 #include "simulator/pipeline_model.h"
 
@@ -21,6 +23,8 @@ struct Context {
   const Layout& l;
   const ExecutionOptions& x;
   DeviceRates rates;
+  PartsCompute parts;
+  CollectiveOptions collective_options;
 };
 
 // Where each group of one rank sits, computed on first use (group_span walks the group's ranks).
@@ -68,38 +72,29 @@ struct StageTiming {
   double step_extra_s() const { return step_comm_s + optimizer_s; }
 };
 
-// A call's group, narrowed to the members taking part when it is a subset of a placement group.
-GroupSpan call_span(SpanCache& spans, const CollectiveCall& call) {
-  GroupSpan span = spans(call.group);
-  if (call.group_size > 0 && call.group_size < span.size) {
-    span.size = call.group_size;
-    span.nodes = std::min(span.nodes, call.group_size);
-    span.max_ranks_per_node =
-        std::min(span.max_ranks_per_node, (call.group_size + span.nodes - 1) / span.nodes);
-  }
-  return span;
-}
-
 // Communication time that one kind of window leaves on the critical path.
 struct WindowLoad {
   double total_s = 0;
   double longest_call_s = 0;
 };
 
+// Whether a schedule's program leaves its pipeline messages off the critical path but in the
+// fill and drain: GPipe runs every forward, then every backward, so a stage receives micro-batch
+// i + 1 while it computes i. Under 1F1B and interleaved 1F1B each pass waits for the message its
+// neighbour sent just before (Megatron-LM's send_forward_recv_backward; the program does not
+// model --overlap-p2p-communication).
+bool pipeline_messages_overlap(const Layout& l) {
+  return l.schedule == Schedule::gpipe;
+}
+
 double exposed_s(CommWindow w, const WindowLoad& load, const MicrobatchCompute& mc,
-                 bool interleaved, StreamExecution streams) {
+                 bool overlapped_p2p, StreamExecution streams) {
   if (load.total_s == 0) return 0;
   // One thread running every action in turn hides nothing.
   if (streams == StreamExecution::program_order) return load.total_s;
   switch (w) {
     case CommWindow::none:
       return load.total_s;
-    case CommWindow::attention: {
-      const double attention = mc.forward[OpKind::attention].time_s +
-                               mc.backward[OpKind::attention].time_s +
-                               mc.recompute[OpKind::attention].time_s;
-      return std::max(0.0, load.total_s - attention);
-    }
     // A prefetch cannot hide the first gather, nor overlapped reductions the last bucket.
     case CommWindow::forward:
       return std::max(load.longest_call_s, load.total_s - mc.forward.time_s());
@@ -107,83 +102,154 @@ double exposed_s(CommWindow w, const WindowLoad& load, const MicrobatchCompute& 
       return std::max(load.longest_call_s,
                       load.total_s - mc.backward.time_s() - mc.recompute.time_s());
     case CommWindow::pipeline:
-      // Megatron-LM's 1F1B and GPipe schedules wait for each send/recv; the interleaved schedule
-      // overlaps them with the next chunk's compute (--overlap-p2p-communication) and only the
-      // fill and drain pay (added per step in time_stage).
-      return interleaved ? 0 : load.total_s;
+      return overlapped_p2p ? 0 : load.total_s;
   }
   return load.total_s;
 }
 
 constexpr size_t kWindows = kCommWindowNames.size();
 
-// `spans` holds the groups of one rank of stage s (or of any stage when all are placed alike).
-StageTiming time_stage(const Context& ctx, const StageLayers& s, SpanCache& spans,
-                       std::vector<CollectiveCall>& calls,
+// Loads by window and by the stream the actions run on: streams run side by side (a ZeRO-3
+// unit's gathers on zero-comm beside the gradient reduce-scatters on dp-comm), so what a window
+// leaves exposed is its most exposed stream's; the actions on the critical path add up.
+using Loads = std::array<std::array<WindowLoad, kNumStreams>, kWindows>;
+
+double window_exposed_s(size_t w, const Loads& loads, const MicrobatchCompute& mc,
+                        bool overlapped_p2p, StreamExecution streams) {
+  const CommWindow window = static_cast<CommWindow>(w);
+  const bool add = window == CommWindow::none || streams == StreamExecution::program_order;
+  double out = 0;
+  for (const WindowLoad& load : loads[w]) {
+    const double e = exposed_s(window, load, mc, overlapped_p2p, streams);
+    out = add ? out + e : std::max(out, e);
+  }
+  return out;
+}
+
+// The span of two ranks: a pipeline send's, or the tied embedding's first and last stage.
+GroupSpan pair_span(const Cluster& c, int64_t a, int64_t b) {
+  const std::array<int64_t, 2> pair{a, b};
+  return ranks_span(c, Group::pp, pair);
+}
+
+// One communication action's span and cost per call.
+struct PricedComm {
+  GroupSpan span;
+  CollectiveCost cost;
+  double local_s = 0;
+  double call_s() const { return cost.time_s + local_s; }
+};
+
+PricedComm price_comm(const Context& ctx, const Action& a, int64_t rank, SpanCache& spans) {
+  PricedComm p;
+  if (a.kind == ActionKind::send) {
+    p.span = pair_span(ctx.c, rank, a.peer);
+    p.cost = collective_cost(ctx.c, Collective::send_recv, a.bytes, p.span, ctx.collective_options);
+    return p;
+  }
+  if (a.kind == ActionKind::grad_reduce && a.group == Group::pp) {
+    RankCoord first = rank_coord(ctx.l, rank), last = first;
+    first.pp = 0;
+    last.pp = ctx.l.pp - 1;
+    p.span = pair_span(ctx.c, rank_of(ctx.l, first), rank_of(ctx.l, last));
+  } else {
+    p.span = spans(a.group);
+  }
+  const GroupActionCost g =
+      group_action_cost(ctx.c, ctx.rates, ctx.collective_options, a, p.span, ctx.l.zero);
+  p.cost = g.collective;
+  p.local_s = g.local_s;
+  return p;
+}
+
+// The program of `rank` (one of stage s's), folded, priced action by action. `spans` holds the
+// groups of one rank of its stage (or of any stage when all are placed alike).
+StageTiming time_stage(const Context& ctx, int64_t rank, SpanCache& spans,
                        std::vector<CollectiveEstimate>* records) {
-  const Model& m = ctx.m;
   const Layout& l = ctx.l;
   StageTiming st;
-  st.compute = microbatch_compute(m, ctx.t, l, s, ctx.rates, ctx.x);
-
-  const ParamShard p = param_shard(m, l, s);
-  const int64_t updated = l.zero >= 1 ? shard_size(p.dense(), dense_replicas(l)) +
-                                            shard_size(p.experts, expert_replicas(l))
-                                      : p.total();
-  st.optimizer_bytes = optimizer_step_bytes(ctx.t, updated);
-  st.optimizer_s = optimizer_step_time_s(ctx.rates, ctx.t, updated);
-
-  stage_collectives(m, ctx.t, l, s, calls);
-  const bool interleaved = l.schedule == Schedule::interleaved;
-  std::array<WindowLoad, kWindows> per_mb{}, per_step{};
-  double fill_drain_s = 0;  // interleaved pipeline: p2p of the fill and drain
+  const bool overlapped_p2p = pipeline_messages_overlap(l);
+  Loads per_mb{}, per_step{};
+  double fill_drain_s = 0;  // overlapped pipeline messages: those of the fill and drain
   if (records) records->clear();
-  CollectiveOptions priced;
-  priced.profile = ctx.x.profile;
-  for (const CollectiveCall& call : calls) {
-    const GroupSpan span = call_span(spans, call);
-    priced.cold_input = call.cold_input;
-    const CollectiveCost cost = collective_cost(ctx.c, call.collective, call.bytes, span, priced);
-    // A call's time: the collective's, and a ZeRO reduce-scatter's own memory traffic after it.
-    const double local_s =
-        memory_time_s(ctx.rates, static_cast<double>(zero_reduce_scatter_local_bytes(
-                                     call.bytes, call.zero_grad_params, l.zero, span.size)));
-    const double call_s = cost.time_s + local_s;
-    const bool mb = call.frequency == CommFrequency::per_microbatch;
-    WindowLoad& load = (mb ? per_mb : per_step)[static_cast<size_t>(call.window)];
-    load.total_s += static_cast<double>(call.calls) * call_s;
+  for (const FoldedAction& f : fold_program(ctx.m, ctx.t, l, rank)) {
+    const Action& a = f.action;
+    if (a.kind == ActionKind::compute) {
+      const MicrobatchCompute c = compute_action_cost(ctx.parts, a, l.recompute);
+      const double times = static_cast<double>(f.per_microbatch);
+      add_pass(st.compute.forward, c.forward, times);
+      add_pass(st.compute.backward, c.backward, times);
+      add_pass(st.compute.recompute, c.recompute, times);
+      continue;
+    }
+    if (a.kind == ActionKind::optimizer_step) {
+      st.optimizer_bytes += optimizer_step_bytes(ctx.t, a.params);
+      st.optimizer_s += optimizer_step_time_s(ctx.rates, ctx.t, a.params);
+      continue;
+    }
+    if (a.kind == ActionKind::recv) continue;  // its time is its send's
+    const PricedComm priced = price_comm(ctx, a, rank, spans);
+    const double call_s = priced.call_s();
+    const bool mb = f.per_microbatch > 0;
+    const CommWindow window = comm_window(a);
+    const int64_t calls = mb ? f.per_microbatch : f.per_step;
+    WindowLoad& load =
+        (mb ? per_mb : per_step)[static_cast<size_t>(window)][static_cast<size_t>(a.stream)];
+    load.total_s += static_cast<double>(calls) * call_s;
     load.longest_call_s = std::max(load.longest_call_s, call_s);
-    if (call.window == CommWindow::pipeline && interleaved)
-      fill_drain_s += 2.0 * (l.pp - 1) * call_s;
+    // The fill's forward sends and the drain's backward ones: p − 1 each.
+    if (window == CommWindow::pipeline && overlapped_p2p) fill_drain_s += (l.pp - 1) * call_s;
     if (records) {
-      const int64_t per_step_calls = mb ? call.calls * l.num_microbatches : call.calls;
-      records->push_back({call, span, ctx.c.levels[span.level].name, cost, local_s, per_step_calls,
-                          volume_bytes(call, span.size, per_step_calls),
+      const int64_t per_step_calls = mb ? calls * l.num_microbatches : calls;
+      // The forward's and the backward's collectives of one kind and size read as one line.
+      const auto same = std::find_if(records->begin(), records->end(), [&](const auto& r) {
+        return r.window == window && (r.frequency == CommFrequency::per_microbatch) == mb &&
+               r.action.kind == a.kind && r.action.op == a.op && r.action.group == a.group &&
+               r.action.bytes == a.bytes && r.action.params == a.params &&
+               reads_cold_input(r.action) == reads_cold_input(a) &&
+               (a.kind != ActionKind::send || r.action.pass == a.pass);
+      });
+      if (same != records->end()) {
+        same->calls_per_step += per_step_calls;
+        same->volume_bytes += volume_bytes(a.op, a.bytes, priced.span.size, per_step_calls);
+        same->total_s += static_cast<double>(per_step_calls) * call_s;
+        continue;
+      }
+      records->push_back({a, mb ? CommFrequency::per_microbatch : CommFrequency::per_step, window,
+                          priced.span, ctx.c.levels[priced.span.level].name, priced.cost,
+                          priced.local_s, per_step_calls,
+                          volume_bytes(a.op, a.bytes, priced.span.size, per_step_calls),
                           static_cast<double>(per_step_calls) * call_s, 0});
     }
   }
   std::array<double, kWindows> exposed_mb{}, exposed_step{};
   for (size_t w = 0; w < kWindows; ++w) {
-    exposed_mb[w] =
-        exposed_s(static_cast<CommWindow>(w), per_mb[w], st.compute, interleaved, ctx.x.streams);
-    exposed_step[w] =
-        exposed_s(static_cast<CommWindow>(w), per_step[w], st.compute, interleaved, ctx.x.streams);
+    exposed_mb[w] = window_exposed_s(w, per_mb, st.compute, overlapped_p2p, ctx.x.streams);
+    exposed_step[w] = window_exposed_s(w, per_step, st.compute, overlapped_p2p, ctx.x.streams);
     st.microbatch_comm_s += exposed_mb[w];
     st.step_comm_s += exposed_step[w];
   }
   st.step_comm_s += fill_drain_s;
   if (records) {
-    // Each window's exposed time, shared among its collectives by their share of its load.
+    // Each window's exposed time, shared among its actions by their share of its load.
+    std::array<double, kWindows> load_mb{}, load_step{};
+    for (size_t w = 0; w < kWindows; ++w)
+      for (size_t stream = 0; stream < kNumStreams; ++stream) {
+        load_mb[w] += per_mb[w][stream].total_s;
+        load_step[w] += per_step[w][stream].total_s;
+      }
     for (CollectiveEstimate& r : *records) {
-      const size_t w = static_cast<size_t>(r.call.window);
-      const bool mb = r.call.frequency == CommFrequency::per_microbatch;
-      const WindowLoad& load = (mb ? per_mb : per_step)[w];
-      const double per_call_total = static_cast<double>(r.call.calls) * (r.cost.time_s + r.local_s);
-      if (load.total_s > 0)
-        r.exposed_s = (mb ? exposed_mb[w] * l.num_microbatches : exposed_step[w]) * per_call_total /
-                      load.total_s;
-      if (r.call.window == CommWindow::pipeline && interleaved)
-        r.exposed_s += 2.0 * (l.pp - 1) * r.cost.time_s;  // send_recv: no local work
+      const size_t w = static_cast<size_t>(r.window);
+      const bool mb = r.frequency == CommFrequency::per_microbatch;
+      const double load_s = (mb ? load_mb : load_step)[w];
+      const double per_call_total =
+          static_cast<double>(mb ? r.calls_per_step / l.num_microbatches : r.calls_per_step) *
+          (r.cost.time_s + r.local_s);
+      if (load_s > 0)
+        r.exposed_s =
+            (mb ? exposed_mb[w] * l.num_microbatches : exposed_step[w]) * per_call_total / load_s;
+      if (r.window == CommWindow::pipeline && overlapped_p2p)
+        r.exposed_s += (l.pp - 1) * r.cost.time_s;
     }
   }
   return st;
@@ -194,14 +260,13 @@ StageTiming time_stage(const Context& ctx, const StageLayers& s, SpanCache& span
 class StageTimer {
  public:
   explicit StageTimer(const Context& ctx)
-      : ctx_(ctx), alike_(stages_placed_alike(ctx.c, ctx.l)), shared_spans_(ctx, 0) {
-    calls_.reserve(16);
-  }
+      : ctx_(ctx), alike_(stages_placed_alike(ctx.c, ctx.l)), shared_spans_(ctx, 0) {}
 
-  StageTiming operator()(const StageLayers& s, std::vector<CollectiveEstimate>* records) {
-    if (alike_) return time_stage(ctx_, s, shared_spans_, calls_, records);
-    SpanCache spans(ctx_, stage_rank(ctx_.l, s.stage));
-    return time_stage(ctx_, s, spans, calls_, records);
+  StageTiming operator()(int stage, std::vector<CollectiveEstimate>* records) {
+    const int64_t rank = stage_rank(ctx_.l, stage);
+    if (alike_) return time_stage(ctx_, rank, shared_spans_, records);
+    SpanCache spans(ctx_, rank);
+    return time_stage(ctx_, rank, spans, records);
   }
 
   std::vector<StageTiming> all_stages(Estimate& e) {
@@ -220,7 +285,7 @@ class StageTimer {
                                            [&](const StageLayers& o) { return same_layers(o, s); })
                             : layers.end();
       timings.push_back(same != layers.end() ? timings[static_cast<size_t>(same - layers.begin())]
-                                             : (*this)(s, nullptr));
+                                             : (*this)(stage, nullptr));
       layers.push_back(s);
       e.stage_microbatch_s.push_back(timings.back().microbatch_s());
     }
@@ -235,7 +300,6 @@ class StageTimer {
   const Context& ctx_;
   bool alike_;
   SpanCache shared_spans_;
-  std::vector<CollectiveCall> calls_;
 };
 
 void check_dtype(const Cluster& c, Dtype dtype) {
@@ -299,7 +363,10 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
                   const ExecutionOptions& x) {
   assert(l.world() == c.world());
   check_dtype(c, t.dtype);
-  const Context ctx{m, c, t, l, x, device_rates(c.device, t.dtype, x.profile)};
+  const DeviceRates rates = device_rates(c.device, t.dtype, x.profile);
+  CollectiveOptions collectives;
+  collectives.profile = x.profile;
+  const Context ctx{m, c, t, l, x, rates, model_parts_compute(m, t, l, rates, x), collectives};
   Estimate e;
   e.world = l.world();
   e.tokens_per_step = l.global_batch() * t.seq_len;
@@ -311,7 +378,7 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
   pick_worst_memory(e, l);
   const auto slowest = std::max_element(e.stage_microbatch_s.begin(), e.stage_microbatch_s.end());
   e.slowest_stage = static_cast<int>(slowest - e.stage_microbatch_s.begin());
-  const StageTiming slow = timer(stage_layers(m, l, e.slowest_stage), &e.collectives);
+  const StageTiming slow = timer(e.slowest_stage, &e.collectives);
   e.compute = slow.compute;
   e.optimizer_bytes = slow.optimizer_bytes;
   fill_step_time(e, l, slow, timings);

@@ -1,7 +1,11 @@
 // The cost model's prediction for one (model, cluster, training, layout): memory of every pipeline
 // stage's ranks, compute and communication of the slowest stage, and the step's totals (step time,
-// tokens/s, TFLOP/s per device, MFU, HFU, time and cost to train). Pure and allocation-light:
-// the planner calls it for every candidate layout.
+// tokens/s, TFLOP/s per device, MFU, HFU, time and cost to train). It prices the program the event
+// simulator walks and the executor runs, folded by repetition (core/schedule_fold.h), each distinct
+// action by the simulator's own rule (simulator/action_cost.h); what the dependencies hide is
+// read in closed form: each window's communication under its compute, and the pipeline's fill and
+// drain (simulator/pipeline_model.h). Pure and allocation-light: the planner calls it for every
+// candidate layout.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +17,7 @@
 #include "core/layout.h"
 #include "core/model.h"
 #include "core/placement.h"
+#include "core/schedule.h"
 #include "core/training.h"
 #include "simulator/collective_cost.h"
 #include "simulator/comm_volume.h"
@@ -22,9 +27,12 @@
 
 namespace shardplan {
 
-// One collective of a step on the slowest stage, priced on the level its group spans.
+// One distinct communication action of the slowest stage's program (a send, collective, gradient
+// reduction or parameter gather; core/schedule_fold.h), priced on the level its members span.
 struct CollectiveEstimate {
-  CollectiveCall call;
+  Action action;  // one of those it stands for
+  CommFrequency frequency = CommFrequency::per_microbatch;
+  CommWindow window = CommWindow::none;
   GroupSpan span;
   std::string level_name;      // of span.level ("nvlink", "infiniband")
   CollectiveCost cost;         // one call
@@ -33,6 +41,9 @@ struct CollectiveEstimate {
   double volume_bytes = 0;     // sent by one rank per step (comm_volume.h)
   double total_s = 0;          // per step
   double exposed_s = 0;        // per step, not hidden under computation
+
+  // The action's kind as traces name it: "tp all_reduce", "grad_reduce dp reduce_scatter".
+  std::string name() const { return action_kind_name(action); }
 };
 
 // Where the step's time goes on the critical path; the parts add up to the step time.

@@ -41,18 +41,18 @@ json pass_to_json(const PassCost& p) {
 }
 
 json collective_to_json(const CollectiveEstimate& c) {
-  return json{{"name", c.call.name},
-              {"collective", enum_name(c.call.collective, kCollectiveNames)},
-              {"group", enum_name(c.call.group, kGroupNames)},
+  return json{{"name", c.name()},
+              {"collective", enum_name(c.action.op, kCollectiveNames)},
+              {"group", enum_name(c.action.group, kGroupNames)},
               {"group_size", c.span.size},
               {"nodes", c.span.nodes},
               {"level", c.span.level},
               {"level_name", c.level_name},
               {"algorithm", enum_name(c.cost.algorithm, kAlgorithmNames)},
-              {"bytes", c.call.bytes},
-              {"frequency", enum_name(c.call.frequency, kCommFrequencyNames)},
+              {"bytes", c.action.bytes},
+              {"frequency", enum_name(c.frequency, kCommFrequencyNames)},
               {"calls_per_step", c.calls_per_step},
-              {"overlaps", enum_name(c.call.window, kCommWindowNames)},
+              {"overlaps", enum_name(c.window, kCommWindowNames)},
               {"time_s", c.cost.time_s},
               {"local_s", c.local_s},
               {"algbw_GBps", c.cost.algbw_GBps},
@@ -215,8 +215,8 @@ void append_collectives(std::string& out, const Estimate& e) {
                   "level", "size (B)", "calls", "per call", "busbw", "total", "exposed");
   for (const CollectiveEstimate& c : e.collectives)
     out += fmt::format("  {:32} {:>5}({:>3}) {:>13} {:>12} {:>6} {:>10} {:>7.1f} {:>10} {:>10}\n",
-                       c.call.name, enum_name(c.call.group, kGroupNames), c.span.size, c.level_name,
-                       c.call.bytes, c.calls_per_step, format_seconds(c.cost.time_s),
+                       c.name(), enum_name(c.action.group, kGroupNames), c.span.size,
+                       c.level_name, c.action.bytes, c.calls_per_step, format_seconds(c.cost.time_s),
                        c.cost.busbw_GBps, format_seconds(c.total_s), format_seconds(c.exposed_s));
   out += fmt::format("  exposed in all {}\n", format_seconds(e.exposed_comm_s));
   if (const Profile* p = e.options.profile)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/schedule.h"
 #include "core/zero_units.h"
 #include "simulator/activation_memory.h"
 #include "simulator/comm_volume.h"
@@ -97,8 +98,8 @@ RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const
   if (l.zero == 3) r.zero3_gathered_bytes = zero3_gathered_bytes(m, t, l, s);
   if (l.zero == 2) {
     // One bucket of full gradients awaits its reduce-scatter.
-    const int64_t dense = std::min(p.dense(), dp_bucket_elements(dense_replicas(l)));
-    const int64_t experts = std::min(p.experts, dp_bucket_elements(expert_replicas(l)));
+    const int64_t dense = std::min(p.dense(), grad_bucket_params(l));
+    const int64_t experts = std::min(p.experts, grad_bucket_params(l));
     r.comm_buffer_bytes = dtype_bytes(t.grad_dtype) * (dense + experts);
   }
   r.runtime_reserved_bytes = d.reserved_bytes();
