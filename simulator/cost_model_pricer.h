@@ -33,8 +33,8 @@ class CostModelPricer : public ActionPricer {
   // compute: the parts' time in its pass, from the per-part figures of one layer of its kind (or
   // the embedding or head). A backward adds the re-forward of selective recomputation (the
   // attention core's s×s tensors, Korthikanti et al. 2022 §5); full recomputation's own actions
-  // (pass recompute) are priced as that re-forward. The head's forward adds the three all-reduces
-  // of vocab-parallel cross entropy over tp. collective, grad_reduce, param_gather: collective_cost
+  // (pass recompute) are priced as that re-forward. collective, grad_reduce, param_gather
+  // (the vocabulary-parallel cross-entropy's all-reduces among them): collective_cost
   // of op and bytes on the members' span (the cold-input fit where reads_cold_input), and a ZeRO
   // reduce_scatter's grad_reduce_local_bytes at the memory rate. send: one transfer on the level
   // joining the two ranks. recv: 0 (its end is its send's). optimizer_step: the bytes
@@ -45,11 +45,6 @@ class CostModelPricer : public ActionPricer {
   // virtual stage) and the final norm's and head's inputs (last virtual stage): the per-micro-batch
   // terms of rank_memory's activations, recompute's working layer aside.
   int64_t activation_bytes(const Program& p, int chunk) const override;
-
-  // The two all-reduces of vocab-parallel cross entropy on p's tp group (Megatron-core's
-  // VocabParallelCrossEntropy, as the executor runs it: the row maxima, b·s/cp fp32 values; then
-  // the predicted logits and sums of exponentials concatenated, twice that); 0 when tp = 1.
-  double cross_entropy_s(const Program& p) const;
 
  private:
   static constexpr size_t kPartSets = size_t{1} << kPartNames.size();
@@ -69,9 +64,8 @@ class CostModelPricer : public ActionPricer {
   Training training_;
   Layout layout_;
   DeviceRates rates_;
-  CollectiveOptions collective_options_;  // carries the calibrated profile, if any
-  PassTable compute_s_{};                 // a compute action's time by pass and part set
-  int64_t cross_entropy_bytes_ = 0;
+  CollectiveOptions collective_options_;          // carries the calibrated profile, if any
+  PassTable compute_s_{};                         // a compute action's time by pass and part set
   std::vector<int64_t> chunk_activation_bytes_;   // by virtual stage
   std::unordered_map<int64_t, RankSpans> spans_;  // by rank
 };
