@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <map>
+#include <utility>
 
 #include "core/schedule_detail.h"
 
@@ -25,6 +27,10 @@ struct PassEmitter {
   const std::vector<sd::Chunk>& chunks;
   int64_t p2p_bytes = 0;
   std::vector<uint32_t> deps;  // scratch
+  // The last action of each (micro-batch, chunk)'s forward on the last virtual stage: its
+  // backward, which receives nothing, starts from the loss, whose all-reduces end that forward on
+  // the tp stream.
+  std::map<std::pair<int, int>, uint32_t> loss_end;
 
   uint32_t p2p(ActionKind kind, Pass pass, const PipelineStep& s, int peer_stage, int64_t tag,
                uint32_t dep) {
@@ -51,6 +57,8 @@ struct PassEmitter {
     if (from >= 0 && from <= last_stage)
       prev = p2p(ActionKind::recv, pass, s, from, message_tag(l, s.micro_batch, from, pass),
                  sd::kNone);
+    else if (!s.forward)
+      prev = loss_end.at({s.micro_batch, c.chunk});
     const bool last_backward = !s.forward && ++dp.backwards_done[c.chunk] == l.num_microbatches;
     uint32_t last_compute = sd::kNone;
     const int n = static_cast<int>(c.units.size());
@@ -75,6 +83,7 @@ struct PassEmitter {
       sd::after_unit(p, dp, c, u, s.micro_batch, pass, unit_compute, last_backward);
     }
     if (!s.forward) p.actions[last_compute].flags |= kFreesActivations;
+    if (s.forward && vs == last_stage) loss_end[{s.micro_batch, c.chunk}] = prev;
     if (to >= 0 && to <= last_stage)
       p2p(ActionKind::send, pass, s, to, message_tag(l, s.micro_batch, vs, pass), prev);
   }
@@ -151,7 +160,7 @@ Program build_program(const Model& m, const Training& t, const Layout& l, int64_
     for (const sd::Unit& u : c.units) per_microbatch += 2 + u.forward.size() + u.backward.size();
   p.actions.reserve(per_microbatch * static_cast<size_t>(l.num_microbatches) + 4 * (l.vpp + 1));
   p.deps.reserve(p.actions.capacity());
-  PassEmitter emitter{p, l, dp, chunks, sd::p2p_bytes(m, t, l), {}};
+  PassEmitter emitter{p, l, dp, chunks, sd::p2p_bytes(m, t, l), {}, {}};
   for (const PipelineStep& s : pipeline_order(l, p.coord.pp)) emitter.pass(s);
   sd::emit_step_end(p, dp, m, l, chunks);
   return p;
@@ -194,7 +203,7 @@ std::string action_kind_name(const Action& a) {
       break;
     case ActionKind::collective:
       name = std::string(enum_name(a.group, kGroupNames)) + " " +
-             std::string(enum_name(a.op, kCollectiveNames));
+             std::string(enum_name(a.op, kCollectiveNames)) + (is_loss_reduction(a) ? " loss" : "");
       break;
     case ActionKind::grad_reduce:
     case ActionKind::param_gather:

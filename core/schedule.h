@@ -76,10 +76,12 @@ inline constexpr EnumNames<Pass, 4> kPassNames{{{Pass::none, "none"},
 //             norm
 //             MoE: [tp AG] [ep A2A] experts [ep A2A] router [tp AR|RS] norm ...
 // An all-gather precedes the part named in its action (it gathers that part's input: the
-// sequence under SP, K and V under cp); an all-reduce or reduce-scatter follows it (partial sums
-// of its output going forward, of its input gradient going backward). The embedding is
-// "embedding [tp AR|RS]" forward, "[tp AG] embedding" backward; the head "head_norm [tp AG] head"
-// forward, "head [tp AR|RS] head_norm" backward.
+// sequence under SP, K and V under cp; a layer's backward all-gather carries its output gradient
+// and its saved input together, twice the forward's bytes); an all-reduce or reduce-scatter
+// follows it (partial sums of its output going forward, of its input gradient going backward).
+// The embedding is "embedding [tp AR|RS]" forward, "[tp AG] embedding" backward; the head
+// "head_norm [tp AG] head [tp AR max, AR sum]" forward (the vocabulary-parallel cross-entropy's
+// two fp32 all-reduces, is_loss_reduction), "[tp AG input] head [tp AR|RS] head_norm" backward.
 enum class Part : uint8_t {
   embedding,
   attention_norm,
@@ -158,6 +160,14 @@ struct Action {
   int64_t bytes = 0;
   int64_t params = 0;
 };
+
+// The vocabulary-parallel cross-entropy's all-reduces (of per-token fp32 statistics, not of
+// partial sums): the only all-reduces of the head's forward, which enters the tensor-parallel
+// region and never leaves it.
+constexpr bool is_loss_reduction(const Action& a) {
+  return a.kind == ActionKind::collective && a.op == Collective::all_reduce &&
+         a.pass == Pass::forward && has_part(a.parts, Part::head);
+}
 
 // Collectives, gradient reductions and parameter gathers: the actions a group runs together.
 constexpr bool is_group_action(const Action& a) {
@@ -264,7 +274,7 @@ StepPrograms build_step(const Model& m, const Training& t, const Layout& l, bool
 std::string action_name(const Action& a);
 
 // action_name without micro-batch and chunk: what kind of action it is ("backward",
-// "tp all_reduce", "recv activation", "grad_reduce dp reduce_scatter").
+// "tp all_reduce", "tp all_reduce loss", "recv activation", "grad_reduce dp reduce_scatter").
 std::string action_kind_name(const Action& a);
 
 }  // namespace shardplan

@@ -16,6 +16,7 @@ struct LayerComm {
   int64_t act_bytes = 0;  // hidden states of a micro-batch: b · s/cp · h
   int64_t kv_bytes = 0;   // K and V of the whole sequence: 2 · b · s · (kv_heads/tp) · head_dim
   int64_t a2a_bytes = 0;  // routed tokens: b · s/cp (/tp under SP) · top_k · h
+  int64_t loss_bytes = 0;  // one fp32 value per token of the micro-batch: b · s/cp · 4
 };
 
 LayerComm layer_comm(const Model& m, const Training& t, const Layout& l) {
@@ -34,6 +35,9 @@ LayerComm layer_comm(const Model& m, const Training& t, const Layout& l) {
   c.kv_bytes = 2 * int64_t{l.micro_batch} * t.seq_len * (m.num_kv_heads / l.tp) * m.head_dim * dt;
   // Megatron-Core's all-to-all token dispatcher sends each of its tokens to top_k experts.
   c.a2a_bytes = (c.sp ? tokens / l.tp : tokens) * m.moe.top_k * m.hidden * dt;
+  // Vocabulary-parallel cross-entropy reduces per-token statistics in fp32 whatever the dtype
+  // (Megatron-core's VocabParallelCrossEntropy upcasts the logits).
+  c.loss_bytes = tokens * dtype_bytes(Dtype::fp32);
   return c;
 }
 
@@ -60,9 +64,12 @@ struct PassSteps {
   }
   // Megatron-LM's conjugate operators (Shoeybi et al. 2019 §3; Korthikanti et al. 2022 §4.2.2):
   // entering a tensor-parallel region gathers the sequence under SP; leaving it all-reduces the
-  // partial sums, or reduce-scatters them under SP.
-  void tp_enter(Part at) {
-    if (comm.sp) collective(Stream::tp_comm, Collective::all_gather, Group::tp, at, comm.act_bytes);
+  // partial sums, or reduce-scatters them under SP. `tensors` sequence-sharded [b·s/cp/tp, h]
+  // tensors are gathered: going backward a layer gathers its saved input again with its output
+  // gradient (see layer_backward).
+  void tp_enter(Part at, int tensors = 1) {
+    if (comm.sp)
+      collective(Stream::tp_comm, Collective::all_gather, Group::tp, at, tensors * comm.act_bytes);
   }
   void tp_leave(Part at) {
     if (comm.tp)
@@ -71,6 +78,14 @@ struct PassSteps {
   }
   void cp(Collective op) {
     if (comm.cp) collective(Stream::cp_comm, op, Group::cp, Part::attention_core, comm.kv_bytes);
+  }
+  // Megatron-core's VocabParallelCrossEntropy (tensor_parallel/cross_entropy.py): the row maxima
+  // of the vocabulary-sharded logits all-reduced with max, then the predicted logits and the sums
+  // of exponentials, concatenated, with sum (executor/lm_head.cpp head_forward).
+  void cross_entropy() {
+    if (!comm.tp) return;
+    collective(Stream::tp_comm, Collective::all_reduce, Group::tp, Part::head, comm.loss_bytes);
+    collective(Stream::tp_comm, Collective::all_reduce, Group::tp, Part::head, 2 * comm.loss_bytes);
   }
   void all_to_all() {
     if (comm.ep)
@@ -115,21 +130,28 @@ void layer_forward(PassSteps& s, bool moe) {
 // Backward of a layer: the forward reversed, each collective replaced by its adjoint (an
 // all-gather's is a reduce-scatter and back; the identity's is an all-reduce). Under context
 // parallelism the backward gathers K and V again and reduce-scatters their gradients (TE).
+// Under SP a column-parallel layer keeps only its sequence-sharded input and gathers it again
+// for its weight gradient (Korthikanti et al. 2022 §4.2.2; Megatron-LM's
+// LinearWithGradAccumulationAndAsyncCommunication.backward all-gathers the saved input): each
+// all-gather going backward carries the output gradient and that input, packed into one
+// collective as the executor runs it (executor/tp_collectives.h gather_token_pair), twice the
+// forward's bytes.
 void layer_backward(PassSteps& s, bool moe) {
+  constexpr int kGradAndInput = 2;
   if (moe) {
-    s.tp_enter(Part::experts);
+    s.tp_enter(Part::experts, kGradAndInput);
     s.all_to_all();
     s.compute(Part::experts);
     s.all_to_all();
     s.compute(Part::router);
     s.tp_leave(Part::router);
   } else {
-    s.tp_enter(Part::mlp);
+    s.tp_enter(Part::mlp, kGradAndInput);
     s.compute(Part::mlp);
     s.tp_leave(Part::mlp);
   }
   s.compute(Part::mlp_norm);
-  s.tp_enter(Part::attention_core);
+  s.tp_enter(Part::attention_core, kGradAndInput);
   s.cp(Collective::all_gather);
   s.compute(Part::attention_core);
   s.cp(Collective::reduce_scatter);
@@ -160,7 +182,10 @@ Unit layer_unit(const Model& m, const Layout& l, const LayerComm& comm, int laye
 // The two ends of the model. The vocab-parallel embedding (Megatron-LM) leaves the tensor-
 // parallel region: each tp rank looks up its vocabulary shard and the partial embeddings are
 // all-reduced (reduce-scattered under SP). The head enters it: the vocab-parallel LM head needs
-// the whole sequence (gathered under SP). Their backwards run the adjoints in reverse.
+// the whole sequence (gathered under SP), and its loss reduces the vocabulary-sharded logits'
+// statistics (cross_entropy). Their backwards run the adjoints in reverse; the head's gathers its
+// saved input again for the vocabulary weight's gradient (as a layer's, above: its output
+// gradient is vocabulary-parallel and needs no gather).
 void end_passes(Unit& u, Part part, const LayerComm& comm) {
   PassSteps fwd{u.forward, Pass::forward, u, comm};
   PassSteps bwd{u.backward, Pass::backward, u, comm};
@@ -173,6 +198,8 @@ void end_passes(Unit& u, Part part, const LayerComm& comm) {
     fwd.compute(Part::head_norm);
     fwd.tp_enter(part);
     fwd.compute(part);
+    fwd.cross_entropy();
+    bwd.tp_enter(part);
     bwd.compute(part);
     bwd.tp_leave(part);
     bwd.compute(Part::head_norm);
@@ -187,10 +214,7 @@ Unit embedding_unit(const Model& m, const Layout& l, const LayerComm& comm) {
   return u;
 }
 
-// Final norm, vocab-parallel LM head and loss. The two small all-reduces of vocab-parallel
-// cross-entropy (Megatron-core's VocabParallelCrossEntropy: the row maxima, then the predicted
-// logits and the sums of exponentials concatenated; b·s/cp and 2·b·s/cp fp32 values) are part of
-// the head action.
+// Final norm, vocab-parallel LM head and loss.
 Unit head_unit(const Model& m, const Layout& l, const LayerComm& comm) {
   Unit u;
   u.layer_begin = u.layer_end = m.num_layers;

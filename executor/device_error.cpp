@@ -1,7 +1,8 @@
 #include "executor/device_error.h"
 
 #include <fmt/format.h>
-#include <mpi.h>
+
+#include "executor/world_comm.h"
 
 namespace shardplan {
 
@@ -11,16 +12,6 @@ namespace {
 std::string_view source_path(std::string_view file) {
   const size_t at = file.rfind("executor/");
   return at == std::string_view::npos ? file : file.substr(at);
-}
-
-int world_rank_or_none() {
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (!initialized || finalized) return -1;
-  int rank = -1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
 }
 
 }  // namespace

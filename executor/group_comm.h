@@ -26,12 +26,22 @@
 
 namespace shardplan {
 
-// One tp or cp collective as it ran: its kind, group, and stamps at its start and end.
+// One tp or cp collective as it ran: its kind, group, size (as a program's Action counts it) and
+// stamps at its start and end.
 struct TimedCall {
   Collective op = Collective::all_reduce;
   Group group = Group::tp;
+  int64_t bytes = 0;
   Stamp start, end;
 };
+
+// A layers' call's size as core/schedule.h's Action::bytes counts it (nccl-tests' size: one
+// member's whole buffer), from `count` elements of `type` at the call (the part of an all-gather
+// or a reduce-scatter) over `members` ranks.
+constexpr int64_t call_bytes(Collective op, int64_t count, Dtype type, int members) {
+  const int64_t whole = op == Collective::all_reduce ? count : count * members;
+  return whole * dtype_bytes(type);
+}
 
 class GroupComm {
  public:

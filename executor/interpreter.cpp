@@ -1,7 +1,5 @@
 #include "executor/interpreter.h"
 
-#include <mpi.h>
-
 #include <algorithm>
 #include <cassert>
 #include <csignal>
@@ -21,6 +19,8 @@
 #include "executor/embedding.h"
 #include "executor/interpreter_state.h"
 #include "executor/param_init.h"
+#include "executor/program_calls.h"
+#include "executor/world_comm.h"
 
 namespace shardplan {
 
@@ -53,8 +53,7 @@ const Program& checked(const Program& p, const Layout& l) {
   if (l.ep > 1)
     throw InputError("layout", "layout.ep", "the executor does not run expert parallelism",
                      "use ep=1");
-  int world = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  const int world = world_size();
   if (world != l.world())
     throw InputError(
         "layout", "layout",
@@ -69,12 +68,6 @@ std::unique_ptr<RankRuntime> rank_runtime(const InterpreterSettings& s, const Pr
       s.backend == Backend::cuda ? cuda_runtime(p, s.cuda) : mpi_runtime(p);
   rt->allocator().set_poison_for_overwrite(s.poison_for_overwrite);
   return s.wrap_runtime ? s.wrap_runtime(std::move(rt)) : std::move(rt);
-}
-
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
 }
 
 }  // namespace
@@ -211,7 +204,8 @@ void RankState<T>::sample_tokens(int micro_batch, MicroBatch<T>& mb) {
 }
 
 template <class T>
-void RankState<T>::p2p(const Action& a) {
+void RankState<T>::p2p(size_t i) {
+  const Action& a = program.actions[i];
   const bool forward = a.pass == Pass::forward;
   const int64_t n = dims.local_tokens() * dims.hidden;
   MicroBatch<T>& mb = micro_batch(a);
@@ -220,10 +214,12 @@ void RankState<T>::p2p(const Action& a) {
     into = side_buffer<T>(*rt, forward ? MemoryCategory::activations : MemoryCategory::buffers, n,
                           forward ? "received activation" : "received gradient",
                           /*for_overwrite=*/true);
+    check_message(program, i, into.bytes());
     rt->p2p().recv(into.data(), into.bytes(), a.peer, a.tag, a.pass);
   } else {
     Buffer<T> out = std::move(forward ? mb.x : mb.grad);
     assert(out.size() == n);
+    check_message(program, i, out.bytes());
     rt->p2p().send(std::move(out).into_bytes(), a.peer, a.tag, a.pass);
     if (!forward) live.erase({a.micro_batch, a.chunk});
   }
@@ -255,6 +251,7 @@ void RankState<T>::unit_pass(size_t first, size_t last) {
   tp.calls = cp.calls = &run.calls;
   run_unit(a, w, g);
   tp.calls = cp.calls = nullptr;
+  check_pass_calls(program, first, last, run.calls);
   if (gather) zero3.reshard(*gather);
   end_actions(first, last);
   run.end = ends[first];
@@ -305,18 +302,12 @@ template <class T>
 void RankState<T>::attribute(const UnitPassRun& run, std::vector<ActionTiming>& timings) const {
   const size_t first = run.first, last = run.last;
   const double t0 = streams.seconds(run.start), t1 = streams.seconds(run.end);
-  size_t next = 0;
-  const auto& calls = run.calls;
-  for (size_t i = first; i < last; ++i) {
-    const Action& a = program.actions[i];
-    if (a.kind != ActionKind::collective) continue;
-    while (next < calls.size() && (calls[next].op != a.op || calls[next].group != a.group)) ++next;
-    const double at = i > first ? timings[i - 1].end_s : t0;
-    timings[i] = next < calls.size() ? ActionTiming{streams.seconds(calls[next].start),
-                                                    streams.seconds(calls[next].end)}
-                                     : ActionTiming{at, at};
-    if (next < calls.size()) ++next;
-  }
+  size_t next = 0;  // the k-th call is the k-th collective action (check_pass_calls)
+  for (size_t i = first; i < last; ++i)
+    if (program.actions[i].kind == ActionKind::collective) {
+      const TimedCall& c = run.calls[next++];
+      timings[i] = {streams.seconds(c.start), streams.seconds(c.end)};
+    }
   double cursor = t0;
   for (size_t i = first; i < last; ++i) {
     if (program.actions[i].kind == ActionKind::collective) {
@@ -345,7 +336,7 @@ void RankState<T>::run_action(size_t i) {
   switch (a.kind) {
     case ActionKind::send:
     case ActionKind::recv:
-      p2p(a);
+      p2p(i);
       break;
     case ActionKind::grad_reduce:
       grad_reduce(a);
@@ -393,7 +384,7 @@ StepMeasurement RankState<T>::run_step(int64_t step_index) {
   passes.clear();
   reductions.clear();
   dev.synchronize();
-  MPI_Barrier(MPI_COMM_WORLD);
+  world_barrier();
   streams.begin_step();
   const MatmulStats gemms_before = matmul;
   for (size_t i = 0; i < actions.size();) {
@@ -418,12 +409,11 @@ StepMeasurement RankState<T>::run_step(int64_t step_index) {
   out.timings = timings();
   out.gemms.flops = matmul.flops - gemms_before.flops;
   out.gemms.seconds = matmul.seconds - gemms_before.seconds;
-  MPI_Allreduce(&elapsed, &out.step_time_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  out.step_time_s = world_max(elapsed);
   // The loss is the same on every tp rank of the last stage: count tp rank 0's (of every cp rank,
   // each holding its own tokens).
   const double mine = shard.head && program.coord.tp == 0 ? loss_sum : 0.0;
-  MPI_Allreduce(&mine, &out.loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  out.loss /= static_cast<double>(t.global_batch * t.seq_len);
+  out.loss = world_sum(mine) / static_cast<double>(t.global_batch * t.seq_len);
   return out;
 }
 

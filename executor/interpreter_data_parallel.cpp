@@ -2,8 +2,6 @@
 // (dp × cp) and the norms' over tp and the tied embedding's over the first and last stage, ZeRO's
 // parameter gathers and shards (per unit: zero_shards.h), the optimizer step, and the full state
 // gathered and loaded.
-#include <mpi.h>
-
 #include <algorithm>
 #include <cassert>
 #include <span>
@@ -14,6 +12,7 @@
 #include "executor/action_ranges.h"
 #include "executor/interpreter_state.h"
 #include "executor/whole_layout.h"
+#include "executor/world_comm.h"
 #include "executor/zero_collectives.h"
 
 namespace shardplan {
@@ -194,8 +193,7 @@ void RankState<T>::load_full_state(const FullState& state) {
     to_device(into->data(), l.zero >= 1 ? owned_part(flat) : flat);
   }
   dev.synchronize();
-  adam.step = state.adam_step;
-  MPI_Bcast(&adam.step, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  adam.step = world_broadcast(state.adam_step, 0);
 }
 
 // The members defined in this file, for both storage types (interpreter.cpp instantiates its own).

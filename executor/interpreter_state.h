@@ -138,7 +138,8 @@ struct RankState final : InterpreterState {
   // this rank's tokens of them.
   void sample_tokens(int micro_batch, MicroBatch<T>& mb);
 
-  void p2p(const Action& a);
+  // The send or recv at program index i.
+  void p2p(size_t i);
 
   // One unit's pass of a micro-batch: actions [first, last) of the program. Its weights are the
   // full flat buffer, or under ZeRO-3 the unit's gathered parameters (freed when the pass ends);
@@ -154,9 +155,9 @@ struct RankState final : InterpreterState {
   // prefetch).
   void prefetch(size_t next);
 
-  // The layers' tp and cp calls matched in order to the pass's collective actions (the vocabulary-
-  // parallel cross-entropy's small all-reduces are inside the head's compute action, as the
-  // schedule says); a compute action runs from the collective before it to the one after it.
+  // The pass's collective actions timed by the layers' tp and cp calls, one for one (unit_pass
+  // checked them: program_calls.h); a compute action runs from the collective before it to the one
+  // after it.
   void attribute(const UnitPassRun& run, std::vector<ActionTiming>& timings) const;
 
   // Every action's start and end in seconds from the step's start (after the step's streams ended).

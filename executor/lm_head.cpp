@@ -60,12 +60,13 @@ double head_forward(const LayerDims& d, const HeadTensors<const T*>& w, ElementR
   logits_forward(c, h, w.vocab_weight, N, H, V, s);
 
   // Megatron-LM's VocabParallelCrossEntropy: all-reduce the row maxima, then (one all-reduce of
-  // both) the sums of exponentials and the target logits, which only the rank holding it has.
+  // both) the sums of exponentials and the target logits, which only the rank holding it has; the
+  // program's two loss all-reduces (core/schedule_layer.cpp), none when tp = 1.
   TensorAllocator& alloc = c.alloc;
   Buffer<C> row_max =
       alloc.template allocate_for_overwrite<C>(MemoryCategory::buffers, N, "logit row max");
   dev.logits_row_max(s.exp_logits.data(), N, V, row_max.data());
-  c.compute_tp().all_reduce(row_max.span(), ReduceOp::max);
+  if (d.tp > 1) c.compute_tp().all_reduce(row_max.span(), ReduceOp::max);
   // Zeroed: a rank's target logits are those of the targets in its vocabulary rows, the rest 0.
   Buffer<C> sums = alloc.template allocate<C>(MemoryCategory::buffers, 2 * N,
                                               "softmax denominators and target logits");
@@ -73,7 +74,7 @@ double head_forward(const LayerDims& d, const HeadTensors<const T*>& w, ElementR
   C* target = sums.data() + N;
   dev.logits_target(s.exp_logits.data(), targets, N, V, vocab, target);
   dev.logits_exponentiate(s.exp_logits.data(), N, V, row_max.data(), sum_exp);
-  c.compute_tp().all_reduce(sums.span(), ReduceOp::sum);
+  if (d.tp > 1) c.compute_tp().all_reduce(sums.span(), ReduceOp::sum);
   s.sum_exp = alloc.template allocate_for_overwrite<C>(MemoryCategory::activations, N,
                                                        "softmax denominators");
   copy_values(dev, s.sum_exp.data(), sum_exp, N);

@@ -107,25 +107,29 @@ MPI_Op mpi_op(Dtype type, ReduceOp op) {
 }
 
 template <class Call>
-void MpiGroupComm::timed(Collective op, Call&& call) {
+void MpiGroupComm::timed(Collective op, int64_t bytes, Call&& call) {
   if (calls == nullptr) return call();
   const Stamp start = streams_.stamp();
   call();
-  calls->push_back({op, group_, start, streams_.stamp()});
+  calls->push_back({op, group_, bytes, start, streams_.stamp()});
 }
 
 void MpiGroupComm::all_reduce(void* x, int64_t count, Dtype type, ReduceOp op) {
-  timed(Collective::all_reduce, [&] {
+  const Collective c = Collective::all_reduce;
+  timed(c, call_bytes(c, count, type, size_), [&] {
     MPI_Allreduce(MPI_IN_PLACE, x, to_int(count), mpi_datatype(type), mpi_op(type, op), comm_);
   });
 }
 
 void MpiGroupComm::all_gather(const void* part, void* full, int64_t count, Dtype type) {
-  timed(Collective::all_gather, [&] { all_gather_blocks(part, full, count, type); });
+  const Collective c = Collective::all_gather;
+  timed(c, call_bytes(c, count, type, size_), [&] { all_gather_blocks(part, full, count, type); });
 }
 
 void MpiGroupComm::reduce_scatter(const void* full, void* part, int64_t count, Dtype type) {
-  timed(Collective::reduce_scatter, [&] { reduce_scatter_blocks(full, part, count, type); });
+  const Collective c = Collective::reduce_scatter;
+  timed(c, call_bytes(c, count, type, size_),
+        [&] { reduce_scatter_blocks(full, part, count, type); });
 }
 
 void reduce_scatter_equal(MPI_Comm comm, const void* full, void* part, int64_t count, int n,

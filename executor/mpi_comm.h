@@ -49,8 +49,9 @@ class MpiGroupComm final : public GroupComm {
   void all_gather_blocks(const void* part, void* out, int64_t count, Dtype type) override;
 
  private:
+  // Runs `call`, stamped into `calls` as a collective of `bytes` where that is set.
   template <class Call>
-  void timed(Collective op, Call&& call);
+  void timed(Collective op, int64_t bytes, Call&& call);
 
   MPI_Comm comm_;
   Group group_;

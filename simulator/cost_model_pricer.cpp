@@ -30,7 +30,6 @@ CostModelPricer::CostModelPricer(const Model& m, const Cluster& c, const Trainin
   collective_options_.profile = x.profile;
   assert(c.device.peak_tflops(t.dtype) > 0 && "estimate() rejects a dtype the device lacks");
   const RankShape shape = rank_shape(t, l);
-  cross_entropy_bytes_ = dtype_bytes(Dtype::fp32) * shape.tokens();
 
   const int stages = l.pp * l.vpp;
   for (int vs = 0; vs < stages; ++vs) {
@@ -67,21 +66,10 @@ const GroupSpan& CostModelPricer::group_span_of(const Program& p, const Action& 
   return spans(p).groups[embedding_pair ? kEmbeddingPair : static_cast<size_t>(a.group)];
 }
 
-double CostModelPricer::cross_entropy_s(const Program& p) const {
-  const GroupSpan& tp = spans(p).groups[static_cast<size_t>(Group::tp)];
-  const auto all_reduce_s = [&](int64_t bytes) {
-    return collective_cost(cluster_, Collective::all_reduce, bytes, tp, collective_options_).time_s;
-  };
-  return all_reduce_s(cross_entropy_bytes_) + all_reduce_s(2 * cross_entropy_bytes_);
-}
-
 double CostModelPricer::duration_s(const Program& p, const Action& a) const {
   switch (a.kind) {
-    case ActionKind::compute: {
-      double s = compute_action_s(parts_, a, layout_.recompute);
-      if (a.pass == Pass::forward && has_part(a.parts, Part::head)) s += cross_entropy_s(p);
-      return s;
-    }
+    case ActionKind::compute:
+      return compute_action_s(parts_, a, layout_.recompute);
     case ActionKind::send:
       return send_s(
           cluster_, collective_options_, a,

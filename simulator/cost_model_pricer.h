@@ -30,19 +30,14 @@ class CostModelPricer : public ActionPricer {
   CostModelPricer(const Model& m, const Cluster& c, const Training& t, const Layout& l,
                   const ExecutionOptions& x, const StepPrograms& step);
 
-  // Each action by simulator/action_cost.h's rule. The head's forward adds the two all-reduces
-  // of vocab-parallel cross entropy over tp. recv: 0 (its end is its send's).
+  // Each action by simulator/action_cost.h's rule (the vocabulary-parallel cross-entropy's
+  // all-reduces are collectives like any other). recv: 0 (its end is its send's).
   double duration_s(const Program& p, const Action& a) const override;
 
   // Layer activations of the chunk's layers for one micro-batch, plus the embedding's (first
   // virtual stage) and the final norm's and head's inputs (last virtual stage): the per-micro-batch
   // terms of rank_memory's activations, recompute's working layer aside.
   int64_t activation_bytes(const Program& p, int chunk) const override;
-
-  // The two all-reduces of vocab-parallel cross entropy on p's tp group (Megatron-core's
-  // VocabParallelCrossEntropy, as the executor runs it: the row maxima, b·s/cp fp32 values; then
-  // the predicted logits and sums of exponentials concatenated, twice that); 0 when tp = 1.
-  double cross_entropy_s(const Program& p) const;
 
  private:
   static constexpr size_t kGroupCodes = kGroupNames.size() + 1;  // + the tied-embedding pair
@@ -62,7 +57,6 @@ class CostModelPricer : public ActionPricer {
   DeviceRates rates_;
   CollectiveOptions collective_options_;  // carries the calibrated profile, if any
   PartsCompute parts_;                    // every part's compute (simulator/action_cost.h)
-  int64_t cross_entropy_bytes_ = 0;
   std::vector<int64_t> chunk_activation_bytes_;   // by virtual stage
   std::unordered_map<int64_t, RankSpans> spans_;  // by rank
 };

@@ -47,12 +47,6 @@ struct RunFit {
   std::vector<std::pair<double, double>> optimizer;  // params, s
 };
 
-// The price of a compute action outside its operations: the vocabulary-parallel cross entropy's
-// tp all-reduces inside the head's forward (CostModelPricer::duration_s).
-double outside_ops_s(const CostModelPricer& pricer, const Program& p, const Action& a) {
-  return a.pass == Pass::forward && has_part(a.parts, Part::head) ? pricer.cross_entropy_s(p) : 0;
-}
-
 // Each rank's measured GEMM time over the cost model's for its program (core/measurement.h's
 // MeasuredGemms); empty where the run did not time its GEMMs.
 std::vector<double> gemm_ratios(const Measurement& m, const OpTable& table) {
@@ -81,19 +75,19 @@ void fit_compute(const Measurement& m, const OpTable& table, const CostModelPric
   };
   struct Class {
     ComputeClassFit fit;
-    double ops_s = 0, outside_s = 0;  // the price split into the operations and the rest
-    double gemm_measured_s = 0;       // its GEMMs' price × their rank's ratio
-    double gemm_s = 0;                // its GEMMs' price
+    double ops_s = 0;            // the price of its operations
+    double gemm_measured_s = 0;  // its GEMMs' price × their rank's ratio
+    double gemm_s = 0;           // its GEMMs' price
     // The ratio of its kernels (every operation's without timed GEMMs), or nothing where the
     // GEMMs' share leaves the kernels no time (noise): then the class's ratio for all.
     std::optional<double> kernel_ratio() const {
       const double kernels_s = ops_s - gemm_s;
       if (gemm_s == 0 || kernels_s <= 0) return std::nullopt;
-      const double left_s = fit.measured_s - outside_s - gemm_measured_s;
+      const double left_s = fit.measured_s - gemm_measured_s;
       if (left_s <= 0) return std::nullopt;
       return left_s / kernels_s;
     }
-    double class_ratio() const { return ops_s > 0 ? (fit.measured_s - outside_s) / ops_s : 1; }
+    double class_ratio() const { return ops_s > 0 ? fit.measured_s / ops_s : 1; }
   };
   std::map<std::string, Class> classes;
   for (size_t rank = 0; rank < m.programs.size(); ++rank)
@@ -113,7 +107,6 @@ void fit_compute(const Measurement& m, const OpTable& table, const CostModelPric
           c.gemm_measured_s += o->time_s * *gemm_scale(rank);
         }
       }
-      c.outside_s += outside_ops_s(pricer, p, a);
     }
   for (size_t rank = 0; rank < m.programs.size(); ++rank)
     for (const Action& a : m.programs[rank].actions) {
@@ -294,8 +287,8 @@ std::string format_refit_report(const RefitReport& r) {
   std::string out = fmt::format("# compute by class: measured against the profile it refits\n");
   size_t width = 5;  // "class"
   for (const ComputeClassFit& c : r.compute) width = std::max(width, c.name.size());
-  out += fmt::format("# {:<{}} {:>7} {:>12} {:>12} {:>8}\n", "class", width, "actions",
-                     "predicted", "measured", "ratio");
+  out += fmt::format("# {:<{}} {:>7} {:>12} {:>12} {:>8}\n", "class", width, "actions", "predicted",
+                     "measured", "ratio");
   for (const ComputeClassFit& c : r.compute)
     out += fmt::format("  {:<{}} {:>7} {:>12} {:>12} {:>8.3f}\n", c.name, width, c.actions,
                        format_seconds(c.predicted_s), format_seconds(c.measured_s),

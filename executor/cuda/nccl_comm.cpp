@@ -76,7 +76,7 @@ void NcclGroupComm::on_selected_stream(Issue&& issue) {
 }
 
 template <class Issue>
-void NcclGroupComm::on_own_stream(Collective op, Issue&& issue) {
+void NcclGroupComm::on_own_stream(Collective op, int64_t bytes, Issue&& issue) {
   const Stream was = streams_.selected();
   const Stamp ready = streams_.stamp();
   streams_.select(own_);
@@ -86,25 +86,28 @@ void NcclGroupComm::on_own_stream(Collective op, Issue&& issue) {
   const Stamp end = streams_.stamp();
   streams_.select(was);
   streams_.wait(end);
-  if (calls != nullptr) calls->push_back({op, group_, start, end});
+  if (calls != nullptr) calls->push_back({op, group_, bytes, start, end});
 }
 
 void NcclGroupComm::all_reduce(void* x, int64_t count, Dtype type, ReduceOp op) {
-  on_own_stream(Collective::all_reduce, [&](cudaStream_t s) {
+  const Collective c = Collective::all_reduce;
+  on_own_stream(c, call_bytes(c, count, type, comm_.size()), [&](cudaStream_t s) {
     SHARDPLAN_NCCL_CHECK(
         ncclAllReduce(x, x, count_of(count), nccl_type(type), nccl_op(op), comm_.get(), s));
   });
 }
 
 void NcclGroupComm::all_gather(const void* part, void* full, int64_t count, Dtype type) {
-  on_own_stream(Collective::all_gather, [&](cudaStream_t s) {
+  const Collective c = Collective::all_gather;
+  on_own_stream(c, call_bytes(c, count, type, comm_.size()), [&](cudaStream_t s) {
     SHARDPLAN_NCCL_CHECK(
         ncclAllGather(part, full, count_of(count), nccl_type(type), comm_.get(), s));
   });
 }
 
 void NcclGroupComm::reduce_scatter(const void* full, void* part, int64_t count, Dtype type) {
-  on_own_stream(Collective::reduce_scatter, [&](cudaStream_t s) {
+  const Collective c = Collective::reduce_scatter;
+  on_own_stream(c, call_bytes(c, count, type, comm_.size()), [&](cudaStream_t s) {
     SHARDPLAN_NCCL_CHECK(
         ncclReduceScatter(full, part, count_of(count), nccl_type(type), ncclSum, comm_.get(), s));
   });

@@ -62,7 +62,7 @@ class NcclGroupComm final : public GroupComm {
 
  private:
   template <class Issue>
-  void on_own_stream(Collective op, Issue&& issue);
+  void on_own_stream(Collective op, int64_t bytes, Issue&& issue);
   template <class Issue>
   void on_selected_stream(Issue&& issue);
 

@@ -108,21 +108,32 @@ TEST_CASE("every pass runs once, after its forward, and 1F1B keeps pp − stage 
 
 TEST_CASE("tensor parallelism: two all-reduces per layer each way, b·s·h each", "[schedule]") {
   // Shoeybi et al. 2019 §3: f and g give two all-reduces in the forward and two in the backward
-  // of every layer; the vocab-parallel embedding adds one forward, the LM head one backward.
+  // of every layer; the vocab-parallel embedding adds one forward, the LM head one backward, and
+  // its cross-entropy two forward of per-token fp32 statistics (Megatron-core's
+  // VocabParallelCrossEntropy: row maxima, then target logits and sums of exponentials).
   const Model m = small_gpt();
   Layout l = layout(1, 2, 1, 3);
   l.micro_batch = 2;
   const Program p = build_program(m, small_training(), l, 0);
   const int layers = m.num_layers, mbs = 3;
   CHECK(count(p, collective(Pass::forward, Group::tp, Collective::all_reduce)) ==
-        mbs * (2 * layers + 1));
+        mbs * (2 * layers + 1 + 2));
   CHECK(count(p, collective(Pass::backward, Group::tp, Collective::all_reduce)) ==
         mbs * (2 * layers + 1));
   CHECK(count(p, [](const Action& a) {
           return a.kind == ActionKind::collective && a.op != Collective::all_reduce;
         }) == 0);
+  std::vector<int64_t> loss_bytes;
   for (const Action& a : p.actions)
-    if (a.kind == ActionKind::collective) CHECK(a.bytes == 2 * 64 * 64 * 2);  // b · s · h · bf16
+    if (is_loss_reduction(a))
+      loss_bytes.push_back(a.bytes);
+    else if (a.kind == ActionKind::collective)
+      CHECK(a.bytes == 2 * 64 * 64 * 2);  // b · s · h · bf16
+  CHECK(loss_bytes.size() == size_t{2 * mbs});
+  for (size_t i = 0; i < loss_bytes.size(); i += 2) {
+    CHECK(loss_bytes[i] == 2 * 64 * 4);          // b · s fp32 row maxima
+    CHECK(loss_bytes[i + 1] == 2 * 2 * 64 * 4);  // and twice that
+  }
   // Compute splits at the collectives: attention (norm+qkv+core), then mlp (norm+mlp), and going
   // backward the input norm after the last all-reduce.
   const auto& first_layer = std::find_if(p.actions.begin(), p.actions.end(), [](const Action& a) {
@@ -145,17 +156,26 @@ TEST_CASE("tensor parallelism: two all-reduces per layer each way, b·s·h each"
 TEST_CASE("sequence parallelism: four all-gathers and four reduce-scatters per layer",
           "[schedule]") {
   // Korthikanti et al. 2022 §4.2.2, per layer and micro-batch: 2 AG + 2 RS forward, 2 AG + 2 RS
-  // backward. Embedding: RS forward, AG backward; head: AG forward, RS backward.
+  // backward, a backward AG carrying the layer's saved input with its output gradient (twice
+  // b·s·h). Embedding: RS forward, AG backward; head: AG forward, AG of its saved input and RS
+  // backward; its cross-entropy's two all-reduces forward.
   const Model m = small_gpt();
   Layout l = layout(1, 4, 1, 2);
   l.sequence_parallel = true;
   const Program p = build_program(m, small_training(), l, 1);
   const int per_pass = 2 * m.num_layers + 1, mbs = 2;
   for (Pass pass : {Pass::forward, Pass::backward}) {
-    CHECK(count(p, collective(pass, Group::tp, Collective::all_gather)) == mbs * per_pass);
+    CHECK(count(p, collective(pass, Group::tp, Collective::all_gather)) ==
+          mbs * (per_pass + (pass == Pass::backward ? 1 : 0)));
     CHECK(count(p, collective(pass, Group::tp, Collective::reduce_scatter)) == mbs * per_pass);
   }
-  CHECK(count(p, collective(Pass::forward, Group::tp, Collective::all_reduce)) == 0);
+  CHECK(count(p, collective(Pass::forward, Group::tp, Collective::all_reduce)) == 2 * mbs);
+  const int64_t act_bytes = 64 * 64 * 2;  // b · s · h · bf16
+  for (const Action& a : p.actions)
+    if (a.kind == ActionKind::collective && a.op == Collective::all_gather) {
+      const bool layer_backward = a.pass == Pass::backward && a.layer_end > a.layer_begin;
+      CHECK(a.bytes == (layer_backward ? 2 : 1) * act_bytes);
+    }
   // The replicated norm weights' gradients, all-reduced over tp once: two norms per layer plus
   // the final one, weight and bias each (LayerNorm).
   const auto norm = std::find_if(p.actions.begin(), p.actions.end(), [](const Action& a) {

@@ -120,7 +120,8 @@ TEST_CASE("compute actions cost their parts' figures in their pass", "[pricer]")
   }
 }
 
-TEST_CASE("the head's forward adds vocab-parallel cross entropy's two all-reduces", "[pricer]") {
+TEST_CASE("vocab-parallel cross entropy's two all-reduces are the head's, priced as collectives",
+          "[pricer]") {
   const Model m = test::preset_model("llama3-8b");
   const Cluster c = test::preset_cluster("dgx-h100", 1);
   const Layout l = make_layout(1, 8, 1, 1);
@@ -130,23 +131,31 @@ TEST_CASE("the head's forward adds vocab-parallel cross entropy's two all-reduce
   const PartsCompute ends = ends_compute(m, t, l, device_rates(c.device, Dtype::bf16));
   // Vocab-parallel cross entropy as the executor runs it: the row maxima (b·s fp32 values), then
   // the predicted logits and sums of exponentials together (twice that), all-reduced over the tp
-  // group of 8 on NVLink.
+  // group of 8 on NVLink, right after the head's forward.
   const std::array<int64_t, 8> tp_group{0, 1, 2, 3, 4, 5, 6, 7};
   const auto all_reduce_s = [&](int64_t bytes) {
     return collective_cost(c, Collective::all_reduce, bytes, ranks_span(c, Group::tp, tp_group))
         .time_s;
   };
-  const double cross_entropy_s = all_reduce_s(4 * 4096) + all_reduce_s(2 * 4 * 4096);
-  CHECK(p.pricer.cross_entropy_s(rank0) == Approx(cross_entropy_s).epsilon(1e-12));
-  const Action& head = find(rank0, [](const Action& a) {
+  const auto head = std::find_if(rank0.actions.begin(), rank0.actions.end(), [](const Action& a) {
     return a.kind == ActionKind::compute && a.pass == Pass::forward &&
            has_part(a.parts, Part::head);
   });
+  REQUIRE(head + 2 < rank0.actions.end());
+  const Action &row_max = head[1], &sums = head[2];
+  for (const Action& a : {row_max, sums}) {
+    CHECK(is_loss_reduction(a));
+    CHECK(a.stream == Stream::tp_comm);
+    CHECK(action_kind_name(a) == "tp all_reduce loss");
+  }
+  CHECK(row_max.bytes == 4 * 4096);
+  CHECK(sums.bytes == 2 * 4 * 4096);
+  CHECK(p.pricer.duration_s(rank0, row_max) == Approx(all_reduce_s(4 * 4096)).epsilon(1e-12));
+  CHECK(p.pricer.duration_s(rank0, sums) == Approx(all_reduce_s(2 * 4 * 4096)).epsilon(1e-12));
   // Without SP the final norm joins the head going forward; backward it follows the all-reduce.
-  CHECK(head.parts == (part_bit(Part::head_norm) | part_bit(Part::head)));
-  CHECK(p.pricer.duration_s(rank0, head) ==
-        Approx(ends[Part::head_norm].forward.time_s() + ends[Part::head].forward.time_s() +
-               cross_entropy_s)
+  CHECK(head->parts == (part_bit(Part::head_norm) | part_bit(Part::head)));
+  CHECK(p.pricer.duration_s(rank0, *head) ==
+        Approx(ends[Part::head_norm].forward.time_s() + ends[Part::head].forward.time_s())
             .epsilon(1e-12));
   const Action& head_back = find(rank0, [](const Action& a) {
     return a.kind == ActionKind::compute && a.pass == Pass::backward &&
@@ -298,27 +307,19 @@ TEST_CASE("simulated activation peak equals the memory model's closed form", "[p
 TEST_CASE("without pipelining the simulated step is estimate()'s, but for what only one counts",
           "[pricer][estimate]") {
   // With pp = 1 both price the same program (the estimate its fold, core/schedule_fold.h), one
-  // action after another on one stage; they differ by construction only in
-  //   - the head's cross-entropy all-reduces, which only the simulation prices (m · 2 all-reduces);
-  //   - the data-parallel reductions and gathers: the estimate hides them under one micro-batch's
+  // action after another on one stage, the cross-entropy all-reduces and sequence parallelism's
+  // re-gathers included; they differ by construction only in the data-parallel reductions and
+  // gathers: the estimate hides them under one micro-batch's
   //     backward (forward) but the longest call, the simulation runs each bucket once its backward
   //     is done and exposes what is left after the last one. The per-micro-batch work agreeing,
   //     that difference does not grow with the micro-batches (ZeRO-0 and -1 reduce once a step).
   const Model model = test::preset_model("llama3-8b");
   const Cluster c = test::preset_cluster("dgx-h100", 1);
-  // The simulation and the cross-entropy all-reduces of its m micro-batches.
-  struct Simulated {
-    PlanSimulation s;
-    double cross_entropy_s = 0;
-  };
   const auto run = [&](const Layout& l) {
     const Training t = training_for(l, 8192);
-    Simulated out{simulate_plan(model, c, t, valid(l, model, c, t), {}, true), 0};
-    REQUIRE(out.s.result.ok());
-    out.cross_entropy_s =
-        l.num_microbatches *
-        CostModelPricer(model, c, t, l, {}, out.s.step).cross_entropy_s(out.s.step.programs[0]);
-    return out;
+    PlanSimulation s = simulate_plan(model, c, t, valid(l, model, c, t), {}, true);
+    REQUIRE(s.result.ok());
+    return s;
   };
   for (int m : {1, 4, 16}) {
     for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
@@ -327,9 +328,8 @@ TEST_CASE("without pipelining the simulated step is estimate()'s, but for what o
         l.recompute = r;
         l.sequence_parallel = sp;
         INFO(to_string(l));
-        const auto [s, cross_entropy_s] = run(l);
-        CHECK(s.step_time_s ==
-              Approx(s.estimate.step_time_s + cross_entropy_s).epsilon(1e-12));
+        const PlanSimulation s = run(l);
+        CHECK(s.step_time_s == Approx(s.estimate.step_time_s).epsilon(1e-12));
       }
   }
   for (auto [dp, tp, zero] : {std::tuple{8, 1, 0}, std::tuple{8, 1, 1}, std::tuple{2, 4, 1},
@@ -339,8 +339,8 @@ TEST_CASE("without pipelining the simulated step is estimate()'s, but for what o
       Layout l = make_layout(dp, tp, 1, m);
       l.zero = zero;
       INFO(to_string(l));
-      const auto [s, cross_entropy_s] = run(l);
-      const double diff_s = s.step_time_s - cross_entropy_s - s.estimate.step_time_s;
+      const PlanSimulation s = run(l);
+      const double diff_s = s.step_time_s - s.estimate.step_time_s;
       // Stated tolerance: 1.5% of the step (the data-parallel tail of one step is ~1% of a
       // single micro-batch's Llama 3 8B step on eight H100s, less as micro-batches add up).
       CHECK(std::abs(diff_s) < 0.015 * s.estimate.step_time_s);

@@ -15,8 +15,7 @@ namespace shardplan {
 namespace {
 
 TEST_CASE("refit: compute measured at k × its price is priced as measured", "[refit]") {
-  // tp = 1: under tp the head's price also holds the cross entropy's all-reduces, which a run's
-  // compute does not scale.
+  // tp = 1: compute alone (test::scaled_measurement scales compute actions only).
   for (const std::string layout :
        {"dp=2", "pp=2", "dp=2,recompute=selective", "pp=2,recompute=full"}) {
     INFO(layout);
@@ -88,22 +87,24 @@ TEST_CASE("refit: a collective's own time is its fastest member's", "[refit]") {
   Measurement m = test::scaled_measurement(p, s, 3, [](const Action&) { return 1.0; });
   // Rank 0 reaches every tp all-reduce 1 ms before rank 1 and waits for it; the all-reduce itself
   // takes 40 us on both.
-  int64_t bytes = 0;
+  std::set<int64_t> sizes;  // the layers' b·s·h, and the loss's b·s and 2·b·s fp32 values
   for (auto& step : m.timings)
     for (size_t r = 0; r < step.size(); ++r)
       for (size_t i = 0; i < step[r].size(); ++i) {
         const Action& a = m.programs[r].actions[i];
         if (a.kind != ActionKind::collective) continue;
-        bytes = a.bytes;
+        sizes.insert(a.bytes);
         step[r][i].end_s = step[r][i].start_s + 40e-6 + (r == 0 ? 1e-3 : 0);
       }
   const Profile refit = refit_profile(nullptr, {m}, {"measured.json"}, nullptr);
   const CollectiveFit* f = find_collective_fit(refit, Collective::all_reduce, 0, 2, false);
   REQUIRE(f != nullptr);
-  REQUIRE(f->measured.size() == 1);
-  CHECK(f->measured[0].bytes == bytes);
-  CHECK(f->measured[0].time_us == Approx(40));
-  CHECK(f->time_s(bytes) == Approx(40e-6));
+  REQUIRE(f->measured.size() == 3);
+  for (const auto& point : f->measured) {
+    CHECK(sizes.count(point.bytes) == 1);
+    CHECK(point.time_us == Approx(40));
+    CHECK(f->time_s(point.bytes) == Approx(40e-6));
+  }
 }
 
 TEST_CASE("refit: parameter gathers refit the cold-input all_gather, from the warm one's sweep",

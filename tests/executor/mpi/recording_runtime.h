@@ -1,11 +1,13 @@
 // A RankRuntime that runs another and logs every ZeRO collective its groups run (GroupComm's
 // reduce_scatter_blocks and all_gather_blocks: which group, which call, how many elements a
-// member), for the tests that check what the interpreter sends. Installed through
-// InterpreterSettings::wrap_runtime.
+// member), for the tests that check what the interpreter sends; it can also drop or resize the
+// layers' calls (edit_layers_call), for the tests that check the interpreter notices. Installed
+// through InterpreterSettings::wrap_runtime.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -23,23 +25,31 @@ struct BlocksCall {
   Dtype type = Dtype::fp32;
 };
 
+// What to do with a layers' call (all_reduce, all_gather, reduce_scatter) of `count` elements on
+// `group`: run it with the count returned, or drop it (nullopt).
+using LayersCallEdit =
+    std::function<std::optional<int64_t>(Group group, Collective op, int64_t count)>;
+
 class RecordingGroupComm final : public GroupComm {
  public:
-  RecordingGroupComm(GroupComm& inner, Group group, std::vector<BlocksCall>& log)
-      : inner_(inner), group_(group), log_(log) {}
+  RecordingGroupComm(GroupComm& inner, Group group, std::vector<BlocksCall>& log,
+                     const LayersCallEdit& edit)
+      : inner_(inner), group_(group), log_(log), edit_(edit) {}
   int size() const override { return inner_.size(); }
   int rank() const override { return inner_.rank(); }
   void all_reduce(void* x, int64_t count, Dtype type, ReduceOp op) override {
     inner_.calls = calls;
-    inner_.all_reduce(x, count, type, op);
+    if (const auto n = edited(Collective::all_reduce, count)) inner_.all_reduce(x, *n, type, op);
   }
   void all_gather(const void* part, void* full, int64_t count, Dtype type) override {
     inner_.calls = calls;
-    inner_.all_gather(part, full, count, type);
+    if (const auto n = edited(Collective::all_gather, count))
+      inner_.all_gather(part, full, *n, type);
   }
   void reduce_scatter(const void* full, void* part, int64_t count, Dtype type) override {
     inner_.calls = calls;
-    inner_.reduce_scatter(full, part, count, type);
+    if (const auto n = edited(Collective::reduce_scatter, count))
+      inner_.reduce_scatter(full, part, *n, type);
   }
   void reduce_scatter_blocks(const void* in, void* part, int64_t count, Dtype type) override {
     log_.push_back({group_, Collective::reduce_scatter, count, type});
@@ -51,17 +61,23 @@ class RecordingGroupComm final : public GroupComm {
   }
 
  private:
+  std::optional<int64_t> edited(Collective op, int64_t count) const {
+    return edit_ ? edit_(group_, op, count) : count;
+  }
+
   GroupComm& inner_;
   Group group_;
   std::vector<BlocksCall>& log_;
+  const LayersCallEdit& edit_;
 };
 
 class RecordingRuntime final : public RankRuntime {
  public:
   explicit RecordingRuntime(std::unique_ptr<RankRuntime> inner) : inner_(std::move(inner)) {
     for (const auto& [g, name] : kGroupNames)
-      groups_[static_cast<size_t>(g)].emplace(inner_->group(g), g, log);
-    if (GroupComm* e = inner_->embedding_group()) embedding_.emplace(*e, Group::pp, log);
+      groups_[static_cast<size_t>(g)].emplace(inner_->group(g), g, log, edit_layers_call);
+    if (GroupComm* e = inner_->embedding_group())
+      embedding_.emplace(*e, Group::pp, log, edit_layers_call);
   }
 
   Kernels<float>& f32_kernels() override { return inner_->f32_kernels(); }
@@ -76,7 +92,8 @@ class RecordingRuntime final : public RankRuntime {
   }
   void finish_releases(bool wait) override { inner_->finish_releases(wait); }
 
-  std::vector<BlocksCall> log;  // every ZeRO collective, in the order they ran
+  std::vector<BlocksCall> log;      // every ZeRO collective, in the order they ran
+  LayersCallEdit edit_layers_call;  // none: every layers' call runs as made
 
  private:
   std::unique_ptr<RankRuntime> inner_;
