@@ -50,7 +50,7 @@ struct Measurement {
 };
 
 // Steps whose times the medians leave out: the first step pays for first-touch page faults and the
-// allocator's cache filling (executor/tensor_allocator.h).
+// allocator's cache filling (executor/state/tensor_allocator.h).
 inline constexpr int64_t kWarmupSteps = 1;
 
 // The leading steps left out of a run of `steps` steps: kWarmupSteps, unless that leaves none.

@@ -7,7 +7,7 @@
 // param_and_grad_buffer.py pads a bucket to a multiple of dp and gives each rank 1/dp of it). So a
 // unit's reduce-scatter and all-gather carry p elements on every member. The schedule makes its
 // buckets here, the memory model sizes the shards here, and the executor finds the same units in
-// the program's actions (executor/zero_shards.h).
+// the program's actions (executor/state/zero_shards.h).
 #pragma once
 
 #include <cstdint>

@@ -6,13 +6,13 @@
 #include <type_traits>
 #include <vector>
 
-#include "executor/activation.h"
-#include "executor/adam.h"
-#include "executor/cross_entropy.h"
-#include "executor/embedding_rows.h"
-#include "executor/linear.h"
-#include "executor/norm.h"
-#include "executor/softmax.h"
+#include "executor/layers/activation.h"
+#include "executor/layers/cross_entropy.h"
+#include "executor/layers/embedding_rows.h"
+#include "executor/layers/linear.h"
+#include "executor/layers/norm.h"
+#include "executor/layers/softmax.h"
+#include "executor/state/adam.h"
 
 namespace shardplan {
 

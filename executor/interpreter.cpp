@@ -13,14 +13,14 @@
 #include <vector>
 
 #include "core/error.h"
-#include "executor/action_ranges.h"
-#include "executor/context_parallel.h"
-#include "executor/cuda_rank.h"
-#include "executor/embedding.h"
 #include "executor/interpreter_state.h"
-#include "executor/param_init.h"
+#include "executor/layers/context_parallel.h"
+#include "executor/layers/embedding.h"
 #include "executor/program_calls.h"
-#include "executor/world_comm.h"
+#include "executor/runtime/cuda_rank.h"
+#include "executor/runtime/world_comm.h"
+#include "executor/state/action_ranges.h"
+#include "executor/state/param_init.h"
 
 namespace shardplan {
 

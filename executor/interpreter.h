@@ -9,8 +9,8 @@
 // CUDA stream and a dependency an event, so gradient reductions and ZeRO gathers overlap compute
 // exactly where the program lets them. The one exception to program order is ZeRO-3's parameter
 // gathers, issued as soon as their dependencies have been (FSDP's prefetch of the next unit:
-// executor/zero3_units.h), so that memory holds what FSDP holds. Pipeline sends complete in the
-// background, receives before the work that follows them.
+// executor/state/zero3_units.h), so that memory holds what FSDP holds. Pipeline sends complete in
+// the background, receives before the work that follows them.
 #pragma once
 
 #include <cstdint>
@@ -23,11 +23,11 @@
 #include "core/profile.h"
 #include "core/schedule.h"
 #include "core/training.h"
-#include "executor/adam.h"
-#include "executor/cuda_rank.h"
 #include "executor/data.h"
-#include "executor/matmul.h"
-#include "executor/tensor_allocator.h"
+#include "executor/layers/matmul.h"
+#include "executor/runtime/cuda_rank.h"
+#include "executor/state/adam.h"
+#include "executor/state/tensor_allocator.h"
 
 namespace shardplan {
 

@@ -9,11 +9,12 @@
 #include <utility>
 #include <vector>
 
-#include "executor/action_ranges.h"
 #include "executor/interpreter_state.h"
-#include "executor/whole_layout.h"
-#include "executor/world_comm.h"
-#include "executor/zero_collectives.h"
+
+#include "executor/runtime/world_comm.h"
+#include "executor/state/action_ranges.h"
+#include "executor/state/whole_layout.h"
+#include "executor/state/zero_collectives.h"
 
 namespace shardplan {
 

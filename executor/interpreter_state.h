@@ -13,11 +13,11 @@
 #include <utility>
 #include <vector>
 
-#include "executor/block.h"
 #include "executor/interpreter.h"
-#include "executor/lm_head.h"
-#include "executor/rank_runtime.h"
-#include "executor/zero3_units.h"
+#include "executor/layers/block.h"
+#include "executor/layers/lm_head.h"
+#include "executor/runtime/rank_runtime.h"
+#include "executor/state/zero3_units.h"
 
 namespace shardplan {
 

@@ -22,10 +22,10 @@
 #include <cstdint>
 
 #include "core/model.h"
-#include "executor/adam_config.h"
 #include "executor/bf16.h"
-#include "executor/matmul.h"
-#include "executor/param_layout.h"
+#include "executor/layers/matmul.h"
+#include "executor/state/adam_config.h"
+#include "executor/state/param_layout.h"
 #include "executor/token_positions.h"
 
 namespace shardplan {

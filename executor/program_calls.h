@@ -11,7 +11,7 @@
 #include <span>
 
 #include "core/schedule.h"
-#include "executor/group_comm.h"
+#include "executor/runtime/group_comm.h"
 
 namespace shardplan {
 

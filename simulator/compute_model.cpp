@@ -129,9 +129,9 @@ struct PassBuilder {
   }
 
   // The bias of a linear layer with `columns` outputs over `tokens`, when the framework does not
-  // fuse it into the GEMM (executor/linear.cpp): forward reads and writes the output, unless the
-  // residual add after a row-parallel layer takes the bias with it (`in_residual`, bias-dropout-
-  // add); backward reads the output gradient once for the column sums.
+  // fuse it into the GEMM (executor/layers/linear.cpp): forward reads and writes the output, unless
+  // the residual add after a row-parallel layer takes the bias with it (`in_residual`,
+  // bias-dropout- add); backward reads the output gradient once for the column sums.
   void bias(bool present, const ExecutionOptions& x, int64_t tokens, int64_t columns,
             bool in_residual, bool recomputed) {
     if (!present || x.fused_bias) return;
@@ -199,7 +199,7 @@ void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute
     // Selective recomputation re-forwards the scores and their softmax (the s×s tensors it does
     // not keep, Korthikanti et al. 2022 §5); the context, probabilities · V, is kept as the output
     // projection's input, so only full recomputation runs that GEMM again (as the executor does,
-    // executor/block.cpp).
+    // executor/layers/block.cpp).
     b.gemm(r.seq, m.head_dim, r.kv_seq, core_again, r.batch * heads);  // scores
     b.gemm(r.seq, r.kv_seq, m.head_dim, full, r.batch * heads);        // probabilities · V
     const double scores = as_double(r.batch * heads * r.seq * r.kv_seq);

@@ -15,15 +15,15 @@
 #include <thread>
 #include <vector>
 
+#include "calibrate/calibrate_cpu.h"
+#include "calibrate/calibrate_cuda.h"
 #include "core/error.h"
 #include "core/json_reader.h"
 #include "core/measurement.h"
 #include "core/presets.h"
 #include "core/profile.h"
-#include "executor/calibrate_cpu.h"
-#include "executor/calibrate_cuda.h"
-#include "executor/cuda_devices.h"
-#include "executor/mpi_launch.h"
+#include "executor/runtime/cuda_devices.h"
+#include "executor/runtime/mpi_launch.h"
 #include "simulator/profile_refit.h"
 #include "tools/output_file.h"
 #include "tools/rank_errors.h"

@@ -9,8 +9,8 @@
 // makes mpirun exit 1. A rank that dies without a word (SIGKILL, a crash) makes Open MPI's mpirun
 // kill the others and exit non-zero.
 //
-// Checkpoints (--checkpoint-dir, --checkpoint-every, --resume; executor/checkpoint.h) hold the full
-// model in the single-rank layout, gathered to rank 0, so a run resumes under any layout.
+// Checkpoints (--checkpoint-dir, --checkpoint-every, --resume; executor/state/checkpoint.h) hold
+// the full model in the single-rank layout, gathered to rank 0, so a run resumes under any layout.
 
 #include <fmt/core.h>
 
@@ -25,12 +25,12 @@
 #include "core/human_format.h"
 #include "core/json_reader.h"
 #include "core/presets.h"
-#include "executor/checkpoint.h"
-#include "executor/cuda_devices.h"
 #include "executor/data.h"
 #include "executor/interpreter.h"
-#include "executor/mpi_launch.h"
-#include "executor/param_layout.h"
+#include "executor/runtime/cuda_devices.h"
+#include "executor/runtime/mpi_launch.h"
+#include "executor/state/checkpoint.h"
+#include "executor/state/param_layout.h"
 #include "tools/cli_inputs.h"
 #include "tools/execute_report.h"
 #include "tools/output_file.h"

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/measurement.h"
-#include "executor/matmul.h"
-#include "executor/tensor_allocator.h"
+#include "executor/layers/matmul.h"
+#include "executor/state/tensor_allocator.h"
 
 namespace shardplan::cli {
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "executor/device_error.h"
+#include "executor/runtime/device_error.h"
 
 namespace shardplan {
 

@@ -1,6 +1,6 @@
 // Every call into the CUDA runtime, cuBLAS and NCCL goes through one of these checks: a failure
-// throws DeviceError (executor/device_error.h) naming the call as written, its file and line, the
-// library's error name and text, and the rank.
+// throws DeviceError (executor/runtime/device_error.h) naming the call as written, its file and
+// line, the library's error name and text, and the rank.
 #pragma once
 
 #include <cublas_v2.h>

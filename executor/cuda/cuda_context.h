@@ -4,7 +4,7 @@
 #pragma once
 
 #include "executor/cuda/cuda_raii.h"
-#include "executor/cuda_rank.h"
+#include "executor/runtime/cuda_rank.h"
 
 namespace shardplan {
 

@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "executor/cuda/cuda_check.h"
 #include "executor/cuda/kernel_launch.h"
-#include "executor/norm.h"
+#include "executor/layers/norm.h"
 
 namespace shardplan {
 

@@ -8,7 +8,7 @@
 
 #include "executor/cuda/cuda_context.h"
 #include "executor/kernels.h"
-#include "executor/tensor_allocator.h"
+#include "executor/state/tensor_allocator.h"
 
 namespace shardplan {
 

@@ -1,4 +1,4 @@
-// The CUDA backend's RankRuntime (executor/cuda_rank.h).
+// The CUDA backend's RankRuntime (executor/runtime/cuda_rank.h).
 #include <mpi.h>
 
 #include <array>
@@ -16,9 +16,9 @@
 #include "executor/cuda/nccl_comm.h"
 #include "executor/cuda/nccl_p2p.h"
 #include "executor/cuda/node_device.h"
-#include "executor/cuda_rank.h"
-#include "executor/mpi_comm.h"
-#include "executor/rank_runtime.h"
+#include "executor/runtime/cuda_rank.h"
+#include "executor/runtime/mpi_comm.h"
+#include "executor/runtime/rank_runtime.h"
 
 namespace shardplan {
 

@@ -1,14 +1,14 @@
-// The CUDA backend's StepStreams (executor/step_streams.h): the compute stream is the context's,
-// each other program stream a CUDA stream of its own; a stamp is a timing event recorded on the
-// selected stream, a wait cudaStreamWaitEvent on it, and seconds are cudaEventElapsedTime from the
-// step's start event, so CUDA events time every action.
+// The CUDA backend's StepStreams (executor/runtime/step_streams.h): the compute stream is the
+// context's, each other program stream a CUDA stream of its own; a stamp is a timing event recorded
+// on the selected stream, a wait cudaStreamWaitEvent on it, and seconds are cudaEventElapsedTime
+// from the step's start event, so CUDA events time every action.
 #pragma once
 
 #include <array>
 #include <vector>
 
 #include "executor/cuda/cuda_context.h"
-#include "executor/step_streams.h"
+#include "executor/runtime/step_streams.h"
 
 namespace shardplan {
 

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "executor/cuda/cuda_context.h"
-#include "executor/tensor_allocator.h"
+#include "executor/state/tensor_allocator.h"
 
 namespace shardplan {
 

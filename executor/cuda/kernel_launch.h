@@ -11,8 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "executor/adam_config.h"
 #include "executor/bf16.h"
+#include "executor/state/adam_config.h"
 #include "executor/token_positions.h"
 
 namespace shardplan::cuda {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "executor/cuda/cuda_context.h"
-#include "executor/group_comm.h"
+#include "executor/runtime/group_comm.h"
 
 namespace shardplan {
 

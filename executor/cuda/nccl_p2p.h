@@ -1,9 +1,9 @@
-// The CUDA backend's pipeline sends and receives (executor/pipeline_p2p.h) over the rank's
-// pipeline links (executor/pipeline_channels.h): each link a two-rank NCCL communicator (rank 0
-// sends, rank 1 receives) with a stream of its own. A send waits for the selected stream (the
-// pp-comm stream, already past the action's dependencies) and keeps its message until its link's
-// stream has passed it; a receive waits for the selected stream, and the selected stream then
-// waits for the receive. Messages are bytes (ncclUint8), whatever their elements.
+// The CUDA backend's pipeline sends and receives (executor/runtime/pipeline_p2p.h) over the rank's
+// pipeline links (executor/runtime/pipeline_channels.h): each link a two-rank NCCL communicator
+// (rank 0 sends, rank 1 receives) with a stream of its own. A send waits for the selected stream
+// (the pp-comm stream, already past the action's dependencies) and keeps its message until its
+// link's stream has passed it; a receive waits for the selected stream, and the selected stream
+// then waits for the receive. Messages are bytes (ncclUint8), whatever their elements.
 #pragma once
 
 #include <cstddef>
@@ -13,8 +13,8 @@
 
 #include "executor/cuda/cuda_context.h"
 #include "executor/cuda/nccl_comm.h"
-#include "executor/pipeline_channels.h"
-#include "executor/pipeline_p2p.h"
+#include "executor/runtime/pipeline_channels.h"
+#include "executor/runtime/pipeline_p2p.h"
 
 namespace shardplan {
 

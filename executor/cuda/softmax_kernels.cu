@@ -1,7 +1,7 @@
-// Attention's causal softmax (executor/softmax.h), one block per score row: the row maximum over
-// the keys the query sees, then exp(x·scale − max) and their sum, then the division; keys past the
-// query's position (by its position in the whole sequence, token_positions.h) are set to 0. All in
-// fp32: fp32 scores keep their numerators in place for the division; bf16 ones have them
+// Attention's causal softmax (executor/layers/softmax.h), one block per score row: the row maximum
+// over the keys the query sees, then exp(x·scale − max) and their sum, then the division; keys past
+// the query's position (by its position in the whole sequence, token_positions.h) are set to 0. All
+// in fp32: fp32 scores keep their numerators in place for the division; bf16 ones have them
 // recomputed rather than stored, so that a bf16 probability is rounded once, after the division,
 // as the CPU loop rounds it (softmax.cpp).
 #include <math_constants.h>

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "all_heads_cpu_kernels.h"
-#include "executor/chunk.h"
-#include "executor/param_init.h"
+#include "executor/state/param_init.h"
 #include "test_models.h"
+#include "tests/executor/chunk.h"
 
 namespace shardplan {
 namespace {

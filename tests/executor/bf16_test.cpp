@@ -13,8 +13,8 @@
 #include <random>
 #include <vector>
 
-#include "executor/adam.h"
 #include "executor/cpu_kernels.h"
+#include "executor/state/adam.h"
 
 using namespace shardplan;
 

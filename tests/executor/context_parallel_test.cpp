@@ -3,7 +3,7 @@
 // reduce-scattering dK and dV over the threads; the ranks' summed losses and gradients equal one
 // rank's run over whole sequences within 1e-5 relative (fp32 sums in another order), under every
 // recompute mode, and the cp collectives are the schedule's, in its order and of its bytes.
-#include "executor/context_parallel.h"
+#include "executor/layers/context_parallel.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -13,9 +13,9 @@
 
 #include "core/error.h"
 #include "core/schedule.h"
-#include "executor/chunk.h"
-#include "executor/param_init.h"
+#include "executor/state/param_init.h"
 #include "test_models.h"
+#include "tests/executor/chunk.h"
 #include "thread_tp_comm.h"
 
 using namespace shardplan;

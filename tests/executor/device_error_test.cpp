@@ -1,6 +1,6 @@
-// How a failed CUDA, cuBLAS or NCCL call is reported (executor/device_error.h): the call as
+// How a failed CUDA, cuBLAS or NCCL call is reported (executor/runtime/device_error.h): the call as
 // written, the file from the source tree's top, the line and the library's error.
-#include "executor/device_error.h"
+#include "executor/runtime/device_error.h"
 
 #include <catch2/catch.hpp>
 

@@ -6,13 +6,13 @@
 #include <catch2/catch.hpp>
 
 #include "all_heads_cpu_kernels.h"
-#include "executor/activation.h"
-#include "executor/attention.h"
-#include "executor/chunk.h"
-#include "executor/embedding.h"
-#include "executor/linear.h"
-#include "executor/norm.h"
+#include "executor/layers/activation.h"
+#include "executor/layers/attention.h"
+#include "executor/layers/embedding.h"
+#include "executor/layers/linear.h"
+#include "executor/layers/norm.h"
 #include "test_models.h"
+#include "tests/executor/chunk.h"
 
 using namespace shardplan;
 using test::check_gradient;

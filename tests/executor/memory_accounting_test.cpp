@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/presets.h"
-#include "executor/adam.h"
-#include "executor/block.h"
+#include "executor/layers/block.h"
+#include "executor/state/adam.h"
 #include "simulator/activation_memory.h"
 #include "test_models.h"
 #include "thread_tp_comm.h"

@@ -1,7 +1,7 @@
 // The flat parameter layout: element counts by component worked out by hand for the test models,
 // whole and tensor-parallel; adjacency of the tensors fused into one GEMM; shard-to-full indexing;
 // the tied LM-head copy on a last pipeline stage; the models the executor refuses.
-#include "executor/param_layout.h"
+#include "executor/state/param_layout.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,8 +1,8 @@
-// The CUDA backend's pipeline links (executor/pipeline_channels.h), planned on the host: one peer
-// per direction and pass, and on every link the sender's messages in the order the receiver
-// receives them (NCCL matches in order; MPI matched by tag), for every schedule, pp, vpp and dp
-// the executor runs.
-#include "executor/pipeline_channels.h"
+// The CUDA backend's pipeline links (executor/runtime/pipeline_channels.h), planned on the host:
+// one peer per direction and pass, and on every link the sender's messages in the order the
+// receiver receives them (NCCL matches in order; MPI matched by tag), for every schedule, pp, vpp
+// and dp the executor runs.
+#include "executor/runtime/pipeline_channels.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>

@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "executor/adam.h"
-#include "executor/chunk.h"
 #include "executor/data.h"
-#include "executor/param_init.h"
+#include "executor/state/adam.h"
+#include "executor/state/param_init.h"
+#include "tests/executor/chunk.h"
 
 namespace shardplan::test {
 

@@ -1,6 +1,6 @@
 // The accounting allocator: current and peak bytes by category and in total, the categories at the
 // total's peak, RAII release and moves, and the error a full memory raises.
-#include "executor/tensor_allocator.h"
+#include "executor/state/tensor_allocator.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <vector>
 
-#include "executor/chunk.h"
 #include "executor/counter_rng.h"
 #include "test_models.h"
+#include "tests/executor/chunk.h"
 #include "thread_tp_comm.h"
 
 using namespace shardplan;

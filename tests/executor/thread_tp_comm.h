@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "executor/tp_comm.h"
+#include "executor/layers/tp_comm.h"
 
 namespace shardplan::test {
 

@@ -1,7 +1,7 @@
-// ZeRO's shards per unit (executor/zero_shards.h): each unit split evenly over the members, padded,
-// and the units the executor finds in a program's actions are the ones the cost model shards by
-// (core/zero_units.h), so the shard sizes agree to the element.
-#include "executor/zero_shards.h"
+// ZeRO's shards per unit (executor/state/zero_shards.h): each unit split evenly over the members,
+// padded, and the units the executor finds in a program's actions are the ones the cost model
+// shards by (core/zero_units.h), so the shard sizes agree to the element.
+#include "executor/state/zero_shards.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -11,7 +11,7 @@
 #include "core/placement.h"
 #include "core/presets.h"
 #include "core/zero_units.h"
-#include "executor/param_layout.h"
+#include "executor/state/param_layout.h"
 #include "tests/core/odd_model.h"
 
 namespace shardplan {

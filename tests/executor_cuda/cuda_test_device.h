@@ -9,7 +9,7 @@
 #include "executor/cuda/cuda_context.h"
 #include "executor/cuda/cuda_kernels.h"
 #include "executor/cuda/device_memory.h"
-#include "executor/cuda_devices.h"
+#include "executor/runtime/cuda_devices.h"
 
 // Ends the test case (passing) when no device is usable; prints why on stdout, where CTest looks.
 #define SHARDPLAN_SKIP_WITHOUT_CUDA_DEVICE(devices_needed)                                       \

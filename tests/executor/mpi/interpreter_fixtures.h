@@ -16,7 +16,7 @@
 #include "core/training.h"
 #include "executor/data.h"
 #include "executor/interpreter.h"
-#include "executor/param_layout.h"
+#include "executor/state/param_layout.h"
 
 namespace shardplan::test {
 

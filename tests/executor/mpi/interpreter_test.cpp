@@ -12,7 +12,7 @@
 #include <string>
 
 #include "core/presets.h"
-#include "executor/param_layout.h"
+#include "executor/state/param_layout.h"
 #include "tests/core/odd_model.h"
 #include "tests/executor/mpi/interpreter_fixtures.h"
 #include "tests/executor/mpi/single_rank_check.h"

@@ -11,7 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "executor/interpreter.h"
-#include "executor/param_layout.h"
+#include "executor/state/param_layout.h"
 #include "simulator/memory_model.h"
 #include "tests/executor/mpi/interpreter_fixtures.h"
 #include "tests/executor/mpi/single_rank_check.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "executor/bf16.h"
-#include "executor/mpi_comm.h"
+#include "executor/runtime/mpi_comm.h"
 #include "tests/executor/mpi/interpreter_fixtures.h"
 
 namespace shardplan {

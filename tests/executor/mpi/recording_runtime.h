@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "executor/rank_runtime.h"
+#include "executor/runtime/rank_runtime.h"
 
 namespace shardplan::test {
 

@@ -18,7 +18,7 @@
 
 #include "core/presets.h"
 #include "executor/interpreter.h"
-#include "executor/param_layout.h"
+#include "executor/state/param_layout.h"
 #include "simulator/execution_options.h"
 #include "simulator/plan_simulation.h"
 #include "tests/executor/mpi/interpreter_fixtures.h"

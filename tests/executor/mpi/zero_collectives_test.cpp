@@ -1,6 +1,6 @@
 // Every ZeRO reduce-scatter and all-gather of a step has equal counts on every member of the zero
 // group, each one unit's piece, ceil(n / members) elements (FSDP's and Megatron-LM's balanced
-// shards: executor/zero_shards.h) — where one shard of the whole flat buffer gave a layer's
+// shards: executor/state/zero_shards.h) — where one shard of the whole flat buffer gave a layer's
 // reduce-scatter counts like [n, 0]. A recording runtime (recording_runtime.h) logs the calls of
 // one step and of a full-state gather; the members' logs are compared.
 #include <mpi.h>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "executor/interpreter.h"
-#include "executor/param_layout.h"
-#include "executor/zero_shards.h"
+#include "executor/state/param_layout.h"
+#include "executor/state/zero_shards.h"
 #include "tests/executor/mpi/interpreter_fixtures.h"
 #include "tests/executor/mpi/recording_runtime.h"
 #include "tests/core/odd_model.h"

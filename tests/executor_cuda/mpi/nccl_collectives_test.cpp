@@ -1,14 +1,14 @@
 // Each NCCL collective of `calibrate --backend cuda` gives what its MPI version gives on 2 ranks
 // (a GPU each; skipped without): rank r's send buffer holds (r+1)·1000 + i (send_value), so the
 // CPU driver's MPI call on host buffers is the reference, element for element.
-#include "executor/cuda/nccl_collectives.h"
+#include "calibrate/cuda/nccl_collectives.h"
 
 #include <mpi.h>
 
 #include <catch2/catch.hpp>
 #include <vector>
 
-#include "executor/calibrate_collective.h"
+#include "calibrate/calibrate_collective.h"
 #include "executor/cuda/node_device.h"
 #include "tests/executor_cuda/cuda_test_device.h"
 

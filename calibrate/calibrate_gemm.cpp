@@ -1,0 +1,149 @@
+#include "calibrate/calibrate_gemm.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "calibrate/calibrate_memory.h"
+
+namespace shardplan {
+
+namespace {
+
+// The three GEMMs of a linear layer over `rows` tokens, W stored [out, in]
+// (executor/layers/linear.cpp): forward y = x·Wᵀ, dgrad dx = dy·W, wgrad dW += dyᵀ·x. W, dW and the
+// saved x come from memory; x in the forward and dy were just written by the layer's previous
+// operation.
+void add_linear(std::vector<GemmCall>& calls, int64_t rows, int64_t in, int64_t out,
+                const std::string& name) {
+  calls.push_back({rows, out, in, Op::none, Op::transpose, Accumulate::overwrite, name + " fwd",
+                   /*cold_a=*/false, /*cold_b=*/true, /*cold_c=*/false});
+  calls.push_back({rows, in, out, Op::none, Op::none, Accumulate::overwrite, name + " dgrad",
+                   /*cold_a=*/false, /*cold_b=*/true, /*cold_c=*/false});
+  calls.push_back({out, in, rows, Op::transpose, Op::none, Accumulate::add, name + " wgrad",
+                   /*cold_a=*/false, /*cold_b=*/true, /*cold_c=*/true});
+}
+
+}  // namespace
+
+std::vector<GemmCall> layer_gemm_calls(const LayerDims& d, int64_t vocab_rows,
+                                       const std::string& label) {
+  const int64_t N = d.tokens(), H = d.hidden, S = d.seq, K = d.kv_seq(), D = d.head_dim,
+                C = d.heads * d.head_dim, W = d.qkv_width();
+  std::vector<GemmCall> calls;
+  add_linear(calls, N, H, d.qkv_width(), label + " qkv");
+  // Per sequence and head (executor/layers/attention.cpp), S queries against K keys, each call as
+  // the CPU backend makes it (one head a call): a head's q, k and v are columns of the QKV
+  // activation's rows (W apart), its context and the context's gradient columns of theirs (C
+  // apart). Going forward, the probabilities are written into memory a whole pass unused,
+  // everything else was just computed; going backward, the saved q, k, v and probabilities come
+  // from memory.
+  const auto attention = [&](GemmCall c, const std::string& what) {
+    c.what = label + " attn " + what;
+    calls.push_back(c);
+  };
+  const Op none = Op::none, t = Op::transpose;
+  const Accumulate set = Accumulate::overwrite, add = Accumulate::add;
+  attention({S, K, D, none, t, set, "", false, false, true, W, W, 0}, "scores");      // P = q·kᵀ
+  attention({S, D, K, none, none, set, "", false, false, true, 0, W, C}, "context");  // P·v
+  attention({S, K, D, none, t, set, "", false, true, false, C, W, 0}, "dP");          // dctx·vᵀ
+  attention({K, D, S, t, none, add, "", true, false, false, 0, C, W}, "dv");    // dv += Pᵀ·dctx
+  attention({S, D, K, none, none, set, "", false, true, true, 0, W, W}, "dq");  // dS·k
+  attention({K, D, S, t, none, add, "", false, true, false, 0, W, W}, "dk");    // dk += dSᵀ·q
+  add_linear(calls, N, C, H, label + " proj");
+  add_linear(calls, N, H, d.fc1_width(), label + " fc1");
+  add_linear(calls, N, d.ffn, H, label + " fc2");
+  add_linear(calls, N, H, vocab_rows, label + " lm head");
+  std::vector<GemmCall> distinct;
+  add_distinct(distinct, calls);
+  return distinct;
+}
+
+void add_distinct(std::vector<GemmCall>& into, const std::vector<GemmCall>& calls) {
+  for (const auto& c : calls)
+    if (std::find(into.begin(), into.end(), c) == into.end()) into.push_back(c);
+}
+
+template <class T>
+std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, const TimingOptions& t,
+                                        MPI_Comm comm, Kernels<T>& dev, TensorAllocator& alloc,
+                                        int64_t cold_bytes) {
+  std::vector<GemmTiming> out;
+  for (const GemmCall& g : calls) {
+    // Operands as stored: op(A) is m×k, so A is k×m when transposed; likewise B.
+    const int64_t a_rows = g.op_a == Op::none ? g.m : g.k, a_cols = g.op_a == Op::none ? g.k : g.m;
+    const int64_t b_rows = g.op_b == Op::none ? g.k : g.n, b_cols = g.op_b == Op::none ? g.n : g.k;
+    const int64_t rows[3] = {a_rows, b_rows, g.m}, cols[3] = {a_cols, b_cols, g.n};
+    const int64_t given[3] = {g.stride_a, g.stride_b, g.stride_c};
+    int64_t strides[3], sizes[3];
+    for (int i = 0; i < 3; ++i) {
+      strides[i] = given[i] > 0 ? given[i] : cols[i];
+      sizes[i] = rows[i] * strides[i];
+    }
+    const bool cold[3] = {g.cold_a, g.cold_b, g.cold_c};
+    int64_t cold_set_bytes = 0;
+    for (int i = 0; i < 3; ++i)
+      if (cold[i]) cold_set_bytes += static_cast<int64_t>(sizeof(T)) * sizes[i];
+    const int64_t copies = cold_copies(cold_set_bytes, cold_bytes);
+    // operands[i][j]: operand i (A, B, C), copy j; a warm operand has one copy.
+    std::vector<std::vector<Buffer<T>>> operands(3);
+    const char* names[3] = {"gemm a", "gemm b", "gemm c"};
+    for (int i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < (cold[i] ? copies : 1); ++j) {
+        Buffer<T>& x = operands[i].emplace_back(
+            alloc.allocate<T>(MemoryCategory::buffers, sizes[i], names[i]));
+        // Small values keep repeated accumulation (wgrad's +=) far from overflow.
+        dev.fill(x.data(), x.size(), T(i < 2 ? 1e-3f : 0.0f));
+      }
+    size_t next = 0;
+    const auto run = [&] {
+      const auto copy = [&](int i) { return operands[i][next % operands[i].size()].data(); };
+      dev.gemm(matrix(copy(2), g.m, g.n, strides[2]),
+               matrix<const T>(copy(0), a_rows, a_cols, strides[0]), g.op_a,
+               matrix<const T>(copy(1), b_rows, b_cols, strides[1]), g.op_b, g.acc, nullptr);
+      ++next;
+    };
+    out.push_back({g, median_time_s(run, t, comm, {}, [&] { dev.synchronize(); })});
+  }
+  return out;
+}
+
+template std::vector<GemmTiming> time_gemm_calls<float>(const std::vector<GemmCall>&,
+                                                        const TimingOptions&, MPI_Comm,
+                                                        Kernels<float>&, TensorAllocator&, int64_t);
+template std::vector<GemmTiming> time_gemm_calls<bf16>(const std::vector<GemmCall>&,
+                                                       const TimingOptions&, MPI_Comm,
+                                                       Kernels<bf16>&, TensorAllocator&, int64_t);
+
+std::vector<GemmRate> gemm_rates(const std::vector<GemmTiming>& timings) {
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::pair<double, double>>
+      by_shape;  // flops, seconds
+  for (const auto& t : timings) {
+    auto& [flops, seconds] = by_shape[{t.call.m, t.call.n, t.call.k}];
+    flops += t.call.flops();
+    seconds += t.time_s;
+  }
+  std::vector<GemmRate> rates;
+  for (const auto& [shape, fs] : by_shape)
+    rates.push_back(
+        {std::get<0>(shape), std::get<1>(shape), std::get<2>(shape), fs.first / fs.second / 1e12});
+  return rates;
+}
+
+void print_gemm_timings(std::FILE* out, const std::vector<GemmTiming>& timings) {
+  const auto op = [](Op o) { return o == Op::none ? 'N' : 'T'; };
+  fmt::print(out, "# {:>6} {:>6} {:>6} {:>4} {:>10} {:>8}  {}\n", "m", "n", "k", "op", "time",
+             "GFLOP/s", "first made by");
+  fmt::print(out, "# {:>6} {:>6} {:>6} {:>4} {:>10} {:>8}\n", "", "", "", "", "(us)", "");
+  for (const auto& t : timings) {
+    const GemmCall& g = t.call;
+    fmt::print(out, "  {:>6} {:>6} {:>6} {:>2}{}{} {:>10.1f} {:>8.1f}  {}\n", g.m, g.n, g.k,
+               op(g.op_a), op(g.op_b), g.acc == Accumulate::add ? '+' : ' ', t.time_s * 1e6,
+               g.flops() / t.time_s / 1e9, g.what);
+  }
+  fmt::print(out, "\n");
+}
+
+}  // namespace shardplan

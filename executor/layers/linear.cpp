@@ -1,0 +1,61 @@
+#include "executor/layers/linear.h"
+
+#include "executor/layers/compute_sums.h"
+
+namespace shardplan {
+
+template <class T>
+void linear_forward(Kernels<T>& dev, const T* x, const T* w, const T* b, int64_t n, int64_t in,
+                    int64_t out, T* y, MatmulStats* stats) {
+  dev.gemm(matrix(y, n, out), matrix(x, n, in), Op::none, matrix(w, out, in), Op::transpose,
+           Accumulate::overwrite, stats);
+  if (b != nullptr) dev.bias_forward(y, b, n, out);
+}
+
+template <class T>
+void bias_forward(T* y, const T* b, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = compute_t<T>(y[r * cols + c]) + b[c];
+}
+
+template <class T>
+void residual_add(T* y, const T* x, const T* bias, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < cols; ++i)
+      y[r * cols + i] = compute_t<T>(y[r * cols + i]) +
+                        (compute_t<T>(x[r * cols + i]) + (bias != nullptr ? bias[i] : T(0)));
+}
+
+template <class T>
+void linear_backward(Kernels<T>& dev, const T* x, const T* w, const T* dy, int64_t n, int64_t in,
+                     int64_t out, T* dx, T* dw, T* db, MatmulStats* stats) {
+  dev.gemm(matrix(dx, n, in), matrix(dy, n, out), Op::none, matrix(w, out, in), Op::none,
+           Accumulate::overwrite, stats);
+  dev.gemm(matrix(dw, out, in), matrix(dy, n, out), Op::transpose, matrix(x, n, in), Op::none,
+           Accumulate::add, stats);
+  if (db != nullptr) dev.bias_backward(dy, n, out, db);
+}
+
+template <class T>
+void bias_backward(const T* dy, int64_t rows, int64_t cols, T* db) {
+  ComputeSums<T> sums(db, cols);
+  compute_t<T>* sum = sums.data();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) sum[c] += dy[r * cols + c];
+  sums.store();
+}
+
+#define SHARDPLAN_INSTANTIATE(T)                                                                \
+  template void linear_forward<T>(Kernels<T>&, const T*, const T*, const T*, int64_t, int64_t,  \
+                                  int64_t, T*, MatmulStats*);                                   \
+  template void linear_backward<T>(Kernels<T>&, const T*, const T*, const T*, int64_t, int64_t, \
+                                   int64_t, T*, T*, T*, MatmulStats*);                          \
+  template void bias_forward<T>(T*, const T*, int64_t, int64_t);                                \
+  template void residual_add<T>(T*, const T*, const T*, int64_t, int64_t);                      \
+  template void bias_backward<T>(const T*, int64_t, int64_t, T*);
+SHARDPLAN_INSTANTIATE(float)
+SHARDPLAN_INSTANTIATE(double)
+SHARDPLAN_INSTANTIATE(bf16)
+#undef SHARDPLAN_INSTANTIATE
+
+}  // namespace shardplan
