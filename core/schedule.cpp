@@ -139,6 +139,12 @@ int64_t grad_bucket_params(const Layout& l) {
   return std::max<int64_t>(40'000'000, int64_t{1'000'000} * l.dp * l.cp);
 }
 
+int64_t bucket_threshold(const Layout& l) {
+  // ZeRO-3 shards, gathers and reduces each unit on its own, as FSDP does each wrapped
+  // transformer block (Zhao et al. 2023 §3); otherwise Megatron-LM's buckets.
+  return l.zero == 3 ? 1 : grad_bucket_params(l);
+}
+
 Program build_program(const Model& m, const Training& t, const Layout& l, int64_t rank) {
   assert(rank >= 0 && rank < l.world());
   Program p;

@@ -243,6 +243,9 @@ LayerRange virtual_stage_layers(const Model& m, const Layout& l, int virtual_sta
 // group with the context-parallel ranks (megatron/core/distributed/distributed_data_parallel.py:
 // DistributedDataParallelConfig.bucket_size's default).
 int64_t grad_bucket_params(const Layout& l);
+// The parameters that close a bucket (core/zero_units.h's gradient_buckets): ZeRO-3 makes each
+// unit with parameters its own bucket, otherwise grad_bucket_params.
+int64_t bucket_threshold(const Layout& l);
 
 // Bytes a ZeRO reduce_scatter's local work streams through memory on each of its `members` ranks
 // (what the grad_reduce entry above names), counted as STREAM counts them, every element read or

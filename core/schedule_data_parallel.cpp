@@ -53,12 +53,6 @@ uint32_t last_compute(const Program& p) {
 
 }  // namespace
 
-int64_t bucket_threshold(const Layout& l) {
-  // ZeRO-3 shards, gathers and reduces each unit on its own, as FSDP does each wrapped
-  // transformer block (Zhao et al. 2023 §3); otherwise Megatron-LM's buckets.
-  return l.zero == 3 ? 1 : grad_bucket_params(l);
-}
-
 DataParallel plan_data_parallel(const Training& t, const Layout& l,
                                 const std::vector<Chunk>& chunks) {
   DataParallel dp;
@@ -162,23 +156,25 @@ void after_unit(Program& p, DataParallel& dp, const Chunk& c, int unit, int micr
 // megatron/core/distributed/finalize_model_grads.py: after the data-parallel reductions, the
 // norm gradients are all-reduced over tp under sequence parallelism, and the tied word-embedding
 // gradients over the first and last pipeline stages; then the optimizer steps.
+void StageParams::add(const Chunk& c, int64_t times) {
+  for (const Unit& u : c.units) {
+    dense += times * u.params.dense();
+    expert += times * u.params.experts;
+    replicated += times * u.params.tp_replicated();
+  }
+}
+
 std::vector<Action> step_end_actions(const DataParallel& dp, const Model& m, const Layout& l,
-                                     const std::vector<Chunk>& chunks, bool embedding_pair) {
-  int64_t dense = 0, expert = 0, replicated = 0;
-  for (const Chunk& c : chunks)
-    for (const Unit& u : c.units) {
-      dense += u.params.dense();
-      expert += u.params.experts;
-      replicated += u.params.tp_replicated();
-    }
+                                     const StageParams& params, bool embedding_pair) {
+  const auto [dense, expert, replicated] = params;
   std::vector<Action> out;
-  auto reduce = [&](Group g, Stream s, int64_t params) {
+  auto reduce = [&](Group g, Stream s, int64_t elements) {
     out.push_back(Action{.kind = ActionKind::grad_reduce,
                          .stream = s,
                          .op = Collective::all_reduce,
                          .group = g,
-                         .bytes = params * dtype_bytes(dp.grad_dtype),
-                         .params = params});
+                         .bytes = elements * dtype_bytes(dp.grad_dtype),
+                         .params = elements});
   };
   if (l.sequence_parallel && l.tp > 1) reduce(Group::tp, Stream::tp_comm, replicated);
   if (embedding_pair) reduce(Group::pp, Stream::pp_comm, word_embedding_shard(m, l.tp));
@@ -195,7 +191,9 @@ void emit_step_end(Program& p, DataParallel& dp, const Model& m, const Layout& l
                    const std::vector<Chunk>& chunks) {
   const uint32_t compute_end = last_compute(p);
   std::vector<uint32_t> finals = {dp.last_reduction};
-  for (const Action& a : step_end_actions(dp, m, l, chunks, !p.embedding_group.empty())) {
+  StageParams params;
+  for (const Chunk& c : chunks) params.add(c, 1);
+  for (const Action& a : step_end_actions(dp, m, l, params, !p.embedding_group.empty())) {
     if (a.kind == ActionKind::optimizer_step) {
       emit(p, a, finals);
     } else {

@@ -37,8 +37,8 @@ struct Chunk {
 // The units of one virtual stage on a rank (schedule_layer.cpp).
 Chunk build_chunk(const Model& m, const Training& t, const Layout& l, int chunk, int virtual_stage);
 
-// One unit of each kind as build_chunk makes them (the layers' with layer index 0): what
-// fold_program repeats instead of building every layer's.
+// One unit of each kind as build_chunk makes them (the layers' with layer index 0; moe empty for
+// a dense model): what fold_program repeats instead of building every layer's.
 struct UnitKinds {
   Unit embedding, dense, moe, head;
 };
@@ -75,9 +75,6 @@ constexpr bool holds_embedding_pair(const Model& m, const Layout& l, int pp_rank
   return m.tied_embeddings && l.pp > 1 && (pp_rank == 0 || pp_rank == l.pp - 1);
 }
 
-// ZeRO-3 makes each unit with parameters its own bucket; otherwise grad_bucket_params.
-int64_t bucket_threshold(const Layout& l);
-
 DataParallel plan_data_parallel(const Training& t, const Layout& l,
                                 const std::vector<Chunk>& chunks);
 
@@ -105,10 +102,15 @@ std::vector<uint32_t> before_unit(Program& p, DataParallel& dp, const Chunk& c, 
 // After a unit's pass: ZeRO-3 bookkeeping, and gradient reductions of the buckets it completes.
 void after_unit(Program& p, DataParallel& dp, const Chunk& c, int unit, int micro_batch, Pass pass,
                 uint32_t last_compute, bool last_backward_of_chunk);
+// A rank's parameters over its chunks' units: dense, expert, and replicated over tp.
+struct StageParams {
+  int64_t dense = 0, expert = 0, replicated = 0;
+  void add(const Chunk& c, int64_t times);
+};
 // The step's end: the norm (SP) and tied-embedding (`embedding_pair`) gradient reductions, then
 // the optimizer step, last.
 std::vector<Action> step_end_actions(const DataParallel& dp, const Model& m, const Layout& l,
-                                     const std::vector<Chunk>& chunks, bool embedding_pair);
+                                     const StageParams& params, bool embedding_pair);
 void emit_step_end(Program& p, DataParallel& dp, const Model& m, const Layout& l,
                    const std::vector<Chunk>& chunks);
 

@@ -3,6 +3,9 @@
 // build_program emits them with (schedule_data_parallel.cpp), over units that carry no steps.
 #include "core/schedule_fold.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "core/schedule_detail.h"
 
 namespace shardplan {
@@ -11,12 +14,14 @@ namespace {
 
 class Folder {
  public:
+  Folder() { out_.reserve(64); }
+  // Newest first: repeats (a ZeRO-3 unit's gathers, layer after layer) match the latest entries.
   void add(const Action& a, int64_t per_microbatch, int64_t per_step) {
     if (per_microbatch == 0 && per_step == 0) return;
-    for (FoldedAction& f : out_)
-      if (same_priced_action(f.action, a) && (f.per_microbatch > 0) == (per_microbatch > 0)) {
-        f.per_microbatch += per_microbatch;
-        f.per_step += per_step;
+    for (auto f = out_.rbegin(); f != out_.rend(); ++f)
+      if ((f->per_microbatch > 0) == (per_microbatch > 0) && same_priced_action(f->action, a)) {
+        f->per_microbatch += per_microbatch;
+        f->per_step += per_step;
         return;
       }
     Action kept = a;
@@ -25,7 +30,8 @@ class Folder {
     out_.push_back({kept, per_microbatch, per_step});
   }
   void add_steps(const std::vector<Action>& steps, int64_t times) {
-    for (const Action& a : steps) add(a, times, 0);
+    if (times > 0)
+      for (const Action& a : steps) add(a, times, 0);
   }
   std::vector<FoldedAction> take() { return std::move(out_); }
 
@@ -44,6 +50,20 @@ sd::Unit bare(const sd::Unit& kind, int layer_begin, int layer_end) {
   return u;
 }
 
+// What makes two chunks of a rank fold alike: whether they hold an end of the model, and their
+// layers' count and MoE pattern (a layer is an MoE layer by its index modulo layer_freq).
+struct ChunkShape {
+  bool first = false, last = false;
+  int layers = 0, moe_phase = 0;
+  bool operator==(const ChunkShape&) const = default;
+};
+
+ChunkShape chunk_shape(const Model& m, const Layout& l, int vs) {
+  const LayerRange layers = virtual_stage_layers(m, l, vs);
+  return {vs == 0, vs == l.pp * l.vpp - 1, layers.end - layers.begin,
+          m.is_moe() ? layers.begin % m.moe.layer_freq : 0};
+}
+
 }  // namespace
 
 bool same_priced_action(const Action& a, const Action& b) {
@@ -56,14 +76,34 @@ bool same_priced_action(const Action& a, const Action& b) {
 std::vector<FoldedAction> fold_program(const Model& m, const Training& t, const Layout& l,
                                        int64_t rank) {
   const RankCoord coord = rank_coord(l, rank);
-  const sd::UnitKinds kinds = sd::unit_kinds(m, t, l);
   const int last_stage = l.pp * l.vpp - 1;
-  const int64_t p2p = sd::p2p_bytes(m, t, l);
-  Folder f;
-  std::vector<sd::Chunk> chunks;
+  // The rank's chunks by shape, each shape with how many chunks have it: the middle chunks of an
+  // interleaved rank are all alike.
+  std::vector<std::pair<int, int64_t>> shapes;  // a chunk of the shape, and its count
+  std::vector<ChunkShape> seen;
   for (int c = 0; c < l.vpp; ++c) {
+    const ChunkShape shape = chunk_shape(m, l, virtual_stage(l, coord.pp, c));
+    const auto it = std::find(seen.begin(), seen.end(), shape);
+    if (it != seen.end()) {
+      ++shapes[static_cast<size_t>(it - seen.begin())].second;
+      continue;
+    }
+    seen.push_back(shape);
+    shapes.emplace_back(c, 1);
+  }
+
+  const sd::UnitKinds kinds = sd::unit_kinds(m, t, l);
+  const int64_t p2p = sd::p2p_bytes(m, t, l);
+  RankCoord next = coord, previous = coord;
+  next.pp = (coord.pp + 1) % l.pp;
+  previous.pp = (coord.pp + l.pp - 1) % l.pp;
+  const int64_t next_rank = rank_of(l, next), previous_rank = rank_of(l, previous);
+  Folder f;
+  std::vector<sd::Chunk> chunks;  // one of each shape, numbered in `shapes`' order
+  sd::StageParams params;
+  for (const auto& [c, times] : shapes) {
     const int vs = virtual_stage(l, coord.pp, c);
-    sd::Chunk chunk{c, vs, {}};
+    sd::Chunk chunk{static_cast<int>(chunks.size()), vs, {}};
     const LayerRange layers = virtual_stage_layers(m, l, vs);
     chunk.units.reserve(static_cast<size_t>(layers.end - layers.begin + 2));
     int64_t moe = 0;
@@ -74,48 +114,51 @@ std::vector<FoldedAction> fold_program(const Model& m, const Training& t, const 
       chunk.units.push_back(bare(is_moe ? kinds.moe : kinds.dense, layer, layer + 1));
     }
     if (vs == last_stage) chunk.units.push_back(bare(kinds.head, m.num_layers, m.num_layers));
+    const int64_t dense = layers.end - layers.begin - moe;
 
     // A micro-batch's passes: the forward's receive, units and send, then the backward's.
-    const auto message = [&](ActionKind kind, Pass pass, int peer_stage) {
-      RankCoord peer = coord;
-      peer.pp = peer_stage % l.pp;
+    const auto message = [&](ActionKind kind, Pass pass, int64_t peer) {
       f.add(Action{.kind = kind,
                    .stream = Stream::pp_comm,
                    .pass = pass,
                    .micro_batch = 0,
                    .chunk = c,
-                   .peer = rank_of(l, peer),
+                   .peer = peer,
                    .bytes = p2p},
-            1, 0);
+            times, 0);
     };
-    if (vs > 0) message(ActionKind::recv, Pass::forward, vs - 1);
-    if (vs == 0) f.add_steps(kinds.embedding.forward, 1);
-    f.add_steps(kinds.dense.forward, layers.end - layers.begin - moe);
-    f.add_steps(kinds.moe.forward, moe);
-    if (vs == last_stage) f.add_steps(kinds.head.forward, 1);
-    if (vs < last_stage) message(ActionKind::send, Pass::forward, vs + 1);
-    if (vs < last_stage) message(ActionKind::recv, Pass::backward, vs + 1);
-    if (vs == last_stage) f.add_steps(kinds.head.backward, 1);
-    f.add_steps(kinds.moe.backward, moe);
-    f.add_steps(kinds.dense.backward, layers.end - layers.begin - moe);
-    if (vs == 0) f.add_steps(kinds.embedding.backward, 1);
-    if (vs > 0) message(ActionKind::send, Pass::backward, vs - 1);
+    if (vs > 0) message(ActionKind::recv, Pass::forward, previous_rank);
+    if (vs == 0) f.add_steps(kinds.embedding.forward, times);
+    f.add_steps(kinds.dense.forward, times * dense);
+    f.add_steps(kinds.moe.forward, times * moe);
+    if (vs == last_stage) f.add_steps(kinds.head.forward, times);
+    if (vs < last_stage) message(ActionKind::send, Pass::forward, next_rank);
+    if (vs < last_stage) message(ActionKind::recv, Pass::backward, next_rank);
+    if (vs == last_stage) f.add_steps(kinds.head.backward, times);
+    f.add_steps(kinds.moe.backward, times * moe);
+    f.add_steps(kinds.dense.backward, times * dense);
+    if (vs == 0) f.add_steps(kinds.embedding.backward, times);
+    if (vs > 0) message(ActionKind::send, Pass::backward, previous_rank);
+    params.add(chunk, times);
     chunks.push_back(std::move(chunk));
   }
 
   const sd::DataParallel dp = sd::plan_data_parallel(t, l, chunks);
   const int64_t every_microbatch = sd::reduces_every_microbatch(l.zero) ? 1 : 0;
-  for (const sd::Chunk& c : chunks)
+  for (const sd::Chunk& c : chunks) {
+    const int64_t times = shapes[static_cast<size_t>(c.chunk)].second;
     for (const sd::Bucket& b : dp.buckets[static_cast<size_t>(c.chunk)]) {
-      if (l.zero == 1 || l.zero == 2) f.add(sd::step_start_gather(dp, c, b), 0, 1);
+      if (l.zero == 1 || l.zero == 2) f.add(sd::step_start_gather(dp, c, b), 0, times);
       if (l.zero == 3) {
-        f.add(sd::unit_gather(dp, c, b, 0, Pass::forward), 1, 0);
-        f.add(sd::unit_gather(dp, c, b, 0, Pass::backward), 1, 0);
+        f.add(sd::unit_gather(dp, c, b, 0, Pass::forward), times, 0);
+        f.add(sd::unit_gather(dp, c, b, 0, Pass::backward), times, 0);
       }
-      f.add(sd::bucket_reduction(dp, c, b, 0), every_microbatch, 1 - every_microbatch);
+      f.add(sd::bucket_reduction(dp, c, b, 0), times * every_microbatch,
+            times * (1 - every_microbatch));
     }
+  }
   for (const Action& a :
-       sd::step_end_actions(dp, m, l, chunks, sd::holds_embedding_pair(m, l, coord.pp)))
+       sd::step_end_actions(dp, m, l, params, sd::holds_embedding_pair(m, l, coord.pp)))
     f.add(a, 0, 1);
   return f.take();
 }

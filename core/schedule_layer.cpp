@@ -168,6 +168,9 @@ Unit layer_unit(const Model& m, const Layout& l, const LayerComm& comm, int laye
             part_bit(Part::attention_core) | part_bit(Part::mlp_norm) |
             (moe ? part_bit(Part::router) | part_bit(Part::experts) : part_bit(Part::mlp));
   u.params = layer_param_shard(m, l, moe);
+  // A layer's pass has at most 14 steps (an MoE layer's backward under SP, cp and ep).
+  u.forward.reserve(16);
+  u.backward.reserve(l.recompute == Recompute::full ? 32 : 16);
   PassSteps fwd{u.forward, Pass::forward, u, comm};
   layer_forward(fwd, moe);
   if (l.recompute == Recompute::full) {
@@ -244,7 +247,7 @@ Chunk build_chunk(const Model& m, const Training& t, const Layout& l, int chunk,
 UnitKinds unit_kinds(const Model& m, const Training& t, const Layout& l) {
   const LayerComm comm = layer_comm(m, t, l);
   return {embedding_unit(m, l, comm), layer_unit(m, l, comm, 0, false),
-          layer_unit(m, l, comm, 0, true), head_unit(m, l, comm)};
+          m.is_moe() ? layer_unit(m, l, comm, 0, true) : Unit{}, head_unit(m, l, comm)};
 }
 
 int64_t p2p_bytes(const Model& m, const Training& t, const Layout& l) {

@@ -29,13 +29,16 @@ std::vector<int64_t> zero_unit_params(const Model& m, const Layout& l, int stage
   std::vector<int64_t> out;
   for (int chunk = 0; chunk < l.vpp; ++chunk) {
     const int vs = virtual_stage(l, stage, chunk);
-    std::vector<int64_t> units;  // the chunk's, as build_chunk makes them
-    if (vs == 0) units.push_back(first_stage_params(m, l).dense());
     const LayerRange layers = virtual_stage_layers(m, l, vs);
+    std::vector<int64_t> units;  // the chunk's, as build_chunk makes them
+    units.reserve(static_cast<size_t>(layers.end - layers.begin + 2));
+    if (vs == 0) units.push_back(first_stage_params(m, l).dense());
+    const int64_t dense = layer_param_shard(m, l, false).dense();
+    const int64_t moe = m.is_moe() ? layer_param_shard(m, l, true).dense() : 0;
     for (int layer = layers.begin; layer < layers.end; ++layer)
-      units.push_back(layer_param_shard(m, l, m.is_moe_layer(layer)).dense());
+      units.push_back(m.is_moe_layer(layer) ? moe : dense);
     if (vs == l.pp * l.vpp - 1) units.push_back(last_stage_params(m, l).dense());
-    for (const UnitSpan& b : gradient_buckets(units, fsdp ? 1 : grad_bucket_params(l))) {
+    for (const UnitSpan& b : gradient_buckets(units, bucket_threshold(l))) {
       if (head_borrows && vs == 0 && b.first == 0) {
         const int64_t word = word_embedding_shard(m, l.tp);
         out.push_back(word);
