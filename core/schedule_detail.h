@@ -38,11 +38,12 @@ struct Chunk {
 Chunk build_chunk(const Model& m, const Training& t, const Layout& l, int chunk, int virtual_stage);
 
 // One unit of each kind as build_chunk makes them (the layers' with layer index 0; moe empty for
-// a dense model): what fold_program repeats instead of building every layer's.
+// a dense model): what fold_program repeats instead of building every layer's. Without `steps`,
+// their parameters and parts alone (what the data-parallel plan reads).
 struct UnitKinds {
   Unit embedding, dense, moe, head;
 };
-UnitKinds unit_kinds(const Model& m, const Training& t, const Layout& l);
+UnitKinds unit_kinds(const Model& m, const Training& t, const Layout& l, bool steps);
 
 // Bytes of one pipeline message (activation or its gradient) of a micro-batch: Megatron-LM's
 // p2p tensor shape (s/cp, b, h), further split over tp under sequence parallelism.

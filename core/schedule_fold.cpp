@@ -64,25 +64,13 @@ ChunkShape chunk_shape(const Model& m, const Layout& l, int vs) {
           m.is_moe() ? layers.begin % m.moe.layer_freq : 0};
 }
 
-}  // namespace
-
-bool same_priced_action(const Action& a, const Action& b) {
-  return a.kind == b.kind && a.stream == b.stream && a.pass == b.pass && a.op == b.op &&
-         a.group == b.group && a.bytes == b.bytes && a.params == b.params &&
-         (a.kind != ActionKind::compute || a.parts == b.parts) &&
-         reads_cold_input(a) == reads_cold_input(b);
-}
-
-std::vector<FoldedAction> fold_program(const Model& m, const Training& t, const Layout& l,
-                                       int64_t rank) {
-  const RankCoord coord = rank_coord(l, rank);
-  const int last_stage = l.pp * l.vpp - 1;
-  // The rank's chunks by shape, each shape with how many chunks have it: the middle chunks of an
-  // interleaved rank are all alike.
-  std::vector<std::pair<int, int64_t>> shapes;  // a chunk of the shape, and its count
+// A rank's chunks by shape: one chunk of each (its index) with how many chunks have it. The
+// middle chunks of an interleaved rank are all alike.
+std::vector<std::pair<int, int64_t>> chunk_shapes(const Model& m, const Layout& l, int pp_rank) {
+  std::vector<std::pair<int, int64_t>> shapes;
   std::vector<ChunkShape> seen;
   for (int c = 0; c < l.vpp; ++c) {
-    const ChunkShape shape = chunk_shape(m, l, virtual_stage(l, coord.pp, c));
+    const ChunkShape shape = chunk_shape(m, l, virtual_stage(l, pp_rank, c));
     const auto it = std::find(seen.begin(), seen.end(), shape);
     if (it != seen.end()) {
       ++shapes[static_cast<size_t>(it - seen.begin())].second;
@@ -91,33 +79,31 @@ std::vector<FoldedAction> fold_program(const Model& m, const Training& t, const 
     seen.push_back(shape);
     shapes.emplace_back(c, 1);
   }
+  return shapes;
+}
 
-  const sd::UnitKinds kinds = sd::unit_kinds(m, t, l);
+int moe_layers(const Model& m, LayerRange layers) {
+  int n = 0;
+  for (int layer = layers.begin; layer < layers.end; ++layer) n += m.is_moe_layer(layer) ? 1 : 0;
+  return n;
+}
+
+// A micro-batch's passes over each chunk: the forward's receive, units and send, then the
+// backward's.
+void add_passes(Folder& f, const Model& m, const Training& t, const Layout& l, int64_t rank) {
+  const RankCoord coord = rank_coord(l, rank);
+  const int last_stage = l.pp * l.vpp - 1;
+  const sd::UnitKinds kinds = sd::unit_kinds(m, t, l, true);
   const int64_t p2p = sd::p2p_bytes(m, t, l);
   RankCoord next = coord, previous = coord;
   next.pp = (coord.pp + 1) % l.pp;
   previous.pp = (coord.pp + l.pp - 1) % l.pp;
   const int64_t next_rank = rank_of(l, next), previous_rank = rank_of(l, previous);
-  Folder f;
-  std::vector<sd::Chunk> chunks;  // one of each shape, numbered in `shapes`' order
-  sd::StageParams params;
-  for (const auto& [c, times] : shapes) {
+  for (const auto& [c, times] : chunk_shapes(m, l, coord.pp)) {
     const int vs = virtual_stage(l, coord.pp, c);
-    sd::Chunk chunk{static_cast<int>(chunks.size()), vs, {}};
     const LayerRange layers = virtual_stage_layers(m, l, vs);
-    chunk.units.reserve(static_cast<size_t>(layers.end - layers.begin + 2));
-    int64_t moe = 0;
-    if (vs == 0) chunk.units.push_back(bare(kinds.embedding, 0, 0));
-    for (int layer = layers.begin; layer < layers.end; ++layer) {
-      const bool is_moe = m.is_moe_layer(layer);
-      moe += is_moe ? 1 : 0;
-      chunk.units.push_back(bare(is_moe ? kinds.moe : kinds.dense, layer, layer + 1));
-    }
-    if (vs == last_stage) chunk.units.push_back(bare(kinds.head, m.num_layers, m.num_layers));
-    const int64_t dense = layers.end - layers.begin - moe;
-
-    // A micro-batch's passes: the forward's receive, units and send, then the backward's.
-    const auto message = [&](ActionKind kind, Pass pass, int64_t peer) {
+    const int64_t moe = moe_layers(m, layers), dense = layers.end - layers.begin - moe;
+    const auto message = [&, c = c, times = times](ActionKind kind, Pass pass, int64_t peer) {
       f.add(Action{.kind = kind,
                    .stream = Stream::pp_comm,
                    .pass = pass,
@@ -139,10 +125,30 @@ std::vector<FoldedAction> fold_program(const Model& m, const Training& t, const 
     f.add_steps(kinds.dense.backward, times * dense);
     if (vs == 0) f.add_steps(kinds.embedding.backward, times);
     if (vs > 0) message(ActionKind::send, Pass::backward, previous_rank);
+  }
+}
+
+// The data-parallel actions over the chunks' units (without their steps), then the step's end.
+void add_data_parallel(Folder& f, const Model& m, const Training& t, const Layout& l,
+                       int64_t rank) {
+  const int pp_rank = rank_coord(l, rank).pp;
+  const int last_stage = l.pp * l.vpp - 1;
+  const sd::UnitKinds kinds = sd::unit_kinds(m, t, l, false);
+  const std::vector<std::pair<int, int64_t>> shapes = chunk_shapes(m, l, pp_rank);
+  std::vector<sd::Chunk> chunks;  // one of each shape, numbered in `shapes`' order
+  sd::StageParams params;
+  for (const auto& [c, times] : shapes) {
+    const int vs = virtual_stage(l, pp_rank, c);
+    sd::Chunk chunk{static_cast<int>(chunks.size()), vs, {}};
+    const LayerRange layers = virtual_stage_layers(m, l, vs);
+    chunk.units.reserve(static_cast<size_t>(layers.end - layers.begin + 2));
+    if (vs == 0) chunk.units.push_back(bare(kinds.embedding, 0, 0));
+    for (int layer = layers.begin; layer < layers.end; ++layer)
+      chunk.units.push_back(bare(m.is_moe_layer(layer) ? kinds.moe : kinds.dense, layer, layer + 1));
+    if (vs == last_stage) chunk.units.push_back(bare(kinds.head, m.num_layers, m.num_layers));
     params.add(chunk, times);
     chunks.push_back(std::move(chunk));
   }
-
   const sd::DataParallel dp = sd::plan_data_parallel(t, l, chunks);
   const int64_t every_microbatch = sd::reduces_every_microbatch(l.zero) ? 1 : 0;
   for (const sd::Chunk& c : chunks) {
@@ -158,8 +164,38 @@ std::vector<FoldedAction> fold_program(const Model& m, const Training& t, const 
     }
   }
   for (const Action& a :
-       sd::step_end_actions(dp, m, l, params, sd::holds_embedding_pair(m, l, coord.pp)))
+       sd::step_end_actions(dp, m, l, params, sd::holds_embedding_pair(m, l, pp_rank)))
     f.add(a, 0, 1);
+}
+
+}  // namespace
+
+bool same_priced_action(const Action& a, const Action& b) {
+  return a.kind == b.kind && a.stream == b.stream && a.pass == b.pass && a.op == b.op &&
+         a.group == b.group && a.bytes == b.bytes && a.params == b.params &&
+         (a.kind != ActionKind::compute || a.parts == b.parts) &&
+         reads_cold_input(a) == reads_cold_input(b);
+}
+
+std::vector<FoldedAction> fold_passes(const Model& m, const Training& t, const Layout& l,
+                                      int64_t rank) {
+  Folder f;
+  add_passes(f, m, t, l, rank);
+  return f.take();
+}
+
+std::vector<FoldedAction> fold_data_parallel(const Model& m, const Training& t, const Layout& l,
+                                             int64_t rank) {
+  Folder f;
+  add_data_parallel(f, m, t, l, rank);
+  return f.take();
+}
+
+std::vector<FoldedAction> fold_program(const Model& m, const Training& t, const Layout& l,
+                                       int64_t rank) {
+  Folder f;
+  add_passes(f, m, t, l, rank);
+  add_data_parallel(f, m, t, l, rank);
   return f.take();
 }
 

@@ -33,6 +33,14 @@ struct FoldedAction {
 std::vector<FoldedAction> fold_program(const Model& m, const Training& t, const Layout& l,
                                        int64_t rank);
 
+// fold_program's two halves, each folded alone: the micro-batches' passes (compute, a layer's
+// collectives, pipeline messages), which depend on no ZeRO stage and no data-parallel size but
+// through the rank's placement, and the data-parallel actions and the step's end.
+std::vector<FoldedAction> fold_passes(const Model& m, const Training& t, const Layout& l,
+                                      int64_t rank);
+std::vector<FoldedAction> fold_data_parallel(const Model& m, const Training& t, const Layout& l,
+                                             int64_t rank);
+
 // Whether two actions cost the same wherever they run on one rank: the same kind, stream, pass,
 // op, group, bytes and parameters, the same parts (compute), and the same reads_cold_input.
 bool same_priced_action(const Action& a, const Action& b);

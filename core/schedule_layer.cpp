@@ -160,7 +160,8 @@ void layer_backward(PassSteps& s, bool moe) {
   s.compute(Part::attention_norm);
 }
 
-Unit layer_unit(const Model& m, const Layout& l, const LayerComm& comm, int layer, bool moe) {
+Unit layer_unit(const Model& m, const Layout& l, const LayerComm& comm, int layer, bool moe,
+                bool steps = true) {
   Unit u;
   u.layer_begin = layer;
   u.layer_end = layer + 1;
@@ -168,6 +169,7 @@ Unit layer_unit(const Model& m, const Layout& l, const LayerComm& comm, int laye
             part_bit(Part::attention_core) | part_bit(Part::mlp_norm) |
             (moe ? part_bit(Part::router) | part_bit(Part::experts) : part_bit(Part::mlp));
   u.params = layer_param_shard(m, l, moe);
+  if (!steps) return u;
   // A layer's pass has at most 14 steps (an MoE layer's backward under SP, cp and ep).
   u.forward.reserve(16);
   u.backward.reserve(l.recompute == Recompute::full ? 32 : 16);
@@ -209,22 +211,22 @@ void end_passes(Unit& u, Part part, const LayerComm& comm) {
   }
 }
 
-Unit embedding_unit(const Model& m, const Layout& l, const LayerComm& comm) {
+Unit embedding_unit(const Model& m, const Layout& l, const LayerComm& comm, bool steps = true) {
   Unit u;
   u.parts = part_bit(Part::embedding);
   u.params = first_stage_params(m, l);
-  end_passes(u, Part::embedding, comm);
+  if (steps) end_passes(u, Part::embedding, comm);
   return u;
 }
 
 // Final norm, vocab-parallel LM head and loss.
-Unit head_unit(const Model& m, const Layout& l, const LayerComm& comm) {
+Unit head_unit(const Model& m, const Layout& l, const LayerComm& comm, bool steps = true) {
   Unit u;
   u.layer_begin = u.layer_end = m.num_layers;
   u.parts = part_bit(Part::head_norm) | part_bit(Part::head);
   u.params = last_stage_params(m, l);
   if (m.tied_embeddings && l.pp == 1) u.borrowed_params = word_embedding_shard(m, l.tp);
-  end_passes(u, Part::head, comm);
+  if (steps) end_passes(u, Part::head, comm);
   return u;
 }
 
@@ -244,10 +246,11 @@ Chunk build_chunk(const Model& m, const Training& t, const Layout& l, int chunk,
   return c;
 }
 
-UnitKinds unit_kinds(const Model& m, const Training& t, const Layout& l) {
+UnitKinds unit_kinds(const Model& m, const Training& t, const Layout& l, bool steps) {
   const LayerComm comm = layer_comm(m, t, l);
-  return {embedding_unit(m, l, comm), layer_unit(m, l, comm, 0, false),
-          m.is_moe() ? layer_unit(m, l, comm, 0, true) : Unit{}, head_unit(m, l, comm)};
+  return {embedding_unit(m, l, comm, steps), layer_unit(m, l, comm, 0, false, steps),
+          m.is_moe() ? layer_unit(m, l, comm, 0, true, steps) : Unit{},
+          head_unit(m, l, comm, steps)};
 }
 
 int64_t p2p_bytes(const Model& m, const Training& t, const Layout& l) {

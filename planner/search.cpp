@@ -106,11 +106,12 @@ class Search {
 
   // Prices candidates in chunks taken from a shared counter until none is left.
   void work(Partial& p) {
+    EstimateCache cache;  // this thread's: the enumeration runs a layout's ZeRO stages in a row
     for (;;) {
       const size_t begin = next_.fetch_add(kChunk);
       if (begin >= layouts_.size()) return;
       const size_t end = std::min(begin + kChunk, layouts_.size());
-      for (size_t i = begin; i < end; ++i) price(p, static_cast<int64_t>(i));
+      for (size_t i = begin; i < end; ++i) price(p, static_cast<int64_t>(i), cache);
       done_.fetch_add(end - begin);
     }
   }
@@ -118,7 +119,7 @@ class Search {
   size_t done() const { return done_.load(); }
 
  private:
-  void price(Partial& p, int64_t index) {
+  void price(Partial& p, int64_t index, EstimateCache& cache) {
     const Layout& l = layouts_[static_cast<size_t>(index)];
     const RankMemory mem = worst_stage_memory(m_, t_, l, c_.device, o_.execution).memory;
     if (!mem.fits()) {
@@ -129,7 +130,7 @@ class Search {
       return;
     }
     ++p.fitting;
-    const Estimate e = estimate(m_, c_, t_, l, o_.execution);
+    const Estimate e = estimate(m_, c_, t_, l, o_.execution, &cache);
     const Key k{objective_value(o_.objective, e, c_, t_), e.memory().peak_bytes(), index};
     keep_smallest(p.top, k, static_cast<size_t>(o_.top_k));
     for (size_t a = 0; a < kAxisCount; ++a) {

@@ -162,29 +162,35 @@ PricedComm price_comm(const Context& ctx, const Action& a, int64_t rank, SpanCac
   return p;
 }
 
-// The program of `rank` (one of stage s's), folded, priced action by action. `spans` holds the
-// groups of one rank of its stage (or of any stage when all are placed alike).
-StageTiming time_stage(const Context& ctx, int64_t rank, SpanCache& spans,
-                       std::vector<CollectiveEstimate>* records) {
-  const Layout& l = ctx.l;
-  StageTiming st;
-  const bool overlapped_p2p = pipeline_messages_overlap(l);
+// A stage's folded actions priced: compute per micro-batch, communication by window and
+// stream, the optimizer step, and one record per kind and size of communication.
+struct PricedActions {
+  MicrobatchCompute compute;
   Loads per_mb{}, per_step{};
   double fill_drain_s = 0;  // overlapped pipeline messages: those of the fill and drain
-  if (records) records->clear();
-  for (const FoldedAction& f : fold_program(ctx.m, ctx.t, l, rank)) {
+  double optimizer_s = 0;
+  double optimizer_bytes = 0;
+  std::vector<CollectiveEstimate> records;
+};
+
+// Adds the folded actions of `rank` (one of its stage's), priced action by action. `spans` holds
+// the groups of one rank of its stage (or of any stage when all are placed alike).
+void price_into(const Context& ctx, int64_t rank, SpanCache& spans,
+                const std::vector<FoldedAction>& folded, PricedActions& p) {
+  const Layout& l = ctx.l;
+  for (const FoldedAction& f : folded) {
     const Action& a = f.action;
     if (a.kind == ActionKind::compute) {
       const MicrobatchCompute c = compute_action_cost(ctx.parts, a, l.recompute);
       const double times = static_cast<double>(f.per_microbatch);
-      add_pass(st.compute.forward, c.forward, times);
-      add_pass(st.compute.backward, c.backward, times);
-      add_pass(st.compute.recompute, c.recompute, times);
+      add_pass(p.compute.forward, c.forward, times);
+      add_pass(p.compute.backward, c.backward, times);
+      add_pass(p.compute.recompute, c.recompute, times);
       continue;
     }
     if (a.kind == ActionKind::optimizer_step) {
-      st.optimizer_bytes += optimizer_step_bytes(ctx.t, a.params);
-      st.optimizer_s += optimizer_step_time_s(ctx.rates, ctx.t, a.params);
+      p.optimizer_bytes += optimizer_step_bytes(ctx.t, a.params);
+      p.optimizer_s += optimizer_step_time_s(ctx.rates, ctx.t, a.params);
       continue;
     }
     if (a.kind == ActionKind::recv) continue;  // its time is its send's
@@ -194,79 +200,177 @@ StageTiming time_stage(const Context& ctx, int64_t rank, SpanCache& spans,
     const CommWindow window = comm_window(a);
     const int64_t calls = mb ? f.per_microbatch : f.per_step;
     WindowLoad& load =
-        (mb ? per_mb : per_step)[static_cast<size_t>(window)][static_cast<size_t>(a.stream)];
+        (mb ? p.per_mb : p.per_step)[static_cast<size_t>(window)][static_cast<size_t>(a.stream)];
     load.total_s += static_cast<double>(calls) * call_s;
     load.longest_call_s = std::max(load.longest_call_s, call_s);
     // The fill's forward sends and the drain's backward ones: p − 1 each.
-    if (window == CommWindow::pipeline && overlapped_p2p) fill_drain_s += (l.pp - 1) * call_s;
-    if (records) {
-      const int64_t per_step_calls = mb ? calls * l.num_microbatches : calls;
-      // The forward's and the backward's collectives of one kind and size read as one line.
-      const auto same = std::find_if(records->begin(), records->end(), [&](const auto& r) {
-        return r.window == window && (r.frequency == CommFrequency::per_microbatch) == mb &&
-               r.action.kind == a.kind && r.action.op == a.op && r.action.group == a.group &&
-               r.action.bytes == a.bytes && r.action.params == a.params &&
-               reads_cold_input(r.action) == reads_cold_input(a) &&
-               (a.kind != ActionKind::send || r.action.pass == a.pass);
-      });
-      if (same != records->end()) {
-        same->calls_per_step += per_step_calls;
-        same->volume_bytes += volume_bytes(a.op, a.bytes, priced.span.size, per_step_calls);
-        same->total_s += static_cast<double>(per_step_calls) * call_s;
-        continue;
-      }
-      records->push_back({a, mb ? CommFrequency::per_microbatch : CommFrequency::per_step, window,
-                          priced.span, ctx.c.levels[priced.span.level].name, priced.cost,
-                          priced.local_s, per_step_calls,
-                          volume_bytes(a.op, a.bytes, priced.span.size, per_step_calls),
-                          static_cast<double>(per_step_calls) * call_s, 0});
+    if (window == CommWindow::pipeline && pipeline_messages_overlap(l))
+      p.fill_drain_s += (l.pp - 1) * call_s;
+    const int64_t per_step_calls = mb ? calls * l.num_microbatches : calls;
+    // The forward's and the backward's collectives of one kind and size read as one line.
+    const auto same = std::find_if(p.records.begin(), p.records.end(), [&](const auto& r) {
+      return r.window == window && (r.frequency == CommFrequency::per_microbatch) == mb &&
+             r.action.kind == a.kind && r.action.op == a.op && r.action.group == a.group &&
+             r.action.bytes == a.bytes && r.action.params == a.params &&
+             reads_cold_input(r.action) == reads_cold_input(a) &&
+             (a.kind != ActionKind::send || r.action.pass == a.pass);
+    });
+    if (same != p.records.end()) {
+      same->calls_per_step += per_step_calls;
+      same->volume_bytes += volume_bytes(a.op, a.bytes, priced.span.size, per_step_calls);
+      same->total_s += static_cast<double>(per_step_calls) * call_s;
+      continue;
     }
+    p.records.push_back({a, mb ? CommFrequency::per_microbatch : CommFrequency::per_step, window,
+                         priced.span, ctx.c.levels[priced.span.level].name, priced.cost,
+                         priced.local_s, per_step_calls,
+                         volume_bytes(a.op, a.bytes, priced.span.size, per_step_calls),
+                         static_cast<double>(per_step_calls) * call_s, 0});
   }
+}
+
+// What the stage's priced actions leave on the critical path; with `records`, each record with
+// its share of its window's exposed time.
+StageTiming finish(const Context& ctx, const PricedActions& p,
+                   std::vector<CollectiveEstimate>* records) {
+  const Layout& l = ctx.l;
+  const bool overlapped_p2p = pipeline_messages_overlap(l);
+  StageTiming st;
+  st.compute = p.compute;
+  st.optimizer_s = p.optimizer_s;
+  st.optimizer_bytes = p.optimizer_bytes;
   std::array<double, kWindows> exposed_mb{}, exposed_step{};
   for (size_t w = 0; w < kWindows; ++w) {
-    exposed_mb[w] = window_exposed_s(w, per_mb, st.compute, overlapped_p2p, ctx.x.streams);
-    exposed_step[w] = window_exposed_s(w, per_step, st.compute, overlapped_p2p, ctx.x.streams);
+    exposed_mb[w] = window_exposed_s(w, p.per_mb, st.compute, overlapped_p2p, ctx.x.streams);
+    exposed_step[w] = window_exposed_s(w, p.per_step, st.compute, overlapped_p2p, ctx.x.streams);
     st.microbatch_comm_s += exposed_mb[w];
     st.step_comm_s += exposed_step[w];
   }
-  st.step_comm_s += fill_drain_s;
-  if (records) {
-    // Each window's exposed time, shared among its actions by their share of its load.
-    std::array<double, kWindows> load_mb{}, load_step{};
-    for (size_t w = 0; w < kWindows; ++w)
-      for (size_t stream = 0; stream < kNumStreams; ++stream) {
-        load_mb[w] += per_mb[w][stream].total_s;
-        load_step[w] += per_step[w][stream].total_s;
-      }
-    for (CollectiveEstimate& r : *records) {
-      const size_t w = static_cast<size_t>(r.window);
-      const bool mb = r.frequency == CommFrequency::per_microbatch;
-      const double load_s = (mb ? load_mb : load_step)[w];
-      const double per_call_total =
-          static_cast<double>(mb ? r.calls_per_step / l.num_microbatches : r.calls_per_step) *
-          (r.cost.time_s + r.local_s);
-      if (load_s > 0)
-        r.exposed_s =
-            (mb ? exposed_mb[w] * l.num_microbatches : exposed_step[w]) * per_call_total / load_s;
-      if (r.window == CommWindow::pipeline && overlapped_p2p)
-        r.exposed_s += (l.pp - 1) * r.cost.time_s;
+  st.step_comm_s += p.fill_drain_s;
+  if (!records) return st;
+  *records = p.records;
+  // Each window's exposed time, shared among its actions by their share of its load.
+  std::array<double, kWindows> load_mb{}, load_step{};
+  for (size_t w = 0; w < kWindows; ++w)
+    for (size_t stream = 0; stream < kNumStreams; ++stream) {
+      load_mb[w] += p.per_mb[w][stream].total_s;
+      load_step[w] += p.per_step[w][stream].total_s;
     }
+  for (CollectiveEstimate& r : *records) {
+    const size_t w = static_cast<size_t>(r.window);
+    const bool mb = r.frequency == CommFrequency::per_microbatch;
+    const double load_s = (mb ? load_mb : load_step)[w];
+    const double per_call_total =
+        static_cast<double>(mb ? r.calls_per_step / l.num_microbatches : r.calls_per_step) *
+        (r.cost.time_s + r.local_s);
+    if (load_s > 0)
+      r.exposed_s =
+          (mb ? exposed_mb[w] * l.num_microbatches : exposed_step[w]) * per_call_total / load_s;
+    if (r.window == CommWindow::pipeline && overlapped_p2p)
+      r.exposed_s += (l.pp - 1) * r.cost.time_s;
   }
   return st;
+}
+
+// The passes of one stage's program priced, kept for the layouts that differ from this one only
+// in their ZeRO stage.
+struct CachedPasses {
+  int64_t rank = 0;
+  PricedActions priced;
+};
+
+}  // namespace
+
+struct EstimateCache::State {
+  // Priced actions of the layouts seen last, by stage rank: the enumeration runs the
+  // recomputation choices inside each ZeRO stage, so a few entries of each table serve them all.
+  static constexpr size_t kLayouts = 4;
+  struct Entry {
+    Layout layout;
+    std::vector<CachedPasses> stages;
+  };
+  using Table = std::vector<Entry>;
+  Table passes;         // by the layout with zero 0: the passes do not depend on it
+  Table data_parallel;  // by the layout without recomputation: its actions do not depend on it
+};
+
+EstimateCache::EstimateCache() : state_(std::make_unique<State>()) {}
+EstimateCache::~EstimateCache() = default;
+
+namespace {
+
+// `price()` for stage rank `rank` under `key`, from `table` when a layout with the same key
+// priced it.
+template <class Price>
+const PricedActions& cached(EstimateCache::State::Table& table, const Layout& key, int64_t rank,
+                            Price price) {
+  auto entry = std::find_if(table.begin(), table.end(),
+                            [&](const EstimateCache::State::Entry& e) { return e.layout == key; });
+  if (entry == table.end()) {
+    if (table.size() == EstimateCache::State::kLayouts) table.erase(table.begin());
+    table.push_back({key, {}});
+    entry = table.end() - 1;
+  }
+  for (const CachedPasses& c : entry->stages)
+    if (c.rank == rank) return c.priced;
+  entry->stages.push_back({rank, price()});
+  return entry->stages.back().priced;
+}
+
+// Adds one priced half of a stage's folded program to the other.
+void add_priced(PricedActions& to, const PricedActions& from) {
+  add_pass(to.compute.forward, from.compute.forward, 1);
+  add_pass(to.compute.backward, from.compute.backward, 1);
+  add_pass(to.compute.recompute, from.compute.recompute, 1);
+  for (size_t w = 0; w < kWindows; ++w)
+    for (size_t stream = 0; stream < kNumStreams; ++stream)
+      for (auto [t, f] : {std::pair{&to.per_mb, &from.per_mb}, std::pair{&to.per_step, &from.per_step}}) {
+        WindowLoad& load = (*t)[w][stream];
+        load.total_s += (*f)[w][stream].total_s;
+        load.longest_call_s = std::max(load.longest_call_s, (*f)[w][stream].longest_call_s);
+      }
+  to.fill_drain_s += from.fill_drain_s;
+  to.optimizer_s += from.optimizer_s;
+  to.optimizer_bytes += from.optimizer_bytes;
+  to.records.insert(to.records.end(), from.records.begin(), from.records.end());
+}
+
+// The folded program of stage rank `rank` priced, its passes and its data-parallel half each
+// from `cache` when a layout it serves priced them.
+StageTiming time_stage(const Context& ctx, int64_t rank, SpanCache& spans,
+                       std::vector<CollectiveEstimate>* records, EstimateCache* cache) {
+  const auto price = [&](auto fold) {
+    PricedActions p;
+    price_into(ctx, rank, spans, fold(ctx.m, ctx.t, ctx.l, rank), p);
+    return p;
+  };
+  const auto passes = [&] { return price(fold_passes); };
+  const auto data_parallel = [&] { return price(fold_data_parallel); };
+  if (!cache) {
+    PricedActions p = passes();
+    add_priced(p, data_parallel());
+    return finish(ctx, p, records);
+  }
+  Layout any_zero = ctx.l, no_recompute = ctx.l;
+  any_zero.zero = 0;
+  no_recompute.recompute = Recompute::none;
+  PricedActions p = cached(cache->state().passes, any_zero, rank, passes);
+  add_priced(p, cached(cache->state().data_parallel, no_recompute, rank, data_parallel));
+  return finish(ctx, p, records);
 }
 
 // Times every stage and sizes its memory. Stages with the same layers, placed alike, take the same
 // time: only the first of them is timed. Returns each stage's timing.
 class StageTimer {
  public:
-  explicit StageTimer(const Context& ctx)
-      : ctx_(ctx), alike_(stages_placed_alike(ctx.c, ctx.l)), shared_spans_(ctx, 0) {}
+  StageTimer(const Context& ctx, EstimateCache* cache)
+      : ctx_(ctx), cache_(cache), alike_(stages_placed_alike(ctx.c, ctx.l)), shared_spans_(ctx, 0) {}
 
   StageTiming operator()(int stage, std::vector<CollectiveEstimate>* records) {
     const int64_t rank = stage_rank(ctx_.l, stage);
-    if (alike_) return time_stage(ctx_, rank, shared_spans_, records);
+    if (alike_) return time_stage(ctx_, rank, shared_spans_, records, cache_);
     SpanCache spans(ctx_, rank);
-    return time_stage(ctx_, rank, spans, records);
+    return time_stage(ctx_, rank, spans, records, cache_);
   }
 
   std::vector<StageTiming> all_stages(Estimate& e) {
@@ -298,6 +402,7 @@ class StageTimer {
 
  private:
   const Context& ctx_;
+  EstimateCache* cache_;
   bool alike_;
   SpanCache shared_spans_;
 };
@@ -360,7 +465,7 @@ void fill_rates(Estimate& e, const Model& m, const Training& t, const Layout& l)
 }  // namespace
 
 Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Layout& l,
-                  const ExecutionOptions& x) {
+                  const ExecutionOptions& x, EstimateCache* cache) {
   assert(l.world() == c.world());
   check_dtype(c, t.dtype);
   const DeviceRates rates = device_rates(c.device, t.dtype, x.profile);
@@ -373,7 +478,7 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
   e.peak_flops_per_device = c.device.peak_tflops(t.dtype) * 1e12;
   e.options = x;
 
-  StageTimer timer(ctx);
+  StageTimer timer(ctx, cache);
   const std::vector<StageTiming> timings = timer.all_stages(e);
   pick_worst_memory(e, l);
   const auto slowest = std::max_element(e.stage_microbatch_s.begin(), e.stage_microbatch_s.end());

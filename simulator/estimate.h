@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -91,9 +92,26 @@ struct Estimate {
   std::vector<CollectiveEstimate> collectives;
 };
 
+// What estimate() carries from one layout to the next: each stage's priced passes (core/
+// schedule_fold.h's fold_passes), which layouts differing only in their ZeRO stage share. The
+// planner enumerates the ZeRO stages of a layout one after another (planner/enumerate.h), and
+// keeps one cache per thread. A cache serves one model, cluster, training and options.
+class EstimateCache {
+ public:
+  EstimateCache();
+  ~EstimateCache();
+  EstimateCache(const EstimateCache&) = delete;
+  EstimateCache& operator=(const EstimateCache&) = delete;
+  struct State;  // estimate.cpp
+  State& state() { return *state_; }
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
 // Assumes a layout that validate_layout accepted for this model, cluster and training. Throws
 // InputError when the device has no peak for the training dtype.
 Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Layout& l,
-                  const ExecutionOptions& x = {});
+                  const ExecutionOptions& x = {}, EstimateCache* cache = nullptr);
 
 }  // namespace shardplan

@@ -180,3 +180,33 @@ TEST_CASE("time to estimate one layout", "[.benchmark][estimate]") {
                         << " GPUs, " << to_string(l) << " (sink " << sink << ")");
   }
 }
+
+TEST_CASE("a cache gives every layout the estimate it gets alone", "[estimate][cache]") {
+  // In the planner's order (ZeRO stages outside, recomputation inside), so that entries are
+  // reused, and across pipeline, sequence parallelism and experts.
+  const Cluster c = test::preset_cluster("dgx-h100", 4);
+  EstimateCache cache;
+  int checked = 0;
+  for (const char* name : {"llama3-8b", "mixtral-8x7b"}) {
+    const Model m = test::preset_model(name);
+    for (int pp : {1, 2})
+      for (bool sp : {false, true})
+        for (int zero : {0, 1, 2, 3})
+          for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+            Layout l = test::layout(32, 64, 4, pp);
+            l.zero = zero;
+            l.recompute = r;
+            l.sequence_parallel = sp;
+            l.ep = m.is_moe() ? 2 : 1;
+            const Training t = test::training(64, 4096);
+            INFO(name << " " << to_string(l));
+            const Estimate alone = estimate(m, c, t, l);
+            const Estimate shared = estimate(m, c, t, l, {}, &cache);
+            CHECK(shared.step_time_s == alone.step_time_s);
+            CHECK(shared.exposed_comm_s == alone.exposed_comm_s);
+            CHECK(shared.collectives.size() == alone.collectives.size());
+            ++checked;
+          }
+  }
+  CHECK(checked == 2 * 2 * 2 * 4 * 3);
+}
