@@ -7,7 +7,7 @@
 
 namespace shardplan {
 
-// Exit codes fixed by shared/CONVENTIONS.md.
+// Exit codes fixed by docs/conventions.md.
 enum class ExitCode : int { ok = 0, user_error = 1, internal_error = 2, nothing_fits = 3 };
 
 struct InputError : std::runtime_error {
@@ -19,7 +19,7 @@ struct InputError : std::runtime_error {
   InputError(std::string file_, std::string field_, std::string reason_, std::string hint_ = "");
 };
 
-// "<file>: <field>: <reason>" with the empty parts left out, as CONVENTIONS.md prints errors.
+// "<file>: <field>: <reason>" with the empty parts left out, as docs/conventions.md prints errors.
 std::string describe(const InputError& e);
 
 }  // namespace shardplan

@@ -1,7 +1,7 @@
 // The layout: how one training step is split over the devices — data, tensor, pipeline, context
 // and expert parallelism, ZeRO stage, micro-batching, recomputation and the pipeline schedule.
 // Written by users as the compact string, as Megatron-LM flags or as a DeepSpeed config
-// (shared/CONVENTIONS.md spells all three).
+// (docs/conventions.md spells all three).
 #pragma once
 
 #include <cstdint>

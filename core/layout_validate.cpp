@@ -166,7 +166,7 @@ Layout resolve_layout(const LayoutSpec& spec, const Model& model, const Cluster&
   l.num_microbatches = spec.num_microbatches.value_or(1);
   l.recompute = spec.recompute.value_or(Recompute::none);
   l.sequence_parallel = spec.sequence_parallel.value_or(false);
-  // "vpp=2,schedule=1f1b" (shared/CONVENTIONS.md's own example) is the interleaved 1F1B.
+  // "vpp=2,schedule=1f1b" (docs/conventions.md's own example) is the interleaved 1F1B.
   l.schedule = spec.schedule.value_or(Schedule::one_f_one_b);
   if (l.schedule == Schedule::one_f_one_b) l.schedule = implied_schedule(l.vpp);
   l.rank_order = spec.rank_order.value_or(std::string(kDefaultRankOrder));

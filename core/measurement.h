@@ -1,4 +1,4 @@
-// What a real run measured (`shardplan execute --out measured.json`, shared/CONVENTIONS.md): the
+// What a real run measured (`shardplan execute --out measured.json`, docs/conventions.md): the
 // plan as it ran, loss and time of every step, every rank's memory at its peak, and when every
 // action of every rank's program ran in every step. Written by the executor's driver, read back
 // by `compare` and `calibrate --from`.

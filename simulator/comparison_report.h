@@ -1,4 +1,4 @@
-// A comparison of predicted and measured for machines (shared/CONVENTIONS.md: `rows`, one per
+// A comparison of predicted and measured for machines (docs/conventions.md: `rows`, one per
 // layout, with the step time and peak memory both ways; then every action kind and memory item of
 // every rank, and the gaps) and for people (the same as tables).
 #pragma once

@@ -1,4 +1,4 @@
-// An estimate for machines (JSON with every figure, the keys of shared/CONVENTIONS.md at the top
+// An estimate for machines (JSON with every figure, the keys of docs/conventions.md at the top
 // level) and for people (an itemised table whose figures can be checked by hand).
 #pragma once
 

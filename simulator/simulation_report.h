@@ -1,4 +1,4 @@
-// A simulated plan for machines (JSON with the keys of shared/CONVENTIONS.md at the top level, the
+// A simulated plan for machines (JSON with the keys of docs/conventions.md at the top level, the
 // estimate's figures beside them) and for people (step figures simulated against estimated, each
 // rank's time and memory, and what the critical path is made of).
 #pragma once

@@ -1,6 +1,6 @@
 // Timelines of a step as Chrome trace JSON (ui.perfetto.dev, chrome://tracing): one process per
 // rank, one thread per stream, one complete ("X") event per action, named by action_name, for
-// simulated and measured runs alike (shared/CONVENTIONS.md).
+// simulated and measured runs alike (docs/conventions.md).
 #pragma once
 
 #include <cstdint>

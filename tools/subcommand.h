@@ -9,7 +9,7 @@ namespace shardplan::cli {
 
 struct Subcommand {
   CLI::App* app = nullptr;
-  std::function<int()> run;  // returns the exit code (shared/CONVENTIONS.md)
+  std::function<int()> run;  // returns the exit code (docs/conventions.md)
 };
 
 Subcommand add_describe(CLI::App& root);

@@ -1,6 +1,6 @@
 // The embedding layer's memory moves as host loops, the CPU backend's kernels (the CUDA backend's
-// are cuda/embedding_kernels.cu): rows of a table picked by token id, and the position embedding
-// added by each token's position in its whole sequence.
+// are in cuda/elementwise_kernels.cu and cuda/embedding_backward.cu): rows of a table picked by
+// token id, and the position embedding added by each token's position in its whole sequence.
 #pragma once
 
 #include "executor/kernels.h"

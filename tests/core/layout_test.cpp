@@ -14,7 +14,7 @@ using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using testing::thrown_input_error;
 
-TEST_CASE("compact string: every key of the CONVENTIONS example", "[layout]") {
+TEST_CASE("compact string: every key of the docs/conventions.md example", "[layout]") {
   const LayoutSpec s = parse_layout_string(
       "tp=8,pp=4,dp=32,cp=1,ep=1,zero=1,mbs=1,gbs=1536,sp=1,vpp=2,recompute=selective,schedule="
       "1f1b");

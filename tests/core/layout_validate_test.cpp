@@ -199,7 +199,7 @@ TEST_CASE("validate: pipeline stages, virtual stages and the schedule", "[layout
              Contains("vpp=2 needs pp > 1, found pp=1"));
   CHECK_THAT(error_for("tp=8,pp=4,vpp=2,schedule=gpipe", m, c, t, "layout.schedule"),
              Contains("vpp=2 needs schedule=interleaved, found gpipe"));
-  // Megatron-LM's 1F1B with virtual stages is the interleaved 1F1B (CONVENTIONS.md's example).
+  // Megatron-LM's 1F1B with virtual stages is the interleaved 1F1B (docs/conventions.md's example).
   Training t2 = t;
   CHECK(resolve_layout(parse_layout_string("tp=8,pp=4,vpp=2,schedule=1f1b"), m, c, t2, "--layout")
             .schedule == Schedule::interleaved);

@@ -94,7 +94,7 @@ TEST_CASE("an infeasible layout reports the item that does not fit", "[estimate]
   CHECK(j["memory"]["overflow"]["item"] == "gradients");
 }
 
-TEST_CASE("estimate JSON carries the CONVENTIONS keys and every item", "[estimate][report]") {
+TEST_CASE("estimate JSON carries the conventions' keys and every item", "[estimate][report]") {
   const Model m = test::preset_model("llama3-8b");
   Layout l = test::layout(16, 64, 2, 2, 2, 1);
   const Estimate e = estimate(m, test::preset_cluster("dgx-h100", 2), test::training(64, 4096), l);

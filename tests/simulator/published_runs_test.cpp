@@ -1,9 +1,14 @@
 // The cost model against published measurements of large training runs, without tuning: the
-// figures are printed with their errors; assertions only bound them loosely.
+// figures are printed with their errors, and two bounds are asserted. The model leaves out costs
+// every one of these runs paid (kernel launches, the framework, unfused kernels, stragglers), so
+// it must never predict a run slower than it was published: a prediction below the published
+// figure means a cost counted twice or a rate too low. And it must not grow more optimistic than
+// it is known to be (the largest error of each table, written beside it, under a rounder bound),
+// so that a cost dropped from the model fails here too.
+#include <algorithm>
 #include <catch2/catch.hpp>
-#include <cmath>
 #include <span>
-#include <string>
+#include <vector>
 
 #include "simulator/estimate.h"
 #include "simulator_fixtures.h"
@@ -35,16 +40,18 @@ struct Run {
   Recompute recompute;
   bool sequence_parallel;
   ExecutionOptions options;
-  double published;  // TFLOP/s per GPU, or MFU
-  double tolerance;  // largest relative error asserted (0: printed only)
+  double published;     // TFLOP/s per GPU, or MFU
+  double max_optimism;  // the largest relative error above the published figure asserted
 };
 
-// Prints predicted against published and checks the stated tolerance.
+// Prints predicted against published and checks that the prediction is optimistic, by no more
+// than the run's bound.
 void compare(const Run& r, double predicted, const char* what) {
   const double error = predicted / r.published - 1;
   WARN(r.source << ": " << what << " predicted " << predicted << ", published " << r.published
                 << " (" << (error >= 0 ? "+" : "") << 100 * error << "%)");
-  if (r.tolerance > 0) CHECK(std::abs(error) <= r.tolerance);
+  CHECK(error >= 0);
+  CHECK(error <= r.max_optimism);
 }
 
 Estimate run_estimate(const Run& r) {
@@ -72,7 +79,7 @@ struct MegatronRow {
   double published;
 };
 
-Run megatron_run(const MegatronRow& row, Recompute recompute, bool sp, double tolerance) {
+Run megatron_run(const MegatronRow& row, Recompute recompute, bool sp, double max_optimism) {
   return Run{row.source,
              megatron_gpt(row.heads, row.hidden, row.layers),
              "dgx-a100",
@@ -86,15 +93,15 @@ Run megatron_run(const MegatronRow& row, Recompute recompute, bool sp, double to
              sp,
              ExecutionOptions{false, true},
              row.published,
-             tolerance};
+             max_optimism};
 }
 
 // Each row's estimate, measured as `measure` says, against the published figure.
 template <class Measure>
-void compare_rows(std::span<const MegatronRow> rows, Recompute recompute, bool sp, double tolerance,
-                  const char* what, Measure measure) {
+void compare_rows(std::span<const MegatronRow> rows, Recompute recompute, bool sp,
+                  double max_optimism, const char* what, Measure measure) {
   for (const MegatronRow& row : rows) {
-    const Run r = megatron_run(row, recompute, sp, tolerance);
+    const Run r = megatron_run(row, recompute, sp, max_optimism);
     compare(r, measure(run_estimate(r)), what);
   }
 }
@@ -106,7 +113,7 @@ TEST_CASE("Narayanan et al. 2021 Table 1: TFLOP/s per A100 with full recomputati
   // Full recomputation; micro-batch and schedule are not stated in the table. The paper's
   // TFLOP/s count eq. 3 with recomputation: hardware FLOPs here. The model leaves out what the
   // runs also paid (kernel launches, the framework, unfused kernels of 2021, stragglers), so it
-  // predicts high: 7–23% on this table; asserted within 30%.
+  // predicts high: +6.6% to +23.1% on this table, +26.1% for GPT-3 175B; asserted 0 to +30%.
   const MegatronRow rows[] = {
       {"18.4B", 48, 6144, 40, 256, 1, 1024, 135},
       {"39.1B", 64, 8192, 48, 512, 2, 1536, 138},
@@ -118,16 +125,16 @@ TEST_CASE("Narayanan et al. 2021 Table 1: TFLOP/s per A100 with full recomputati
   };
   compare_rows(rows, Recompute::full, false, 0.3, "TFLOP/s per GPU", hardware_tflops_per_gpu);
   // GPT-3 175B on 1024 GPUs, tp 8, pp 8, batch 1536: about 138 TFLOP/s as the lead's brief quotes
-  // the paper; printed only.
+  // the paper.
   const Run gpt3 =
-      megatron_run({"GPT-3 175B", 96, 12288, 96, 1024, 8, 1536, 138}, Recompute::full, false, 0);
+      megatron_run({"GPT-3 175B", 96, 12288, 96, 1024, 8, 1536, 138}, Recompute::full, false, 0.3);
   compare(gpt3, hardware_tflops_per_gpu(run_estimate(gpt3)), "TFLOP/s per GPU");
 }
 
 TEST_CASE("Korthikanti et al. 2022: MFU with sequence parallelism and selective recomputation",
           "[published]") {
-  // Their Table 3 configurations and end-to-end MFU (Table 5). Predicted 9–12% high; asserted
-  // within 20%.
+  // Their Table 3 configurations and end-to-end MFU (Table 5). Predicted +9.6% to +13.0% high;
+  // asserted 0 to +20%.
   const MegatronRow rows[] = {
       {"22B", 64, 6144, 48, 8, 1, 4, 0.415},
       {"175B", 96, 12288, 96, 64, 8, 64, 0.514},
@@ -141,16 +148,22 @@ TEST_CASE("Korthikanti et al. 2022: MFU with sequence parallelism and selective 
 TEST_CASE("Llama 3 405B on 16K H100: TP8 CP1 PP16 DP128, 8192 tokens", "[published]") {
   // Dubey et al. 2024 Table 4: 400 TFLOP/s per GPU, 41% BF16 MFU at 16,384 GPUs. 126 layers do not
   // divide over 16 stages; Llama 3 takes one layer off the first and the last stage. Here: 128
-  // layers, and MFU counted with the 126-layer model's FLOPs. The paper does not give the number
-  // of virtual stages nor the recomputation: printed for vpp 1 to 8, not asserted.
+  // layers, and MFU counted with the 126-layer model's FLOPs. The paper gives neither the number
+  // of virtual stages nor the recomputation, so no single prediction is asserted: the published
+  // MFU must lie between the predictions for vpp 1 and 8 (31% to 52% when written).
   Model m = test::preset_model("llama3-405b");
   const double flops_126 = model_flops_per_step(m, 2048, 8192);
   m.num_layers = 128;
+  constexpr double kPublishedMfu = 0.41;
+  std::vector<double> predicted;
   for (int vpp : {1, 2, 4, 8}) {
-    const std::string source = "405B, vpp " + std::to_string(vpp);
-    const Run r{source.c_str(),  m,    "dgx-h100",         16384, 8, 16, vpp, 2048, 8192,
-                Recompute::none, true, ExecutionOptions{}, 0.41,  0};
+    const Run r{"405B",          m,    "dgx-h100",         16384,         8, 16, vpp, 2048, 8192,
+                Recompute::none, true, ExecutionOptions{}, kPublishedMfu, 0};
     const Estimate e = run_estimate(r);
-    compare(r, flops_126 / (e.step_time_s * 16384 * e.peak_flops_per_device), "MFU");
+    predicted.push_back(flops_126 / (e.step_time_s * 16384 * e.peak_flops_per_device));
+    WARN("405B, vpp " << vpp << ": MFU predicted " << predicted.back() << ", published "
+                      << kPublishedMfu);
   }
+  CHECK(*std::min_element(predicted.begin(), predicted.end()) <= kPublishedMfu);
+  CHECK(*std::max_element(predicted.begin(), predicted.end()) >= kPublishedMfu);
 }

@@ -1,5 +1,5 @@
 // The Chrome trace: every action of every program once, as a complete event on its rank and
-// stream, with the names and arguments CONVENTIONS.md fixes.
+// stream, with the names and arguments docs/conventions.md fixes.
 #include "simulator/trace.h"
 
 #include <catch2/catch.hpp>
