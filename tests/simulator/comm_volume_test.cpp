@@ -20,6 +20,8 @@ const CollectiveCall* find(const std::vector<CollectiveCall>& calls, std::string
     if (c.name == name) return &c;
   return nullptr;
 }
+// The call found in a temporary list would outlive it (ASan found one such use).
+const CollectiveCall* find(std::vector<CollectiveCall>&& calls, std::string_view name) = delete;
 
 // Bytes one rank sends per step over the data-parallel collectives, with m micro-batches.
 double data_parallel_volume(const std::vector<CollectiveCall>& calls, int n, int64_t m) {
@@ -119,7 +121,8 @@ TEST_CASE("tensor-parallel collectives per layer, with and without sequence para
   // Full recompute repeats the forward's collectives: 6·32 + 2.
   l.sequence_parallel = false;
   l.recompute = Recompute::full;
-  CHECK(find(collectives(m, t, l), "tp_all_reduce")->calls == 194);
+  const auto recomputed = collectives(m, t, l);
+  CHECK(find(recomputed, "tp_all_reduce")->calls == 194);
 }
 
 TEST_CASE("pipeline, context and expert collectives", "[comm]") {
@@ -128,7 +131,8 @@ TEST_CASE("pipeline, context and expert collectives", "[comm]") {
   Layout l = test::layout(64, 64, 8, 4);
   l.vpp = 2;
   l.schedule = Schedule::interleaved;
-  const auto pp = find(collectives(llama, t, l, 1), "pp_send_recv");
+  const auto stage_1 = collectives(llama, t, l, 1);
+  const CollectiveCall* pp = find(stage_1, "pp_send_recv");
   REQUIRE(pp);
   // s·b·h bf16 scattered over the 8 tp ranks (Narayanan §4.1), forward and backward per chunk.
   CHECK(pp->bytes == 2 * 4096 * 4096 / 8);
@@ -167,6 +171,6 @@ TEST_CASE("tied embeddings across the pipeline all-reduce their gradients", "[co
   REQUIRE(emb);
   CHECK(emb->group_size == 2);
   CHECK(emb->bytes == 2 * 6283 * 12288);
-  CHECK(find(collectives(m, test::training(64, 2048), l, 3), "embedding_grad_all_reduce") ==
-        nullptr);
+  const auto last = collectives(m, test::training(64, 2048), l, 3);
+  CHECK(find(last, "embedding_grad_all_reduce") == nullptr);
 }
