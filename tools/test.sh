@@ -10,7 +10,9 @@ tools/setup.sh
 # Multi-rank tests run mpirun as root in CI containers; Open MPI refuses that unless told.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 ctest --preset release -j "$(nproc)"
-# The sanitizers' options (ASAN_OPTIONS, UBSAN_OPTIONS) are the debug test preset's.
+# The sanitizers' options (ASAN_OPTIONS, UBSAN_OPTIONS) are the debug test preset's. It leaves out
+# the calibration's 2-rank tests, which assert that collectives' and work quanta's times grow with
+# their size: under the sanitizers' slowdown on a loaded 2-core machine they do not reliably.
 cmake --preset debug >/dev/null
 cmake --build build-debug -j "$(nproc)"
 ctest --preset debug -j "$(nproc)"
