@@ -96,6 +96,7 @@ RankState<T>::RankState(const Model& model, const Training& training, const Layo
                          rank_in_group(lay, program.rank, zero_group))),
       zero3(*rt, zero_group, shards) {
   if constexpr (!std::is_same_v<T, float>) ctx.tp_compute = &tp.layers<float>();
+  matmul.calls = settings.record_gemms;
   if (l.zero >= 3)
     param_shard = alloc.allocate_for_overwrite<T>(MemoryCategory::parameters, shards.padded(),
                                                   "parameter shard");
