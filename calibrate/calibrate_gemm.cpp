@@ -7,55 +7,16 @@
 #include <tuple>
 
 #include "calibrate/calibrate_memory.h"
+#include "calibrate/layer_gemms.h"
 
 namespace shardplan {
 
-namespace {
-
-// The three GEMMs of a linear layer over `rows` tokens, W stored [out, in]
-// (executor/layers/linear.cpp): forward y = x·Wᵀ, dgrad dx = dy·W, wgrad dW += dyᵀ·x. W, dW and the
-// saved x come from memory; x in the forward and dy were just written by the layer's previous
-// operation.
-void add_linear(std::vector<GemmCall>& calls, int64_t rows, int64_t in, int64_t out,
-                const std::string& name) {
-  calls.push_back({rows, out, in, Op::none, Op::transpose, Accumulate::overwrite, name + " fwd",
-                   /*cold_a=*/false, /*cold_b=*/true, /*cold_c=*/false});
-  calls.push_back({rows, in, out, Op::none, Op::none, Accumulate::overwrite, name + " dgrad",
-                   /*cold_a=*/false, /*cold_b=*/true, /*cold_c=*/false});
-  calls.push_back({out, in, rows, Op::transpose, Op::none, Accumulate::add, name + " wgrad",
-                   /*cold_a=*/false, /*cold_b=*/true, /*cold_c=*/true});
-}
-
-}  // namespace
-
 std::vector<GemmCall> layer_gemm_calls(const LayerDims& d, int64_t vocab_rows,
                                        const std::string& label) {
-  const int64_t N = d.tokens(), H = d.hidden, S = d.seq, K = d.kv_seq(), D = d.head_dim,
-                C = d.heads * d.head_dim, W = d.qkv_width();
-  std::vector<GemmCall> calls;
-  add_linear(calls, N, H, d.qkv_width(), label + " qkv");
-  // Per sequence and head (executor/layers/attention.cpp), S queries against K keys, each call as
-  // the CPU backend makes it (one head a call): a head's q, k and v are columns of the QKV
-  // activation's rows (W apart), its context and the context's gradient columns of theirs (C
-  // apart). Going forward, the probabilities are written into memory a whole pass unused,
-  // everything else was just computed; going backward, the saved q, k, v and probabilities come
-  // from memory.
-  const auto attention = [&](GemmCall c, const std::string& what) {
-    c.what = label + " attn " + what;
-    calls.push_back(c);
-  };
-  const Op none = Op::none, t = Op::transpose;
-  const Accumulate set = Accumulate::overwrite, add = Accumulate::add;
-  attention({S, K, D, none, t, set, "", false, false, true, W, W, 0}, "scores");      // P = q·kᵀ
-  attention({S, D, K, none, none, set, "", false, false, true, 0, W, C}, "context");  // P·v
-  attention({S, K, D, none, t, set, "", false, true, false, C, W, 0}, "dP");          // dctx·vᵀ
-  attention({K, D, S, t, none, add, "", true, false, false, 0, C, W}, "dv");    // dv += Pᵀ·dctx
-  attention({S, D, K, none, none, set, "", false, true, true, 0, W, W}, "dq");  // dS·k
-  attention({K, D, S, t, none, add, "", false, true, false, 0, W, W}, "dk");    // dk += dSᵀ·q
-  add_linear(calls, N, C, H, label + " proj");
-  add_linear(calls, N, H, d.fc1_width(), label + " fc1");
-  add_linear(calls, N, d.ffn, H, label + " fc2");
-  add_linear(calls, N, H, vocab_rows, label + " lm head");
+  LayerGemms recorded = record_layer_gemms(d, vocab_rows);
+  std::vector<GemmCall> calls = std::move(recorded.layer);
+  calls.insert(calls.end(), recorded.head.begin(), recorded.head.end());
+  for (GemmCall& c : calls) c.what = label + " " + c.what;
   std::vector<GemmCall> distinct;
   add_distinct(distinct, calls);
   return distinct;
@@ -100,9 +61,10 @@ std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, cons
     size_t next = 0;
     const auto run = [&] {
       const auto copy = [&](int i) { return operands[i][next % operands[i].size()].data(); };
-      dev.gemm(matrix(copy(2), g.m, g.n, strides[2]),
-               matrix<const T>(copy(0), a_rows, a_cols, strides[0]), g.op_a,
-               matrix<const T>(copy(1), b_rows, b_cols, strides[1]), g.op_b, g.acc, nullptr);
+      dev.run_gemm_batched(matrix(copy(2), g.m, g.n, strides[2]),
+                           matrix<const T>(copy(0), a_rows, a_cols, strides[0]), g.op_a,
+                           matrix<const T>(copy(1), b_rows, b_cols, strides[1]), g.op_b, g.acc,
+                           GemmBatch{}, nullptr);
       ++next;
     };
     out.push_back({g, median_time_s(run, t, comm, {}, [&] { dev.synchronize(); })});

@@ -19,8 +19,28 @@ void add_buckets(std::vector<Bucket>& out, const Chunk& c, Group g, int64_t thre
     out.push_back(Bucket{g, b.first, b.last, b.params});
 }
 
-Action bucket_action(const Chunk& c, const Bucket& b, ActionKind kind, Stream s, Collective op,
-                     int64_t element_bytes) {
+// Elements a ZeRO reduce-scatter or all-gather over bucket `b` moves on each member, as the
+// executor moves them (core/zero_units.h): every ZeRO unit it covers padded to members·ceil(n /
+// members). The units are the bucket, except under ZeRO-3 with a head borrowing the tied word
+// embedding (pp = 1): there the word embedding is a unit of its own, split from the embedding's
+// bucket (zero_unit_params) and carried by the head's gather and reduction (`borrowed`).
+int64_t padded_params(const DataParallel& dp, const Chunk& c, const Bucket& b, int64_t borrowed) {
+  const bool split_word =
+      dp.zero == 3 && b.group != Group::expert_dp && c.virtual_stage == 0 && b.first_unit == 0;
+  const int64_t word = split_word ? c.units.back().borrowed_params : 0;
+  const int64_t units[] = {word, b.params - word, borrowed};
+  const int64_t members = b.group == Group::expert_dp ? dp.expert_members : dp.dense_members;
+  return zero_shard_params(units, members) * members;
+}
+
+// A bucket's collective. A ZeRO-3 unit's gather, and the reduction of the gradients its use made,
+// also carry the tied word embedding it borrows (`with_borrowed`: Unit::borrowed_params, the
+// head's under pp = 1); expert buckets borrow nothing. An all-reduce moves the parameters, a ZeRO
+// collective their padded units.
+Action bucket_action(const DataParallel& dp, const Chunk& c, const Bucket& b, ActionKind kind,
+                     Stream s, Collective op, int64_t element_bytes, bool with_borrowed) {
+  const int64_t borrowed =
+      with_borrowed && b.group != Group::expert_dp ? c.units[b.first_unit].borrowed_params : 0;
   Action a{.kind = kind,
            .stream = s,
            .op = op,
@@ -28,21 +48,12 @@ Action bucket_action(const Chunk& c, const Bucket& b, ActionKind kind, Stream s,
            .chunk = c.chunk,
            .layer_begin = c.units[b.first_unit].layer_begin,
            .layer_end = c.units[b.last_unit].layer_end,
-           .bytes = b.params * element_bytes,
-           .params = b.params};
+           .params = b.params + borrowed};
+  const int64_t moved = op == Collective::all_reduce ? a.params : padded_params(dp, c, b, borrowed);
+  a.bytes = moved * element_bytes;
   for (int u = b.first_unit; u <= b.last_unit; ++u) a.parts |= c.units[u].parts;
+  if (borrowed > 0) a.parts |= part_bit(Part::embedding);
   return a;
-}
-
-// A ZeRO-3 unit's gather, and the reduction of the gradients its use made, also carry the tied
-// word embedding it borrows (Unit::borrowed_params: the head's under pp = 1); expert buckets
-// borrow nothing.
-void add_borrowed(Action& a, const Chunk& c, const Bucket& b, int unit, int64_t element_bytes) {
-  const int64_t borrowed = b.group == Group::expert_dp ? 0 : c.units[unit].borrowed_params;
-  if (borrowed == 0) return;
-  a.parts |= part_bit(Part::embedding);
-  a.params += borrowed;
-  a.bytes = a.params * element_bytes;
 }
 
 uint32_t last_compute(const Program& p) {
@@ -59,6 +70,8 @@ DataParallel plan_data_parallel(const Training& t, const Layout& l,
   dp.zero = l.zero;
   dp.dtype = t.dtype;
   dp.grad_dtype = t.grad_dtype;
+  dp.dense_members = group_size(l, dense_dp_group(l));
+  dp.expert_members = group_size(l, Group::expert_dp);
   const bool dense = group_size(l, dense_dp_group(l)) > 1;
   const bool expert = group_size(l, Group::expert_dp) > 1;
   for (const Chunk& c : chunks) {
@@ -79,24 +92,23 @@ DataParallel plan_data_parallel(const Training& t, const Layout& l,
 }
 
 Action step_start_gather(const DataParallel& dp, const Chunk& c, const Bucket& b) {
-  return bucket_action(c, b, ActionKind::param_gather, Stream::zero_comm, Collective::all_gather,
-                       dtype_bytes(dp.dtype));
+  return bucket_action(dp, c, b, ActionKind::param_gather, Stream::zero_comm,
+                       Collective::all_gather, dtype_bytes(dp.dtype), /*with_borrowed=*/false);
 }
 
 Action unit_gather(const DataParallel& dp, const Chunk& c, const Bucket& b, int micro_batch,
                    Pass pass) {
-  Action a = step_start_gather(dp, c, b);
-  add_borrowed(a, c, b, b.first_unit, dtype_bytes(dp.dtype));
+  Action a = bucket_action(dp, c, b, ActionKind::param_gather, Stream::zero_comm,
+                           Collective::all_gather, dtype_bytes(dp.dtype), /*with_borrowed=*/true);
   a.micro_batch = micro_batch;
   a.pass = pass;
   return a;
 }
 
 Action bucket_reduction(const DataParallel& dp, const Chunk& c, const Bucket& b, int micro_batch) {
-  Action a = bucket_action(c, b, ActionKind::grad_reduce, Stream::dp_comm,
+  Action a = bucket_action(dp, c, b, ActionKind::grad_reduce, Stream::dp_comm,
                            dp.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter,
-                           dtype_bytes(dp.grad_dtype));
-  if (dp.zero == 3) add_borrowed(a, c, b, b.first_unit, dtype_bytes(dp.grad_dtype));
+                           dtype_bytes(dp.grad_dtype), /*with_borrowed=*/dp.zero == 3);
   a.micro_batch = micro_batch;
   return a;
 }
@@ -115,7 +127,8 @@ void emit_step_start_gathers(Program& p, DataParallel& dp, const std::vector<Chu
       return buckets[a].first_unit < buckets[b].first_unit;
     });
     dp.bucket_gather[c.chunk].assign(buckets.size(), kNone);
-    for (size_t i : order) dp.bucket_gather[c.chunk][i] = emit(p, step_start_gather(dp, c, buckets[i]), {});
+    for (size_t i : order)
+      dp.bucket_gather[c.chunk][i] = emit(p, step_start_gather(dp, c, buckets[i]), {});
   }
 }
 
@@ -180,10 +193,10 @@ std::vector<Action> step_end_actions(const DataParallel& dp, const Model& m, con
   if (embedding_pair) reduce(Group::pp, Stream::pp_comm, word_embedding_shard(m, l.tp));
   // ZeRO-1 and above: each rank updates 1/dp of the dense and 1/expert_dp of the expert weights.
   const bool sharded = dp.zero >= 1;
-  out.push_back(Action{
-      .kind = ActionKind::optimizer_step,
-      .params = shard_size(dense, sharded ? group_size(l, dense_dp_group(l)) : 1) +
-                shard_size(expert, sharded ? group_size(l, Group::expert_dp) : 1)});
+  out.push_back(
+      Action{.kind = ActionKind::optimizer_step,
+             .params = shard_size(dense, sharded ? group_size(l, dense_dp_group(l)) : 1) +
+                       shard_size(expert, sharded ? group_size(l, Group::expert_dp) : 1)});
   return out;
 }
 

@@ -62,7 +62,8 @@ struct Bucket {
 struct DataParallel {
   int zero = 0;
   Dtype dtype = Dtype::bf16, grad_dtype = Dtype::bf16;
-  std::vector<std::vector<Bucket>> buckets;          // per chunk
+  int dense_members = 1, expert_members = 1;  // ranks ZeRO shards the dense and expert weights over
+  std::vector<std::vector<Bucket>> buckets;   // per chunk
   std::vector<std::vector<uint32_t>> bucket_gather;  // ZeRO-1/2: per chunk, per bucket
   std::vector<std::vector<bool>> unit_used;          // ZeRO-1/2: per chunk, per unit
   std::vector<int> backwards_done;                   // per chunk

@@ -49,9 +49,9 @@ void bf16_gemm(MatrixRef<bf16> c, MatrixRef<const bf16> a, Op op_a, MatrixRef<co
 }  // namespace
 
 template <class T>
-void CpuKernels<T>::gemm_batched(MatrixRef<T> c, MatrixRef<const T> a, Op op_a,
-                                 MatrixRef<const T> b, Op op_b, Accumulate acc,
-                                 const GemmBatch& batch, MatmulStats* stats) {
+void CpuKernels<T>::run_gemm_batched(MatrixRef<T> c, MatrixRef<const T> a, Op op_a,
+                                     MatrixRef<const T> b, Op op_b, Accumulate acc,
+                                     const GemmBatch& batch, MatmulStats* stats) {
   for (int64_t i = 0; i < batch.count; ++i) {
     const MatrixRef<T> ci{c.data + i * batch.stride_c, c.rows, c.cols, c.stride};
     const MatrixRef<const T> ai{a.data + i * batch.stride_a, a.rows, a.cols, a.stride};

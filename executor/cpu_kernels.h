@@ -15,8 +15,9 @@ class CpuKernels : public Kernels<T> {
   using Kernels<T>::fill;
   using Kernels<T>::copy;
 
-  void gemm_batched(MatrixRef<T> c, MatrixRef<const T> a, Op op_a, MatrixRef<const T> b, Op op_b,
-                    Accumulate acc, const GemmBatch& batch, MatmulStats* stats) override;
+  void run_gemm_batched(MatrixRef<T> c, MatrixRef<const T> a, Op op_a, MatrixRef<const T> b,
+                        Op op_b, Accumulate acc, const GemmBatch& batch,
+                        MatmulStats* stats) override;
   int64_t attention_heads_per_call(int64_t) const override { return 1; }
 
   void bias_forward(T* y, const T* b, int64_t rows, int64_t cols) override;

@@ -96,6 +96,7 @@ RankState<T>::RankState(const Model& model, const Training& training, const Layo
                          rank_in_group(lay, program.rank, zero_group))),
       zero3(*rt, zero_group, shards) {
   if constexpr (!std::is_same_v<T, float>) ctx.tp_compute = &tp.layers<float>();
+  matmul.calls = settings.record_gemms;
   if (l.zero >= 3)
     param_shard = alloc.allocate_for_overwrite<T>(MemoryCategory::parameters, shards.padded(),
                                                   "parameter shard");
@@ -339,11 +340,22 @@ void RankState<T>::run_action(size_t i) {
       p2p(i);
       break;
     case ActionKind::grad_reduce:
-      grad_reduce(a);
+    case ActionKind::param_gather: {
+      // Every call on the action's group is the action's: together they move its bytes. Not yet
+      // the tp all-reduce of the replicated tensors' gradients under sequence parallelism: the
+      // program counts the norms' (ParamShard::tp_replicated), the executor also reduces the
+      // row-parallel biases and the position embedding, whose gradients cover its tokens only.
+      GroupComm& comm = a.group == Group::pp ? *rt->embedding_group() : rt->group(a.group);
+      std::vector<TimedCall> calls;
+      comm.calls = a.group == Group::tp ? nullptr : &calls;
+      if (a.kind == ActionKind::grad_reduce)
+        grad_reduce(a);
+      else
+        param_gather(a, static_cast<uint32_t>(i));
+      comm.calls = nullptr;
+      if (a.group != Group::tp) check_moved(program, i, calls);
       break;
-    case ActionKind::param_gather:
-      param_gather(a, static_cast<uint32_t>(i));
-      break;
+    }
     case ActionKind::optimizer_step:
       optimizer_step();
       break;

@@ -24,6 +24,7 @@
 #include "core/schedule.h"
 #include "core/training.h"
 #include "executor/data.h"
+#include "executor/layers/gemm_call.h"
 #include "executor/layers/matmul.h"
 #include "executor/runtime/cuda_rank.h"
 #include "executor/state/adam.h"
@@ -52,6 +53,8 @@ struct InterpreterSettings {
   std::function<std::unique_ptr<RankRuntime>(std::unique_ptr<RankRuntime>)> wrap_runtime;
   // For tests: the layers' outputs start as NaN (TensorAllocator::set_poison_for_overwrite).
   bool poison_for_overwrite = false;
+  // For tests: every GEMM the rank's layers make is appended here (MatmulStats::calls).
+  std::vector<GemmCall>* record_gemms = nullptr;
 };
 
 // The training state in the single-rank flat layout (param_layout of whole_model): what a

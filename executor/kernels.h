@@ -20,9 +20,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/model.h"
 #include "executor/bf16.h"
+#include "executor/layers/gemm_call.h"
 #include "executor/layers/matmul.h"
 #include "executor/state/adam_config.h"
 #include "executor/state/param_layout.h"
@@ -58,19 +60,51 @@ struct ScoreBlocks {
   int64_t count = 1, stride = 0, rows = 0, cols = 0;
 };
 
+// One GEMM of a batch as a layer made it at `site`.
+template <class T>
+GemmCall gemm_call(const GemmSite& site, MatrixRef<const T> c, MatrixRef<const T> a, Op op_a,
+                   MatrixRef<const T> b, Op op_b, Accumulate acc) {
+  const auto stride = [](MatrixRef<const T> x) { return x.stride == x.cols ? 0 : x.stride; };
+  return {.m = c.rows,
+          .n = c.cols,
+          .k = op_a == Op::none ? a.cols : a.rows,
+          .op_a = op_a,
+          .op_b = op_b,
+          .acc = acc,
+          .what = std::string(site.name) + " " + site.call,
+          .cold_a = site.cold_a,
+          .cold_b = site.cold_b,
+          .cold_c = site.cold_c,
+          .stride_a = stride(a),
+          .stride_b = stride(b),
+          .stride_c = stride(c)};
+}
+
 template <class T>
 class Kernels {
  public:
   using C = compute_t<T>;
   virtual ~Kernels() = default;
 
-  // GEMMs, as matmul.h's gemm: c = op(a)·op(b), or c += op(a)·op(b); FLOPs into `stats`.
-  virtual void gemm_batched(MatrixRef<T> c, MatrixRef<const T> a, Op op_a, MatrixRef<const T> b,
-                            Op op_b, Accumulate acc, const GemmBatch& batch,
-                            MatmulStats* stats) = 0;
-  void gemm(MatrixRef<T> c, MatrixRef<const T> a, Op op_a, MatrixRef<const T> b, Op op_b,
-            Accumulate acc, MatmulStats* stats) {
-    gemm_batched(c, a, op_a, b, op_b, acc, GemmBatch{}, stats);
+  // The device's GEMMs, as matmul.h's gemm: c = op(a)·op(b), or c += op(a)·op(b); FLOPs into
+  // `stats`. What calibration and the benchmarks time.
+  virtual void run_gemm_batched(MatrixRef<T> c, MatrixRef<const T> a, Op op_a, MatrixRef<const T> b,
+                                Op op_b, Accumulate acc, const GemmBatch& batch,
+                                MatmulStats* stats) = 0;
+  // A layer's GEMMs: the device's, each also appended to stats->calls when that is set, as `site`
+  // names it (gemm_call.h). Recorded here, whatever the device, so that a recording sees exactly
+  // the calls the layers make.
+  void gemm_batched(const GemmSite& site, MatrixRef<T> c, MatrixRef<const T> a, Op op_a,
+                    MatrixRef<const T> b, Op op_b, Accumulate acc, const GemmBatch& batch,
+                    MatmulStats* stats) {
+    if (stats != nullptr && stats->calls != nullptr)
+      for (int64_t i = 0; i < batch.count; ++i)
+        stats->calls->push_back(gemm_call<T>(site, c, a, op_a, b, op_b, acc));
+    run_gemm_batched(c, a, op_a, b, op_b, acc, batch, stats);
+  }
+  void gemm(const GemmSite& site, MatrixRef<T> c, MatrixRef<const T> a, Op op_a,
+            MatrixRef<const T> b, Op op_b, Accumulate acc, MatmulStats* stats) {
+    gemm_batched(site, c, a, op_a, b, op_b, acc, GemmBatch{}, stats);
   }
   // How many of `heads` attention heads one batched GEMM and softmax call takes: one on a CPU core,
   // which then keeps a head's score block in cache from its GEMM to its softmax; all of them on a

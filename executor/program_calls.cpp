@@ -42,6 +42,22 @@ void check_pass_calls(const Program& p, size_t first, size_t last,
                          describe_call(calls[next]), calls[next].bytes, describe_action(p, first)));
 }
 
+void check_moved(const Program& p, size_t index, std::span<const TimedCall> calls) {
+  const Action& a = p.actions[index];
+  int64_t moved = 0;
+  for (const TimedCall& c : calls) {
+    if (c.op != a.op)
+      disagree(fmt::format("{} is a {}, the executor's {} of {} bytes is not",
+                           describe_action(p, index), enum_name(a.op, kCollectiveNames),
+                           describe_call(c), c.bytes));
+    moved += c.bytes;
+  }
+  if (moved != a.bytes)
+    disagree(fmt::format("{} moves {} bytes, the executor's {} call{} moved {}",
+                         describe_action(p, index), a.bytes, calls.size(),
+                         calls.size() == 1 ? "" : "s", moved));
+}
+
 void check_message(const Program& p, size_t index, int64_t bytes) {
   if (bytes != p.actions[index].bytes)
     disagree(fmt::format("{} moves {} bytes, the message is {}", describe_action(p, index),

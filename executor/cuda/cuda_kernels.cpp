@@ -84,9 +84,9 @@ void run(cublasHandle_t h, const ColumnMajorGemm<bf16>& g, float beta) {
 // stride ld is the column-major transpose with leading dimension ld: so cuBLAS computes Cᵀ from
 // B and A as stored, with the same ops (cuBLAS documentation, "cublas<t>gemm()").
 template <class T>
-void CudaKernels<T>::gemm_batched(MatrixRef<T> c, MatrixRef<const T> a, Op op_a,
-                                  MatrixRef<const T> b, Op op_b, Accumulate acc,
-                                  const GemmBatch& batch, MatmulStats* stats) {
+void CudaKernels<T>::run_gemm_batched(MatrixRef<T> c, MatrixRef<const T> a, Op op_a,
+                                      MatrixRef<const T> b, Op op_b, Accumulate acc,
+                                      const GemmBatch& batch, MatmulStats* stats) {
   const int64_t m = op_a == Op::none ? a.rows : a.cols;
   const int64_t k = op_a == Op::none ? a.cols : a.rows;
   const int64_t n = op_b == Op::none ? b.cols : b.rows;

@@ -21,8 +21,9 @@ class CudaKernels final : public Kernels<T> {
 
   CudaKernels(CudaContext& ctx, TensorAllocator& alloc) : ctx_(ctx), alloc_(alloc) {}
 
-  void gemm_batched(MatrixRef<T> c, MatrixRef<const T> a, Op op_a, MatrixRef<const T> b, Op op_b,
-                    Accumulate acc, const GemmBatch& batch, MatmulStats* stats) override;
+  void run_gemm_batched(MatrixRef<T> c, MatrixRef<const T> a, Op op_a, MatrixRef<const T> b,
+                        Op op_b, Accumulate acc, const GemmBatch& batch,
+                        MatmulStats* stats) override;
   int64_t attention_heads_per_call(int64_t heads) const override { return heads; }
 
   void bias_forward(T* y, const T* b, int64_t rows, int64_t cols) override;

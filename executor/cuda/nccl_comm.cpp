@@ -76,6 +76,13 @@ void NcclGroupComm::on_selected_stream(Issue&& issue) {
 }
 
 template <class Issue>
+void NcclGroupComm::on_selected_stream_recorded(Collective op, int64_t bytes, Issue&& issue) {
+  const Stamp start = streams_.stamp();
+  on_selected_stream(issue);
+  if (calls != nullptr) calls->push_back({op, group_, bytes, start, streams_.stamp()});
+}
+
+template <class Issue>
 void NcclGroupComm::on_own_stream(Collective op, int64_t bytes, Issue&& issue) {
   const Stream was = streams_.selected();
   const Stamp ready = streams_.stamp();
@@ -114,14 +121,16 @@ void NcclGroupComm::reduce_scatter(const void* full, void* part, int64_t count, 
 }
 
 void NcclGroupComm::reduce_scatter_blocks(const void* in, void* part, int64_t count, Dtype type) {
-  on_selected_stream([&](cudaStream_t s) {
+  const Collective c = Collective::reduce_scatter;
+  on_selected_stream_recorded(c, call_bytes(c, count, type, comm_.size()), [&](cudaStream_t s) {
     SHARDPLAN_NCCL_CHECK(
         ncclReduceScatter(in, part, count_of(count), nccl_type(type), ncclSum, comm_.get(), s));
   });
 }
 
 void NcclGroupComm::all_gather_blocks(const void* part, void* out, int64_t count, Dtype type) {
-  on_selected_stream([&](cudaStream_t s) {
+  const Collective c = Collective::all_gather;
+  on_selected_stream_recorded(c, call_bytes(c, count, type, comm_.size()), [&](cudaStream_t s) {
     SHARDPLAN_NCCL_CHECK(
         ncclAllGather(part, out, count_of(count), nccl_type(type), comm_.get(), s));
   });

@@ -65,6 +65,9 @@ class NcclGroupComm final : public GroupComm {
   void on_own_stream(Collective op, int64_t bytes, Issue&& issue);
   template <class Issue>
   void on_selected_stream(Issue&& issue);
+  // on_selected_stream, stamped into `calls` as a collective of `bytes` where that is set (ZeRO's).
+  template <class Issue>
+  void on_selected_stream_recorded(Collective op, int64_t bytes, Issue&& issue);
 
   NcclComm& comm_;
   Group group_;

@@ -65,12 +65,16 @@ void attention_forward(Kernels<T>& dev, const LayerDims& d, const T* qkv, KeyVal
     const HeadOperands o = head_operands(d, kv, hb);
     const T* rows = qkv + hb.b * S * W;
     const T* keys = key_rows(d, kv, hb.b);
-    dev.gemm_batched(matrix(probs + o.probs, S, K), matrix(rows + o.q, S, D, W), Op::none,
+    // Going forward the probabilities, and the context made from them, are written into memory a
+    // whole pass unused; everything else was just computed (gemm_call.h's cold operands).
+    dev.gemm_batched({.name = "attn", .call = "scores", .cold_c = true},
+                     matrix(probs + o.probs, S, K), matrix(rows + o.q, S, D, W), Op::none,
                      matrix(keys + o.k, K, D, kv.stride), Op::transpose, Accumulate::overwrite,
                      {hb.count, G * D, D, G * S * K}, stats);
     dev.causal_softmax_forward(probs + o.probs, {hb.count, G * S * K, S, K}, scale, d.positions());
     if (ctx == nullptr) return;
-    dev.gemm_batched(matrix(ctx + hb.b * S * C + o.q, S, D, C), matrix(probs + o.probs, S, K),
+    dev.gemm_batched({.name = "attn", .call = "context", .cold_c = true},
+                     matrix(ctx + hb.b * S * C + o.q, S, D, C), matrix(probs + o.probs, S, K),
                      Op::none, matrix(keys + o.v, K, D, kv.stride), Op::none, Accumulate::overwrite,
                      {hb.count, G * S * K, D, G * D}, stats);
   });
@@ -96,19 +100,24 @@ void attention_backward(Kernels<T>& dev, const LayerDims& d, const T* qkv, KeyVa
     const auto dctx_h = matrix(dctx + hb.b * S * C + o.q, S, D, C);
     const auto p = matrix(probs + o.probs, S, K);
     const auto dscores = matrix(scratch, S, K);
-    // dP = dctx·vᵀ;  dv += Pᵀ·dctx.
-    dev.gemm_batched(dscores, dctx_h, Op::none, matrix(keys + o.v, K, D, kv.stride), Op::transpose,
-                     Accumulate::overwrite, {hb.count, G * D, D, S * K}, stats);
-    dev.gemm_batched(matrix(dkeys + dout.v, K, D, dkv.stride), p, Op::transpose, dctx_h, Op::none,
+    // dP = dctx·vᵀ;  dv += Pᵀ·dctx. Going backward the saved q, k, v and probabilities come from
+    // memory.
+    dev.gemm_batched({.name = "attn", .call = "dP", .cold_b = true}, dscores, dctx_h, Op::none,
+                     matrix(keys + o.v, K, D, kv.stride), Op::transpose, Accumulate::overwrite,
+                     {hb.count, G * D, D, S * K}, stats);
+    dev.gemm_batched({.name = "attn", .call = "dv", .cold_a = true},
+                     matrix(dkeys + dout.v, K, D, dkv.stride), p, Op::transpose, dctx_h, Op::none,
                      Accumulate::add, {hb.count, G * S * K, G * D, D}, stats);
     // dScores = P ⊙ (dP − rowsum(P ⊙ dP)), times the 1/√d the scores were scaled by.
     dev.causal_softmax_backward(probs + o.probs, {hb.count, G * S * K, S, K}, scratch,
                                 {hb.count, S * K, S, K}, scale, d.positions());
     // dq = dScores·k;  dk += dScoresᵀ·q.
-    dev.gemm_batched(matrix(dqkv + hb.b * S * W + o.q, S, D, W), dscores, Op::none,
+    dev.gemm_batched({.name = "attn", .call = "dq", .cold_b = true, .cold_c = true},
+                     matrix(dqkv + hb.b * S * W + o.q, S, D, W), dscores, Op::none,
                      matrix(keys + o.k, K, D, kv.stride), Op::none, Accumulate::overwrite,
                      {hb.count, S * K, D, G * D}, stats);
-    dev.gemm_batched(matrix(dkeys + dout.k, K, D, dkv.stride), dscores, Op::transpose,
+    dev.gemm_batched({.name = "attn", .call = "dk", .cold_b = true},
+                     matrix(dkeys + dout.k, K, D, dkv.stride), dscores, Op::transpose,
                      matrix(rows + o.q, S, D, W), Op::none, Accumulate::add,
                      {hb.count, S * K, G * D, D}, stats);
   });

@@ -24,15 +24,15 @@ struct NormFeed {
 // to dx += d x [local_tokens, hidden]. The partial sums of d norm(x) are all-reduced (reduce-
 // scattered under sequence parallelism) before the norm's backward.
 template <class T>
-void column_parallel_backward(const LayerDims& d, const NormFeed<T>& norm, const T* w,
-                              int64_t out_cols, const T* dout, T* dw, T* db, T* dx,
+void column_parallel_backward(const LayerDims& d, const NormFeed<T>& norm, const char* name,
+                              const T* w, int64_t out_cols, const T* dout, T* dw, T* db, T* dx,
                               LayerContext<T>& c) {
   const int64_t N = d.tokens(), L = d.local_tokens(), H = d.hidden;
   Buffer<T> dnorm_out =
       c.allocate_for_overwrite(MemoryCategory::buffers, L * H, "norm output gradient");
   Buffer<T> partial;
   linear_backward<T>(
-      c.dev(), norm.out_all_tokens, w, dout, N, H, out_cols,
+      c.dev(), name, norm.out_all_tokens, w, dout, N, H, out_cols,
       partial_sums(d, c, dnorm_out.data(), partial, "column-parallel input gradient partial sums"),
       dw, db, c.matmul_stats);
   reduce_partial_sums(d, c, partial, dnorm_out.data());
@@ -81,7 +81,8 @@ Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buf
     Buffer<T> gathered;
     const T* h1 = gather_tokens(d, c, s.h1.data(), gathered);
     s.qkv = keep(N * d.qkv_width(), "qkv");
-    linear_forward<T>(dev, h1, w.w_qkv, w.b_qkv, N, H, d.qkv_width(), s.qkv.data(), c.matmul_stats);
+    linear_forward<T>(dev, "qkv", h1, w.w_qkv, w.b_qkv, N, H, d.qkv_width(), s.qkv.data(),
+                      c.matmul_stats);
   }
   {
     Buffer<T> gathered;
@@ -96,7 +97,7 @@ Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buf
   {
     s.x1 = keep(L * H, "attention residual");
     Buffer<T> partial;
-    linear_forward<T>(dev, s.ctx.data(), w.w_o, nullptr, N, C, H,
+    linear_forward<T>(dev, "proj", s.ctx.data(), w.w_o, nullptr, N, C, H,
                       partial_sums(d, c, s.x1.data(), partial, "attention projection partial sums"),
                       c.matmul_stats);
     reduce_partial_sums(d, c, partial, s.x1.data());
@@ -110,14 +111,15 @@ Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buf
     Buffer<T> gathered;
     const T* h2 = gather_tokens(d, c, s.h2.data(), gathered);
     s.u = keep(N * d.fc1_width(), "fc1 output");
-    linear_forward<T>(dev, h2, w.w_fc1, w.b_fc1, N, H, d.fc1_width(), s.u.data(), c.matmul_stats);
+    linear_forward<T>(dev, "fc1", h2, w.w_fc1, w.b_fc1, N, H, d.fc1_width(), s.u.data(),
+                      c.matmul_stats);
   }
   s.a = keep(N * d.ffn, "mlp activation");
   dev.activation_forward(d.activation, s.u.data(), N, d.ffn, s.a.data());
   Buffer<T> y = c.allocate_for_overwrite(MemoryCategory::activations, L * H, "layer output");
   {
     Buffer<T> partial;
-    linear_forward<T>(dev, s.a.data(), w.w_fc2, nullptr, N, d.ffn, H,
+    linear_forward<T>(dev, "fc2", s.a.data(), w.w_fc2, nullptr, N, d.ffn, H,
                       partial_sums(d, c, y.data(), partial, "fc2 partial sums"), c.matmul_stats);
     reduce_partial_sums(d, c, partial, y.data());
   }
@@ -152,7 +154,7 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
   {
     const GatheredPair<T> g = gather_token_pair(d, c, dy, s.h2.data());
     Buffer<T> da = scratch(N * d.ffn, "mlp activation gradient");
-    linear_backward<T>(dev, s.a.data(), w.w_fc2, g.first, N, d.ffn, H, da.data(), grad.w_fc2,
+    linear_backward<T>(dev, "fc2", s.a.data(), w.w_fc2, g.first, N, d.ffn, H, da.data(), grad.w_fc2,
                        nullptr, c.matmul_stats);
     s.a = {};
     Buffer<T> du = scratch(N * d.fc1_width(), "fc1 output gradient");
@@ -160,8 +162,8 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
     da = {};
     s.u = {};
     const NormFeed<T> ln2{s.x1.data(), g.second, w.ln2_weight, grad.ln2_weight, grad.ln2_bias};
-    column_parallel_backward(d, ln2, w.w_fc1, d.fc1_width(), du.data(), grad.w_fc1, grad.b_fc1,
-                             dx.data(), c);
+    column_parallel_backward(d, ln2, "fc1", w.w_fc1, d.fc1_width(), du.data(), grad.w_fc1,
+                             grad.b_fc1, dx.data(), c);
   }
 
   // Attention branch, from d x1 (now in dx) and ln1's output for every token.
@@ -174,8 +176,8 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
     Buffer<T> gathered, dkv_whole;
     const KeyValues<const T*> kv = gather_key_values(d, c, s.qkv.data(), gathered);
     Buffer<T> dctx = scratch(N * C, "attention context gradient");
-    linear_backward<T>(dev, s.ctx.data(), w.w_o, g.first, N, C, H, dctx.data(), grad.w_o, nullptr,
-                       c.matmul_stats);
+    linear_backward<T>(dev, "proj", s.ctx.data(), w.w_o, g.first, N, C, H, dctx.data(), grad.w_o,
+                       nullptr, c.matmul_stats);
     s.ctx = {};
     if (s.probs.empty()) {  // selective recomputation
       s.probs = c.allocate_for_overwrite(MemoryCategory::activations, attention_probs_count(d),
@@ -192,8 +194,8 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
   s.probs = {};
   s.qkv = {};
   const NormFeed<T> ln1{s.x.data(), g.second, w.ln1_weight, grad.ln1_weight, grad.ln1_bias};
-  column_parallel_backward(d, ln1, w.w_qkv, d.qkv_width(), dqkv.data(), grad.w_qkv, grad.b_qkv,
-                           dx.data(), c);
+  column_parallel_backward(d, ln1, "qkv", w.w_qkv, d.qkv_width(), dqkv.data(), grad.w_qkv,
+                           grad.b_qkv, dx.data(), c);
   return dx;
 }
 

@@ -4,11 +4,15 @@
 
 namespace shardplan {
 
+// Which of a linear layer's operands a training step reads from memory (gemm_call.h's GemmSite):
+// W in every GEMM, and in the weight gradient's dW and the x the forward saved, all last touched
+// a pass over the other layers ago; x going forward and dy were just written by the layer's
+// neighbour.
 template <class T>
-void linear_forward(Kernels<T>& dev, const T* x, const T* w, const T* b, int64_t n, int64_t in,
-                    int64_t out, T* y, MatmulStats* stats) {
-  dev.gemm(matrix(y, n, out), matrix(x, n, in), Op::none, matrix(w, out, in), Op::transpose,
-           Accumulate::overwrite, stats);
+void linear_forward(Kernels<T>& dev, const char* name, const T* x, const T* w, const T* b,
+                    int64_t n, int64_t in, int64_t out, T* y, MatmulStats* stats) {
+  dev.gemm({.name = name, .call = "fwd", .cold_b = true}, matrix(y, n, out), matrix(x, n, in),
+           Op::none, matrix(w, out, in), Op::transpose, Accumulate::overwrite, stats);
   if (b != nullptr) dev.bias_forward(y, b, n, out);
 }
 
@@ -27,12 +31,12 @@ void residual_add(T* y, const T* x, const T* bias, int64_t rows, int64_t cols) {
 }
 
 template <class T>
-void linear_backward(Kernels<T>& dev, const T* x, const T* w, const T* dy, int64_t n, int64_t in,
-                     int64_t out, T* dx, T* dw, T* db, MatmulStats* stats) {
-  dev.gemm(matrix(dx, n, in), matrix(dy, n, out), Op::none, matrix(w, out, in), Op::none,
-           Accumulate::overwrite, stats);
-  dev.gemm(matrix(dw, out, in), matrix(dy, n, out), Op::transpose, matrix(x, n, in), Op::none,
-           Accumulate::add, stats);
+void linear_backward(Kernels<T>& dev, const char* name, const T* x, const T* w, const T* dy,
+                     int64_t n, int64_t in, int64_t out, T* dx, T* dw, T* db, MatmulStats* stats) {
+  dev.gemm({.name = name, .call = "dgrad", .cold_b = true}, matrix(dx, n, in), matrix(dy, n, out),
+           Op::none, matrix(w, out, in), Op::none, Accumulate::overwrite, stats);
+  dev.gemm({.name = name, .call = "wgrad", .cold_b = true, .cold_c = true}, matrix(dw, out, in),
+           matrix(dy, n, out), Op::transpose, matrix(x, n, in), Op::none, Accumulate::add, stats);
   if (db != nullptr) dev.bias_backward(dy, n, out, db);
 }
 
@@ -45,13 +49,13 @@ void bias_backward(const T* dy, int64_t rows, int64_t cols, T* db) {
   sums.store();
 }
 
-#define SHARDPLAN_INSTANTIATE(T)                                                                \
-  template void linear_forward<T>(Kernels<T>&, const T*, const T*, const T*, int64_t, int64_t,  \
-                                  int64_t, T*, MatmulStats*);                                   \
-  template void linear_backward<T>(Kernels<T>&, const T*, const T*, const T*, int64_t, int64_t, \
-                                   int64_t, T*, T*, T*, MatmulStats*);                          \
-  template void bias_forward<T>(T*, const T*, int64_t, int64_t);                                \
-  template void residual_add<T>(T*, const T*, const T*, int64_t, int64_t);                      \
+#define SHARDPLAN_INSTANTIATE(T)                                                                   \
+  template void linear_forward<T>(Kernels<T>&, const char*, const T*, const T*, const T*, int64_t, \
+                                  int64_t, int64_t, T*, MatmulStats*);                             \
+  template void linear_backward<T>(Kernels<T>&, const char*, const T*, const T*, const T*,         \
+                                   int64_t, int64_t, int64_t, T*, T*, T*, MatmulStats*);           \
+  template void bias_forward<T>(T*, const T*, int64_t, int64_t);                                   \
+  template void residual_add<T>(T*, const T*, const T*, int64_t, int64_t);                         \
   template void bias_backward<T>(const T*, int64_t, int64_t, T*);
 SHARDPLAN_INSTANTIATE(float)
 SHARDPLAN_INSTANTIATE(double)

@@ -9,15 +9,16 @@
 
 namespace shardplan {
 
-// y[n, out] = x[n, in]·w[out, in]ᵀ (+ b[out] when b is not null), on `dev`.
+// y[n, out] = x[n, in]·w[out, in]ᵀ (+ b[out] when b is not null), on `dev`; `name` names the layer
+// where its GEMM is recorded ("fc1": gemm_call.h).
 template <class T>
-void linear_forward(Kernels<T>& dev, const T* x, const T* w, const T* b, int64_t n, int64_t in,
-                    int64_t out, T* y, MatmulStats* stats);
+void linear_forward(Kernels<T>& dev, const char* name, const T* x, const T* w, const T* b,
+                    int64_t n, int64_t in, int64_t out, T* y, MatmulStats* stats);
 
 // dx[n, in] = dy·w (overwritten); dw += dyᵀ·x; db += Σ_rows dy (when db is not null), on `dev`.
 template <class T>
-void linear_backward(Kernels<T>& dev, const T* x, const T* w, const T* dy, int64_t n, int64_t in,
-                     int64_t out, T* dx, T* dw, T* db, MatmulStats* stats);
+void linear_backward(Kernels<T>& dev, const char* name, const T* x, const T* w, const T* dy,
+                     int64_t n, int64_t in, int64_t out, T* dx, T* dw, T* db, MatmulStats* stats);
 
 // The CPU backend's kernels (host loops; cpu_kernels.h):
 

@@ -23,11 +23,12 @@ void logits_forward(LayerContext<T>& c, const T* h, const T* vocab_weight, int64
   s.exp_logits =
       c.alloc.template allocate_for_overwrite<C>(MemoryCategory::activations, N * V, "logits");
   if constexpr (std::is_same_v<T, C>) {
-    linear_forward<T>(c.dev(), h, vocab_weight, nullptr, N, H, V, s.exp_logits.data(),
+    linear_forward<T>(c.dev(), "lm head", h, vocab_weight, nullptr, N, H, V, s.exp_logits.data(),
                       c.matmul_stats);
   } else {
     Buffer<T> logits = c.allocate_for_overwrite(MemoryCategory::activations, N * V, "bf16 logits");
-    linear_forward<T>(c.dev(), h, vocab_weight, nullptr, N, H, V, logits.data(), c.matmul_stats);
+    linear_forward<T>(c.dev(), "lm head", h, vocab_weight, nullptr, N, H, V, logits.data(),
+                      c.matmul_stats);
     c.dev().widen(logits.data(), s.exp_logits.data(), N * V);
   }
 }
@@ -110,7 +111,7 @@ Buffer<T> head_backward(const LayerDims& d, const HeadTensors<const T*>& w,
   };
   Buffer<T> dh = d.tp == 1 ? norm_output_grad() : Buffer<T>{};
   Buffer<T> dh_partial;
-  linear_backward<T>(dev, h, w.vocab_weight, dlogits, N, H, V,
+  linear_backward<T>(dev, "lm head", h, w.vocab_weight, dlogits, N, H, V,
                      partial_sums(d, c, dh.data(), dh_partial, "head input gradient partial sums"),
                      grad.vocab_weight, nullptr, c.matmul_stats);
   s.exp_logits = {};

@@ -5,6 +5,7 @@
 
 #include <Eigen/Core>
 #include <cstdint>
+#include <vector>
 
 namespace shardplan {
 
@@ -26,6 +27,8 @@ ConstMatrixView<T> view(const T* p, int64_t rows, int64_t cols, int64_t row_stri
                             Eigen::OuterStride<>(row_stride < 0 ? cols : row_stride));
 }
 
+struct GemmCall;  // gemm_call.h
+
 // FLOPs and time spent in gemm(), summed by whoever passes it. Wall time is what a step's timeline
 // shows; the thread's CPU time leaves out time the OS gave to other processes, so rates measured on
 // a shared machine compare fairly with a GEMM benchmark measured the same way.
@@ -37,6 +40,9 @@ struct MatmulStats {
   // clock_gettime(CLOCK_THREAD_CPUTIME_ID), 2026-11-24), 1% of an attention head's GEMM; the
   // benchmarks ask for it, a training step does not pay it.
   bool cpu_time = false;
+  // When set, every GEMM a layer makes through Kernels::gemm_batched is appended, one per GEMM of a
+  // batch (gemm_call.h): calibration's list of the GEMMs to time, and the tests' of a step's.
+  std::vector<GemmCall>* calls = nullptr;
   double flop_per_s() const { return seconds > 0 ? flops / seconds : 0; }
   double flop_per_cpu_s() const { return cpu_seconds > 0 ? flops / cpu_seconds : 0; }
 };

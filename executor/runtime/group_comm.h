@@ -89,7 +89,9 @@ class GroupComm {
       return bf16_;
   }
 
-  // When set, every layers' call (all_reduce, all_gather, reduce_scatter) is appended here.
+  // When set, every call is appended here: the layers' (all_reduce, all_gather, reduce_scatter),
+  // checked against their unit pass's actions, and ZeRO's and the gradient reductions', checked
+  // against their data-parallel action (executor/program_calls.h).
   std::vector<TimedCall>* calls = nullptr;
 
  private:

@@ -123,13 +123,13 @@ void MpiGroupComm::all_reduce(void* x, int64_t count, Dtype type, ReduceOp op) {
 
 void MpiGroupComm::all_gather(const void* part, void* full, int64_t count, Dtype type) {
   const Collective c = Collective::all_gather;
-  timed(c, call_bytes(c, count, type, size_), [&] { all_gather_blocks(part, full, count, type); });
+  timed(c, call_bytes(c, count, type, size_), [&] { gather_blocks(part, full, count, type); });
 }
 
 void MpiGroupComm::reduce_scatter(const void* full, void* part, int64_t count, Dtype type) {
   const Collective c = Collective::reduce_scatter;
   timed(c, call_bytes(c, count, type, size_),
-        [&] { reduce_scatter_blocks(full, part, count, type); });
+        [&] { reduce_scatter_equal(comm_, full, part, count, size_, type); });
 }
 
 void reduce_scatter_equal(MPI_Comm comm, const void* full, void* part, int64_t count, int n,
@@ -140,10 +140,17 @@ void reduce_scatter_equal(MPI_Comm comm, const void* full, void* part, int64_t c
 }
 
 void MpiGroupComm::reduce_scatter_blocks(const void* in, void* part, int64_t count, Dtype type) {
-  reduce_scatter_equal(comm_, in, part, count, size_, type);
+  const Collective c = Collective::reduce_scatter;
+  timed(c, call_bytes(c, count, type, size_),
+        [&] { reduce_scatter_equal(comm_, in, part, count, size_, type); });
 }
 
 void MpiGroupComm::all_gather_blocks(const void* part, void* out, int64_t count, Dtype type) {
+  const Collective c = Collective::all_gather;
+  timed(c, call_bytes(c, count, type, size_), [&] { gather_blocks(part, out, count, type); });
+}
+
+void MpiGroupComm::gather_blocks(const void* part, void* out, int64_t count, Dtype type) {
   const int64_t block_bytes = count * dtype_bytes(type);
   const void* send =
       part == static_cast<const std::byte*>(out) + rank_ * block_bytes ? MPI_IN_PLACE : part;

@@ -52,6 +52,8 @@ class MpiGroupComm final : public GroupComm {
   // Runs `call`, stamped into `calls` as a collective of `bytes` where that is set.
   template <class Call>
   void timed(Collective op, int64_t bytes, Call&& call);
+  // all_gather_blocks untimed: the layers' all_gather runs it timed as its own call.
+  void gather_blocks(const void* part, void* out, int64_t count, Dtype type);
 
   MPI_Comm comm_;
   Group group_;

@@ -1,5 +1,7 @@
-// The GEMM shapes a layer's forward and backward pass make, as executor/layers/linear.cpp and
-// executor/layers/attention.cpp call gemm(), and how variants of one shape combine into its rate.
+// The GEMM shapes a layer's forward and backward pass make, as recorded from the calls of
+// executor/layers/linear.cpp and attention.cpp (calibrate/layer_gemms.h) and pinned here by hand,
+// and how variants of one shape combine into its rate. tests/calibrate/mpi/layer_gemms_test.cpp
+// checks the recording against a real step of the interpreter.
 #include "calibrate/calibrate_gemm.h"
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 // ZeRO's units (core/zero_units.h) by hand: Megatron-LM's buckets filled in backward order, FSDP's
-// units with the tied word embedding apart, and each unit's shard padded on its own.
+// units with the tied word embedding apart, each unit's shard padded on its own, and the program's
+// reductions and gathers carrying the padded units the executor moves.
 #include "core/zero_units.h"
 
 #include <catch2/catch.hpp>
@@ -7,7 +8,9 @@
 #include <vector>
 
 #include "core/presets.h"
+#include "core/schedule.h"
 #include "tests/core/odd_model.h"
+#include "tests/core/schedule_fixtures.h"
 
 namespace shardplan {
 namespace {
@@ -48,6 +51,40 @@ TEST_CASE("ZeRO shards pad each unit on its own", "[zero]") {
   l.zero = 3;
   CHECK(zero_shard_params(zero_unit_params(m, l, 0), 2) == 58'812);
   CHECK(zero_shard_params(std::vector<int64_t>{10}, 4) == 3);
+}
+
+TEST_CASE("ZeRO's reductions and gathers carry each unit padded; all-reduces do not", "[zero]") {
+  // odd_model over dp=2, fp32: ZeRO's reduce-scatters and all-gathers move each unit as 2 equal
+  // pieces, as the executor does. ZeRO-1's one bucket (117,621) moves 2 · 58,811; ZeRO-3's layers
+  // (32,445 each) 2 · 16,223, the embedding (wte 16,128 + wpe 4,032) and the head (final norm 126,
+  // with the borrowed wte) as they are. Without ZeRO the all-reduce moves the parameters.
+  const Model m = test::odd_model();
+  Training t = test::small_training();
+  t.dtype = t.grad_dtype = Dtype::fp32;
+  for (int zero : {0, 1, 3}) {
+    Layout l = test::layout(2, 1, 1, 1);
+    l.zero = zero;
+    const Program p = build_program(m, t, l, 0);
+    int padded = 0;
+    for (const Action& a : p.actions) {
+      if (a.kind != ActionKind::grad_reduce && a.kind != ActionKind::param_gather) continue;
+      if (a.group != Group::dp) continue;
+      INFO("ZeRO-" << zero << ": " << action_name(a) << " of " << a.params << " parameters");
+      if (zero == 1) {
+        CHECK(a.params == 117'621);
+        CHECK(a.bytes == 117'622 * 4);
+      } else if (zero == 3 && a.layer_end - a.layer_begin == 1) {
+        CHECK(a.params == 32'445);
+        CHECK(a.bytes == 32'446 * 4);
+      } else {
+        CHECK(a.bytes == a.params * 4);
+        continue;
+      }
+      ++padded;
+    }
+    // ZeRO-1: the bucket's gather and reduction; ZeRO-3: each layer's two gathers and reduction.
+    CHECK(padded == (zero == 0 ? 0 : zero == 1 ? 2 : 3 * m.num_layers));
+  }
 }
 
 }  // namespace

@@ -93,10 +93,10 @@ TEST_CASE("bf16 kernels: GEMMs accumulate in fp32 and round once", "[executor]")
       const int64_t b_rows = op_b == Op::none ? k : n, b_cols = op_b == Op::none ? n : k;
       std::vector<float> cf = c0.f32;
       std::vector<bf16> cb = c0.b16;
-      f32().gemm(matrix(cf.data(), m, n), matrix(a.f32.data(), m, k), Op::none,
-                 matrix(b.f32.data(), b_rows, b_cols), op_b, acc, nullptr);
-      b16().gemm(matrix(cb.data(), m, n), matrix(a.b16.data(), m, k), Op::none,
-                 matrix(b.b16.data(), b_rows, b_cols), op_b, acc, nullptr);
+      f32().run_gemm_batched(matrix(cf.data(), m, n), matrix(a.f32.data(), m, k), Op::none,
+                             matrix(b.f32.data(), b_rows, b_cols), op_b, acc, {}, nullptr);
+      b16().run_gemm_batched(matrix(cb.data(), m, n), matrix(a.b16.data(), m, k), Op::none,
+                             matrix(b.b16.data(), b_rows, b_cols), op_b, acc, {}, nullptr);
       check_rounded(cb, cf);
     }
   }

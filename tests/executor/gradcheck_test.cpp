@@ -47,13 +47,13 @@ TEST_CASE("gradient check: linear layer", "[executor]") {
   const auto r = random_values(n * out, 4);
   const auto loss = [&] {
     std::vector<double> y(static_cast<size_t>(n * out));
-    linear_forward(cpu_kernels<double>(), x.data(), w.data(), b.data(), n, in, out, y.data(),
-                   nullptr);
+    linear_forward(cpu_kernels<double>(), "linear", x.data(), w.data(), b.data(), n, in, out,
+                   y.data(), nullptr);
     return dot(y, r);
   };
   std::vector<double> dx(x.size()), dw(w.size()), db(b.size());
-  linear_backward(cpu_kernels<double>(), x.data(), w.data(), r.data(), n, in, out, dx.data(),
-                  dw.data(), db.data(), nullptr);
+  linear_backward(cpu_kernels<double>(), "linear", x.data(), w.data(), r.data(), n, in, out,
+                  dx.data(), dw.data(), db.data(), nullptr);
   require_close(check_gradient(x, dx, loss), "dx");
   require_close(check_gradient(w, dw, loss), "dw");
   require_close(check_gradient(b, db, loss), "db");

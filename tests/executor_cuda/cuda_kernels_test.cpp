@@ -107,10 +107,11 @@ TEMPLATE_TEST_CASE("cuda kernels: gemm, every op and accumulation, batched with 
             c(rank, random_values<T>(count * m * ldc, 3));
         for (Kernels<T>* dev : {static_cast<Kernels<T>*>(&cpu), static_cast<Kernels<T>*>(&gpu)}) {
           const bool on_gpu = dev == &gpu;
-          dev->gemm_batched(matrix(on_gpu ? c.gpu() : c.cpu(), m, n, ldc),
-                            matrix<const T>(on_gpu ? a.gpu() : a.cpu(), a_rows, a_cols, lda), op_a,
-                            matrix<const T>(on_gpu ? b.gpu() : b.cpu(), b_rows, b_cols, ldb), op_b,
-                            acc, batch, nullptr);
+          dev->run_gemm_batched(matrix(on_gpu ? c.gpu() : c.cpu(), m, n, ldc),
+                                matrix<const T>(on_gpu ? a.gpu() : a.cpu(), a_rows, a_cols, lda),
+                                op_a,
+                                matrix<const T>(on_gpu ? b.gpu() : b.cpu(), b_rows, b_cols, ldb),
+                                op_b, acc, batch, nullptr);
         }
         INFO("op_a " << int(op_a) << " op_b " << int(op_b) << " acc " << int(acc));
         CHECK_ERROR(c, Tolerance<T>::gemm);

@@ -52,10 +52,12 @@ class RecordingGroupComm final : public GroupComm {
       inner_.reduce_scatter(full, part, *n, type);
   }
   void reduce_scatter_blocks(const void* in, void* part, int64_t count, Dtype type) override {
+    inner_.calls = calls;
     log_.push_back({group_, Collective::reduce_scatter, count, type});
     inner_.reduce_scatter_blocks(in, part, count, type);
   }
   void all_gather_blocks(const void* part, void* out, int64_t count, Dtype type) override {
+    inner_.calls = calls;
     log_.push_back({group_, Collective::all_gather, count, type});
     inner_.all_gather_blocks(part, out, count, type);
   }
