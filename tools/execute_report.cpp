@@ -6,25 +6,10 @@
 #include <cassert>
 #include <string>
 
+#include "executor/runtime/world_comm.h"
 #include "simulator/trace.h"
 
 namespace shardplan::cli {
-
-namespace {
-
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
-
-}  // namespace
 
 std::vector<std::vector<ActionTiming>> gather_timings(const std::vector<ActionTiming>& mine) {
   static_assert(sizeof(ActionTiming) == 2 * sizeof(double));
