@@ -66,8 +66,10 @@ ParamShard layer_param_shard(const Model& m, const Layout& l, bool moe_layer) {
   ParamShard p;
   p.attention = attention_params_shard(m, l.tp);
   p.norms = norm_params_per_layer(m);  // replicated
+  p.sequence_sharded = m.out_bias ? m.hidden : 0;
   if (!moe_layer) {
     p.mlp = mlp_params_shard(m, m.ffn_hidden, l.tp);
+    p.sequence_sharded += m.mlp_bias ? m.hidden : 0;
     return p;
   }
   // The router is one h×E gate per MoE layer, replicated. Experts are split by tp too: Megatron-
@@ -81,7 +83,10 @@ ParamShard layer_param_shard(const Model& m, const Layout& l, bool moe_layer) {
 ParamShard first_stage_params(const Model& m, const Layout& l) {
   ParamShard p;
   p.embedding = word_embedding_shard(m, l.tp);  // VocabParallelEmbedding
-  if (m.position_embedding == PositionEmbedding::learned) p.embedding += m.max_seq * m.hidden;
+  if (m.position_embedding == PositionEmbedding::learned) {
+    p.embedding += m.max_seq * m.hidden;
+    p.sequence_sharded = m.max_seq * m.hidden;
+  }
   return p;
 }
 

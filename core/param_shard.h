@@ -39,12 +39,18 @@ struct ParamShard {
   int64_t router = 0;   // MoE gates (replicated)
   int64_t norms = 0;    // per-layer norms and, on the last stage, the final norm (replicated)
   int64_t experts = 0;  // the num_experts/ep experts this rank holds in each of its MoE layers
+  // Of `attention`, `mlp` and `embedding`: what every tp rank holds whole and applies to its
+  // sequence shard under sequence parallelism — the row-parallel projections' biases (added after
+  // the reduce-scatter, Megatron-LM's RowParallelLinear) and the learned positions.
+  int64_t sequence_sharded = 0;
 
   // Dense parameters are replicated over dp (and cp); expert parameters over dp/ep only.
   int64_t dense() const { return embedding + head + attention + mlp + router + norms; }
   int64_t total() const { return dense() + experts; }
-  // Replicated over tp: their gradients are all-reduced over tp under sequence parallelism.
-  int64_t tp_replicated() const { return router + norms; }
+  // Replicated over tp: their gradients are all-reduced over tp under sequence parallelism
+  // (Megatron-LM's finalize_model_grads: the parameters marked sequence_parallel), as the executor
+  // reduces them.
+  int64_t tp_replicated() const { return router + norms + sequence_sharded; }
 };
 
 ParamShard param_shard(const Model& m, const Layout& l, const StageLayers& s);

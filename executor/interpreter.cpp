@@ -341,19 +341,16 @@ void RankState<T>::run_action(size_t i) {
       break;
     case ActionKind::grad_reduce:
     case ActionKind::param_gather: {
-      // Every call on the action's group is the action's: together they move its bytes. Not yet
-      // the tp all-reduce of the replicated tensors' gradients under sequence parallelism: the
-      // program counts the norms' (ParamShard::tp_replicated), the executor also reduces the
-      // row-parallel biases and the position embedding, whose gradients cover its tokens only.
+      // Every call on the action's group is the action's: together they move its bytes.
       GroupComm& comm = a.group == Group::pp ? *rt->embedding_group() : rt->group(a.group);
       std::vector<TimedCall> calls;
-      comm.calls = a.group == Group::tp ? nullptr : &calls;
+      comm.calls = &calls;
       if (a.kind == ActionKind::grad_reduce)
         grad_reduce(a);
       else
         param_gather(a, static_cast<uint32_t>(i));
       comm.calls = nullptr;
-      if (a.group != Group::tp) check_moved(program, i, calls);
+      check_moved(program, i, calls);
       break;
     }
     case ActionKind::optimizer_step:

@@ -176,13 +176,15 @@ TEST_CASE("sequence parallelism: four all-gathers and four reduce-scatters per l
       const bool layer_backward = a.pass == Pass::backward && a.layer_end > a.layer_begin;
       CHECK(a.bytes == (layer_backward ? 2 : 1) * act_bytes);
     }
-  // The replicated norm weights' gradients, all-reduced over tp once: two norms per layer plus
-  // the final one, weight and bias each (LayerNorm).
+  // The tp-replicated tensors' gradients, all-reduced over tp once: two norms per layer plus the
+  // final one, weight and bias each (LayerNorm); each layer's two row-parallel biases; the
+  // learned positions (max_seq × h).
   const auto norm = std::find_if(p.actions.begin(), p.actions.end(), [](const Action& a) {
     return a.kind == ActionKind::grad_reduce && a.group == Group::tp;
   });
   REQUIRE(norm != p.actions.end());
-  CHECK(norm->params == (2 * m.num_layers + 1) * 2 * m.hidden);
+  CHECK(norm->params == (2 * m.num_layers + 1) * 2 * m.hidden + m.num_layers * 2 * m.hidden +
+                          m.max_seq * m.hidden);
 }
 
 TEST_CASE("full recomputation re-runs each layer's forward before its backward", "[schedule]") {
