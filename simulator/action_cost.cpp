@@ -57,10 +57,10 @@ GroupActionCost group_action_cost(const Cluster& c, const DeviceRates& r,
           memory_time_s(r, static_cast<double>(grad_reduce_local_bytes(a, zero, span.size)))};
 }
 
-double send_s(const Cluster& c, const CollectiveOptions& o, const Action& a,
-              const GroupSpan& pair) {
+CollectiveCost send_cost(const Cluster& c, const CollectiveOptions& o, const Action& a,
+                         const GroupSpan& pair) {
   assert(a.kind == ActionKind::send);
-  return collective_cost(c, Collective::send_recv, a.bytes, pair, o).time_s;
+  return collective_cost(c, Collective::send_recv, a.bytes, pair, o);
 }
 
 }  // namespace shardplan

@@ -43,7 +43,7 @@ GroupActionCost group_action_cost(const Cluster& c, const DeviceRates& r,
                                   const GroupSpan& span, int zero);
 
 // A send between the two ranks `pair` spans.
-double send_s(const Cluster& c, const CollectiveOptions& o, const Action& a,
-              const GroupSpan& pair);
+CollectiveCost send_cost(const Cluster& c, const CollectiveOptions& o, const Action& a,
+                         const GroupSpan& pair);
 
 }  // namespace shardplan

@@ -71,9 +71,10 @@ double CostModelPricer::duration_s(const Program& p, const Action& a) const {
     case ActionKind::compute:
       return compute_action_s(parts_, a, layout_.recompute);
     case ActionKind::send:
-      return send_s(
-          cluster_, collective_options_, a,
-          spans(p).pp_peers[static_cast<size_t>(rank_in_group(layout_, a.peer, Group::pp))]);
+      return send_cost(
+                 cluster_, collective_options_, a,
+                 spans(p).pp_peers[static_cast<size_t>(rank_in_group(layout_, a.peer, Group::pp))])
+          .time_s;
     case ActionKind::recv:
       return 0;
     case ActionKind::collective:

@@ -135,16 +135,14 @@ GroupSpan pair_span(const Cluster& c, int64_t a, int64_t b) {
 // One communication action's span and cost per call.
 struct PricedComm {
   GroupSpan span;
-  CollectiveCost cost;
-  double local_s = 0;
-  double call_s() const { return cost.time_s + local_s; }
+  GroupActionCost cost;  // a send's has no local work
 };
 
 PricedComm price_comm(const Context& ctx, const Action& a, int64_t rank, SpanCache& spans) {
   PricedComm p;
   if (a.kind == ActionKind::send) {
     p.span = pair_span(ctx.c, rank, a.peer);
-    p.cost = collective_cost(ctx.c, Collective::send_recv, a.bytes, p.span, ctx.collective_options);
+    p.cost.collective = send_cost(ctx.c, ctx.collective_options, a, p.span);
     return p;
   }
   if (a.kind == ActionKind::grad_reduce && a.group == Group::pp) {
@@ -155,10 +153,7 @@ PricedComm price_comm(const Context& ctx, const Action& a, int64_t rank, SpanCac
   } else {
     p.span = spans(a.group);
   }
-  const GroupActionCost g =
-      group_action_cost(ctx.c, ctx.rates, ctx.collective_options, a, p.span, ctx.l.zero);
-  p.cost = g.collective;
-  p.local_s = g.local_s;
+  p.cost = group_action_cost(ctx.c, ctx.rates, ctx.collective_options, a, p.span, ctx.l.zero);
   return p;
 }
 
@@ -195,7 +190,7 @@ void price_into(const Context& ctx, int64_t rank, SpanCache& spans,
     }
     if (a.kind == ActionKind::recv) continue;  // its time is its send's
     const PricedComm priced = price_comm(ctx, a, rank, spans);
-    const double call_s = priced.call_s();
+    const double call_s = priced.cost.time_s();
     const bool mb = f.per_microbatch > 0;
     const CommWindow window = comm_window(a);
     const int64_t calls = mb ? f.per_microbatch : f.per_step;
@@ -222,8 +217,8 @@ void price_into(const Context& ctx, int64_t rank, SpanCache& spans,
       continue;
     }
     p.records.push_back({a, mb ? CommFrequency::per_microbatch : CommFrequency::per_step, window,
-                         priced.span, ctx.c.levels[priced.span.level].name, priced.cost,
-                         priced.local_s, per_step_calls,
+                         priced.span, ctx.c.levels[priced.span.level].name,
+                         priced.cost.collective, priced.cost.local_s, per_step_calls,
                          volume_bytes(a.op, a.bytes, priced.span.size, per_step_calls),
                          static_cast<double>(per_step_calls) * call_s, 0});
   }
