@@ -20,5 +20,6 @@ Subcommand add_simulate(CLI::App& root);
 Subcommand add_execute(CLI::App& root);
 Subcommand add_compare(CLI::App& root);
 Subcommand add_demo(CLI::App& root);
+Subcommand add_validate(CLI::App& root);
 
 }  // namespace shardplan::cli

@@ -1,0 +1,120 @@
+// Each set's reader against its file: every row either priced or refused with a reason (the
+// file's own row count), and one known row's layout and model as the file prints them.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "core/json_reader.h"
+#include "validate/pricing.h"
+#include "validate/sets.h"
+
+using namespace shardplan;
+
+namespace {
+
+const std::string kFolder = std::string(SHARDPLAN_SOURCE_DIR) + "/data/fidelity";
+
+FidelitySet read(const std::string& name) {
+  return read_set(find_set(name), kFolder);
+}
+
+// The row count the file states in `counts` (rows, or the Ultra-Scale file's entries).
+size_t stated_rows(const std::string& name) {
+  const nlohmann::json j = read_json_file(kFolder + "/" + find_set(name).file);
+  const auto& counts = j.at("counts");
+  return counts.contains("rows") ? counts.at("rows").get<size_t>()
+                                 : counts.at("entries").get<size_t>();
+}
+
+// Priced and refused rows add up to the file's count; returns the refused.
+size_t check_every_row_accounted(const std::string& name) {
+  const FidelitySet s = read(name);
+  const std::vector<PricedRow> priced = price_set(s);
+  REQUIRE(s.rows.size() == stated_rows(name));
+  REQUIRE(priced.size() == s.rows.size());
+  size_t refused = 0, scored = 0;
+  for (const auto& p : priced) (p.refusal.empty() ? scored : refused)++;
+  CHECK(scored + refused == stated_rows(name));
+  return refused;
+}
+
+}  // namespace
+
+TEST_CASE("vtrain: every row priced; row 0 as the file prints it", "[readers]") {
+  CHECK(check_every_row_accounted("vtrain_single_a100") == 0);
+  const FidelityRow r = read("vtrain_single_a100").rows.at(0);
+  // {"gpus": 2, "global_batch": 16, "micro_batch": 8, "hidden": 1024, "heads": 16, "layers": 24,
+  //  "seq": 1024, "tp": 1, "dp": 1, "pp": 2, "iteration_time_ms": 372.160408}
+  CHECK(r.cluster.world() == 2);
+  CHECK(r.layout.tp == 1);
+  CHECK(r.layout.pp == 2);
+  CHECK(r.layout.dp == 1);
+  CHECK(r.layout.micro_batch == 8);
+  CHECK(r.layout.num_microbatches == 2);
+  CHECK(r.layout.recompute == Recompute::full);
+  CHECK(r.model.hidden == 1024);
+  CHECK(r.model.num_layers == 24);
+  CHECK(r.model.num_heads == 16);
+  CHECK(r.model.ffn_hidden == 4096);
+  CHECK(r.model.vocab == 50304);  // 50257 padded to a multiple of 128 · tp
+  CHECK(r.training.dtype == Dtype::fp16);
+  CHECK(*r.measured_step_time_s == Approx(0.372160408));
+}
+
+TEST_CASE("bloom: every row accounted; the 200B 10-node row", "[readers]") {
+  CHECK(check_every_row_accounted("bloom_chronicles") >= 7);  // 7 rows have layers unknown
+  const FidelityRow r = read("bloom_chronicles").rows.at(1);
+  CHECK(r.cluster.nodes == 10);
+  CHECK(r.layout.tp == 8);
+  CHECK(r.layout.pp == 10);
+  CHECK(r.layout.dp == 1);
+  CHECK(r.layout.zero == 1);
+  CHECK(r.layout.num_microbatches == 2048);
+  CHECK(r.model.hidden == 14400);
+  CHECK(r.model.num_layers == 80);
+  CHECK(r.model.num_heads == 96);
+  CHECK(r.model.vocab == 250880);
+  CHECK(r.model.position_embedding == PositionEmbedding::rope);  // ALiBi: no position parameters
+  CHECK(*r.measured_step_time_s == Approx(844.81));
+  CHECK(*r.measured_memory_bytes == Approx(73.0 * (1 << 30)));
+  CHECK(r.ran);
+}
+
+TEST_CASE("ultrascale: every row accounted; the first 1B row", "[readers]") {
+  check_every_row_accounted("ultrascale_dev");
+  const FidelityRow r = read("ultrascale_dev").rows.at(0);
+  // ["1B", 1 node, mbs 2, grad_acc 16, gbs 256, dp 8, pp 1, tp 1, zero 0, ..., 40150 tok/s/GPU]
+  CHECK(r.cluster.world() == 8);
+  CHECK(r.layout.dp == 8);
+  CHECK(r.layout.micro_batch == 2);
+  CHECK(r.layout.num_microbatches == 16);
+  CHECK(r.model.num_layers == 16);
+  CHECK(r.model.hidden == 2048);
+  CHECK(r.model.ffn_hidden == 8192);
+  CHECK(r.model.tied_embeddings);
+  CHECK(r.training.grad_dtype == Dtype::fp32);
+  CHECK(*r.measured_step_time_s == Approx(256.0 * 4096 / (40150.0 * 8)));
+  CHECK(*r.measured_memory_bytes == Approx(50.2 * (1 << 30)));
+}
+
+TEST_CASE("nemo: every row accounted; FP8 refused", "[readers]") {
+  CHECK(check_every_row_accounted("nemo_performance") == stated_rows("nemo_performance"));
+  CHECK(read("nemo_performance").rows.at(0).refused == "FP8/MXFP8/NVFP4 compute not modelled");
+}
+
+TEST_CASE("mosaicml: every row accounted; the 70B 512-GPU row", "[readers]") {
+  CHECK(check_every_row_accounted("mosaicml_benchmarks") >= 7);  // the H100 FP8 table
+  const FidelityRow r = read("mosaicml_benchmarks").rows.at(0);
+  CHECK(r.cluster.nodes == 64);
+  CHECK(r.cluster.device.name == "H100-SXM5-80GB");
+  CHECK(r.layout.dp == 512);
+  CHECK(r.layout.zero == 3);
+  CHECK(r.layout.micro_batch == 8);
+  CHECK(r.layout.recompute == Recompute::full);
+  CHECK(r.model.hidden == 8192);
+  CHECK(r.model.num_layers == 80);
+  CHECK(*r.measured_step_time_s == Approx(4096.0 * 2048 / 515636));
+}
+
+TEST_CASE("an unknown set is an error naming the choices", "[readers]") {
+  CHECK_THROWS_AS(find_set("vtrain"), InputError);
+}

@@ -1,0 +1,75 @@
+// `shardplan validate`: score the cost model against the published GPU training runs of the
+// development set (data/fidelity/): step-time error per set and slice, memory, fits against
+// crashes, and how well the planner would have picked among the measured layouts.
+#include <fmt/core.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/presets.h"
+#include "tools/cli_inputs.h"
+#include "tools/subcommand.h"
+#include "validate/pricing.h"
+#include "validate/sets.h"
+#include "validate/validate_report.h"
+
+namespace shardplan::cli {
+
+namespace {
+
+struct ValidateOptions {
+  std::vector<std::string> sets;
+  std::string data_folder;
+  ReportOptions report;
+};
+
+int run_validate(const ValidateOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<const SetEntry*> chosen;
+  for (const auto& name : o.sets) chosen.push_back(&find_set(name));
+  if (chosen.empty())
+    for (const auto& entry : fidelity_sets()) chosen.push_back(&entry);
+  const std::string folder = o.data_folder.empty()
+                                 ? (std::filesystem::path(data_dir()) / "data" / "fidelity").string()
+                                 : o.data_folder;
+  std::vector<SetScores> scores;
+  int rows = 0;
+  for (const SetEntry* entry : chosen) {
+    const FidelitySet set = read_set(*entry, folder);
+    scores.push_back(score_set(set, price_set(set)));
+    rows += scores.back().rows;
+  }
+  const double elapsed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  emit_report(o.report, scores_to_json(scores),
+              format_scores_table(scores) +
+                  fmt::format("\n{} rows of {} sets in {:.1f} s\n", rows, scores.size(), elapsed_s));
+  return static_cast<int>(ExitCode::ok);
+}
+
+}  // namespace
+
+Subcommand add_validate(CLI::App& root) {
+  auto o = std::make_shared<ValidateOptions>();
+  CLI::App* app = root.add_subcommand(
+      "validate",
+      "Score the cost model against published GPU training runs (data/fidelity/): step-time error "
+      "(MAPE, median, max, signed mean of predicted / measured - 1) per set and slice, memory, "
+      "fits against crashes, the planner's pick regret and Spearman rank correlation within each "
+      "group of measured layouts. Exits 0 whatever the errors.");
+  app->add_option("--set", o->sets, "Only this set (repeatable): " + [] {
+    std::string names;
+    for (const auto& s : fidelity_sets()) names += (names.empty() ? "" : ", ") + s.name;
+    return names;
+  }());
+  app->add_option("--data", o->data_folder,
+                  "Folder holding the set files (default: the data folder's data/fidelity/)");
+  add_report_options(app, o->report);
+  return {app, [o] { return run_validate(*o); }};
+}
+
+}  // namespace shardplan::cli

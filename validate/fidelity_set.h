@@ -1,0 +1,57 @@
+// One published GPU training measurement as shardplan prices it (model, cluster, training, layout,
+// framework) beside what was measured, and a development set as a list of them. The readers
+// (one per set, validate/*_rows.cpp) fill these from data/fidelity/; the scores never look at a
+// set's name, a model's name or a row's index.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/layout.h"
+#include "core/model.h"
+#include "core/training.h"
+
+namespace shardplan {
+
+// Which figure a set publishes. Throughput sets are scored as the step time it implies
+// (tokens per step ÷ tokens/s), so every error reads the same way: predicted ÷ measured − 1.
+enum class MeasuredFigure { step_time, throughput };
+
+// Where a measured memory figure was read: nvidia-smi counts the CUDA context, NCCL buffers and the
+// allocator's cache (scored against the peak plus the runtime's reserve); the PyTorch allocator
+// peak counts only what the training allocates (scored against the peak alone).
+enum class MemoryReading { nvidia_smi, allocator_peak };
+
+struct FidelityRow {
+  std::string id;     // where the row is in its file, for messages: "rows[17]"
+  std::string group;  // same work on the same machine: the planner's choice is among a group
+  // Why the row cannot be priced ("layers unknown", "FP8 compute not modelled"); empty when it
+  // can. Rows refused while pricing (validate_layout's InputError) get theirs in the pricing.
+  std::string refused;
+
+  Model model;
+  Cluster cluster;
+  Training training;
+  Layout layout;
+
+  bool ran = true;                               // false: crashed or out of memory
+  std::optional<double> measured_step_time_s;    // none when it crashed or was not recorded
+  std::optional<double> measured_memory_bytes;   // per GPU, as the set's MemoryReading reads it
+  // The pathological slices the set's README names that this row falls in ("TP > 8"): scored
+  // apart, and left out of the headline's second reading.
+  std::vector<std::string> pathological;
+};
+
+struct FidelitySet {
+  std::string name;       // the file's "name"
+  std::string file;       // where it was read
+  std::string framework;  // framework profile name (validate/sets.h)
+  MeasuredFigure figure = MeasuredFigure::step_time;
+  std::string figure_field;  // the row field the figure comes from ("iteration_time_ms")
+  MemoryReading memory_reading = MemoryReading::allocator_peak;
+  std::vector<FidelityRow> rows;
+};
+
+}  // namespace shardplan

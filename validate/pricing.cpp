@@ -1,0 +1,54 @@
+#include "validate/pricing.h"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "core/error.h"
+#include "simulator/estimate.h"
+#include "validate/sets.h"
+
+namespace shardplan {
+
+namespace {
+
+PricedRow price_row(const FidelityRow& row, const ExecutionOptions& x) {
+  PricedRow p;
+  if (!row.refused.empty()) {
+    p.refusal = row.refused;
+    return p;
+  }
+  try {
+    validate_model(row.model, row.id);
+    validate_layout(row.layout, row.model, row.cluster, row.training, row.id);
+    const Estimate e = estimate(row.model, row.cluster, row.training, row.layout, x);
+    p.step_time_s = e.step_time_s;
+    p.peak_bytes = e.memory().peak_bytes();
+    p.runtime_reserved_bytes = e.memory().runtime_reserved_bytes;
+    p.fits = e.fits;
+  } catch (const InputError& err) {
+    // Tallied by field: the reasons carry each row's numbers.
+    p.refusal = "rejected by validation: " + (err.field.empty() ? err.reason : err.field);
+    p.refusal_detail = err.what();
+  }
+  return p;
+}
+
+}  // namespace
+
+std::vector<PricedRow> price_set(const FidelitySet& s, unsigned threads) {
+  const ExecutionOptions x = set_execution(s.framework);
+  std::vector<PricedRow> priced(s.rows.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < s.rows.size(); i = next++) priced[i] = price_row(s.rows[i], x);
+  };
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::jthread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  pool.clear();  // joins every thread before `priced` is returned
+  return priced;
+}
+
+}  // namespace shardplan

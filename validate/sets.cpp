@@ -1,0 +1,57 @@
+#include "validate/sets.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/json_reader.h"
+#include "core/presets.h"
+
+namespace shardplan {
+
+const std::vector<SetEntry>& fidelity_sets() {
+  static const std::vector<SetEntry> sets{
+      {"vtrain_single_a100", "vtrain_single_a100.json", "megatron-deepspeed", read_vtrain_rows},
+      {"bloom_chronicles", "bloom_chronicles.json", "megatron-deepspeed", read_bloom_rows},
+      {"ultrascale_dev", "ultrascale_dev.json", "nanotron", read_ultrascale_rows},
+      {"nemo_performance", "nemo_performance.json", "megatron-core", read_nemo_rows},
+      {"mosaicml_benchmarks", "mosaicml_benchmarks.json", "llm-foundry", read_mosaicml_rows},
+  };
+  return sets;
+}
+
+const SetEntry& find_set(const std::string& name) {
+  std::vector<std::string> names;
+  for (const auto& s : fidelity_sets()) {
+    if (s.name == name) return s;
+    names.push_back(s.name);
+  }
+  std::string hint;
+  for (const auto& n : closest_names(name, names)) hint += (hint.empty() ? "did you mean " : " or ") + n;
+  if (!hint.empty()) hint += "? ";
+  hint += "sets:";
+  for (const auto& n : names) hint += " " + n;
+  throw InputError("--set", "", "no fidelity set named \"" + name + "\"", hint);
+}
+
+FidelitySet read_set(const SetEntry& entry, const std::string& folder) {
+  const std::string path = (std::filesystem::path(folder) / entry.file).string();
+  FidelitySet s = entry.read(read_json_file(path), path);
+  s.framework = entry.framework;
+  return s;
+}
+
+// Flash attention and dropout as each framework ran these sets (data/fidelity/*.json
+// framework_settings): Megatron-DeepSpeed's runs predate FlashAttention (fused softmax, s×s scores
+// materialised) and keep Megatron's dropout 0.1; nanotron runs FlashAttention-2 without dropout;
+// Megatron-Core (Transformer Engine) and llm-foundry (Triton flash attention) run fused attention
+// without dropout. Unknown names get the defaults (today's Megatron-Core).
+ExecutionOptions set_execution(const std::string& framework_name) {
+  ExecutionOptions x;
+  if (framework_name == "megatron-deepspeed") {
+    x.flash_attention = false;
+    x.dropout = true;
+  }
+  return x;
+}
+
+}  // namespace shardplan

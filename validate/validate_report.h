@@ -1,0 +1,21 @@
+// `shardplan validate`'s output: a table per set for people and the same figures as JSON
+// (snake_case keys, units in the names: docs/conventions.md).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "validate/set_score.h"
+
+namespace shardplan {
+
+// How every error is defined, printed once at the top of the table and carried in the JSON.
+inline constexpr const char* kErrorDefinition =
+    "error = predicted / measured step time - 1 (a throughput set: the step time its tokens/s "
+    "imply); positive = predicted too slow";
+
+nlohmann::json scores_to_json(const std::vector<SetScores>& sets);
+std::string format_scores_table(const std::vector<SetScores>& sets);
+
+}  // namespace shardplan
