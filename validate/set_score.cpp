@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdlib>
 #include <map>
 
 #include "core/enum_names.h"
@@ -79,8 +80,12 @@ std::vector<SliceScore> slice_scores(const std::vector<std::pair<std::string, st
     if (it == slices.end()) it = slices.insert(slices.end(), {keys[i], {}});
     it->second.push_back(errors[i]);
   }
+  // By dimension; within one, numeric labels (nodes) in numeric order, others as first seen.
   std::ranges::stable_sort(slices, [](const auto& a, const auto& b) {
-    return a.first.first < b.first.first;
+    if (a.first.first != b.first.first) return a.first.first < b.first.first;
+    const auto number = [](const std::string& s) { return std::strtol(s.c_str(), nullptr, 10); };
+    return number(a.first.second) > 0 && number(b.first.second) > 0 &&
+           number(a.first.second) < number(b.first.second);
   });
   std::vector<SliceScore> out;
   for (const auto& [key, e] : slices) out.push_back({key.first, key.second, error_stats(e)});

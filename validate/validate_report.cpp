@@ -65,15 +65,15 @@ nlohmann::json set_json(const SetScores& s) {
 }
 
 std::string stats_line(const std::string& what, const ErrorStats& s) {
-  if (s.count == 0) return fmt::format("  {:<34} {:>5}\n", what, 0);
-  return fmt::format("  {:<34} {:>5} {:>7.1f}% {:>7.1f}% {:>7.1f}% {:>+8.1f}%\n", what, s.count,
+  if (s.count == 0) return fmt::format("  {:<38} {:>5}\n", what, 0);
+  return fmt::format("  {:<38} {:>5} {:>7.1f}% {:>7.1f}% {:>7.1f}% {:>+8.1f}%\n", what, s.count,
                      s.mape_pct, s.median_abs_pct, s.max_abs_pct, s.signed_mean_pct);
 }
 
 std::string set_table(const SetScores& s) {
   std::string out = fmt::format("{} ({}, {}): {} rows, {} priced, {} refused\n", s.name,
                                 s.framework, s.figure_field, s.rows, s.priced, s.refused);
-  out += fmt::format("  {:<34} {:>5} {:>8} {:>8} {:>8} {:>9}\n", "step time", "rows", "MAPE",
+  out += fmt::format("  {:<38} {:>5} {:>8} {:>8} {:>8} {:>9}\n", "step time", "rows", "MAPE",
                      "median", "max", "signed");
   out += stats_line("all", s.step_time);
   if (!s.pathological.empty()) {
