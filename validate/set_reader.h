@@ -16,7 +16,8 @@
 
 namespace shardplan {
 
-// The set's header (name) with `framework` and the figures it publishes; rows left empty.
+// The set's header (its name) and the figures it publishes; rows and framework left empty
+// (read_set fills the framework from validate/sets.cpp).
 FidelitySet open_set(const nlohmann::json& j, const std::string& file, MeasuredFigure figure,
                      std::string figure_field, MemoryReading memory_reading);
 
