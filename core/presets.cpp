@@ -58,6 +58,11 @@ fs::path resolve(const std::string& name_or_path, const std::string& folder, con
 
 }  // namespace
 
+std::string resolve_preset(const std::string& name_or_path, const std::string& folder,
+                           const char* what) {
+  return resolve(name_or_path, folder, what).string();
+}
+
 std::string data_dir() {
   if (const char* env = std::getenv("SHARDPLAN_DATA_DIR"); env && *env) return env;
   return SHARDPLAN_DATA_DIR;

@@ -1,4 +1,4 @@
-// Finding descriptions by preset name or path: models/ and topologies/ in the data folder
+// Finding descriptions by preset name or path: models/, topologies/ and frameworks/ in the data folder
 // (SHARDPLAN_DATA_DIR in the environment, else the source tree shardplan was built from).
 #pragma once
 
@@ -12,6 +12,11 @@
 namespace shardplan {
 
 std::string data_dir();
+
+// The file a preset name (<data>/<folder>/<name>.json) or a path stands for; an unknown name is an
+// InputError listing the closest presets of that folder (`what`: "model", "framework").
+std::string resolve_preset(const std::string& name_or_path, const std::string& folder,
+                           const char* what);
 
 // Preset names in a data subfolder ("models", "topologies"), sorted.
 std::vector<std::string> preset_names(const std::string& folder);

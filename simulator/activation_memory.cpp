@@ -20,7 +20,7 @@ int64_t attention_bytes(const Model& m, int64_t e, const RankShape& r, Recompute
   bytes += e * t * kv;                // V, input of the product with the probabilities: 2sbh
   bytes += e * t * q;                 // input of the output projection: 2sbh
   if (x.dropout) bytes += kMaskBytes * rt * m.hidden;  // dropout mask after the projection: sbh
-  if (x.flash_attention) {
+  if (is_flash(x.attention)) {
     bytes += kSoftmaxStatBytes * r.batch * heads * r.seq;
   } else if (recompute != Recompute::selective) {
     // softmax output 2as²b, dropout mask as²b, dropout output 2as²b; without dropout only the

@@ -190,7 +190,7 @@ void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute
   if (m.position_embedding == PositionEmbedding::rope)  // read and write q and k
     b.memory(MemoryKernel::rope, MemoryKernel::rope, as_double(t * (q + kv)), 2 * e, 2 * e, full);
   b.part = Part::attention_core;
-  if (x.flash_attention) {
+  if (is_flash(x.attention)) {
     // QKᵀ and the product with V: 2·2·s·s_kv·d per head.
     b.flash_attention(
         kCausalFraction * 4.0 * as_double(r.batch * heads * r.seq * r.kv_seq * m.head_dim),

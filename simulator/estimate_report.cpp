@@ -85,22 +85,25 @@ json profile_to_json(const Estimate& e) {
 }  // namespace
 
 json estimate_to_json(const Estimate& e) {
-  json j{
-      {"step_time_s", e.step_time_s},
-      {"tokens_per_s", e.tokens_per_s},
-      {"tflops_per_device", e.tflops_per_device},
-      {"mfu", e.mfu},
-      {"hfu", e.hfu},
-      {"bubble_fraction", e.bubble_fraction},
-      {"exposed_comm_s", e.exposed_comm_s},
-      {"fits", e.fits},
-      {"world", e.world},
-      {"tokens_per_step", e.tokens_per_step},
-      {"model_flops_per_step", e.model_flops_per_step},
-      {"hardware_flops_per_step", e.hardware_flops_per_step},
-      {"peak_flops_per_device", e.peak_flops_per_device},
-      {"options", {{"flash_attention", e.options.flash_attention}, {"dropout", e.options.dropout}}},
-      {"profile", profile_to_json(e)}};
+  json j{{"step_time_s", e.step_time_s},
+         {"tokens_per_s", e.tokens_per_s},
+         {"tflops_per_device", e.tflops_per_device},
+         {"mfu", e.mfu},
+         {"hfu", e.hfu},
+         {"bubble_fraction", e.bubble_fraction},
+         {"exposed_comm_s", e.exposed_comm_s},
+         {"fits", e.fits},
+         {"world", e.world},
+         {"tokens_per_step", e.tokens_per_step},
+         {"model_flops_per_step", e.model_flops_per_step},
+         {"hardware_flops_per_step", e.hardware_flops_per_step},
+         {"peak_flops_per_device", e.peak_flops_per_device},
+         {"options",
+          {{"framework", e.options.framework},
+           {"attention", enum_name(e.options.attention, kAttentionKernelNames)},
+           {"dropout", e.options.dropout},
+           {"host_us_per_kernel", e.options.host_s_per_kernel * 1e6}}},
+         {"profile", profile_to_json(e)}};
   j["time"] = {{"compute_s", e.time.compute_s},
                {"recompute_s", e.time.recompute_s},
                {"microbatch_comm_s", e.time.microbatch_comm_s},
@@ -215,8 +218,8 @@ void append_collectives(std::string& out, const Estimate& e) {
                   "level", "size (B)", "calls", "per call", "busbw", "total", "exposed");
   for (const CollectiveEstimate& c : e.collectives)
     out += fmt::format("  {:32} {:>5}({:>3}) {:>13} {:>12} {:>6} {:>10} {:>7.1f} {:>10} {:>10}\n",
-                       c.name(), enum_name(c.action.group, kGroupNames), c.span.size,
-                       c.level_name, c.action.bytes, c.calls_per_step, format_seconds(c.cost.time_s),
+                       c.name(), enum_name(c.action.group, kGroupNames), c.span.size, c.level_name,
+                       c.action.bytes, c.calls_per_step, format_seconds(c.cost.time_s),
                        c.cost.busbw_GBps, format_seconds(c.total_s), format_seconds(c.exposed_s));
   out += fmt::format("  exposed in all {}\n", format_seconds(e.exposed_comm_s));
   if (const Profile* p = e.options.profile)

@@ -1,7 +1,12 @@
 // How the training framework runs the layers, which neither the model, the training nor the
 // layout description says, and what was measured on the machine that runs them. Defaults follow
-// today's Megatron-Core / TransformerEngine stacks, priced from the datasheets.
+// today's Megatron-Core / TransformerEngine stacks, priced from the datasheets; a framework
+// profile (core/framework.h) sets them as that framework runs.
 #pragma once
+
+#include <string>
+
+#include "core/framework.h"
 
 namespace shardplan {
 
@@ -10,9 +15,10 @@ struct Profile;
 enum class StreamExecution { concurrent, program_order };
 
 struct ExecutionOptions {
-  // Fused attention that never materialises the s×s scores (Dao et al. 2022, 2023): removes the
-  // 5as²b term of Korthikanti et al. 2022 eq. 1 and skips the masked half under a causal mask.
-  bool flash_attention = true;
+  // The attention kernel. A flash kernel never materialises the s×s scores (Dao et al. 2022,
+  // 2023): no 5as²b term of Korthikanti et al. 2022 eq. 1, and the masked half is skipped under a
+  // causal mask. flash3 runs at the FlashAttention-2 rate on a device without FA3 rates (Ampere).
+  AttentionKernel attention = AttentionKernel::flash3;
   // Dropout after attention and MLP (GPT-2/3, Megatron-LM 2021). Llama-style pre-training runs
   // without it (attention_dropout = 0 and no hidden dropout in their Hugging Face configs).
   bool dropout = false;
@@ -20,6 +26,10 @@ struct ExecutionOptions {
   // bias-GeLU and bias-dropout-add fusions), costing no pass of their own; false: each bias of
   // QKV and fc1 is its own pass over the output, and every bias gradient a column sum.
   bool fused_bias = true;
+  // Host time to issue one kernel: a kernel's time is at least this (framework profile).
+  double host_s_per_kernel = 0;
+  // The framework profile these options come from (core/framework.h), for the reports.
+  std::string framework = kDefaultFramework;
   // How a rank's streams run: concurrently, each an ordered queue (CUDA streams, NCCL on its own
   // stream), or every action in program order on one thread.
   StreamExecution streams = StreamExecution::concurrent;
@@ -35,13 +45,19 @@ struct ExecutionOptions {
 // runs the actions in program order (a collective blocks it; a pipeline send is posted and
 // returns), attention materialises the scores (no flash kernel), no dropout, and biases are passes
 // of their own.
-constexpr ExecutionOptions cpu_executor_options() {
+inline ExecutionOptions cpu_executor_options() {
   ExecutionOptions x;
-  x.flash_attention = false;
+  x.framework = "shardplan-cpu";
+  x.attention = AttentionKernel::unfused;
   x.dropout = false;
   x.fused_bias = false;
   x.streams = StreamExecution::program_order;
   return x;
 }
+
+// How `f` runs the layers, priced from the datasheets.
+ExecutionOptions execution_options(const Framework& f);
+
+bool is_flash(AttentionKernel k);
 
 }  // namespace shardplan

@@ -74,13 +74,12 @@ int print_report(const ReportOptions& o, const Plan& p, const nlohmann::json& j,
   return static_cast<int>(fits ? ExitCode::ok : ExitCode::nothing_fits);
 }
 
-void add_execution_options(CLI::App* app, ExecutionOptions& x) {
-  app->add_flag_callback(
-      "--no-flash-attention", [&x] { x.flash_attention = false; },
-      "Price attention that materialises the s x s scores (Korthikanti's 5as/h term)");
-  app->add_flag_callback(
-      "--dropout", [&x] { x.dropout = true; },
-      "Price dropout after attention and MLP (GPT-3 style)");
+void add_framework_option(CLI::App* app, std::string& framework) {
+  app->add_option("--framework", framework,
+                  "How the layers run: a framework profile (frameworks/: megatron-core, "
+                  "megatron-lm-2021, megatron-deepspeed, deepspeed, nanotron, torchtitan, "
+                  "llm-foundry) or a path to one")
+      ->default_val(kDefaultFramework);
 }
 
 namespace {
@@ -164,10 +163,13 @@ std::optional<Profile> apply_profile_option(const InputOptions& o, Cluster& clus
   return p;
 }
 
-ExecutionOptions priced_execution(ExecutionOptions flags, const std::optional<Profile>& profile) {
-  if (profile && profile->backend == Backend::cpu) flags = cpu_executor_options();
-  flags.profile = profile ? &*profile : nullptr;
-  return flags;
+ExecutionOptions priced_execution(const std::string& framework,
+                                  const std::optional<Profile>& profile) {
+  ExecutionOptions x = profile && profile->backend == Backend::cpu
+                           ? cpu_executor_options()
+                           : execution_options(load_framework(framework));
+  x.profile = profile ? &*profile : nullptr;
+  return x;
 }
 
 }  // namespace shardplan::cli

@@ -54,8 +54,8 @@ void emit_report(const ReportOptions& o, const nlohmann::json& j, const std::str
 int print_report(const ReportOptions& o, const Plan& p, const nlohmann::json& j,
                  const std::string& table, bool fits);
 
-// --no-flash-attention and --dropout: how the framework runs the layers.
-void add_execution_options(CLI::App* app, ExecutionOptions& x);
+// --framework NAME: the framework profile (core/framework.h) the layers are priced as.
+void add_framework_option(CLI::App* app, std::string& framework);
 
 // Model, cluster and training resolved from the options (no layout).
 struct Inputs {
@@ -77,9 +77,11 @@ std::optional<Profile> apply_profile_option(const InputOptions& o, Cluster& clus
 // InputError naming `file` when the profile measured another dtype than the training computes in.
 void check_profile_dtype(const Profile& p, const std::string& file, const Training& training);
 
-// How the layers are priced: as the flags say, or, with a profile measured on the CPU backend, as
-// shardplan's CPU executor runs them (cpu_executor_options: what runs where that profile was
-// measured); with the profile, which must outlive the estimates made with the result.
-ExecutionOptions priced_execution(ExecutionOptions flags, const std::optional<Profile>& profile);
+// How the layers are priced: as the framework profile runs them, or, with a calibration profile
+// measured on the CPU backend, as shardplan's CPU executor runs them (cpu_executor_options: what
+// ran where that profile was measured); with the calibration profile, which must outlive the
+// estimates made with the result.
+ExecutionOptions priced_execution(const std::string& framework,
+                                  const std::optional<Profile>& profile);
 
 }  // namespace shardplan::cli

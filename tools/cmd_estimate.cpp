@@ -16,13 +16,13 @@ namespace {
 struct EstimateOptions {
   InputOptions inputs;
   ReportOptions report;
-  ExecutionOptions execution;
+  std::string framework;
 };
 
 int run_estimate(const EstimateOptions& o) {
   Plan p = resolve_plan(o.inputs);
   const std::optional<Profile> profile = apply_profile_option(o.inputs, p.cluster, p.training);
-  const ExecutionOptions x = priced_execution(o.execution, profile);
+  const ExecutionOptions x = priced_execution(o.framework, profile);
   const Estimate e = estimate(p.model, p.cluster, p.training, p.layout, x);
   return print_report(o.report, p, estimate_to_json(e), format_estimate_table(e), e.fits);
 }
@@ -38,7 +38,7 @@ Subcommand add_estimate(CLI::App& root) {
       "recompute) and HFU (hardware FLOPs, with recompute). Exits 3 when the layout does not fit.");
   add_plan_options(app, o->inputs);
   add_report_options(app, o->report);
-  add_execution_options(app, o->execution);
+  add_framework_option(app, o->framework);
   return {app, [o] { return run_estimate(*o); }};
 }
 

@@ -26,6 +26,7 @@ namespace {
 
 struct PlanOptions {
   InputOptions inputs;
+  std::string framework;
   int top_k = 5;
   std::string fix;
   std::string objective = "time";
@@ -111,13 +112,14 @@ int run_plan(const PlanOptions& o) {
   search.keep_pruned = o.explain;
   search.threads = o.threads;
   search.progress = isatty(fileno(stderr)) != 0;
-  search.execution = priced_execution({}, profile);
+  search.execution = priced_execution(o.framework, profile);
 
   const Cluster& c = in.cluster;
-  fmt::print("plan {} on {} ({} node{} x {} {} = {} devices), gbs {}, seq {}, {}; objective: {}\n",
-             in.model.name, c.name, c.nodes, c.nodes == 1 ? "" : "s", c.devices_per_node,
-             c.device.name, c.world(), in.training.global_batch, in.training.seq_len,
-             enum_name(in.training.dtype, kDtypeNames), o.objective);
+  fmt::print(
+      "plan {} on {} ({} node{} x {} {} = {} devices), gbs {}, seq {}, {}, {}; objective: {}\n",
+      in.model.name, c.name, c.nodes, c.nodes == 1 ? "" : "s", c.devices_per_node, c.device.name,
+      c.world(), in.training.global_batch, in.training.seq_len,
+      enum_name(in.training.dtype, kDtypeNames), search.execution.framework, o.objective);
   SearchResult r;
   if (search.objective == Objective::cost) {
     std::vector<NodeCountSearch> runs = search_node_counts(in.model, c, in.training, fixed, search);
@@ -165,6 +167,7 @@ Subcommand add_plan(CLI::App& root) {
       "Search every layout (dp, tp, pp, cp, ep, ZeRO, micro-batch, recompute, sp, vpp, schedule), "
       "rank what fits and explain the choice");
   add_input_options(app, o->inputs, LayoutInput::none);
+  add_framework_option(app, o->framework);
   app->add_option("--top", o->top_k, "How many of the best layouts to show")
       ->check(CLI::PositiveNumber);
   app->add_option(

@@ -24,13 +24,13 @@ struct SimulateOptions {
   ReportOptions report;
   std::string trace_file;
   bool no_symmetry = false;
-  ExecutionOptions execution;
+  std::string framework;
 };
 
 int run_simulate(const SimulateOptions& o) {
   Plan p = resolve_plan(o.inputs);
   const std::optional<Profile> profile = apply_profile_option(o.inputs, p.cluster, p.training);
-  const ExecutionOptions x = priced_execution(o.execution, profile);
+  const ExecutionOptions x = priced_execution(o.framework, profile);
   const PlanSimulation s =
       simulate_plan(p.model, p.cluster, p.training, p.layout, x, !o.no_symmetry);
   require_finished(s.result);
@@ -64,7 +64,7 @@ Subcommand add_simulate(CLI::App& root) {
                   "ui.perfetto.dev");
   add_report_options(app, o->report);
   app->add_flag("--no-symmetry", o->no_symmetry, "Simulate every rank, not one per pipeline stage");
-  add_execution_options(app, o->execution);
+  add_framework_option(app, o->framework);
   return {app, [o] { return run_simulate(*o); }};
 }
 

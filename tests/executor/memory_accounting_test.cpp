@@ -101,7 +101,7 @@ TEST_CASE("memory: saved bytes by hand for gpt-tiny", "[executor]") {
 
 TEST_CASE("memory: a layer's saved bytes are the cost model's activation bytes", "[executor]") {
   // The executor materialises the attention probabilities and has no dropout.
-  const ExecutionOptions executor_options{.flash_attention = false, .dropout = false};
+  const ExecutionOptions executor_options{.attention = AttentionKernel::unfused, .dropout = false};
   for (const Model& m : {load_model("gpt-tiny"), load_model("gpt-small"), test::llama_like()})
     for (int cp : {1, 2, 4})
       for (int tp : {1, 2, 4})

@@ -16,7 +16,9 @@ constexpr int64_t kSbh = 2048 * 12288;  // 25,165,824; 5as/h = 5·96·2048/12288
 int64_t korthikanti(int tp, bool sp, Recompute r) {
   const Model m = test::preset_model("gpt3-175b");
   const RankShape shape{2048, 2048, 1, tp, sp};
-  return layer_activation_bytes(m, Dtype::bf16, shape, false, r, ExecutionOptions{false, true});
+  return layer_activation_bytes(
+      m, Dtype::bf16, shape, false, r,
+      ExecutionOptions{.attention = AttentionKernel::unfused, .dropout = true});
 }
 
 }  // namespace
@@ -41,8 +43,9 @@ TEST_CASE("flash attention removes the s² term and keeps the log-sum-exp",
           "[memory][activations]") {
   const Model m = test::preset_model("gpt3-175b");
   const RankShape shape{2048, 2048, 1, 8, true};
-  const int64_t flash = layer_activation_bytes(m, Dtype::bf16, shape, false, Recompute::none,
-                                               ExecutionOptions{true, true});
+  const int64_t flash = layer_activation_bytes(
+      m, Dtype::bf16, shape, false, Recompute::none,
+      ExecutionOptions{.attention = AttentionKernel::flash3, .dropout = true});
   // 34·sbh/8 + fp32 statistics of 96/8 heads × 2048 queries
   CHECK(flash == 34 * kSbh / 8 + 4 * 12 * 2048);
 }
@@ -79,8 +82,12 @@ TEST_CASE("input and output layers, logits", "[memory][activations]") {
   const RankShape shape{2048, 2048, 1, 8, true};
   // Korthikanti §4.3 with SP: embedding dropout mask sbh/t; final norm and head inputs 4sbh/t;
   // fp32 logits 4sbv/t with v/t = ceil(50257/8) = 6283.
-  CHECK(input_layer_activation_bytes(m, shape, ExecutionOptions{false, true}) == kSbh / 8);
-  CHECK(input_layer_activation_bytes(m, shape, ExecutionOptions{false, false}) == 0);
+  CHECK(input_layer_activation_bytes(
+            m, shape, ExecutionOptions{.attention = AttentionKernel::unfused, .dropout = true}) ==
+        kSbh / 8);
+  CHECK(input_layer_activation_bytes(
+            m, shape, ExecutionOptions{.attention = AttentionKernel::unfused, .dropout = false}) ==
+        0);
   CHECK(output_layer_activation_bytes(m, Dtype::bf16, shape) == 4 * kSbh / 8);
   CHECK(loss_softmax_bytes(m, shape) == 4 * 2048 * 6283);
   CHECK(logits_bytes(m, Dtype::bf16, shape) == 2 * 2048 * 6283);

@@ -53,7 +53,7 @@ TEST_CASE("FLOPs of one micro-batch on a stage, counted by hand", "[compute][flo
   l.tp = 2;
   l.micro_batch = 2;
   const DeviceRates r{1e12, 1e12, 1e12, 1e11};
-  const ExecutionOptions unfused{false, false};
+  const ExecutionOptions unfused{.attention = AttentionKernel::unfused, .dropout = false};
   const MicrobatchCompute c = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, unfused);
   // gpt-tiny: h = 64, 4 heads of 16, MLP 256, vocabulary 256, 4 layers, GeLU.
   // T = 2·32 = 64 tokens, tp = 2, per layer:

@@ -274,7 +274,9 @@ TEST_CASE("simulated activation peak equals the memory model's closed form", "[p
             l.recompute = r;
             l.sequence_parallel = gpt3_style;
             l.ep = model.is_moe() ? 2 : 1;
-            const ExecutionOptions x{.flash_attention = !gpt3_style, .dropout = gpt3_style};
+            const ExecutionOptions x{
+                .attention = gpt3_style ? AttentionKernel::unfused : AttentionKernel::flash3,
+                .dropout = gpt3_style};
             const Training t = training_for(l, 2048);
             const Priced p(model, c, t, l, x);
             const SimResult res = simulate(p.step, p.pricer);

@@ -91,7 +91,7 @@ Run megatron_run(const MegatronRow& row, Recompute recompute, bool sp, double ma
              2048,
              recompute,
              sp,
-             ExecutionOptions{false, true},
+             ExecutionOptions{.attention = AttentionKernel::unfused, .dropout = true},
              row.published,
              max_optimism};
 }

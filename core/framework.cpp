@@ -1,0 +1,49 @@
+#include "core/framework.h"
+
+#include <array>
+#include <string_view>
+
+#include "core/json_reader.h"
+#include "core/presets.h"
+
+namespace shardplan {
+
+namespace {
+
+// The fields a framework describes; `source` must name where each comes from.
+constexpr auto kSourcedKeys =
+    std::to_array<std::string_view>({"attention", "dropout", "fused_bias", "host_us_per_kernel"});
+
+// A measured or published figure per field, as the topologies give one: a field without one is
+// an error, and so is a source for a field that does not exist.
+void check_sources(ObjectReader& top) {
+  ObjectReader source = top.object("source");
+  for (std::string_view key : kSourcedKeys)
+    if (source.string(key).empty()) source.fail(key, "is empty", "say where the value comes from");
+  source.reject_unknown();
+}
+
+}  // namespace
+
+Framework framework_from_json(const nlohmann::json& j, const std::string& file) {
+  ObjectReader r(j, file);
+  Framework f;
+  f.name = r.string("name");
+  r.ignore({"description"});
+  f.attention = enum_field(r, "attention", kAttentionKernelNames);
+  f.dropout = r.boolean("dropout");
+  f.fused_bias = r.boolean("fused_bias");
+  f.host_us_per_kernel = r.number("host_us_per_kernel");
+  if (f.host_us_per_kernel < 0 || f.host_us_per_kernel > 1000)
+    r.fail("host_us_per_kernel", "must be between 0 and 1000 microseconds");
+  check_sources(r);
+  r.reject_unknown();
+  return f;
+}
+
+Framework load_framework(const std::string& name_or_path) {
+  const std::string file = resolve_preset(name_or_path, "frameworks", "framework");
+  return framework_from_json(read_json_file(file), file);
+}
+
+}  // namespace shardplan

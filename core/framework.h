@@ -1,0 +1,49 @@
+// How a training framework runs the layers of a model: the attention kernel, the fused kernels,
+// dropout, and how fast its host issues kernels. Described per framework in frameworks/*.json,
+// each field with its source, as topologies/ describe clusters; the cost model prices a layer as
+// the named framework runs it (simulator/execution_options.h: execution_options).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/enum_names.h"
+
+namespace shardplan {
+
+// unfused: QKᵀ and the product with V as batched GEMMs around a fused scale/mask/softmax kernel,
+// the s×s scores materialised (Megatron-LM before 2022, Korthikanti et al. 2022 eq. 1).
+// flash2, flash3: FlashAttention-2 (Dao 2023) and FlashAttention-3 (Shah et al. 2024, Hopper
+// only; cuDNN's fused attention in TransformerEngine reaches the same class of rates).
+enum class AttentionKernel { unfused, flash2, flash3 };
+inline constexpr EnumNames<AttentionKernel, 3> kAttentionKernelNames{
+    {{AttentionKernel::unfused, "unfused"},
+     {AttentionKernel::flash2, "flash2"},
+     {AttentionKernel::flash3, "flash3"}}};
+
+struct Framework {
+  std::string name;
+  AttentionKernel attention = AttentionKernel::flash3;
+  // Dropout after attention and MLP (GPT-2/3 and BLOOM recipes, Megatron's default 0.1).
+  bool dropout = false;
+  // Biases added inside the GEMM epilogues and fused bias-GeLU / bias-dropout-add kernels, costing
+  // no pass of their own; false: each bias is a pass over the output, each bias gradient a sum.
+  bool fused_bias = true;
+  // Host time to issue one kernel (eager PyTorch: Python module, dispatcher, launch). A stream
+  // cannot run kernels faster than its host issues them; 0 for a framework that replays CUDA
+  // graphs.
+  double host_us_per_kernel = 0;
+
+  bool operator==(const Framework&) const = default;
+};
+
+// Every field is required, and `source` must give the source of each.
+Framework framework_from_json(const nlohmann::json& j, const std::string& file);
+
+// A preset name (frameworks/NAME.json in the data folder) or a path to a framework JSON.
+Framework load_framework(const std::string& name_or_path);
+
+// The framework priced when none is named: Megatron-Core with TransformerEngine.
+inline constexpr const char* kDefaultFramework = "megatron-core";
+
+}  // namespace shardplan

@@ -1,0 +1,19 @@
+#include "simulator/execution_options.h"
+
+namespace shardplan {
+
+ExecutionOptions execution_options(const Framework& f) {
+  ExecutionOptions x;
+  x.framework = f.name;
+  x.attention = f.attention;
+  x.dropout = f.dropout;
+  x.fused_bias = f.fused_bias;
+  x.host_s_per_kernel = f.host_us_per_kernel * 1e-6;
+  return x;
+}
+
+bool is_flash(AttentionKernel k) {
+  return k != AttentionKernel::unfused;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,73 @@
+#include "core/framework.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/presets.h"
+#include "tests/core/thrown_input_error.h"
+
+using namespace shardplan;
+using nlohmann::json;
+using shardplan::testing::thrown_input_error;
+
+namespace {
+
+json unfused_json() {
+  return json::parse(R"({
+    "name": "test", "attention": "unfused", "dropout": true, "fused_bias": false,
+    "host_us_per_kernel": 8,
+    "source": {"attention": "a", "dropout": "b", "fused_bias": "c", "host_us_per_kernel": "d"}})");
+}
+
+std::string error_field(const json& j) {
+  const InputError e = thrown_input_error([&] { framework_from_json(j, "test.json"); });
+  CHECK(e.file == "test.json");
+  return e.field;
+}
+
+}  // namespace
+
+TEST_CASE("framework JSON is read field by field", "[framework]") {
+  const Framework f = framework_from_json(unfused_json(), "test.json");
+  CHECK(f.name == "test");
+  CHECK(f.attention == AttentionKernel::unfused);
+  CHECK(f.dropout);
+  CHECK_FALSE(f.fused_bias);
+  CHECK(f.host_us_per_kernel == 8);
+}
+
+TEST_CASE("a framework field without a source, or with a bad value, names the field",
+          "[framework]") {
+  json j = unfused_json();
+  j["source"].erase("dropout");
+  CHECK(error_field(j) == "source.dropout");
+
+  j = unfused_json();
+  j["source"]["speed"] = "fast";
+  CHECK(error_field(j) == "source.speed");
+
+  j = unfused_json();
+  j["attention"] = "flash9";
+  CHECK(error_field(j) == "attention");
+
+  j = unfused_json();
+  j["host_us_per_kernel"] = -1;
+  CHECK(error_field(j) == "host_us_per_kernel");
+
+  j = unfused_json();
+  j["cuda_graphs"] = true;
+  CHECK(error_field(j) == "cuda_graphs");
+}
+
+TEST_CASE("every framework preset loads, under its own name", "[framework]") {
+  const auto names = preset_names("frameworks");
+  REQUIRE(names.size() >= 5);
+  for (const std::string& name : names) {
+    INFO(name);
+    CHECK(load_framework(name).name == name);
+  }
+  CHECK(load_framework(kDefaultFramework).attention == AttentionKernel::flash3);
+  const InputError e = thrown_input_error([] { load_framework("megatron-cor"); });
+  CHECK(e.hint.find("megatron-core") != std::string::npos);
+}
