@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/framework.h"
 #include "core/json_reader.h"
 #include "core/presets.h"
 
@@ -40,18 +41,8 @@ FidelitySet read_set(const SetEntry& entry, const std::string& folder) {
   return s;
 }
 
-// Flash attention and dropout as each framework ran these sets (data/fidelity/*.json
-// framework_settings): Megatron-DeepSpeed's runs predate FlashAttention (fused softmax, s×s scores
-// materialised) and keep Megatron's dropout 0.1; nanotron runs FlashAttention-2 without dropout;
-// Megatron-Core (Transformer Engine) and llm-foundry (Triton flash attention) run fused attention
-// without dropout. Unknown names get the defaults (today's Megatron-Core).
 ExecutionOptions set_execution(const std::string& framework_name) {
-  ExecutionOptions x;
-  if (framework_name == "megatron-deepspeed") {
-    x.flash_attention = false;
-    x.dropout = true;
-  }
-  return x;
+  return execution_options(load_framework(framework_name));
 }
 
 }  // namespace shardplan

@@ -1,6 +1,6 @@
 // The development set (data/fidelity/, described in data/README.md): which file each set is read
 // from, which framework ran it (the one place that says so), and how that framework runs the
-// layers until framework profiles (core/framework.h) price them.
+// layers (its framework profile, frameworks/NAME.json).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -17,7 +17,7 @@ using SetReader = FidelitySet (*)(const nlohmann::json& j, const std::string& fi
 struct SetEntry {
   std::string name;       // --set NAME, and the file's stem
   std::string file;       // under the data folder's fidelity/
-  std::string framework;  // framework profile name: frameworks/NAME.json on main
+  std::string framework;  // framework profile name: frameworks/NAME.json
   SetReader read = nullptr;
 };
 
@@ -30,10 +30,8 @@ const SetEntry& find_set(const std::string& name);
 // Reads one set from `folder` (the data folder's fidelity/ or --data DIR).
 FidelitySet read_set(const SetEntry& entry, const std::string& folder);
 
-// How `framework_name` runs the layers (flash attention, dropout). Set by hand until the lead's
-// framework profiles land on main (core/framework.h's load_framework and
-// simulator/execution_options.h's execution_options(const Framework&)); then this becomes
-// `return execution_options(load_framework(framework_name));`.
+// How `framework_name` runs the layers (attention kernel, dropout, fused kernels): its framework
+// profile, frameworks/NAME.json (core/framework.h).
 ExecutionOptions set_execution(const std::string& framework_name);
 
 // The readers (validate/*_rows.cpp).
