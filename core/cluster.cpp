@@ -49,7 +49,8 @@ constexpr auto kClusterKeys = std::to_array<std::string_view>(
 constexpr auto kDeviceKeys = std::to_array<std::string_view>(
     {"name", "source", "memory_GiB", "reserved_GiB", "memory_GBps", "peak_tflops", "efficiency"});
 constexpr auto kEfficiencyKeys = std::to_array<std::string_view>(
-    {"source", "matmul", "attention_forward", "attention_backward", "memory", "sm_count"});
+    {"source", "matmul", "attention_forward", "attention_backward", "flash2_forward",
+     "flash2_backward", "memory", "sm_count", "kernel_overhead_us"});
 constexpr auto kPeakKeys =
     std::to_array<std::string_view>({"source", "fp32", "tf32", "bf16", "fp16"});
 constexpr auto kLevelKeys = std::to_array<std::string_view>(
@@ -71,8 +72,11 @@ Device device_from_json(ObjectReader r) {
   d.efficiency.matmul = eff.number("matmul");
   d.efficiency.attention_forward = eff.number("attention_forward");
   d.efficiency.attention_backward = eff.number("attention_backward");
+  d.efficiency.flash2_forward = eff.number_or("flash2_forward", d.efficiency.attention_forward);
+  d.efficiency.flash2_backward = eff.number_or("flash2_backward", d.efficiency.attention_backward);
   d.efficiency.memory = eff.number("memory");
   d.efficiency.sm_count = int_field_or(eff, "sm_count", 0);
+  d.efficiency.kernel_overhead_us = eff.number_or("kernel_overhead_us", 0);
   return d;
 }
 
@@ -125,11 +129,17 @@ void validate_device(const Device& d, const std::string& file) {
   for (const auto& [value, key] : {std::pair{e.matmul, "matmul"},
                                    {e.attention_forward, "attention_forward"},
                                    {e.attention_backward, "attention_backward"},
+                                   {e.flash2_forward, "flash2_forward"},
+                                   {e.flash2_backward, "flash2_backward"},
                                    {e.memory, "memory"}})
     if (!(value > 0 && value <= 1))
       throw InputError(file, fmt::format("device.efficiency.{}", key),
                        fmt::format("must be a fraction of the peak in (0, 1], found {:g}", value),
                        "achieved rate ÷ datasheet peak, e.g. 0.8 for a GEMM at 80% of peak");
+  if (!(e.kernel_overhead_us >= 0 && e.kernel_overhead_us <= 1000))
+    throw InputError(
+        file, "device.efficiency.kernel_overhead_us",
+        fmt::format("must be between 0 and 1000 microseconds, found {:g}", e.kernel_overhead_us));
   if (e.sm_count < 0)
     throw InputError(file, "device.efficiency.sm_count",
                      fmt::format("must not be negative, found {}", e.sm_count),
@@ -288,8 +298,11 @@ nlohmann::json cluster_to_json(const Cluster& c) {
              {{"matmul", d.efficiency.matmul},
               {"attention_forward", d.efficiency.attention_forward},
               {"attention_backward", d.efficiency.attention_backward},
+              {"flash2_forward", d.efficiency.flash2_forward},
+              {"flash2_backward", d.efficiency.flash2_backward},
               {"memory", d.efficiency.memory},
-              {"sm_count", d.efficiency.sm_count}}}}},
+              {"sm_count", d.efficiency.sm_count},
+              {"kernel_overhead_us", d.efficiency.kernel_overhead_us}}}}},
           {"levels", levels}};
 }
 

@@ -15,11 +15,19 @@ namespace shardplan {
 // What fraction of the datasheet peaks real kernels reach on a device — each figure with its
 // source in the topology file, replaced by measurement once `shardplan calibrate` has run.
 struct DeviceEfficiency {
-  double matmul = 0;              // best achievable GEMM FLOP/s ÷ dense peak
-  double attention_forward = 0;   // fused attention forward FLOP/s ÷ dense peak
-  double attention_backward = 0;  // fused attention backward FLOP/s ÷ dense peak
-  double memory = 0;              // achievable memory bandwidth ÷ memory_GBps
-  int sm_count = 0;               // streaming multiprocessors for wave quantization (0: none)
+  double matmul = 0;  // best achievable GEMM FLOP/s ÷ dense peak
+  // The device's best fused attention kernel (FlashAttention-3 on Hopper, FlashAttention-2 on
+  // Ampere), forward and backward FLOP/s ÷ dense peak.
+  double attention_forward = 0;
+  double attention_backward = 0;
+  // FlashAttention-2 where it is not the best kernel (Hopper); absent: the same as the above.
+  double flash2_forward = 0;
+  double flash2_backward = 0;
+  double memory = 0;  // achievable memory bandwidth ÷ memory_GBps
+  int sm_count = 0;   // streaming multiprocessors for wave quantization (0: none)
+  // Device time one kernel costs beyond its work: launch, prologue and epilogue, the ramp and
+  // tail of its waves. 0: none.
+  double kernel_overhead_us = 0;
 
   bool operator==(const DeviceEfficiency&) const = default;
 };

@@ -14,7 +14,7 @@ PartsCompute model_parts_compute(const Model& m, const Training& t, const Layout
     parts[Part::router] = moe[Part::router];
     parts[Part::experts] = moe[Part::experts];
   }
-  const PartsCompute ends = ends_compute(m, t, l, r);
+  const PartsCompute ends = ends_compute(m, t, l, r, x);
   for (Part p : {Part::embedding, Part::head_norm, Part::head}) parts[p] = ends[p];
   return parts;
 }
@@ -40,6 +40,7 @@ MicrobatchCompute compute_action_cost(const PartsCompute& parts, const Action& a
         assert(false && "a compute action belongs to a pass");
     }
   }
+  for (PassCost* p : {&out.forward, &out.backward, &out.recompute}) settle_host_bound(*p);
   return out;
 }
 

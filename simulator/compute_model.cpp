@@ -1,5 +1,7 @@
 #include "simulator/compute_model.h"
 
+#include <algorithm>
+
 #include "simulator/parts_compute.h"
 #include "simulator/rank_shape.h"
 
@@ -10,14 +12,24 @@ void add_pass(PassCost& dst, const PassCost& src, double times) {
     dst.kinds[k].flops += times * src.kinds[k].flops;
     dst.kinds[k].bytes += times * src.kinds[k].bytes;
     dst.kinds[k].time_s += times * src.kinds[k].time_s;
+    dst.kinds[k].kernels += times * src.kinds[k].kernels;
   }
+  dst.issue_s += times * src.issue_s;
+  dst.host_wait_s += times * src.host_wait_s;
 }
 
 double PassCost::flops() const {
   return kinds[0].flops + kinds[1].flops + kinds[2].flops;
 }
-double PassCost::time_s() const {
+double PassCost::kernels() const {
+  return kinds[0].kernels + kinds[1].kernels + kinds[2].kernels;
+}
+double PassCost::device_s() const {
   return kinds[0].time_s + kinds[1].time_s + kinds[2].time_s;
+}
+
+void settle_host_bound(PassCost& p) {
+  p.host_wait_s = std::max(0.0, p.issue_s - p.device_s());
 }
 
 namespace {
@@ -29,6 +41,11 @@ double as_double(int64_t v) {
 // Backward of a flash attention kernel: five matmuls against the forward's two, counted as
 // 2.5× the forward FLOPs (Dao 2023, FlashAttention-2 §4.1 benchmark convention).
 constexpr double kFlashBackwardFactor = 2.5;
+// Its backward launches three kernels: the dO·O row sums, the dQ/dK/dV loop, and the conversion
+// of the fp32 dQ accumulator (Dao-AILab/flash-attention csrc/flash_attn/src/
+// flash_bwd_launch_template.h: flash_bwd_dot_do_o_kernel, flash_bwd_dq_dk_dv_loop_seqk_parallel_
+// kernel, flash_bwd_convert_dq_kernel; hopper/ has the same three stages).
+constexpr double kFlashBackwardKernels = 3;
 // A causal mask lets flash attention skip the blocks above the diagonal: half the products
 // (Dao 2023 §3.1.1). Unfused attention computes the full s×s scores and masks them.
 constexpr double kCausalFraction = 0.5;
@@ -48,11 +65,17 @@ constexpr double kResidualForward = 3, kResidualBackward = 3;
 constexpr double kSoftmaxForward = 2, kSoftmaxBackward = 3;
 constexpr double kMaskBytes = 1;
 
+// Kernels one operation launches going forward and backward.
+struct Launches {
+  double forward = 1, backward = 1;
+};
+
 // Accumulates operations into the three passes of the part being built. `recomputed` marks
 // operations that the recomputation mode runs again inside the backward.
 struct PassBuilder {
   const DeviceRates& rates;
   int64_t elem_bytes;
+  double host_s_per_kernel;
   PartsCompute& out;
   std::vector<PricedOp>* ops = nullptr;
   Part part = Part::attention_qkv;
@@ -87,15 +110,17 @@ struct PassBuilder {
   }
 
   void add(OpKind k, double flops_fwd, double flops_bwd, double bytes_fwd, double bytes_bwd,
-           double time_fwd, double time_bwd, bool recomputed) {
+           double time_fwd, double time_bwd, bool recomputed, Launches launches = {}) {
     MicrobatchCompute& c = out[part];
-    KindCost& f = c.forward[k];
-    f.flops += flops_fwd, f.bytes += bytes_fwd, f.time_s += time_fwd;
-    KindCost& b = c.backward[k];
-    b.flops += flops_bwd, b.bytes += bytes_bwd, b.time_s += time_bwd;
-    if (!recomputed) return;
-    KindCost& rc = c.recompute[k];
-    rc.flops += flops_fwd, rc.bytes += bytes_fwd, rc.time_s += time_fwd;
+    const auto add_to = [&](PassCost& p, double flops, double bytes, double time_s,
+                            double kernels) {
+      KindCost& kc = p[k];
+      kc.flops += flops, kc.bytes += bytes, kc.time_s += time_s, kc.kernels += kernels;
+      p.issue_s += kernels * host_s_per_kernel;
+    };
+    add_to(c.forward, flops_fwd, bytes_fwd, time_fwd, launches.forward);
+    add_to(c.backward, flops_bwd, bytes_bwd, time_bwd, launches.backward);
+    if (recomputed) add_to(c.recompute, flops_fwd, bytes_fwd, time_fwd, launches.forward);
   }
 
   // `count` GEMMs Y = X·W of (m×k)·(k×n). Backward: dX = dY·Wᵀ, (m×n)·(n×k), and
@@ -105,16 +130,22 @@ struct PassBuilder {
     const double forward = timed_gemm(Pass::forward, recomputed, m, k, n, count);
     const double backward = timed_gemm(Pass::backward, false, m, n, k, count) +
                             timed_gemm(Pass::backward, false, k, m, n, count);
-    add(OpKind::matmul, flops, 2 * flops, 0, 0, forward, backward, recomputed);
+    add(OpKind::matmul, flops, 2 * flops, 0, 0, forward, backward, recomputed, {1, 2});
   }
 
-  void flash_attention(double flops_fwd, bool recomputed) {
+  void flash_attention(AttentionKernel kernel, double flops_fwd, bool recomputed) {
     const double flops_bwd = kFlashBackwardFactor * flops_fwd;
-    const double fwd_s = flops_fwd / rates.attention_forward_flops_per_s;
-    const double bwd_s = flops_bwd / rates.attention_backward_flops_per_s;
+    const bool fa2 = kernel == AttentionKernel::flash2;
+    const double fwd_s =
+        rates.kernel_overhead_s +
+        flops_fwd / (fa2 ? rates.flash2_forward_flops_per_s : rates.attention_forward_flops_per_s);
+    const double bwd_s = kFlashBackwardKernels * rates.kernel_overhead_s +
+                         flops_bwd / (fa2 ? rates.flash2_backward_flops_per_s
+                                          : rates.attention_backward_flops_per_s);
     record({.pass = Pass::forward, .kind = OpKind::attention, .time_s = fwd_s}, recomputed);
     record({.pass = Pass::backward, .kind = OpKind::attention, .time_s = bwd_s}, false);
-    add(OpKind::attention, flops_fwd, flops_bwd, 0, 0, fwd_s, bwd_s, recomputed);
+    add(OpKind::attention, flops_fwd, flops_bwd, 0, 0, fwd_s, bwd_s, recomputed,
+        {1, kFlashBackwardKernels});
   }
 
   // A memory-bound kernel and its gradient over `elements` (core/memory_kernel.h), moving the given
@@ -141,7 +172,8 @@ struct PassBuilder {
         in_residual
             ? 0
             : timed_kernel(Pass::forward, recomputed, MemoryKernel::bias_forward, n, fwd_bytes),
-        timed_kernel(Pass::backward, false, MemoryKernel::bias_backward, n, e * n), recomputed);
+        timed_kernel(Pass::backward, false, MemoryKernel::bias_backward, n, e * n), recomputed,
+        {in_residual ? 0.0 : 1.0, 1});
   }
 };
 
@@ -193,6 +225,7 @@ void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute
   if (is_flash(x.attention)) {
     // QKᵀ and the product with V: 2·2·s·s_kv·d per head.
     b.flash_attention(
+        x.attention,
         kCausalFraction * 4.0 * as_double(r.batch * heads * r.seq * r.kv_seq * m.head_dim),
         core_again);
   } else {
@@ -266,7 +299,7 @@ PartsCompute layer_compute(const Model& m, const Training& t, const Layout& l, b
                            const DeviceRates& rates, const ExecutionOptions& x,
                            std::vector<PricedOp>* ops) {
   PartsCompute out;
-  PassBuilder b{rates, dtype_bytes(t.dtype), out, ops};
+  PassBuilder b{rates, dtype_bytes(t.dtype), x.host_s_per_kernel, out, ops};
   const RankShape r = rank_shape(t, l);
   // Each block has a norm before it and a residual add after it.
   const BlockEdges edges = block_edges(m, r, b.elem_bytes, x);
@@ -276,9 +309,10 @@ PartsCompute layer_compute(const Model& m, const Training& t, const Layout& l, b
 }
 
 PartsCompute ends_compute(const Model& m, const Training& t, const Layout& l,
-                          const DeviceRates& rates, std::vector<PricedOp>* ops) {
+                          const DeviceRates& rates, const ExecutionOptions& x,
+                          std::vector<PricedOp>* ops) {
   PartsCompute out;
-  PassBuilder b{rates, dtype_bytes(t.dtype), out, ops};
+  PassBuilder b{rates, dtype_bytes(t.dtype), x.host_s_per_kernel, out, ops};
   const RankShape r = rank_shape(t, l);
   const double e = as_double(b.elem_bytes);
   const int64_t tokens = r.tokens();
@@ -313,7 +347,7 @@ MicrobatchCompute microbatch_compute(const Model& m, const Training& t, const La
       add_to(out, part, count);
   }
   if (s.first || s.last) {
-    const PartsCompute ends = ends_compute(m, t, l, rates);
+    const PartsCompute ends = ends_compute(m, t, l, rates, x);
     if (s.first) add_to(out, ends[Part::embedding], 1);
     if (s.last)
       for (Part p : {Part::head_norm, Part::head}) add_to(out, ends[p], 1);

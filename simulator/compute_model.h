@@ -24,20 +24,34 @@ inline constexpr EnumNames<OpKind, 3> kOpKindNames{{{OpKind::matmul, "matmul"},
                                                     {OpKind::memory_bound, "memory_bound"}}};
 
 struct KindCost {
-  double flops = 0;  // executed FLOPs (causal flash attention skips the masked half)
-  double bytes = 0;  // bytes moved by memory-bound kernels
-  double time_s = 0;
+  double flops = 0;    // executed FLOPs (causal flash attention skips the masked half)
+  double bytes = 0;    // bytes moved by memory-bound kernels
+  double time_s = 0;   // on the device
+  double kernels = 0;  // launched
 };
 
 // One pass over the stage for one micro-batch, by kind of operation.
 struct PassCost {
   std::array<KindCost, 3> kinds{};
+  // The host's time to issue the pass's kernels (ExecutionOptions::host_s_per_kernel each) and,
+  // once settle_host_bound has run over the passes of an action, how long the device waits for it.
+  double issue_s = 0;
+  double host_wait_s = 0;
 
   KindCost& operator[](OpKind k) { return kinds[static_cast<size_t>(k)]; }
   const KindCost& operator[](OpKind k) const { return kinds[static_cast<size_t>(k)]; }
   double flops() const;
-  double time_s() const;
+  double kernels() const;
+  double device_s() const;
+  double time_s() const { return device_s() + host_wait_s; }
 };
+
+// The kernels of one action run back to back on one stream, and the host issues them
+// asynchronously: it runs ahead while long kernels run and the device drains its queue, so the
+// action takes the longer of the device's time and the host's (Σ max per kernel would forbid the
+// host from running ahead; a queue never outlives the action, since the next one waits for a
+// collective or a message). Sets host_wait_s to what the device waits beyond its own time.
+void settle_host_bound(PassCost& p);
 
 // dst += times × src, kind by kind.
 void add_pass(PassCost& dst, const PassCost& src, double times);

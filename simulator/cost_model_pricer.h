@@ -55,8 +55,8 @@ class CostModelPricer : public ActionPricer {
   Training training_;
   Layout layout_;
   DeviceRates rates_;
-  CollectiveOptions collective_options_;  // carries the calibrated profile, if any
-  PartsCompute parts_;                    // every part's compute (simulator/action_cost.h)
+  CollectiveOptions collective_options_;          // carries the calibrated profile, if any
+  PartsCompute parts_;                            // every part's compute (simulator/action_cost.h)
   std::vector<int64_t> chunk_activation_bytes_;   // by virtual stage
   std::unordered_map<int64_t, RankSpans> spans_;  // by rank
 };

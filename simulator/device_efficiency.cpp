@@ -38,12 +38,15 @@ DeviceRates device_rates(const Device& d, Dtype dtype, const Profile* profile) {
   const double peak = d.peak_tflops(dtype) * 1e12;
   const double memory_bytes_per_s = profile ? profile->memory_GBps * 1e9 / (1 + profile->noise)
                                             : d.memory_GBps * 1e9 * eff.memory;
-  return DeviceRates{peak * eff.matmul,
-                     peak * eff.attention_forward,
-                     peak * eff.attention_backward,
-                     memory_bytes_per_s,
-                     eff.sm_count,
-                     profile};
+  return DeviceRates{.matmul_flops_per_s = peak * eff.matmul,
+                     .attention_forward_flops_per_s = peak * eff.attention_forward,
+                     .attention_backward_flops_per_s = peak * eff.attention_backward,
+                     .flash2_forward_flops_per_s = peak * eff.flash2_forward,
+                     .flash2_backward_flops_per_s = peak * eff.flash2_backward,
+                     .memory_bytes_per_s = memory_bytes_per_s,
+                     .sm_count = eff.sm_count,
+                     .kernel_overhead_s = profile ? 0 : eff.kernel_overhead_us * 1e-6,
+                     .profile = profile};
 }
 
 double gemm_time_s(const DeviceRates& r, int64_t m, int64_t k, int64_t n, int64_t elem_bytes,
@@ -59,12 +62,14 @@ double gemm_time_s(const DeviceRates& r, int64_t m, int64_t k, int64_t n, int64_
                                          static_cast<double>(m) * static_cast<double>(n));
   const double compute_s = static_cast<double>(count) * flops /
                            (r.matmul_flops_per_s * wave_utilization(m, n, count, r.sm_count));
-  return std::max(compute_s, static_cast<double>(count) * memory_time_s(r, bytes));
+  return r.kernel_overhead_s +
+         std::max(compute_s, static_cast<double>(count) * memory_time_s(r, bytes));
 }
 
 double kernel_time_s(const DeviceRates& r, MemoryKernel kernel, double elements, double bytes) {
   const double rate = r.profile ? kernel_rate_per_s(*r.profile, kernel, elements) : 0;
-  return rate > 0 ? with_noise(*r.profile, elements / rate) : memory_time_s(r, bytes);
+  return rate > 0 ? with_noise(*r.profile, elements / rate)
+                  : r.kernel_overhead_s + memory_time_s(r, bytes);
 }
 
 }  // namespace shardplan

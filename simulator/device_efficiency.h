@@ -20,10 +20,13 @@ namespace shardplan {
 // Achievable rates of one device for one compute dtype.
 struct DeviceRates {
   double matmul_flops_per_s = 0;
-  double attention_forward_flops_per_s = 0;
+  double attention_forward_flops_per_s = 0;  // the device's best fused attention
   double attention_backward_flops_per_s = 0;
+  double flash2_forward_flops_per_s = 0;  // FlashAttention-2
+  double flash2_backward_flops_per_s = 0;
   double memory_bytes_per_s = 0;
   int sm_count = 0;
+  double kernel_overhead_s = 0;  // per kernel, on the device (none with a profile: it measured)
   // Measured GEMM rates (gemm_rate_flops) that replace matmul_flops_per_s and the roofline; null
   // when pricing from the datasheet. Not owned.
   const Profile* profile = nullptr;

@@ -217,8 +217,8 @@ void price_into(const Context& ctx, int64_t rank, SpanCache& spans,
       continue;
     }
     p.records.push_back({a, mb ? CommFrequency::per_microbatch : CommFrequency::per_step, window,
-                         priced.span, ctx.c.levels[priced.span.level].name,
-                         priced.cost.collective, priced.cost.local_s, per_step_calls,
+                         priced.span, ctx.c.levels[priced.span.level].name, priced.cost.collective,
+                         priced.cost.local_s, per_step_calls,
                          volume_bytes(a.op, a.bytes, priced.span.size, per_step_calls),
                          static_cast<double>(per_step_calls) * call_s, 0});
   }
@@ -319,7 +319,8 @@ void add_priced(PricedActions& to, const PricedActions& from) {
   add_pass(to.compute.recompute, from.compute.recompute, 1);
   for (size_t w = 0; w < kWindows; ++w)
     for (size_t stream = 0; stream < kNumStreams; ++stream)
-      for (auto [t, f] : {std::pair{&to.per_mb, &from.per_mb}, std::pair{&to.per_step, &from.per_step}}) {
+      for (auto [t, f] :
+           {std::pair{&to.per_mb, &from.per_mb}, std::pair{&to.per_step, &from.per_step}}) {
         WindowLoad& load = (*t)[w][stream];
         load.total_s += (*f)[w][stream].total_s;
         load.longest_call_s = std::max(load.longest_call_s, (*f)[w][stream].longest_call_s);
@@ -359,7 +360,10 @@ StageTiming time_stage(const Context& ctx, int64_t rank, SpanCache& spans,
 class StageTimer {
  public:
   StageTimer(const Context& ctx, EstimateCache* cache)
-      : ctx_(ctx), cache_(cache), alike_(stages_placed_alike(ctx.c, ctx.l)), shared_spans_(ctx, 0) {}
+      : ctx_(ctx),
+        cache_(cache),
+        alike_(stages_placed_alike(ctx.c, ctx.l)),
+        shared_spans_(ctx, 0) {}
 
   StageTiming operator()(int stage, std::vector<CollectiveEstimate>* records) {
     const int64_t rank = stage_rank(ctx_.l, stage);

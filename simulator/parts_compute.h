@@ -50,6 +50,6 @@ PartsCompute layer_compute(const Model& m, const Training& t, const Layout& l, b
                            std::vector<PricedOp>* ops = nullptr);
 // The embedding and head parts, whichever stage holds them.
 PartsCompute ends_compute(const Model& m, const Training& t, const Layout& l, const DeviceRates& r,
-                          std::vector<PricedOp>* ops = nullptr);
+                          const ExecutionOptions& x, std::vector<PricedOp>* ops = nullptr);
 
 }  // namespace shardplan

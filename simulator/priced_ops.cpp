@@ -14,7 +14,7 @@ OpTable op_table(const Plan& p, const DeviceRates& rates, const ExecutionOptions
     for (const PricedOp& o : moe)
       if (o.part == Part::router || o.part == Part::experts) ops.push_back(o);
   }
-  ends_compute(p.model, p.training, p.layout, rates, &ops);
+  ends_compute(p.model, p.training, p.layout, rates, x, &ops);
   OpTable table;
   for (const PricedOp& o : ops) table[{o.part, o.pass}].push_back(o);
   return table;

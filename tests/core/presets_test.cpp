@@ -20,8 +20,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kTopologies{"dgx-a100", "dgx-h100",  "gb200-nvl72",
-                                           "hgx-h200", "local-cpu", "pcie-8gpu"};
+const std::vector<std::string> kTopologies{"aws-p5-h100", "dgx-a100", "dgx-a100-40gb", "dgx-h100",
+                                           "gb200-nvl72", "hgx-h200", "local-cpu",     "pcie-8gpu"};
 
 std::string topology_file(const std::string& name) {
   return std::string(SHARDPLAN_SOURCE_DIR) + "/topologies/" + name + ".json";
@@ -118,8 +118,9 @@ TEST_CASE("unknown preset names suggest the closest", "[presets]") {
   CHECK(e.file == "dgx-h10");
   CHECK(e.hint.find("did you mean dgx-h100") != std::string::npos);
   CHECK(e.hint.find("local-cpu") != std::string::npos);  // the available ones are listed
-  CHECK(closest_names("h100", kTopologies) == std::vector<std::string>{"dgx-h100"});
-  CHECK(closest_names("dgx-a10", kTopologies) == std::vector<std::string>{"dgx-a100", "dgx-h100"});
+  CHECK(closest_names("h100", kTopologies) == std::vector<std::string>{"dgx-h100", "aws-p5-h100"});
+  CHECK(closest_names("dgx-a10", kTopologies) ==
+        std::vector<std::string>{"dgx-a100", "dgx-h100", "dgx-a100-40gb"});
   CHECK(closest_names("tpu-v5p", kTopologies).empty());
 }
 

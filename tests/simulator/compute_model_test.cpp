@@ -26,7 +26,10 @@ TEST_CASE("model FLOPs are Narayanan et al. 2021 eq. 3 for GPT", "[compute][flop
 }
 
 TEST_CASE("GEMM time is a roofline", "[compute][gemm]") {
-  const DeviceRates r{100e12, 50e12, 40e12, 1e12};
+  const DeviceRates r{.matmul_flops_per_s = 100e12,
+                      .attention_forward_flops_per_s = 50e12,
+                      .attention_backward_flops_per_s = 40e12,
+                      .memory_bytes_per_s = 1e12};
   // 8192³: 2·8192³ = 1.0995e12 FLOPs in 10.995 ms; 3·8192²·2 B in 0.403 ms → compute-bound.
   CHECK(gemm_time_s(r, 8192, 8192, 8192, 2) ==
         Approx(2.0 * 8192 * 8192 * 8192 / 100e12).epsilon(1e-12));
@@ -38,12 +41,20 @@ TEST_CASE("GEMM time is a roofline", "[compute][gemm]") {
 
 TEST_CASE("device rates scale the peaks by the device's efficiency", "[compute][gemm]") {
   Device d;
-  d.efficiency = {0.869, 0.73, 0.63, 0.90, 108};
+  d.efficiency = {.matmul = 0.869,
+                  .attention_forward = 0.73,
+                  .attention_backward = 0.63,
+                  .flash2_forward = 0.73,
+                  .flash2_backward = 0.63,
+                  .memory = 0.90,
+                  .sm_count = 108,
+                  .kernel_overhead_us = 10};
   d.peak_tflops_bf16 = 312;
   d.memory_GBps = 2039;
   const DeviceRates r = device_rates(d, Dtype::bf16);
   CHECK(r.matmul_flops_per_s == Approx(0.869 * 312e12));
   CHECK(r.memory_bytes_per_s == Approx(0.9 * 2039e9));
+  CHECK(r.kernel_overhead_s == Approx(10e-6));
 }
 
 TEST_CASE("FLOPs of one micro-batch on a stage, counted by hand", "[compute][flops]") {
@@ -52,7 +63,10 @@ TEST_CASE("FLOPs of one micro-batch on a stage, counted by hand", "[compute][flo
   Layout l;
   l.tp = 2;
   l.micro_batch = 2;
-  const DeviceRates r{1e12, 1e12, 1e12, 1e11};
+  const DeviceRates r{.matmul_flops_per_s = 1e12,
+                      .attention_forward_flops_per_s = 1e12,
+                      .attention_backward_flops_per_s = 1e12,
+                      .memory_bytes_per_s = 1e11};
   const ExecutionOptions unfused{.attention = AttentionKernel::unfused, .dropout = false};
   const MicrobatchCompute c = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, unfused);
   // gpt-tiny: h = 64, 4 heads of 16, MLP 256, vocabulary 256, 4 layers, GeLU.
@@ -85,7 +99,10 @@ TEST_CASE("memory-bound kernels are timed by bytes", "[compute][memory_bound]") 
   Training t = test::training(4, 32);
   Layout l;
   l.pp = 2;  // stage 0: two layers and the embedding, no head
-  const DeviceRates r{1e12, 1e12, 1e12, 1e11};
+  const DeviceRates r{.matmul_flops_per_s = 1e12,
+                      .attention_forward_flops_per_s = 1e12,
+                      .attention_backward_flops_per_s = 1e12,
+                      .memory_bytes_per_s = 1e11};
   const MicrobatchCompute c = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, {});
   // T = 32 tokens, h = 64, 2-byte elements, no dropout, learned positions, per layer:
   //   two norms 2·2·2·32·64 = 16,384; two residual adds 2·3·2·32·64 = 24,576;
@@ -115,7 +132,11 @@ TEST_CASE("the cpu executor's biases are passes of their own; kernels at the pro
   p.gemm = {{64, 64, 64, 0.05}};
   const double gelu_elements = 64.0 * static_cast<double>(m.ffn_hidden);  // tokens × ffn
   p.kernels = {{MemoryKernel::gelu_forward, gelu_elements, 2e8}};
-  const DeviceRates rates{1e11, 1e11, 1e11, 10e9, 0, &p};
+  const DeviceRates rates{.matmul_flops_per_s = 1e11,
+                          .attention_forward_flops_per_s = 1e11,
+                          .attention_backward_flops_per_s = 1e11,
+                          .memory_bytes_per_s = 10e9,
+                          .profile = &p};
   const auto ops_of = [&](const ExecutionOptions& x) {
     std::vector<PricedOp> ops;
     layer_compute(m, t, l, false, rates, x, &ops);
