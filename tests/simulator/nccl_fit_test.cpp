@@ -178,3 +178,35 @@ TEST_CASE("NCCL's model against the Ultra-Scale Playbook's busbw at 256 MB", "[c
 
 }  // namespace
 }  // namespace shardplan
+
+namespace shardplan {
+namespace {
+
+// NCCL's pick on one DGX A100 (arch ampere, 12 channels, busBw 0.73 × 300 = 219 GB/s), worked by
+// hand from the v2.20.3 tables (simulator/nccl_tuning.cpp); every call adds the 25 us launch.
+TEST_CASE("NCCL's protocol pick on 8 A100 of one node", "[collective]") {
+  const Cluster dgx = load_cluster("dgx-a100");
+  GroupSpan eight;
+  eight.size = 8;
+  eight.max_ranks_per_node = 8;
+  const double launch = kNcclLaunch_us * 1e-6;
+  const double bus = 300e9 * kNcclScaleUpEfficiency;
+  // 64 KiB: ring LL, 6.6 + 14 × 0.6 = 15 us and busBw / 4 (under llMaxBw 87.7) × 8/14 = 31.3 GB/s;
+  // LL128 pays 14 + 14 × 1.9 = 40.6 us, Simple 8.4 + 14 × 3.4 = 56 us, tree LL 15.2 us at 15.9 GB/s.
+  const CollectiveCost small = collective_cost(dgx, Collective::all_reduce, 64 << 10, eight);
+  CHECK(small.algorithm == Algorithm::ring);
+  CHECK(small.protocol == NcclProtocol::ll);
+  CHECK(small.time_s == Approx(launch + 15e-6 + 65536 / (bus / 4 * 8 / 14)).epsilon(1e-9));
+  // 1 GiB: ring Simple at busBw × 8/14 = 125.1 GB/s beats LL128 at 0.92 busBw.
+  const int64_t gib = int64_t{1} << 30;
+  const CollectiveCost large = collective_cost(dgx, Collective::all_reduce, gib, eight);
+  CHECK(large.algorithm == Algorithm::ring);
+  CHECK(large.protocol == NcclProtocol::simple);
+  CHECK(large.time_s == Approx(launch + 56e-6 + gib / (bus * 8 / 14)).epsilon(1e-9));
+  // Channels a GEMM loses to it: all 12 at 1 GiB; at 64 KiB LL sheds to 65536 / (512 · 8 · 8) = 2.
+  CHECK(nccl_channels(dgx, Collective::all_reduce, gib, eight) == 12);
+  CHECK(nccl_channels(dgx, Collective::all_reduce, 64 << 10, eight) == 2);
+}
+
+}  // namespace
+}  // namespace shardplan
