@@ -47,7 +47,8 @@ void reject_unknown_first(ObjectReader& r, const std::array<std::string_view, N>
 constexpr auto kClusterKeys = std::to_array<std::string_view>(
     {"name", "source", "nodes", "devices_per_node", "device", "levels"});
 constexpr auto kDeviceKeys = std::to_array<std::string_view>(
-    {"name", "source", "memory_GiB", "reserved_GiB", "memory_GBps", "peak_tflops", "efficiency"});
+    {"name", "source", "arch", "memory_GiB", "reserved_GiB", "memory_GBps", "peak_tflops",
+     "efficiency"});
 constexpr auto kEfficiencyKeys = std::to_array<std::string_view>(
     {"source", "matmul", "attention_forward", "attention_backward", "flash2_forward",
      "flash2_backward", "memory", "sm_count", "kernel_overhead_us"});
@@ -55,12 +56,20 @@ constexpr auto kPeakKeys =
     std::to_array<std::string_view>({"source", "fp32", "tf32", "bf16", "fp16"});
 constexpr auto kLevelKeys = std::to_array<std::string_view>(
     {"name", "kind", "source", "span_devices", "bandwidth_GBps", "nics_per_node", "nic_GBps",
-     "latency_us", "oversubscription"});
+     "latency_us", "oversubscription", "nccl_channels", "nvlink_sharp"});
 
 Device device_from_json(ObjectReader r) {
   reject_unknown_first(r, kDeviceKeys);
   Device d;
   d.name = r.string("name");
+  if (r.has("arch")) {
+    const std::string arch = r.string("arch");
+    const auto a = enum_from_name(arch, kGpuArchNames);
+    if (!a)
+      r.fail("arch", fmt::format("unknown GPU architecture \"{}\"", arch),
+             enum_choices(kGpuArchNames));
+    d.arch = *a;
+  }
   d.memory_GiB = r.number("memory_GiB");
   d.reserved_GiB = r.number_or("reserved_GiB", 0);
   d.memory_GBps = r.number("memory_GBps");
@@ -108,6 +117,13 @@ InterconnectLevel level_from_json(ObjectReader r) {
   }
   l.latency_us = r.number("latency_us");
   l.oversubscription = r.number_or("oversubscription", 1);
+  l.nccl_channels = int_field_or(r, "nccl_channels", 0);
+  if (r.has("nvlink_sharp")) {
+    if (l.kind != LinkKind::nvlink)
+      r.fail("nvlink_sharp", fmt::format("only an nvlink level has NVLink SHARP, this one is {}", kind),
+             "remove nvlink_sharp");
+    l.nvlink_sharp = r.boolean("nvlink_sharp");
+  }
   return l;
 }
 
@@ -247,6 +263,16 @@ int64_t Device::reserved_bytes() const {
   return std::llround(reserved_GiB * kBytesPerGiB);
 }
 
+int nccl_channels(const InterconnectLevel& l) {
+  constexpr int kMaxChannels = 32;
+  constexpr double kNvlinkLink_GBps = 25;
+  if (l.nccl_channels > 0) return l.nccl_channels;
+  if (l.is_scale_out()) return std::clamp(2 * l.nics_per_node, 2, kMaxChannels);
+  if (l.kind != LinkKind::nvlink) return 2;
+  return std::clamp(static_cast<int>(std::lround(l.bandwidth_GBps / kNvlinkLink_GBps)), 2,
+                    kMaxChannels);
+}
+
 int64_t Cluster::level_span(size_t i) const {
   assert(i < levels.size());
   const int64_t span = levels[i].span_devices;
@@ -277,6 +303,8 @@ nlohmann::json cluster_to_json(const Cluster& c) {
                             {"span_devices", l.span_devices},
                             {"latency_us", l.latency_us},
                             {"oversubscription", l.oversubscription}};
+    if (l.nccl_channels > 0) level["nccl_channels"] = l.nccl_channels;
+    if (l.nvlink_sharp) level["nvlink_sharp"] = true;
     if (l.is_scale_out()) {
       level["nics_per_node"] = l.nics_per_node;
       level["nic_GBps"] = l.nic_GBps;
@@ -290,6 +318,7 @@ nlohmann::json cluster_to_json(const Cluster& c) {
           {"devices_per_node", c.devices_per_node},
           {"device",
            {{"name", d.name},
+            {"arch", enum_name(d.arch, kGpuArchNames)},
             {"memory_GiB", d.memory_GiB},
             {"reserved_GiB", d.reserved_GiB},
             {"memory_GBps", d.memory_GBps},
@@ -336,6 +365,11 @@ void validate_cluster(const Cluster& c, const std::string& file) {
     if (!(l.latency_us >= 0))
       throw InputError(file, level_field(i, "latency_us"),
                        fmt::format("must not be negative, found {:g}", l.latency_us));
+    if (l.nccl_channels < 0 || l.nccl_channels > 64)
+      throw InputError(file, level_field(i, "nccl_channels"),
+                       fmt::format("must be 0 (derived) to 64 (NCCL's MAXCHANNELS), found {}",
+                                   l.nccl_channels),
+                       "leave it out to derive it from the links");
     if (!(l.oversubscription >= 1))
       throw InputError(file, level_field(i, "oversubscription"),
                        fmt::format("must be at least 1, found {:g}", l.oversubscription),

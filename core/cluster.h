@@ -32,8 +32,20 @@ struct DeviceEfficiency {
   bool operator==(const DeviceEfficiency&) const = default;
 };
 
+// The GPU generation, which picks NCCL's per-architecture tables (NVIDIA/nccl v2.20.3
+// src/graph/tuning.cc indexes them by compute capability: Volta, Ampere (sm80, sm86, sm89),
+// Hopper). `none`: not a GPU NCCL tunes for (CPU ranks under MPI, or unknown): no LL / LL128
+// protocols and no kernel launch.
+enum class GpuArch { none, volta, ampere, hopper, blackwell };
+inline constexpr EnumNames<GpuArch, 5> kGpuArchNames{{{GpuArch::none, "none"},
+                                                      {GpuArch::volta, "volta"},
+                                                      {GpuArch::ampere, "ampere"},
+                                                      {GpuArch::hopper, "hopper"},
+                                                      {GpuArch::blackwell, "blackwell"}}};
+
 struct Device {
   std::string name;         // "H100-SXM5-80GB"
+  GpuArch arch = GpuArch::none;  // absent in a cluster file: none
   double memory_GiB = 0;    // capacity
   double reserved_GiB = 0;  // taken by the runtime (CUDA context, NCCL buffers) before us
   double memory_GBps = 0;   // HBM (or DRAM) bandwidth
@@ -72,11 +84,24 @@ struct InterconnectLevel {
   double nic_GBps = 0;          // per NIC, one direction (scale-out levels)
   double latency_us = 0;        // one hop, as alpha in the alpha-beta model
   double oversubscription = 1;  // fabric oversubscription (1 = non-blocking fat tree)
+  // Channels NCCL's topology search builds for a ring on this level (each one CTA on one SM while
+  // a collective runs). 0: not given, nccl_channels() derives it.
+  int nccl_channels = 0;
+  // NVLink SHARP: the switch reduces (Hopper's third-generation NVSwitch and later), so NCCL can
+  // run its NVLS algorithm on this level. Absent in a cluster file: false.
+  bool nvlink_sharp = false;
 
   bool is_scale_out() const { return kind == LinkKind::infiniband || kind == LinkKind::roce; }
 
   bool operator==(const InterconnectLevel&) const = default;
 };
+
+// nccl_channels when given; otherwise one per NVLink link of 25 GB/s one direction (NVLink 3
+// and 4: 12 links on A100, 18 on H100; the search's channels follow the links), two for a PCIe or
+// shared-memory level (NCCL's minimum search result), and two per NIC of a node for a scale-out
+// level (NCCL's search gives each NIC two channels), at most 32 (MAXCHANNELS / 2 of
+// src/include/device.h, the rest kept for the duplicated peer channels).
+int nccl_channels(const InterconnectLevel& l);
 
 struct Cluster {
   std::string name;

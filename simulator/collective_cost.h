@@ -1,5 +1,6 @@
 // Time of one collective (or a point-to-point transfer) on the interconnect level its group spans:
-// the alpha-beta model with the algorithm NCCL would pick (ring or tree; hierarchical when asked),
+// NCCL's own cost model, latency + bytes / algBw for every algorithm (ring, tree, NVLS;
+// hierarchical when asked) and protocol (LL, LL128, Simple), the least as NCCL picks it,
 // NICs shared by the devices of a node, and fabric oversubscription. Bus bandwidth as nccl-tests
 // defines it (doc/PERFORMANCE.md of nccl-tests). With a calibration profile, a collective it
 // measured on the same level and group size takes the profile's alpha-beta fit instead.
@@ -14,38 +15,53 @@
 #include "core/enum_names.h"
 #include "core/placement.h"
 #include "core/profile.h"
+#include "simulator/nccl_tuning.h"
 
 namespace shardplan {
 
-enum class Algorithm { ring, tree, hierarchical, direct };
-inline constexpr EnumNames<Algorithm, 4> kAlgorithmNames{{{Algorithm::ring, "ring"},
+enum class Algorithm { ring, tree, nvls, hierarchical, direct };
+inline constexpr EnumNames<Algorithm, 5> kAlgorithmNames{{{Algorithm::ring, "ring"},
                                                           {Algorithm::tree, "tree"},
+                                                          {Algorithm::nvls, "nvls"},
                                                           {Algorithm::hierarchical, "hierarchical"},
                                                           {Algorithm::direct, "direct"}}};
 
-// Achieved fraction of a scale-up link's one-direction rate at large sizes. nccl-tests
-// all_reduce_perf on one DGX H100 (8× H100 SXM5, NVLink4 at 450 GB/s per direction) reaches a
-// busbw of ~365 GB/s with ring (NVIDIA's published nccl-tests results: 360–370 GB/s without NVLink
-// SHARP): 365 / 450 = 0.81. (DGX A100, NVLink3 at 300 GB/s: ~230 GB/s, 0.77.) Applied to PCIe and
-// shared memory too, for want of a published NCCL figure on them.
-inline constexpr double kNcclScaleUpEfficiency = 0.81;
+// What NCCL's tuning tables (simulator/nccl_tuning.h) do not say: physical parameters fitted on
+// measured collectives. Refit them with
+//     build/tests/test_simulator '[nccl-fit]' -s
+// which reads data/fidelity/vtrain_allreduce_a100.json, searches both by least mean of the
+// per-size-band MAPE, and prints them with the error per GPU count and size band.
+//
+// Achieved fraction of a scale-up level's datasheet rate (one direction) as NCCL's busBw: NCCL's
+// own model takes 20 GB/s per 25 GB/s NVLink link (src/graph/topo.h SM80_NVLINK_BW, 0.80; SM90
+// 20.6, 0.82); nccl-tests on 2-8 A100 (vTrain's tables) fit 0.73: 219 GB/s busbw of NVLink3's 300
+// (229 GB/s measured at 1 GiB on 8 GPUs, 197 on 2). Defensible range 0.65-0.85.
+inline constexpr double kNcclScaleUpEfficiency = 0.73;
 // Achieved fraction of the NICs' line rate across nodes: NCCL's inter-node busbw on DGX SuperPOD
 // (8× 400 Gb/s NDR per DGX H100 node) is ~90% of the node's 400 GB/s (NVIDIA's DGX SuperPOD
-// reference results, the figure the cost-model issue cites). Applied to RoCE as to InfiniBand:
-// NCCL drives both through the same verbs transport.
+// reference results); the Ultra-Scale Playbook's all-reduce on 2 nodes of 8 H100 over EFA
+// measured 361.7 GB/s busbw of 400 (0.90; data/fidelity/ultrascale_dev.json). Not refitted:
+// the one-node table has no network. Applied to RoCE as to InfiniBand (the same verbs transport).
 inline constexpr double kNcclScaleOutEfficiency = 0.90;
-// NCCL's fixed cost per call (kernel launch and set-up), on top of the per-hop latencies: NCCL's
-// own tuning model starts every ring and tree time from baseLat, 6.6 us for ring with the LL
-// protocol (src/graph/tuning.cc, baseLat[RING][LL]; 6.8 for tree), the protocol NCCL runs at
-// latency-bound sizes. The levels' latency_us are NCCL's per-hop figures (hwLat in the same file)
-// and serve as alpha unchanged.
-inline constexpr double kNcclBaseLatency_us = 6.6;
+// Cost of one NCCL call beyond NCCL's own latency model (kernel launch, the proxy thread's
+// set-up, the end-of-call barrier), us: fitted 25 on vTrain's tables, where a 1 MiB all-reduce
+// on 8 A100 takes 92.8 us against NCCL's modelled 48. Defensible range 5-40 us. Paid by every call
+// on a GPU NCCL tunes for; none on arch none (MPI over CPU cores).
+inline constexpr double kNcclLaunch_us = 25;
+
+// The fitted parameters as one value, so that a refit can price with candidates.
+struct NcclPhysics {
+  double scale_up_efficiency = kNcclScaleUpEfficiency;
+  double scale_out_efficiency = kNcclScaleOutEfficiency;
+  double launch_us = kNcclLaunch_us;
+};
 
 struct CollectiveCost {
   double time_s = 0;
   double algbw_GBps = 0;  // bytes / time, as nccl-tests' algbw
   double busbw_GBps = 0;  // algbw × bus_bandwidth_factor
   Algorithm algorithm = Algorithm::ring;
+  NcclProtocol protocol = NcclProtocol::simple;  // the protocol NCCL would run it with
   size_t level = 0;           // interconnect level whose links bound the time
   bool from_profile = false;  // time from the profile's fit (algorithm: what NCCL would pick)
 };
@@ -72,6 +88,8 @@ struct CollectiveOptions {
   // The input was last written long before the call (reads_cold_input, core/schedule.h): priced
   // with the profile's cold-input fit, or its other fit where it measured none.
   bool cold_input = false;
+  // The fitted parameters to price with (a refit passes candidates).
+  NcclPhysics physics;
 };
 
 // `bytes` is nccl-tests' "size": the full buffer of one rank (for reduce-scatter the input, for
@@ -81,5 +99,12 @@ CollectiveCost collective_cost(const Cluster& cluster, Collective c, int64_t byt
                                const GroupSpan& span);
 CollectiveCost collective_cost(const Cluster& cluster, Collective c, int64_t bytes,
                                const GroupSpan& span, const CollectiveOptions& options);
+
+// SMs the call occupies while it runs: NCCL runs one CTA per channel, each resident on one SM for
+// the whole call (src/enqueue.cc, src/include/device.h), so a GEMM overlapped with it has
+// sm_count − nccl_channels SMs. The channels of the group's level (nccl_channels(level)), shed
+// as NCCL sheds them for small buffers (src/enqueue.cc topoGetAlgoInfo: one channel fewer while
+// bytes < channels × threads × threshold). 0 for a group of one.
+int nccl_channels(const Cluster& cluster, Collective c, int64_t bytes, const GroupSpan& span);
 
 }  // namespace shardplan

@@ -130,19 +130,23 @@ TEST_CASE("profile pricing: unmeasured groups fall back to the model on the meas
   const Cluster c = apply_profile(test::preset_cluster("dgx-h100", 2), p, "hand.json");
   constexpr int64_t kBytes = 8'000'000'000;
   // All-gather over 8 ranks of a node: no fit, so the ring of collective_cost.cpp on NVLink at the
-  // send/recv fit's 300 GB/s per device as achieved (no NCCL efficiency factor) and its 4 us alpha
-  // per hop: base + 7·alpha + 7 · (bytes / 8) / 300 GB/s.
+  // send/recv fit's 300 GB/s per device as achieved (no NCCL efficiency factor) and its 4 us LL
+  // hop: launch + ring Simple base (8.4 us) + 7 Simple hops (4 us × 3.4 / 0.6, NCCL's ratio) +
+  // 7 · (bytes / 8) / 300 GB/s. (Ring Simple beats NVLS here: 5/6 of the bus rate is slower than
+  // the ring's 8/7 for all-gather.)
   CollectiveOptions with;
   with.profile = &p;
   const CollectiveCost ag = collective_cost(c, Collective::all_gather, kBytes, one_node(8), with);
   CHECK_FALSE(ag.from_profile);
   CHECK(ag.time_s ==
-        Approx(kNcclBaseLatency_us * 1e-6 + 7 * 4e-6 + 7 * 1e9 / 300e9).epsilon(1e-12));
+        Approx((kNcclLaunch_us + 8.4) * 1e-6 + 7 * 4e-6 * 3.4 / 0.6 + 7 * 1e9 / 300e9)
+            .epsilon(1e-12));
 
   // Without the profile, the same cluster's NVLink figure takes NCCL's efficiency.
   const CollectiveCost model = collective_cost(c, Collective::all_gather, kBytes, one_node(8));
   CHECK(model.time_s ==
-        Approx(kNcclBaseLatency_us * 1e-6 + 7 * 4e-6 + 7 * 1e9 / (300e9 * kNcclScaleUpEfficiency))
+        Approx((kNcclLaunch_us + 8.4) * 1e-6 + 7 * 4e-6 * 3.4 / 0.6 +
+               7 * 1e9 / (300e9 * kNcclScaleUpEfficiency))
             .epsilon(1e-12));
 }
 

@@ -55,7 +55,8 @@ TEST_CASE("estimate against event simulation, every layout family", "[estimate][
       {"pp interleaved, m = p", 0.01, "llama3-8b", "dgx-h100", 4, "tp=8,pp=4,mbs=1,vpp=2,schedule=interleaved", 32, 4096},
       {"pp interleaved", 0.01, "llama3-8b", "dgx-h100", 4, "tp=8,pp=4,mbs=1,vpp=2,schedule=interleaved", 128, 4096},
       {"pp interleaved, sp", 0.01, "llama3-70b", "dgx-h100", 8, "tp=8,pp=8,sp=1,mbs=1,vpp=5,schedule=interleaved", 64, 4096},
-      {"cp", 0.02, "llama3-8b", "dgx-h100", 2, "tp=4,cp=4,mbs=1", 8, 8192},
+      // 2.1% since NCCL's model and launch cost price cp's ring exchanges higher (collective_cost.h).
+      {"cp", 0.03, "llama3-8b", "dgx-h100", 2, "tp=4,cp=4,mbs=1", 8, 8192},
       {"cp, dp", 0.02, "llama3-8b", "dgx-h100", 4, "tp=2,cp=4,dp=4,zero=1,mbs=1", 32, 8192},
       {"ep", 0.01, "mixtral-8x7b", "dgx-h100", 2, "tp=2,ep=8,dp=8,mbs=1", 64, 4096},
       {"ep, pp", 0.01, "mixtral-8x7b", "dgx-h100", 4, "tp=2,ep=4,dp=4,pp=4,mbs=1", 64, 4096},
