@@ -47,11 +47,11 @@ void reject_unknown_first(ObjectReader& r, const std::array<std::string_view, N>
 constexpr auto kClusterKeys = std::to_array<std::string_view>(
     {"name", "source", "nodes", "devices_per_node", "device", "levels"});
 constexpr auto kDeviceKeys = std::to_array<std::string_view>(
-    {"name", "source", "arch", "memory_GiB", "reserved_GiB", "memory_GBps", "peak_tflops",
-     "efficiency"});
+    {"name", "source", "arch", "memory_GiB", "reserved_GiB", "memory_GBps", "best_published_mfu",
+     "peak_tflops", "efficiency"});
 constexpr auto kEfficiencyKeys = std::to_array<std::string_view>(
     {"source", "matmul", "attention_forward", "attention_backward", "flash2_forward",
-     "flash2_backward", "memory", "sm_count", "kernel_overhead_us"});
+     "flash2_backward", "memory", "sm_count", "kernel_overhead_us", "sustained_clock"});
 constexpr auto kPeakKeys =
     std::to_array<std::string_view>({"source", "fp32", "tf32", "bf16", "fp16"});
 constexpr auto kLevelKeys = std::to_array<std::string_view>(
@@ -73,6 +73,7 @@ Device device_from_json(ObjectReader r) {
   d.memory_GiB = r.number("memory_GiB");
   d.reserved_GiB = r.number_or("reserved_GiB", 0);
   d.memory_GBps = r.number("memory_GBps");
+  d.best_published_mfu = r.number_or("best_published_mfu", 0);
   ObjectReader peak = r.object("peak_tflops");
   reject_unknown_first(peak, kPeakKeys);
   for (const auto& [dtype, name] : kDtypeNames) peak_slot(d, dtype) = peak.number_or(name, 0);
@@ -86,6 +87,7 @@ Device device_from_json(ObjectReader r) {
   d.efficiency.memory = eff.number("memory");
   d.efficiency.sm_count = int_field_or(eff, "sm_count", 0);
   d.efficiency.kernel_overhead_us = eff.number_or("kernel_overhead_us", 0);
+  d.efficiency.sustained_clock = eff.number_or("sustained_clock", 1);
   return d;
 }
 
@@ -120,7 +122,8 @@ InterconnectLevel level_from_json(ObjectReader r) {
   l.nccl_channels = int_field_or(r, "nccl_channels", 0);
   if (r.has("nvlink_sharp")) {
     if (l.kind != LinkKind::nvlink)
-      r.fail("nvlink_sharp", fmt::format("only an nvlink level has NVLink SHARP, this one is {}", kind),
+      r.fail("nvlink_sharp",
+             fmt::format("only an nvlink level has NVLink SHARP, this one is {}", kind),
              "remove nvlink_sharp");
     l.nvlink_sharp = r.boolean("nvlink_sharp");
   }
@@ -141,12 +144,17 @@ void validate_device(const Device& d, const std::string& file) {
     throw InputError(file, "device.reserved_GiB",
                      fmt::format("{:g} must be at least 0 and below memory_GiB={:g}",
                                  d.reserved_GiB, d.memory_GiB));
+  if (!(d.best_published_mfu >= 0 && d.best_published_mfu < 1))
+    throw InputError(file, "device.best_published_mfu",
+                     fmt::format("must be a fraction in [0, 1), found {:g}", d.best_published_mfu),
+                     "0 when no published figure is known");
   const DeviceEfficiency& e = d.efficiency;
   for (const auto& [value, key] : {std::pair{e.matmul, "matmul"},
                                    {e.attention_forward, "attention_forward"},
                                    {e.attention_backward, "attention_backward"},
                                    {e.flash2_forward, "flash2_forward"},
                                    {e.flash2_backward, "flash2_backward"},
+                                   {e.sustained_clock, "sustained_clock"},
                                    {e.memory, "memory"}})
     if (!(value > 0 && value <= 1))
       throw InputError(file, fmt::format("device.efficiency.{}", key),
@@ -322,6 +330,7 @@ nlohmann::json cluster_to_json(const Cluster& c) {
             {"memory_GiB", d.memory_GiB},
             {"reserved_GiB", d.reserved_GiB},
             {"memory_GBps", d.memory_GBps},
+            {"best_published_mfu", d.best_published_mfu},
             {"peak_tflops", peak},
             {"efficiency",
              {{"matmul", d.efficiency.matmul},
@@ -331,7 +340,8 @@ nlohmann::json cluster_to_json(const Cluster& c) {
               {"flash2_backward", d.efficiency.flash2_backward},
               {"memory", d.efficiency.memory},
               {"sm_count", d.efficiency.sm_count},
-              {"kernel_overhead_us", d.efficiency.kernel_overhead_us}}}}},
+              {"kernel_overhead_us", d.efficiency.kernel_overhead_us},
+              {"sustained_clock", d.efficiency.sustained_clock}}}}},
           {"levels", levels}};
 }
 
@@ -366,10 +376,10 @@ void validate_cluster(const Cluster& c, const std::string& file) {
       throw InputError(file, level_field(i, "latency_us"),
                        fmt::format("must not be negative, found {:g}", l.latency_us));
     if (l.nccl_channels < 0 || l.nccl_channels > 64)
-      throw InputError(file, level_field(i, "nccl_channels"),
-                       fmt::format("must be 0 (derived) to 64 (NCCL's MAXCHANNELS), found {}",
-                                   l.nccl_channels),
-                       "leave it out to derive it from the links");
+      throw InputError(
+          file, level_field(i, "nccl_channels"),
+          fmt::format("must be 0 (derived) to 64 (NCCL's MAXCHANNELS), found {}", l.nccl_channels),
+          "leave it out to derive it from the links");
     if (!(l.oversubscription >= 1))
       throw InputError(file, level_field(i, "oversubscription"),
                        fmt::format("must be at least 1, found {:g}", l.oversubscription),

@@ -25,6 +25,9 @@ struct DeviceEfficiency {
   double flash2_backward = 0;
   double memory = 0;  // achievable memory bandwidth ÷ memory_GBps
   int sm_count = 0;   // streaming multiprocessors for wave quantization (0: none)
+  // The SM clock a training run sustains under the part's power and thermal limits ÷ the clock
+  // its datasheet peaks assume; scales the tensor-core rates (GEMMs, attention), not memory.
+  double sustained_clock = 1;
   // Device time one kernel costs beyond its work: launch, prologue and epilogue, the ramp and
   // tail of its waves. 0: none.
   double kernel_overhead_us = 0;
@@ -44,17 +47,20 @@ inline constexpr EnumNames<GpuArch, 5> kGpuArchNames{{{GpuArch::none, "none"},
                                                       {GpuArch::blackwell, "blackwell"}}};
 
 struct Device {
-  std::string name;         // "H100-SXM5-80GB"
+  std::string name;              // "H100-SXM5-80GB"
   GpuArch arch = GpuArch::none;  // absent in a cluster file: none
-  double memory_GiB = 0;    // capacity
-  double reserved_GiB = 0;  // taken by the runtime (CUDA context, NCCL buffers) before us
-  double memory_GBps = 0;   // HBM (or DRAM) bandwidth
+  double memory_GiB = 0;         // capacity
+  double reserved_GiB = 0;       // taken by the runtime (CUDA context, NCCL buffers) before us
+  double memory_GBps = 0;        // HBM (or DRAM) bandwidth
   // Dense peak FLOP/s by compute dtype, in 10^12 FLOP/s; 0 = not supported.
   double peak_tflops_fp32 = 0;
   double peak_tflops_tf32 = 0;
   double peak_tflops_bf16 = 0;
   double peak_tflops_fp16 = 0;
   DeviceEfficiency efficiency;
+  // The highest MFU a published training run reached on this GPU in the compute dtypes the cost
+  // model prices (bf16/fp16); a prediction above it is flagged as optimistic. 0: none known.
+  double best_published_mfu = 0;
 
   double peak_tflops(Dtype d) const;
   int64_t memory_bytes() const;    // memory_GiB in bytes

@@ -92,6 +92,8 @@ std::string format_top(const SearchResult& r) {
         format_seconds(e.step_time_s), e.tflops_per_device, format_percent(e.mfu),
         format_seconds(e.exposed_comm_s), format_percent(e.bubble_fraction));
   }
+  if (!r.top.empty() && r.top.front().estimate.mfu_above_published())
+    out += "\n" + mfu_caution(r.top.front().estimate);
   return out;
 }
 

@@ -35,7 +35,8 @@ double with_noise(const Profile& p, double median_s) {
 
 DeviceRates device_rates(const Device& d, Dtype dtype, const Profile* profile) {
   const DeviceEfficiency& eff = d.efficiency;
-  const double peak = d.peak_tflops(dtype) * 1e12;
+  // Tensor-core rates follow the clock the part sustains, below the one its peak assumes.
+  const double peak = d.peak_tflops(dtype) * 1e12 * eff.sustained_clock;
   const double memory_bytes_per_s = profile ? profile->memory_GBps * 1e9 / (1 + profile->noise)
                                             : d.memory_GBps * 1e9 * eff.memory;
   return DeviceRates{.matmul_flops_per_s = peak * eff.matmul,

@@ -475,6 +475,7 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
   e.world = l.world();
   e.tokens_per_step = l.global_batch() * t.seq_len;
   e.peak_flops_per_device = c.device.peak_tflops(t.dtype) * 1e12;
+  e.best_published_mfu = c.device.best_published_mfu;
   e.options = x;
 
   StageTimer timer(ctx, cache);

@@ -65,11 +65,14 @@ struct Estimate {
 
   double step_time_s = 0;
   double tokens_per_s = 0;
-  double tflops_per_device = 0;  // model FLOPs / step time / world, in 10^12 FLOP/s
-  double mfu = 0;                // model FLOPs (Narayanan et al. 2021 eq. 3, no recompute) / peak
-  double hfu = 0;                // hardware FLOPs (with recompute) / peak
-  double bubble_fraction = 0;    // of the pipeline time (pipeline_model.h)
-  double exposed_comm_s = 0;     // sum of the collectives' exposed time
+  double tflops_per_device = 0;   // model FLOPs / step time / world, in 10^12 FLOP/s
+  double mfu = 0;                 // model FLOPs (Narayanan et al. 2021 eq. 3, no recompute) / peak
+  double best_published_mfu = 0;  // on this device (Device::best_published_mfu); 0: unknown
+  // Above the best published MFU on this device: the prediction is optimistic.
+  bool mfu_above_published() const { return best_published_mfu > 0 && mfu > best_published_mfu; }
+  double hfu = 0;              // hardware FLOPs (with recompute) / peak
+  double bubble_fraction = 0;  // of the pipeline time (pipeline_model.h)
+  double exposed_comm_s = 0;   // sum of the collectives' exposed time
   double model_flops_per_step = 0;
   double hardware_flops_per_step = 0;
   double train_time_s = 0;  // for Training::tokens_to_train (0 when not asked)

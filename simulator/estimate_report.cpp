@@ -89,6 +89,8 @@ json estimate_to_json(const Estimate& e) {
          {"tokens_per_s", e.tokens_per_s},
          {"tflops_per_device", e.tflops_per_device},
          {"mfu", e.mfu},
+         {"best_published_mfu", e.best_published_mfu},
+         {"mfu_above_published", e.mfu_above_published()},
          {"hfu", e.hfu},
          {"bubble_fraction", e.bubble_fraction},
          {"exposed_comm_s", e.exposed_comm_s},
@@ -134,6 +136,13 @@ json estimate_to_json(const Estimate& e) {
   return j;
 }
 
+std::string mfu_caution(const Estimate& e) {
+  return fmt::format(
+      "  caution: {} MFU is above the best published on this GPU ({}): the model is optimistic "
+      "here (unmodelled: interference of overlapped communication, the framework's own work)\n",
+      format_percent(e.mfu), format_percent(e.best_published_mfu));
+}
+
 namespace {
 
 double as_double(int64_t v) {
@@ -168,6 +177,7 @@ void append_step(std::string& out, const Estimate& e) {
   out += fmt::format("  {:22} {:>12}   of {:.4g} TFLOP/s dense peak per device\n", "MFU",
                      format_percent(e.mfu), e.peak_flops_per_device / 1e12);
   out += fmt::format("  {:22} {:>12}\n", "HFU", format_percent(e.hfu));
+  if (e.mfu_above_published()) out += mfu_caution(e);
 }
 
 void append_memory(std::string& out, const Estimate& e) {

@@ -15,4 +15,8 @@ nlohmann::json estimate_to_json(const Estimate& e);
 // and the training run. An infeasible layout says "does not fit: <item> needs X GiB, Y GiB free".
 std::string format_estimate_table(const Estimate& e);
 
+// A line saying that the estimate's MFU is above the best published on its GPU
+// (Estimate::mfu_above_published), for the reports that print MFU.
+std::string mfu_caution(const Estimate& e);
+
 }  // namespace shardplan
