@@ -27,6 +27,7 @@ struct CompareOptions {
   std::string measured_file;
   std::string profile_file;
   std::string trace_file;
+  std::string framework;
   ReportOptions report;
 };
 
@@ -36,7 +37,7 @@ int run_compare(const CompareOptions& o) {
   const Plan plan = load_plan(o.plan_file);
   const Measurement measured = read_measurement_file(o.measured_file);
   check_same_run(plan, o.plan_file, measured, o.measured_file);
-  const Predicted predicted = predict_measured(measured, o.profile_file);
+  const Predicted predicted = predict_measured(measured, o.profile_file, o.framework);
   const Comparison c = compare_run(predicted.simulation, measured, predicted.gemms);
 
   if (!o.trace_file.empty()) {
@@ -73,6 +74,9 @@ Subcommand add_compare(CLI::App& root) {
   app->add_option("--profile", o->profile_file,
                   "Predict with a calibration profile (`shardplan calibrate`) instead of the "
                   "datasheet figures");
+  app->add_option("--framework", o->framework,
+                  "How a GPU run executed its layers: a framework profile (frameworks/) or a path; "
+                  "default: shardplan's own executor (frameworks/shardplan.json)");
   app->add_option(
       "--trace", o->trace_file,
       "Write the predicted and the measured timeline (last step) into one Chrome trace");

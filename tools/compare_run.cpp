@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/framework.h"
 #include "simulator/device_efficiency.h"
 #include "tools/cli_inputs.h"
 
@@ -22,14 +23,20 @@ void check_same_run(const Plan& plan, const std::string& plan_file, const Measur
         "compare a plan with the measurement of its own run");
 }
 
-Predicted predict_measured(const Measurement& measured, const std::string& profile_file) {
-  if (profile_file.empty()) return predict_measured(measured, nullptr, "the datasheet figures");
+Predicted predict_measured(const Measurement& measured, const std::string& profile_file,
+                           const std::string& framework) {
+  if (profile_file.empty())
+    return predict_measured(measured, nullptr, "the datasheet figures", framework);
   return predict_measured(measured, std::make_unique<Profile>(read_profile_file(profile_file)),
-                          profile_file);
+                          profile_file, framework);
 }
 
 Predicted predict_measured(const Measurement& measured, std::unique_ptr<Profile> profile,
-                           const std::string& source) {
+                           const std::string& source, const std::string& framework) {
+  if (measured.backend == Backend::cpu && !framework.empty())
+    throw InputError("--framework", "",
+                     "a cpu measurement ran shardplan's CPU executor, which is priced as it runs",
+                     "--framework names how a GPU run executed its layers");
   const Plan& p = measured.plan;
   Cluster cluster = p.cluster;
   if (profile) {
@@ -39,7 +46,9 @@ Predicted predict_measured(const Measurement& measured, std::unique_ptr<Profile>
   Predicted out;
   out.profile = std::move(profile);
   ExecutionOptions x =
-      measured.backend == Backend::cpu ? cpu_executor_options() : ExecutionOptions{};
+      measured.backend == Backend::cpu
+          ? cpu_executor_options()
+          : execution_options(load_framework(framework.empty() ? kExecutorFramework : framework));
   x.profile = out.profile.get();
   out.simulation = simulate_plan(p.model, cluster, p.training, p.layout, x, false);
   require_finished(out.simulation.result);

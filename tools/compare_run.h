@@ -25,11 +25,16 @@ struct Predicted {
 };
 
 // The measured plan simulated without symmetry, priced as its backend runs (the cpu executor's
-// options for a cpu run), with the calibration profile at `profile_file` ("": none).
-Predicted predict_measured(const Measurement& measured, const std::string& profile_file);
+// options for a cpu run; for a GPU run the framework profile `framework`, by default
+// kExecutorFramework), with the calibration profile at `profile_file` ("": none).
+Predicted predict_measured(const Measurement& measured, const std::string& profile_file,
+                           const std::string& framework = "");
 
 // The same with a profile in hand (null: none); `source` names it in errors and reports.
 Predicted predict_measured(const Measurement& measured, std::unique_ptr<Profile> profile,
-                           const std::string& source);
+                           const std::string& source, const std::string& framework = "");
+
+// The framework profile of shardplan's own executor on a GPU (frameworks/shardplan.json).
+inline constexpr const char* kExecutorFramework = "shardplan";
 
 }  // namespace shardplan::cli
