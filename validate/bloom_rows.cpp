@@ -33,7 +33,8 @@ FidelityRow bloom_row(ObjectReader& r, const Cluster& node) {
   d.recompute = Recompute::full;
   const int64_t gbs = r.positive_integer("gbs");
   // What does not divide is refused by validate_layout when the row is priced.
-  d.num_microbatches = static_cast<int>(std::max<int64_t>(1, gbs / (int64_t{d.micro_batch} * d.dp)));
+  d.num_microbatches =
+      static_cast<int>(std::max<int64_t>(1, gbs / (int64_t{d.micro_batch} * d.dp)));
   row.layout = row_layout(d);
   // ALiBi (--position-embedding-type alibi) has no position parameters; the model description
   // has no ALiBi, and RoPE is its closest: no learned positions, a bias computed in attention.
@@ -67,18 +68,13 @@ FidelityRow bloom_row(ObjectReader& r, const Cluster& node) {
 }  // namespace
 
 FidelitySet read_bloom_rows(const nlohmann::json& j, const std::string& file) {
-  FidelitySet s = open_set(j, file, MeasuredFigure::step_time, "sec_per_it",
-                           MemoryReading::nvidia_smi);
+  FidelitySet s =
+      open_set(j, file, MeasuredFigure::step_time, "sec_per_it", MemoryReading::nvidia_smi);
   ObjectReader header(j, file);
   const std::string cluster_file =
       (std::filesystem::path(file).parent_path() / header.string("cluster_file")).string();
   const Cluster node = load_cluster(cluster_file, 1);
-  const auto rows = row_objects(j, file);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    ObjectReader r(rows[i], file, row_id(i));
-    s.rows.push_back(bloom_row(r, node));
-    s.rows.back().id = row_id(i);
-  }
+  read_rows(s, j, file, [&](ObjectReader& r) { return bloom_row(r, node); });
   return s;
 }
 

@@ -36,9 +36,9 @@ struct FidelityRow {
   Training training;
   Layout layout;
 
-  bool ran = true;                               // false: crashed or out of memory
-  std::optional<double> measured_step_time_s;    // none when it crashed or was not recorded
-  std::optional<double> measured_memory_bytes;   // per GPU, as the set's MemoryReading reads it
+  bool ran = true;                              // false: crashed or out of memory
+  std::optional<double> measured_step_time_s;   // none when it crashed or was not recorded
+  std::optional<double> measured_memory_bytes;  // per GPU, as the set's MemoryReading reads it
   // The pathological slices the set's README names that this row falls in ("TP > 8"): scored
   // apart, and left out of the headline's second reading.
   std::vector<std::string> pathological;

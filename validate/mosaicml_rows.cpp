@@ -79,17 +79,12 @@ FidelityRow mosaicml_row(ObjectReader& r, const nlohmann::json& models, ClusterC
 }  // namespace
 
 FidelitySet read_mosaicml_rows(const nlohmann::json& j, const std::string& file) {
-  FidelitySet s = open_set(j, file, MeasuredFigure::throughput, "tokens_per_s",
-                           MemoryReading::allocator_peak);
+  FidelitySet s =
+      open_set(j, file, MeasuredFigure::throughput, "tokens_per_s", MemoryReading::allocator_peak);
   ObjectReader header(j, file);
   const nlohmann::json& models = header.raw("models");
   ClusterCache clusters;
-  const auto rows = row_objects(j, file);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    ObjectReader r(rows[i], file, row_id(i));
-    s.rows.push_back(mosaicml_row(r, models, clusters));
-    s.rows.back().id = row_id(i);
-  }
+  read_rows(s, j, file, [&](ObjectReader& r) { return mosaicml_row(r, models, clusters); });
   return s;
 }
 

@@ -49,11 +49,28 @@ FidelityRow nemo_row(ObjectReader& r, const std::map<std::string, std::string>& 
   const std::optional<std::string> precision =
       r.raw("precision").is_null() ? std::nullopt : std::optional(r.string("precision"));
   row.refused = nemo_refusal(system, precision, models.contains(model_key(model)), topologies);
-  row.group = fmt::format("{} on {} GPUs, gbs {}", model, int_field(r, "gpus"),
-                          r.positive_integer("gbs"));
-  r.ignore({"source_id", "release", "task", "mbs", "seq", "fsdp", "tp", "pp", "cp", "vp", "ep",
-            "ga", "dp", "tokens_per_s_per_gpu", "model_tflops_per_gpu",
-            "without_cp_model_tflops_per_gpu", "variant", "notes", "line", "earlier_revisions"});
+  row.group =
+      fmt::format("{} on {} GPUs, gbs {}", model, int_field(r, "gpus"), r.positive_integer("gbs"));
+  r.ignore({"source_id",
+            "release",
+            "task",
+            "mbs",
+            "seq",
+            "fsdp",
+            "tp",
+            "pp",
+            "cp",
+            "vp",
+            "ep",
+            "ga",
+            "dp",
+            "tokens_per_s_per_gpu",
+            "model_tflops_per_gpu",
+            "without_cp_model_tflops_per_gpu",
+            "variant",
+            "notes",
+            "line",
+            "earlier_revisions"});
   r.reject_unknown();
   return row;
 }
@@ -68,12 +85,7 @@ FidelitySet read_nemo_rows(const nlohmann::json& j, const std::string& file) {
   for (const auto& [name, dims] : header.raw("models").items())
     if (dims.is_object()) models.emplace(model_key(name), name);
   const std::vector<std::string> topologies = preset_names("topologies");
-  const auto rows = row_objects(j, file);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    ObjectReader r(rows[i], file, row_id(i));
-    s.rows.push_back(nemo_row(r, models, topologies));
-    s.rows.back().id = row_id(i);
-  }
+  read_rows(s, j, file, [&](ObjectReader& r) { return nemo_row(r, models, topologies); });
   return s;
 }
 

@@ -80,4 +80,17 @@ Layout row_layout(const RowDegrees& d);
 // "rows[17]": how messages name a row.
 std::string row_id(size_t index);
 
+// Appends to `s` one row per row of the set file, each read by `read_row(ObjectReader&)` from a
+// reader that names it in errors, and given its id.
+template <class ReadRow>
+void read_rows(FidelitySet& s, const nlohmann::json& j, const std::string& file,
+               ReadRow&& read_row) {
+  const std::vector<nlohmann::json> rows = row_objects(j, file);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    ObjectReader r(rows[i], file, row_id(i));
+    s.rows.push_back(read_row(r));
+    s.rows.back().id = row_id(i);
+  }
+}
+
 }  // namespace shardplan

@@ -15,10 +15,13 @@ std::vector<std::pair<std::string, std::string>> row_slices(const FidelityRow& r
   return {
       {"gpu", row.cluster.device.name},
       {"precision", std::string(enum_name(row.training.dtype, kDtypeNames))},
-      {"tp", l.tp == 1 ? "1" : (l.tp <= row.cluster.devices_per_node ? "within a node"
-                                                                         : "across nodes")},
+      {"tp",
+       l.tp == 1 ? "1" : (l.tp <= row.cluster.devices_per_node ? "within a node" : "across nodes")},
       {"pp depth", l.pp == 1 ? "1" : (l.pp <= 4 ? "2-4" : ">4")},
-      {"micro-batches per step", m == 1 ? "1" : m <= 4 ? "2-4" : m <= 16 ? "5-16" : ">16"},
+      {"micro-batches per step", m == 1    ? "1"
+                                 : m <= 4  ? "2-4"
+                                 : m <= 16 ? "5-16"
+                                           : ">16"},
       {"nodes", std::to_string(row.cluster.nodes)},
   };
 }

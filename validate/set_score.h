@@ -40,8 +40,8 @@ struct SetScores {
   std::string figure_field;  // what the set publishes: "iteration_time_ms", "tok_s_gpu"
   MemoryReading memory_reading = MemoryReading::allocator_peak;
   int rows = 0;
-  int priced = 0;   // rows the cost model priced (timed, crashed or memory only)
-  int refused = 0;  // rows = priced + refused
+  int priced = 0;                      // rows the cost model priced (timed, crashed or memory only)
+  int refused = 0;                     // rows = priced + refused
   std::vector<RefusalCount> refusals;  // most frequent first
   ErrorStats step_time;                // every priced row with a measured time
   ErrorStats step_time_without_pathological;

@@ -27,7 +27,8 @@ const SetEntry& find_set(const std::string& name) {
     names.push_back(s.name);
   }
   std::string hint;
-  for (const auto& n : closest_names(name, names)) hint += (hint.empty() ? "did you mean " : " or ") + n;
+  for (const auto& n : closest_names(name, names))
+    hint += (hint.empty() ? "did you mean " : " or ") + n;
   if (!hint.empty()) hint += "? ";
   hint += "sets:";
   for (const auto& n : names) hint += " " + n;

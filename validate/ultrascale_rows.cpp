@@ -68,8 +68,8 @@ FidelityRow ultrascale_row(ObjectReader& r, const std::map<std::string, Model>& 
     row.pathological.push_back("under 1,000 tok/s/GPU");
   if (d.tp > 8) row.pathological.push_back("TP > 8");
   row.group = fmt::format("{} on {} nodes", name, nodes);
-  r.ignore({"gbs", "mfu_pct", "tok_s", "plotted_as_crash", "gbs_inconsistent",
-            "crash_config_also_ran"});
+  r.ignore(
+      {"gbs", "mfu_pct", "tok_s", "plotted_as_crash", "gbs_inconsistent", "crash_config_also_ran"});
   r.reject_unknown();
   return row;
 }
@@ -77,19 +77,15 @@ FidelityRow ultrascale_row(ObjectReader& r, const std::map<std::string, Model>& 
 }  // namespace
 
 FidelitySet read_ultrascale_rows(const nlohmann::json& j, const std::string& file) {
-  FidelitySet s = open_set(j, file, MeasuredFigure::throughput, "tok_s_gpu",
-                           MemoryReading::allocator_peak);
+  FidelitySet s =
+      open_set(j, file, MeasuredFigure::throughput, "tok_s_gpu", MemoryReading::allocator_peak);
   ObjectReader header(j, file);
   std::map<std::string, Model> models;
   for (const auto& [name, dims] : header.raw("models").items())
-    if (dims.is_object()) models.emplace(name, ultrascale_model(ObjectReader(dims, file, "models." + name), name));
+    if (dims.is_object())
+      models.emplace(name, ultrascale_model(ObjectReader(dims, file, "models." + name), name));
   ClusterCache clusters;
-  const auto rows = row_objects(j, file);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    ObjectReader r(rows[i], file, row_id(i));
-    s.rows.push_back(ultrascale_row(r, models, clusters));
-    s.rows.back().id = row_id(i);
-  }
+  read_rows(s, j, file, [&](ObjectReader& r) { return ultrascale_row(r, models, clusters); });
   return s;
 }
 

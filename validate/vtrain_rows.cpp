@@ -56,12 +56,7 @@ FidelitySet read_vtrain_rows(const nlohmann::json& j, const std::string& file) {
   // the A100's memory size is not stated, the 80GB DGX A100 is assumed.
   ClusterCache clusters;
   const Cluster& node = clusters.get("dgx-a100", 1);
-  const auto rows = row_objects(j, file);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    ObjectReader r(rows[i], file, row_id(i));
-    s.rows.push_back(vtrain_row(r, node));
-    s.rows.back().id = row_id(i);
-  }
+  read_rows(s, j, file, [&](ObjectReader& r) { return vtrain_row(r, node); });
   return s;
 }
 
