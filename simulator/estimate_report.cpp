@@ -202,7 +202,12 @@ void append_memory(std::string& out, const Estimate& e) {
 }
 
 void append_compute(std::string& out, const Estimate& e) {
-  out += fmt::format("\nCompute of one micro-batch on stage {}\n", e.slowest_stage);
+  const ExecutionOptions& x = e.options;
+  out += fmt::format(
+      "\nCompute of one micro-batch on stage {}, as {} runs it (attention {}, dropout {}, host "
+      "{:g} us per kernel)\n",
+      e.slowest_stage, x.framework, enum_name(x.attention, kAttentionKernelNames),
+      x.dropout ? "on" : "off", x.host_s_per_kernel * 1e6);
   out +=
       fmt::format("  {:10} {:14} {:>12} {:>12} {:>12}\n", "pass", "kind", "FLOPs", "bytes", "time");
   const std::pair<const char*, const PassCost*> passes[] = {{"forward", &e.compute.forward},
@@ -214,6 +219,10 @@ void append_compute(std::string& out, const Estimate& e) {
       out += fmt::format("  {:10} {:14} {:>12.4e} {:>12.4e} {:>12}\n", pass, name, k.flops, k.bytes,
                          format_seconds(k.time_s));
     }
+  for (const auto& [pass, cost] : passes)
+    if (cost->host_wait_s > 0)
+      out += fmt::format("  {:10} {:14} {:>12} {:>12} {:>12}   the device waits for the host\n",
+                         pass, "host-bound", "", "", format_seconds(cost->host_wait_s));
   out += fmt::format("  optimizer step moves {:.4e} bytes\n", e.optimizer_bytes);
 }
 
