@@ -170,3 +170,73 @@ TEST_CASE("the cpu executor's biases are passes of their own; kernels at the pro
   for (const PricedOp& o : cpu) ops_forward_s += o.pass == Pass::forward ? o.time_s : 0;
   CHECK(ops_forward_s == Approx(forward_s).epsilon(1e-12));
 }
+
+TEST_CASE("kernels counted by hand, and an action waits for the host only beyond its device time",
+          "[compute][launch]") {
+  const Model m = test::preset_model("gpt-tiny");
+  Training t = test::training(4, 32);
+  Layout l;
+  l.pp = 2;  // stage 0: two layers and the embedding, no head
+  const DeviceRates r{.matmul_flops_per_s = 1e12,
+                      .attention_forward_flops_per_s = 1e12,
+                      .attention_backward_flops_per_s = 1e12,
+                      .flash2_forward_flops_per_s = 1e12,
+                      .flash2_backward_flops_per_s = 1e12,
+                      .memory_bytes_per_s = 1e11};
+  ExecutionOptions x;  // flash attention, fused biases, no dropout
+  x.host_s_per_kernel = 1;
+  const MicrobatchCompute c = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, x);
+  // Per layer going forward: norm, QKV, flash attention, output projection, residual add, norm,
+  // fc1, GeLU, fc2, residual add = 10 kernels (learned positions: no RoPE); plus the embedding.
+  CHECK(c.forward.kernels() == 2 * 10 + 1);
+  // Backward: two GEMMs for each of the four linears, three for flash attention's backward, one
+  // for each memory-bound kernel (two norms, two residual adds, GeLU), and the embedding's.
+  CHECK(c.backward.kernels() == 2 * (4 * 2 + 3 + 5) + 1);
+  CHECK(c.forward.issue_s == c.forward.kernels());
+
+  // An action's passes settle against the host: the wait is what the host needs beyond the
+  // device, never negative.
+  PassCost p;
+  p[OpKind::matmul].time_s = 3;
+  p.issue_s = 5;
+  settle_host_bound(p);
+  CHECK(p.host_wait_s == 2);
+  CHECK(p.time_s() == 5);
+  p.issue_s = 1;
+  settle_host_bound(p);
+  CHECK(p.host_wait_s == 0);
+  CHECK(p.time_s() == 3);
+}
+
+TEST_CASE(
+    "FlashAttention-2 and the device's best kernel have their own rates; the sustained "
+    "clock slows tensor cores, not memory",
+    "[compute][attention]") {
+  Device d;
+  d.efficiency = {.matmul = 0.8,
+                  .attention_forward = 0.75,
+                  .attention_backward = 0.56,
+                  .flash2_forward = 0.35,
+                  .flash2_backward = 0.35,
+                  .memory = 0.9,
+                  .sm_count = 132,
+                  .sustained_clock = 0.5};
+  d.peak_tflops_bf16 = 1000;
+  d.memory_GBps = 1000;
+  const DeviceRates r = device_rates(d, Dtype::bf16);
+  CHECK(r.matmul_flops_per_s == Approx(0.8 * 0.5 * 1000e12));
+  CHECK(r.flash2_forward_flops_per_s == Approx(0.35 * 0.5 * 1000e12));
+  CHECK(r.memory_bytes_per_s == Approx(0.9 * 1000e9));
+
+  const Model m = test::preset_model("gpt-tiny");
+  const Training t = test::training(4, 32);
+  const Layout l;
+  ExecutionOptions fa2, fa3;
+  fa2.attention = AttentionKernel::flash2;
+  fa3.attention = AttentionKernel::flash3;
+  const MicrobatchCompute c2 = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, fa2);
+  const MicrobatchCompute c3 = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, fa3);
+  CHECK(c2.forward[OpKind::attention].flops == c3.forward[OpKind::attention].flops);
+  CHECK(c2.forward[OpKind::attention].time_s ==
+        Approx(c3.forward[OpKind::attention].time_s * 0.75 / 0.35));
+}
