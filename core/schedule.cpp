@@ -128,9 +128,10 @@ int64_t grad_reduce_local_bytes(const Action& a, int zero, int members) {
 
 int64_t zero_reduce_scatter_local_bytes(int64_t bytes, int64_t params, int zero, int members) {
   if (zero < 1 || params == 0) return 0;
-  assert(members >= 1 && bytes % params == 0);
-  const int64_t element = bytes / params;
-  const int64_t piece = (params + members - 1) / members * element;  // padded, as sharded
+  // A ZeRO collective's bytes are its units padded to a multiple of the members
+  // (core/schedule_data_parallel.cpp: padded_params), so each member's piece is an equal share.
+  assert(members >= 1 && bytes % members == 0);
+  const int64_t piece = bytes / members;
   if (zero == 1) return 2 * piece;
   return 3 * piece + (zero == 2 ? bytes : 0);
 }
