@@ -112,15 +112,15 @@ struct PassBuilder {
   void add(OpKind k, double flops_fwd, double flops_bwd, double bytes_fwd, double bytes_bwd,
            double time_fwd, double time_bwd, bool recomputed, Launches launches = {}) {
     MicrobatchCompute& c = out[part];
-    const auto add_to = [&](PassCost& p, double flops, double bytes, double time_s,
-                            double kernels) {
+    const auto accumulate = [&](PassCost& p, double flops, double bytes, double time_s,
+                                double kernels) {
       KindCost& kc = p[k];
       kc.flops += flops, kc.bytes += bytes, kc.time_s += time_s, kc.kernels += kernels;
       p.issue_s += kernels * host_s_per_kernel;
     };
-    add_to(c.forward, flops_fwd, bytes_fwd, time_fwd, launches.forward);
-    add_to(c.backward, flops_bwd, bytes_bwd, time_bwd, launches.backward);
-    if (recomputed) add_to(c.recompute, flops_fwd, bytes_fwd, time_fwd, launches.forward);
+    accumulate(c.forward, flops_fwd, bytes_fwd, time_fwd, launches.forward);
+    accumulate(c.backward, flops_bwd, bytes_bwd, time_bwd, launches.backward);
+    if (recomputed) accumulate(c.recompute, flops_fwd, bytes_fwd, time_fwd, launches.forward);
   }
 
   // `count` GEMMs Y = X·W of (m×k)·(k×n). Backward: dX = dY·Wᵀ, (m×n)·(n×k), and
@@ -136,16 +136,17 @@ struct PassBuilder {
   void flash_attention(AttentionKernel kernel, double flops_fwd, bool recomputed) {
     const double flops_bwd = kFlashBackwardFactor * flops_fwd;
     const bool fa2 = kernel == AttentionKernel::flash2;
+    const Launches launches{1, kFlashBackwardKernels};
+    // Each launch pays the device's fixed cost, as gemm_time_s and kernel_time_s add it.
     const double fwd_s =
-        rates.kernel_overhead_s +
+        launches.forward * rates.kernel_overhead_s +
         flops_fwd / (fa2 ? rates.flash2_forward_flops_per_s : rates.attention_forward_flops_per_s);
-    const double bwd_s = kFlashBackwardKernels * rates.kernel_overhead_s +
+    const double bwd_s = launches.backward * rates.kernel_overhead_s +
                          flops_bwd / (fa2 ? rates.flash2_backward_flops_per_s
                                           : rates.attention_backward_flops_per_s);
     record({.pass = Pass::forward, .kind = OpKind::attention, .time_s = fwd_s}, recomputed);
     record({.pass = Pass::backward, .kind = OpKind::attention, .time_s = bwd_s}, false);
-    add(OpKind::attention, flops_fwd, flops_bwd, 0, 0, fwd_s, bwd_s, recomputed,
-        {1, kFlashBackwardKernels});
+    add(OpKind::attention, flops_fwd, flops_bwd, 0, 0, fwd_s, bwd_s, recomputed, launches);
   }
 
   // A memory-bound kernel and its gradient over `elements` (core/memory_kernel.h), moving the given

@@ -76,9 +76,7 @@ int print_report(const ReportOptions& o, const Plan& p, const nlohmann::json& j,
 
 void add_framework_option(CLI::App* app, std::string& framework) {
   app->add_option("--framework", framework,
-                  "How the layers run: a framework profile (frameworks/: megatron-core, "
-                  "megatron-lm-2021, megatron-deepspeed, deepspeed, nanotron, torchtitan, "
-                  "llm-foundry) or a path to one")
+                  "How the layers run: a framework profile from frameworks/ or a path to one")
       ->default_val(kDefaultFramework);
 }
 
