@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/json_reader.h"
 #include "core/presets.h"
 #include "tools/cli_inputs.h"
 #include "tools/subcommand.h"
@@ -24,6 +25,7 @@ namespace {
 struct ValidateOptions {
   std::vector<std::string> sets;
   std::string data_folder;
+  std::string rows_file;
   ReportOptions report;
 };
 
@@ -37,12 +39,17 @@ int run_validate(const ValidateOptions& o) {
                                  ? (std::filesystem::path(data_dir()) / "data" / "fidelity").string()
                                  : o.data_folder;
   std::vector<SetScores> scores;
+  nlohmann::json row_results = nlohmann::json::array();
   int rows = 0;
   for (const SetEntry* entry : chosen) {
     const FidelitySet set = read_set(*entry, folder);
-    scores.push_back(score_set(set, price_set(set)));
+    const std::vector<PricedRow> priced = price_set(set);
+    scores.push_back(score_set(set, priced));
     rows += scores.back().rows;
+    if (!o.rows_file.empty())
+      for (auto& r : rows_to_json(set, priced)) row_results.push_back(std::move(r));
   }
+  if (!o.rows_file.empty()) write_json_file(o.rows_file, row_results);
   const double elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   emit_report(o.report, scores_to_json(scores),
@@ -68,6 +75,9 @@ Subcommand add_validate(CLI::App& root) {
   }());
   app->add_option("--data", o->data_folder,
                   "Folder holding the set files (default: the data folder's data/fidelity/)");
+  app->add_option("--rows", o->rows_file,
+                  "Also write every row beside its prediction (layout, measured and predicted "
+                  "step time and memory, error, or why it was refused) as a JSON array to this file");
   add_report_options(app, o->report);
   return {app, [o] { return run_validate(*o); }};
 }

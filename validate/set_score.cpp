@@ -40,9 +40,19 @@ std::vector<RefusalCount> tally_refusals(const std::vector<PricedRow>& priced) {
   return tally;
 }
 
+}  // namespace
+
 double time_error(const FidelityRow& row, const PricedRow& p) {
   return p.step_time_s / *row.measured_step_time_s - 1;
 }
+
+double predicted_memory_bytes(const FidelitySet& s, const PricedRow& p) {
+  const int64_t reserved =
+      s.memory_reading == MemoryReading::nvidia_smi ? p.runtime_reserved_bytes : 0;
+  return static_cast<double>(p.peak_bytes + reserved);
+}
+
+namespace {
 
 PlannerScores planner_scores(const FidelitySet& s, const std::vector<PricedRow>& priced) {
   std::map<std::string, std::vector<GroupMember>> groups;
@@ -118,12 +128,8 @@ SetScores score_set(const FidelitySet& s, const std::vector<PricedRow>& priced) 
     }
     ++out.priced;
     out.fits.add(p.fits, row.ran);
-    if (row.measured_memory_bytes) {
-      const int64_t reserved =
-          s.memory_reading == MemoryReading::nvidia_smi ? p.runtime_reserved_bytes : 0;
-      memory.push_back(static_cast<double>(p.peak_bytes + reserved) / *row.measured_memory_bytes -
-                       1);
-    }
+    if (row.measured_memory_bytes)
+      memory.push_back(predicted_memory_bytes(s, p) / *row.measured_memory_bytes - 1);
     if (!row.measured_step_time_s) continue;
     const double e = time_error(row, p);
     all.push_back(e);

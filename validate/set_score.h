@@ -52,6 +52,12 @@ struct SetScores {
   std::vector<SliceScore> slices;
 };
 
+// predicted ÷ measured step time − 1, for a priced row with a measured time.
+double time_error(const FidelityRow& row, const PricedRow& p);
+// The predicted memory as the set's figure reads it: the allocator's peak, plus the runtime's
+// reserve where the set read nvidia-smi.
+double predicted_memory_bytes(const FidelitySet& s, const PricedRow& p);
+
 // `priced` holds one entry per row of `s` (price_set).
 SetScores score_set(const FidelitySet& s, const std::vector<PricedRow>& priced);
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/layout.h"
+
 namespace shardplan {
 
 namespace {
@@ -111,6 +113,38 @@ nlohmann::json scores_to_json(const std::vector<SetScores>& sets) {
 std::string format_scores_table(const std::vector<SetScores>& sets) {
   std::string out = std::string(kErrorDefinition) + "\n";
   for (const auto& s : sets) out += "\n" + set_table(s);
+  return out;
+}
+
+nlohmann::json rows_to_json(const FidelitySet& s, const std::vector<PricedRow>& priced) {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < s.rows.size(); ++i) {
+    const FidelityRow& row = s.rows[i];
+    const PricedRow& p = priced[i];
+    auto optional = [](const std::optional<double>& v) -> nlohmann::json {
+      return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+    };
+    nlohmann::json j = {{"set", s.name},
+                        {"row", row.id},
+                        {"group", row.group},
+                        {"model", row.model.name},
+                        {"devices", row.cluster.world()},
+                        {"layout", to_string(row.layout)},
+                        {"ran", row.ran},
+                        {"measured_step_time_s", optional(row.measured_step_time_s)},
+                        {"measured_memory_bytes", optional(row.measured_memory_bytes)},
+                        {"pathological", row.pathological}};
+    if (!p.refusal.empty()) {
+      j["refused"] = p.refusal_detail.empty() ? p.refusal : p.refusal_detail;
+    } else {
+      j["predicted_step_time_s"] = p.step_time_s;
+      j["predicted_memory_bytes"] = predicted_memory_bytes(s, p);
+      j["predicted_fits"] = p.fits;
+      j["step_time_error"] =
+          row.measured_step_time_s ? nlohmann::json(time_error(row, p)) : nlohmann::json(nullptr);
+    }
+    out.push_back(std::move(j));
+  }
   return out;
 }
 

@@ -18,4 +18,10 @@ inline constexpr const char* kErrorDefinition =
 nlohmann::json scores_to_json(const std::vector<SetScores>& sets);
 std::string format_scores_table(const std::vector<SetScores>& sets);
 
+// Every row of a set beside its prediction (`validate --rows`): where it is in the file, its group,
+// layout and framework, measured and predicted step time and memory, the error, whether it was
+// predicted to fit and whether it ran, or why it was refused. For finding which rows a slice's
+// error comes from.
+nlohmann::json rows_to_json(const FidelitySet& s, const std::vector<PricedRow>& priced);
+
 }  // namespace shardplan

@@ -6,6 +6,7 @@
 #include "core/json_reader.h"
 #include "validate/pricing.h"
 #include "validate/sets.h"
+#include "validate/validate_report.h"
 
 using namespace shardplan;
 
@@ -113,6 +114,29 @@ TEST_CASE("mosaicml: every row accounted; the 70B 512-GPU row", "[readers]") {
   CHECK(r.model.hidden == 8192);
   CHECK(r.model.num_layers == 80);
   CHECK(*r.measured_step_time_s == Approx(4096.0 * 2048 / 515636));
+}
+
+TEST_CASE("validate --rows: each row beside its prediction, or why it was refused", "[readers]") {
+  const FidelitySet s = read("mosaicml_benchmarks");
+  const std::vector<PricedRow> priced = price_set(s, 1);
+  const nlohmann::json rows = rows_to_json(s, priced);
+  REQUIRE(rows.size() == s.rows.size());
+  int refused = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const nlohmann::json& j = rows[i];
+    CHECK(j.at("row") == s.rows[i].id);
+    if (j.contains("refused")) {
+      ++refused;
+      CHECK(!j.contains("predicted_step_time_s"));
+      continue;
+    }
+    const double measured = j.at("measured_step_time_s");
+    const double predicted = j.at("predicted_step_time_s");
+    CHECK(predicted == priced[i].step_time_s);
+    CHECK(j.at("step_time_error").get<double>() == Approx(predicted / measured - 1));
+  }
+  CHECK(refused == 7);  // the H100 FP8 table
+  CHECK(rows[0].at("layout").get<std::string>().find("dp=512") != std::string::npos);
 }
 
 TEST_CASE("an unknown set is an error naming the choices", "[readers]") {
