@@ -131,6 +131,8 @@ std::vector<StepPart> parts_of(const Estimate& lo, const Estimate& wi) {
                             format_percent(wi.bubble_fraction));
        }},
       {"optimizer step", l.optimizer_s - w.optimizer_s, [] { return std::string(); }},
+      {"interference", l.interference_s - w.interference_s,
+       [] { return std::string("compute slowed by the communication it hides"); }},
   };
   for (const CommKind& k : kCommKinds)
     parts.push_back({fmt::format("exposed {} communication", k.name),
@@ -177,6 +179,7 @@ std::string step_parts(const Estimate& e) {
       {"recompute", e.time.recompute_s},
       {"exposed communication", e.time.microbatch_comm_s + e.time.step_comm_s},
       {"pipeline bubble", e.time.bubble_s},
+      {"interference", e.time.interference_s},
       {"optimizer", e.time.optimizer_s}};
   std::string out;
   for (const auto& [name, s] : parts)

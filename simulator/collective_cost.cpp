@@ -391,7 +391,12 @@ CollectiveCost collective_cost(const Cluster& cluster, Collective c, int64_t byt
 // its channels.
 int nccl_channels(const Cluster& cluster, Collective c, int64_t bytes, const GroupSpan& span) {
   if (span.size == 1) return 0;
-  const CollectiveCost cost = collective_cost(cluster, c, bytes, span);
+  return nccl_channels(cluster, collective_cost(cluster, c, bytes, span), bytes, span);
+}
+
+int nccl_channels(const Cluster& cluster, const CollectiveCost& cost, int64_t bytes,
+                  const GroupSpan& span) {
+  if (span.size == 1) return 0;
   int nc = nccl_channels(cluster.levels[span.level]);
   if (cost.algorithm == Algorithm::nvls) return nc;
   const int threads = cost.protocol == NcclProtocol::ll128 ? 640 : 512;

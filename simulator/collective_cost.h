@@ -106,5 +106,8 @@ CollectiveCost collective_cost(const Cluster& cluster, Collective c, int64_t byt
 // as NCCL sheds them for small buffers (src/enqueue.cc topoGetAlgoInfo: one channel fewer while
 // bytes < channels × threads × threshold). 0 for a group of one.
 int nccl_channels(const Cluster& cluster, Collective c, int64_t bytes, const GroupSpan& span);
+// The same for a call already priced: `cost` is collective_cost's for these bytes and span.
+int nccl_channels(const Cluster& cluster, const CollectiveCost& cost, int64_t bytes,
+                  const GroupSpan& span);
 
 }  // namespace shardplan

@@ -8,6 +8,7 @@
 #include "simulator/activation_memory.h"
 #include "simulator/collective_cost.h"
 #include "simulator/compute_model.h"
+#include "simulator/interference.h"
 #include "simulator/parts_compute.h"
 #include "simulator/rank_shape.h"
 
@@ -87,6 +88,15 @@ double CostModelPricer::duration_s(const Program& p, const Action& a) const {
       return optimizer_step_time_s(rates_, training_, a.params);
   }
   return 0;
+}
+
+double CostModelPricer::interference_share(const Program& p, const Action& a) const {
+  if (!is_group_action(a) || a.stream == Stream::compute) return 0;
+  const GroupSpan& span = group_span_of(p, a);
+  CollectiveOptions priced = collective_options_;
+  priced.cold_input = reads_cold_input(a);
+  return shardplan::interference_share(cluster_, a, span,
+                                       collective_cost(cluster_, a.op, a.bytes, span, priced));
 }
 
 int64_t CostModelPricer::activation_bytes(const Program& p, int chunk) const {

@@ -34,6 +34,10 @@ class CostModelPricer : public ActionPricer {
   // all-reduces are collectives like any other). recv: 0 (its end is its send's).
   double duration_s(const Program& p, const Action& a) const override;
 
+  // A group action on a communication stream: its NCCL channels ÷ the device's SMs
+  // (interference.h).
+  double interference_share(const Program& p, const Action& a) const override;
+
   // Layer activations of the chunk's layers for one micro-batch, plus the embedding's (first
   // virtual stage) and the final norm's and head's inputs (last virtual stage): the per-micro-batch
   // terms of rank_memory's activations, recompute's working layer aside.

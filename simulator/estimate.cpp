@@ -10,6 +10,7 @@
 #include "core/schedule_fold.h"
 #include "simulator/action_cost.h"
 #include "simulator/device_efficiency.h"
+#include "simulator/interference.h"
 #include "simulator/pipeline_model.h"
 
 namespace shardplan {
@@ -65,17 +66,23 @@ struct StageTiming {
   MicrobatchCompute compute;
   double microbatch_comm_s = 0;  // exposed, per micro-batch
   double step_comm_s = 0;        // exposed, per step
+  // Compute slowed by the communication it hides (interference.h), per micro-batch and per step.
+  double microbatch_interference_s = 0;
+  double step_interference_s = 0;
   double optimizer_s = 0;
   double optimizer_bytes = 0;
 
-  double microbatch_s() const { return compute.time_s() + microbatch_comm_s; }
-  double step_extra_s() const { return step_comm_s + optimizer_s; }
+  double microbatch_s() const {
+    return compute.time_s() + microbatch_comm_s + microbatch_interference_s;
+  }
+  double step_extra_s() const { return step_comm_s + step_interference_s + optimizer_s; }
 };
 
 // Communication time that one kind of window leaves on the critical path.
 struct WindowLoad {
   double total_s = 0;
   double longest_call_s = 0;
+  double stolen_s = 0;  // Σ calls' time × their interference share
 };
 
 // Whether a schedule's program leaves its pipeline messages off the critical path but in the
@@ -87,8 +94,9 @@ bool pipeline_messages_overlap(const Layout& l) {
   return l.schedule == Schedule::gpipe;
 }
 
+// `slowed_s`: what the compute of the window gains from the communication it hides.
 double exposed_s(CommWindow w, const WindowLoad& load, const MicrobatchCompute& mc,
-                 bool overlapped_p2p, StreamExecution streams) {
+                 bool overlapped_p2p, StreamExecution streams, double slowed_s = 0) {
   if (load.total_s == 0) return 0;
   // One thread running every action in turn hides nothing.
   if (streams == StreamExecution::program_order) return load.total_s;
@@ -97,10 +105,10 @@ double exposed_s(CommWindow w, const WindowLoad& load, const MicrobatchCompute& 
       return load.total_s;
     // A prefetch cannot hide the first gather, nor overlapped reductions the last bucket.
     case CommWindow::forward:
-      return std::max(load.longest_call_s, load.total_s - mc.forward.time_s());
+      return std::max(load.longest_call_s, load.total_s - mc.forward.time_s() - slowed_s);
     case CommWindow::backward:
       return std::max(load.longest_call_s,
-                      load.total_s - mc.backward.time_s() - mc.recompute.time_s());
+                      load.total_s - mc.backward.time_s() - mc.recompute.time_s() - slowed_s);
     case CommWindow::pipeline:
       return overlapped_p2p ? 0 : load.total_s;
   }
@@ -114,14 +122,27 @@ constexpr size_t kWindows = kCommWindowNames.size();
 // leaves exposed is its most exposed stream's; the actions on the critical path add up.
 using Loads = std::array<std::array<WindowLoad, kNumStreams>, kWindows>;
 
-double window_exposed_s(size_t w, const Loads& loads, const MicrobatchCompute& mc,
-                        bool overlapped_p2p, StreamExecution streams) {
+// What a window leaves on the critical path: the compute its hidden communication slows (each
+// stream's hidden time × its calls' mean interference share), and the communication still exposed
+// past that slowed compute: where communication outlasts the compute, slowing the compute only
+// hides more of it.
+struct WindowCost {
+  double exposed_s = 0;
+  double interference_s = 0;
+};
+
+WindowCost window_cost(size_t w, const Loads& loads, const MicrobatchCompute& mc,
+                       bool overlapped_p2p, StreamExecution streams) {
   const CommWindow window = static_cast<CommWindow>(w);
   const bool add = window == CommWindow::none || streams == StreamExecution::program_order;
-  double out = 0;
+  WindowCost out;
+  for (const WindowLoad& load : loads[w])
+    if (load.total_s > 0)
+      out.interference_s += (load.total_s - exposed_s(window, load, mc, overlapped_p2p, streams)) *
+                            load.stolen_s / load.total_s;
   for (const WindowLoad& load : loads[w]) {
-    const double e = exposed_s(window, load, mc, overlapped_p2p, streams);
-    out = add ? out + e : std::max(out, e);
+    const double e = exposed_s(window, load, mc, overlapped_p2p, streams, out.interference_s);
+    out.exposed_s = add ? out.exposed_s + e : std::max(out.exposed_s, e);
   }
   return out;
 }
@@ -136,6 +157,7 @@ GroupSpan pair_span(const Cluster& c, int64_t a, int64_t b) {
 struct PricedComm {
   GroupSpan span;
   GroupActionCost cost;  // a send's has no local work
+  double interference_share = 0;
 };
 
 PricedComm price_comm(const Context& ctx, const Action& a, int64_t rank, SpanCache& spans) {
@@ -154,6 +176,7 @@ PricedComm price_comm(const Context& ctx, const Action& a, int64_t rank, SpanCac
     p.span = spans(a.group);
   }
   p.cost = group_action_cost(ctx.c, ctx.rates, ctx.collective_options, a, p.span, ctx.l.zero);
+  p.interference_share = interference_share(ctx.c, a, p.span, p.cost.collective);
   return p;
 }
 
@@ -198,6 +221,7 @@ void price_into(const Context& ctx, int64_t rank, SpanCache& spans,
         (mb ? p.per_mb : p.per_step)[static_cast<size_t>(window)][static_cast<size_t>(a.stream)];
     load.total_s += static_cast<double>(calls) * call_s;
     load.longest_call_s = std::max(load.longest_call_s, call_s);
+    load.stolen_s += static_cast<double>(calls) * call_s * priced.interference_share;
     // The fill's forward sends and the drain's backward ones: p − 1 each.
     if (window == CommWindow::pipeline && pipeline_messages_overlap(l))
       p.fill_drain_s += (l.pp - 1) * call_s;
@@ -236,10 +260,14 @@ StageTiming finish(const Context& ctx, const PricedActions& p,
   st.optimizer_bytes = p.optimizer_bytes;
   std::array<double, kWindows> exposed_mb{}, exposed_step{};
   for (size_t w = 0; w < kWindows; ++w) {
-    exposed_mb[w] = window_exposed_s(w, p.per_mb, st.compute, overlapped_p2p, ctx.x.streams);
-    exposed_step[w] = window_exposed_s(w, p.per_step, st.compute, overlapped_p2p, ctx.x.streams);
-    st.microbatch_comm_s += exposed_mb[w];
-    st.step_comm_s += exposed_step[w];
+    const WindowCost mb = window_cost(w, p.per_mb, st.compute, overlapped_p2p, ctx.x.streams);
+    const WindowCost step = window_cost(w, p.per_step, st.compute, overlapped_p2p, ctx.x.streams);
+    exposed_mb[w] = mb.exposed_s;
+    exposed_step[w] = step.exposed_s;
+    st.microbatch_comm_s += mb.exposed_s;
+    st.step_comm_s += step.exposed_s;
+    st.microbatch_interference_s += mb.interference_s;
+    st.step_interference_s += step.interference_s;
   }
   st.step_comm_s += p.fill_drain_s;
   if (!records) return st;
@@ -324,6 +352,7 @@ void add_priced(PricedActions& to, const PricedActions& from) {
         WindowLoad& load = (*t)[w][stream];
         load.total_s += (*f)[w][stream].total_s;
         load.longest_call_s = std::max(load.longest_call_s, (*f)[w][stream].longest_call_s);
+        load.stolen_s += (*f)[w][stream].stolen_s;
       }
   to.fill_drain_s += from.fill_drain_s;
   to.optimizer_s += from.optimizer_s;
@@ -437,6 +466,7 @@ void fill_step_time(Estimate& e, const Layout& l, const StageTiming& slow,
   e.time.compute_s = mb * (slow.compute.forward.time_s() + slow.compute.backward.time_s());
   e.time.recompute_s = mb * slow.compute.recompute.time_s();
   e.time.microbatch_comm_s = mb * slow.microbatch_comm_s;
+  e.time.interference_s = mb * slow.microbatch_interference_s + extra.step_interference_s;
   e.time.bubble_s = pipeline_s - mb * slow.microbatch_s();
   e.time.step_comm_s = extra.step_comm_s;
   e.time.optimizer_s = extra.optimizer_s;

@@ -54,6 +54,8 @@ struct StepTime {
   double microbatch_comm_s = 0;  // exposed tp, cp, ep, pp and ZeRO-3 communication
   double bubble_s = 0;           // pipeline fill and drain
   double step_comm_s = 0;  // exposed data-parallel reductions and gathers, embedding all-reduce
+  // Compute slowed by the communication it hides: NCCL's SMs taken from it (interference.h).
+  double interference_s = 0;
   double optimizer_s = 0;
 };
 

@@ -111,6 +111,7 @@ json estimate_to_json(const Estimate& e) {
                {"microbatch_comm_s", e.time.microbatch_comm_s},
                {"bubble_s", e.time.bubble_s},
                {"step_comm_s", e.time.step_comm_s},
+               {"interference_s", e.time.interference_s},
                {"optimizer_s", e.time.optimizer_s}};
   j["memory"] = memory_to_json(e.memory());
   j["memory"]["rank"] = e.worst_rank;
@@ -139,7 +140,8 @@ json estimate_to_json(const Estimate& e) {
 std::string mfu_caution(const Estimate& e) {
   return fmt::format(
       "  caution: {} MFU is above the best published on this GPU ({}): the model is optimistic "
-      "here (unmodelled: interference of overlapped communication, the framework's own work)\n",
+      "here (unmodelled: memory-bandwidth contention beside communication, the framework's own "
+      "work)\n",
       format_percent(e.mfu), format_percent(e.best_published_mfu));
 }
 
@@ -166,6 +168,8 @@ void append_step(std::string& out, const Estimate& e) {
   out += step_line("pipeline bubble", t.bubble_s,
                    format_percent(e.bubble_fraction) + " of the pipeline time");
   out += step_line("exposed comm", t.step_comm_s, "per step: data parallel, embedding");
+  out += step_line("interference", t.interference_s,
+                   "compute slowed by the communication it hides (NCCL's SMs)");
   out += step_line("optimizer", t.optimizer_s);
   out += fmt::format("  {:22} {:>12.1f}\n", "tokens/s", e.tokens_per_s);
   out += fmt::format("  {:22} {:>12.4e}   Narayanan et al. 2021 eq. 3, no recompute\n",

@@ -23,6 +23,9 @@ struct ActionPricer {
   // Seconds `a` of program `p` runs once it starts. A send's is the transfer time (its recv ends
   // when the data has arrived and is not asked); a collective's must be the same on every member.
   virtual double duration_s(const Program& p, const Action& a) const = 0;
+  // The share of its rank's compute rate that `a` takes while compute runs beside it
+  // (interference.h); 0 by default.
+  virtual double interference_share(const Program& /*p*/, const Action& /*a*/) const { return 0; }
   // Bytes one micro-batch's activations of `chunk` hold on p's rank from its forward to its
   // backward.
   virtual int64_t activation_bytes(const Program& p, int chunk) const = 0;
@@ -60,6 +63,8 @@ struct SimResult {
   std::array<double, kNumStreams> critical_path_s{};  // path time by stream
   std::vector<StreamWait> deadlock;                   // empty unless some stream could not finish
   std::vector<std::string> errors;  // members of a collective disagreeing on op or size
+  // Per program: the compute time added by the communication it overlapped (interference.h).
+  std::vector<double> interference_s;
 
   bool ok() const { return deadlock.empty() && errors.empty(); }
 };
@@ -68,6 +73,10 @@ struct SimResult {
 // whatever their streams (shardplan's CPU executor): a collective or a recv holds the rank until it
 // ends, a pipeline send is posted and the rank goes on at once (MPI_Isend), its transfer still
 // timing the matching recv.
+//
+// Compute slowed by the communication beside it (ActionPricer::interference_share) is priced in a
+// second run: each compute action is lengthened by the share × its overlap, in the first run, with
+// every communication action of its rank; the second run's overlaps are not priced again.
 SimResult simulate(const StepPrograms& step, const ActionPricer& pricer,
                    StreamExecution streams = StreamExecution::concurrent);
 

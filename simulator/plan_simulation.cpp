@@ -49,6 +49,7 @@ void fill_figures(PlanSimulation& s, const Layout& l) {
   const RankStats& busiest = r.ranks[s.busiest];
   s.bubble_fraction = busiest.bubble_s / r.step_time_s;
   s.exposed_comm_s = busiest.exposed_comm_s;
+  s.interference_s = r.interference_s[s.busiest];
 }
 
 }  // namespace

@@ -74,7 +74,8 @@ struct PlanSimulation {
   double hfu = 0;
   double bubble_fraction = 0;
   double exposed_comm_s = 0;
-  bool fits = true;  // every simulated rank
+  double interference_s = 0;  // the busiest rank's compute slowed by what it overlapped
+  bool fits = true;           // every simulated rank
 };
 
 // Throws what estimate() throws (a dtype the device lacks). The layout must be valid. A schedule

@@ -80,6 +80,7 @@ json simulation_to_json(const PlanSimulation& s) {
          {"hfu", s.hfu},
          {"bubble_fraction", s.bubble_fraction},
          {"exposed_comm_s", s.exposed_comm_s},
+         {"interference_s", s.interference_s},
          {"memory", memory_to_json(s.memory[s.worst_memory])},
          {"fits", s.fits},
          {"world", r.world},
@@ -125,6 +126,8 @@ void append_step(std::string& out, const PlanSimulation& s) {
       fmt::format("simulated: rank {} idle waiting on others", r.ranks[s.busiest].rank));
   row("exposed comm", format_seconds(s.exposed_comm_s), format_seconds(e.exposed_comm_s),
       fmt::format("simulated: rank {} idle while communicating", r.ranks[s.busiest].rank));
+  row("interference", format_seconds(s.interference_s), format_seconds(e.time.interference_s),
+      "compute slowed by the communication it hides (NCCL's SMs)");
   row("peak memory", format_gib(as_double(s.memory[s.worst_memory].peak_bytes())),
       format_gib(as_double(e.memory().peak_bytes())), "worst rank");
   row("fits", s.fits ? "yes" : "no", e.fits ? "yes" : "no");

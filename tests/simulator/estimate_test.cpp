@@ -1,10 +1,12 @@
 #include "simulator/estimate.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
 #include <string>
 
+#include "simulator/collective_cost.h"
 #include "simulator/estimate_report.h"
 #include "simulator_fixtures.h"
 
@@ -59,7 +61,7 @@ TEST_CASE("the step time is the sum of its parts, MFU and HFU follow", "[estimat
   const Estimate e = estimate(m, c, t, l);
   const StepTime& s = e.time;
   CHECK(e.step_time_s == Approx(s.compute_s + s.recompute_s + s.microbatch_comm_s + s.bubble_s +
-                                s.step_comm_s + s.optimizer_s));
+                                s.step_comm_s + s.interference_s + s.optimizer_s));
   CHECK(s.compute_s > 0);
   CHECK(s.recompute_s > 0);
   CHECK(s.bubble_s > 0);
@@ -209,4 +211,43 @@ TEST_CASE("a cache gives every layout the estimate it gets alone", "[estimate][c
           }
   }
   CHECK(checked == 2 * 2 * 2 * 4 * 3);
+}
+
+TEST_CASE("compute slowed by the communication it hides: NCCL's SMs while it runs",
+          "[estimate][interference]") {
+  const Model m = test::preset_model("llama3-8b");
+  const Cluster c = test::preset_cluster("dgx-h100", 1);
+  const Training t = test::training(16, 4096);
+  const int sms = c.device.efficiency.sm_count;
+  REQUIRE(sms == 132);
+
+  // ZeRO-3 over the node: the gathers and reduce-scatters run on their own streams beside the
+  // compute, each taking its channels' SMs.
+  const Estimate zero3 = estimate(m, c, t, test::layout(8, 16, 1, 1, 1, 3));
+  double hidden_s = 0, max_share = 0;
+  for (const CollectiveEstimate& r : zero3.collectives) {
+    hidden_s += r.total_s - r.exposed_s;
+    max_share = std::max(
+        max_share, static_cast<double>(nccl_channels(c, r.action.op, r.action.bytes, r.span)) / sms);
+  }
+  CHECK(max_share > 0);
+  CHECK(max_share <= 32.0 / sms);
+  CHECK(zero3.time.interference_s > 0);
+  CHECK(zero3.time.interference_s <= hidden_s * max_share * (1 + 1e-9));
+  CHECK(zero3.step_time_s == Approx(zero3.time.compute_s + zero3.time.recompute_s +
+                                    zero3.time.microbatch_comm_s + zero3.time.bubble_s +
+                                    zero3.time.step_comm_s + zero3.time.interference_s +
+                                    zero3.time.optimizer_s));
+
+  // Nothing runs beside the compute: tp's all-reduces block it, and pipeline messages are sends.
+  CHECK(estimate(m, c, t, test::layout(8, 16, 8, 1)).time.interference_s == 0);
+  CHECK(estimate(m, c, t, test::layout(8, 16, 2, 4)).time.interference_s == 0);
+
+  // A device without SMs (CPU ranks) and one thread in program order overlap nothing.
+  Cluster cpu = c;
+  cpu.device.efficiency.sm_count = 0;
+  CHECK(estimate(m, cpu, t, test::layout(8, 16, 1, 1, 1, 3)).time.interference_s == 0);
+  ExecutionOptions serial;
+  serial.streams = StreamExecution::program_order;
+  CHECK(estimate(m, c, t, test::layout(8, 16, 1, 1, 1, 3), serial).time.interference_s == 0);
 }

@@ -197,6 +197,35 @@ TEST_CASE("gradient reductions overlap the backward; only the last ones are expo
   CHECK(r.ranks[0].stream_busy_s[static_cast<size_t>(Stream::dp_comm)] == 34);
 }
 
+// UniformPricer's prices, and every group action on a communication stream taking `share` of the
+// compute beside it.
+struct SharingPricer : UniformPricer {
+  double share = 0;
+  double interference_share(const Program&, const Action& a) const override {
+    return is_group_action(a) && a.stream != Stream::compute ? share : 0;
+  }
+};
+
+TEST_CASE("compute slowed by the communication it overlaps, priced in a second run", "[event]") {
+  // As above: 32 of the 34 one-second reductions run beside the backward; at a share of 1/4 they
+  // add 8 s to it, which still hides them, and the last two stay exposed after it.
+  SharingPricer pricer;
+  pricer.comm_s = 1;
+  pricer.share = 0.25;
+  const StepPrograms dp =
+      build_step(load_model("llama3-8b"), test::training(2, 4096), layout(2, 1, 1, 1), true);
+  const SimResult r = simulate(dp, pricer);
+  REQUIRE(r.ok());
+  REQUIRE(r.interference_s.size() == 1);
+  CHECK(r.interference_s[0] == Approx(8));
+  CHECK(r.ranks[0].busy_s == Approx(96 + 8));
+  CHECK(r.step_time_s == Approx(96 + 8 + 2));
+  // One thread in program order overlaps nothing; neither does a share of 0.
+  CHECK(simulate(dp, pricer, StreamExecution::program_order).interference_s[0] == 0);
+  pricer.share = 0;
+  CHECK(simulate(dp, pricer).step_time_s == 98);
+}
+
 TEST_CASE("a collective starts when its last member arrives", "[event]") {
   const StepPrograms s = two_ranks({compute(1), tp_all_reduce(2), compute(1)},
                                    {compute(3), tp_all_reduce(2), compute(1)});
