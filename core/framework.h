@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/enum_names.h"
+#include "core/training.h"
 
 namespace shardplan {
 
@@ -33,9 +34,17 @@ struct Framework {
   // cannot run kernels faster than its host issues them; 0 for a framework that replays CUDA
   // graphs.
   double host_us_per_kernel = 0;
+  // Whether the data-parallel reduction of accumulated gradients (ZeRO 0 and 1) overlaps the
+  // last micro-batch's backward, bucket by bucket (PyTorch DDP, Megatron-Core's
+  // overlap_grad_reduce), or runs after the whole backward (Megatron-LM of 2021, DeepSpeed's
+  // overlap_comm off). ZeRO-2 and -3 reduce within every backward and always overlap it.
+  bool overlap_grad_reduce = true;
 
   bool operator==(const Framework&) const = default;
 };
+
+// The training as `f` runs it: its data-parallel reduction overlapped or not.
+Training run_by(Training t, const Framework& f);
 
 // Every field is required, and `source` must give the source of each.
 Framework framework_from_json(const nlohmann::json& j, const std::string& file);

@@ -68,6 +68,8 @@ DataParallel plan_data_parallel(const Training& t, const Layout& l,
                                 const std::vector<Chunk>& chunks) {
   DataParallel dp;
   dp.zero = l.zero;
+  dp.overlap = t.overlap_grad_reduce || reduces_every_microbatch(l.zero);
+  dp.last_microbatch = l.num_microbatches - 1;
   dp.dtype = t.dtype;
   dp.grad_dtype = t.grad_dtype;
   dp.dense_members = group_size(l, dense_dp_group(l));
@@ -106,7 +108,8 @@ Action unit_gather(const DataParallel& dp, const Chunk& c, const Bucket& b, int 
 }
 
 Action bucket_reduction(const DataParallel& dp, const Chunk& c, const Bucket& b, int micro_batch) {
-  Action a = bucket_action(dp, c, b, ActionKind::grad_reduce, Stream::dp_comm,
+  Action a = bucket_action(dp, c, b, ActionKind::grad_reduce,
+                           dp.overlap ? Stream::dp_comm : Stream::compute,
                            dp.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter,
                            dtype_bytes(dp.grad_dtype), /*with_borrowed=*/dp.zero == 3);
   a.micro_batch = micro_batch;
@@ -159,7 +162,7 @@ void after_unit(Program& p, DataParallel& dp, const Chunk& c, int unit, int micr
     dp.use_end[0] = dp.use_end[1];
     dp.use_end[1] = last_compute_of_unit;
   }
-  if (pass != Pass::backward) return;
+  if (pass != Pass::backward || !dp.overlap) return;
   if (!reduces_every_microbatch(dp.zero) && !last_backward_of_chunk) return;
   for (const Bucket& b : dp.buckets[c.chunk])
     if (b.first_unit == unit)
@@ -203,6 +206,13 @@ std::vector<Action> step_end_actions(const DataParallel& dp, const Model& m, con
 void emit_step_end(Program& p, DataParallel& dp, const Model& m, const Layout& l,
                    const std::vector<Chunk>& chunks) {
   const uint32_t compute_end = last_compute(p);
+  // Not overlapped: every bucket reduced once the whole backward is done (Megatron-LM 2021's
+  // allreduce_gradients after the backward), the last chunk's first, as the backward finished them.
+  if (!dp.overlap)
+    for (auto c = chunks.rbegin(); c != chunks.rend(); ++c)
+      for (const Bucket& b : dp.buckets[c->chunk])
+        dp.last_reduction =
+            emit(p, bucket_reduction(dp, *c, b, dp.last_microbatch), {compute_end});
   std::vector<uint32_t> finals = {dp.last_reduction};
   StageParams params;
   for (const Chunk& c : chunks) params.add(c, 1);

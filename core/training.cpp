@@ -19,6 +19,7 @@ Training training_from_json(const nlohmann::json& j, const std::string& file) {
   t.grad_dtype = enum_field_or(r, "grad_dtype", Dtype::bf16, kDtypeNames);
   t.master_weights = r.boolean_or("master_weights", true);
   t.optimizer = enum_field_or(r, "optimizer", Optimizer::adam, kOptimizerNames);
+  t.overlap_grad_reduce = r.boolean_or("overlap_grad_reduce", true);
   t.tokens_to_train = r.number_or("tokens_to_train", 0);
   t.price_per_device_hour = r.number_or("price_per_device_hour", 0);
   r.ignore({"source"});
@@ -34,6 +35,7 @@ nlohmann::json training_to_json(const Training& t) {
           {"grad_dtype", enum_name(t.grad_dtype, kDtypeNames)},
           {"master_weights", t.master_weights},
           {"optimizer", enum_name(t.optimizer, kOptimizerNames)},
+          {"overlap_grad_reduce", t.overlap_grad_reduce},
           {"tokens_to_train", t.tokens_to_train},
           {"price_per_device_hour", t.price_per_device_hour}};
 }

@@ -22,6 +22,10 @@ struct Training {
   Dtype grad_dtype = Dtype::bf16;
   bool master_weights = true;  // fp32 master copy kept by the optimizer (mixed precision)
   Optimizer optimizer = Optimizer::adam;
+  // The data-parallel reduction of accumulated gradients overlaps the backward (core/framework.h,
+  // Framework::overlap_grad_reduce); false: it runs after the whole backward, on the compute
+  // stream.
+  bool overlap_grad_reduce = true;
   double tokens_to_train = 0;        // whole run, for time and cost (0: not asked)
   double price_per_device_hour = 0;  // in the user's currency (0: not asked)
 
@@ -33,8 +37,8 @@ struct Training {
 // What --dtype means on the command line.
 Training with_compute_dtype(Training t, Dtype d);
 
-// Keys: global_batch, seq_len, dtype, grad_dtype, master_weights, optimizer, tokens_to_train,
-// price_per_device_hour. Unknown keys rejected; validated (seq_len <= model max is checked with
+// Keys: global_batch, seq_len, dtype, grad_dtype, master_weights, optimizer, overlap_grad_reduce,
+// tokens_to_train, price_per_device_hour. Unknown keys rejected; validated (seq_len <= model max is checked with
 // the model by validate_training).
 Training training_from_json(const nlohmann::json& j, const std::string& file);
 nlohmann::json training_to_json(const Training& t);

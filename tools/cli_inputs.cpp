@@ -161,11 +161,16 @@ std::optional<Profile> apply_profile_option(const InputOptions& o, Cluster& clus
   return p;
 }
 
-ExecutionOptions priced_execution(const std::string& framework,
+ExecutionOptions priced_execution(const std::string& framework, Training& training,
                                   const std::optional<Profile>& profile) {
-  ExecutionOptions x = profile && profile->backend == Backend::cpu
-                           ? cpu_executor_options()
-                           : execution_options(load_framework(framework));
+  if (profile && profile->backend == Backend::cpu) {
+    ExecutionOptions x = cpu_executor_options();
+    x.profile = &*profile;
+    return x;
+  }
+  const Framework f = load_framework(framework);
+  training = run_by(training, f);
+  ExecutionOptions x = execution_options(f);
   x.profile = profile ? &*profile : nullptr;
   return x;
 }

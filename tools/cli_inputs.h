@@ -80,8 +80,8 @@ void check_profile_dtype(const Profile& p, const std::string& file, const Traini
 // How the layers are priced: as the framework profile runs them, or, with a calibration profile
 // measured on the CPU backend, as shardplan's CPU executor runs them (cpu_executor_options: what
 // ran where that profile was measured); with the calibration profile, which must outlive the
-// estimates made with the result.
-ExecutionOptions priced_execution(const std::string& framework,
+// estimates made with the result. `training` takes the framework's data-parallel overlap (run_by).
+ExecutionOptions priced_execution(const std::string& framework, Training& training,
                                   const std::optional<Profile>& profile);
 
 }  // namespace shardplan::cli

@@ -240,7 +240,7 @@ int run_demo(const DemoOptions& o) {
   InputOptions profile_option;
   profile_option.profile_file = calibrate(o, o.out_dir, cluster.world());
   const std::optional<Profile> profile = apply_profile_option(profile_option, cluster, training);
-  const ExecutionOptions x = priced_execution(kDefaultFramework, profile);
+  const ExecutionOptions x = priced_execution(kDefaultFramework, training, profile);
 
   progress(fmt::format("[plan] {} on {} ({} ranks), gbs {}, seq {}, {}, priced with {}", model.name,
                        cluster.name, cluster.world(), o.gbs, o.seq, o.dtype,

@@ -22,7 +22,7 @@ struct EstimateOptions {
 int run_estimate(const EstimateOptions& o) {
   Plan p = resolve_plan(o.inputs);
   const std::optional<Profile> profile = apply_profile_option(o.inputs, p.cluster, p.training);
-  const ExecutionOptions x = priced_execution(o.framework, profile);
+  const ExecutionOptions x = priced_execution(o.framework, p.training, profile);
   const Estimate e = estimate(p.model, p.cluster, p.training, p.layout, x);
   return print_report(o.report, p, estimate_to_json(e), format_estimate_table(e), e.fits);
 }

@@ -112,7 +112,7 @@ int run_plan(const PlanOptions& o) {
   search.keep_pruned = o.explain;
   search.threads = o.threads;
   search.progress = isatty(fileno(stderr)) != 0;
-  search.execution = priced_execution(o.framework, profile);
+  search.execution = priced_execution(o.framework, in.training, profile);
 
   const Cluster& c = in.cluster;
   fmt::print(

@@ -30,7 +30,7 @@ struct SimulateOptions {
 int run_simulate(const SimulateOptions& o) {
   Plan p = resolve_plan(o.inputs);
   const std::optional<Profile> profile = apply_profile_option(o.inputs, p.cluster, p.training);
-  const ExecutionOptions x = priced_execution(o.framework, profile);
+  const ExecutionOptions x = priced_execution(o.framework, p.training, profile);
   const PlanSimulation s =
       simulate_plan(p.model, p.cluster, p.training, p.layout, x, !o.no_symmetry);
   require_finished(s.result);

@@ -39,6 +39,8 @@ FidelitySet read_set(const SetEntry& entry, const std::string& folder) {
   const std::string path = (std::filesystem::path(folder) / entry.file).string();
   FidelitySet s = entry.read(read_json_file(path), path);
   s.framework = entry.framework;
+  const Framework f = load_framework(entry.framework);
+  for (FidelityRow& row : s.rows) row.training = run_by(row.training, f);
   return s;
 }
 

@@ -16,8 +16,9 @@ namespace {
 json unfused_json() {
   return json::parse(R"({
     "name": "test", "attention": "unfused", "dropout": true, "fused_bias": false,
-    "host_us_per_kernel": 8,
-    "source": {"attention": "a", "dropout": "b", "fused_bias": "c", "host_us_per_kernel": "d"}})");
+    "host_us_per_kernel": 8, "overlap_grad_reduce": false,
+    "source": {"attention": "a", "dropout": "b", "fused_bias": "c", "host_us_per_kernel": "d",
+               "overlap_grad_reduce": "e"}})");
 }
 
 std::string error_field(const json& j) {
@@ -35,6 +36,10 @@ TEST_CASE("framework JSON is read field by field", "[framework]") {
   CHECK(f.dropout);
   CHECK_FALSE(f.fused_bias);
   CHECK(f.host_us_per_kernel == 8);
+  CHECK_FALSE(f.overlap_grad_reduce);
+  Training t;
+  CHECK(t.overlap_grad_reduce);
+  CHECK_FALSE(run_by(t, f).overlap_grad_reduce);
 }
 
 TEST_CASE("a framework field without a source, or with a bad value, names the field",
@@ -54,6 +59,10 @@ TEST_CASE("a framework field without a source, or with a bad value, names the fi
   j = unfused_json();
   j["host_us_per_kernel"] = -1;
   CHECK(error_field(j) == "host_us_per_kernel");
+
+  j = unfused_json();
+  j.erase("overlap_grad_reduce");
+  CHECK(error_field(j) == "overlap_grad_reduce");
 
   j = unfused_json();
   j["cuda_graphs"] = true;

@@ -23,8 +23,7 @@ bool in_microbatch(const Action& a, int zero) {
   return a.kind != ActionKind::grad_reduce || zero >= 2;
 }
 
-void check_fold(const Model& m, const Layout& l, int64_t rank) {
-  const Training t = small_training();
+void check_fold(const Model& m, const Layout& l, int64_t rank, const Training& t = small_training()) {
   const Program p = build_program(m, t, l, rank);
   const std::vector<FoldedAction> folded = fold_program(m, t, l, rank);
   std::vector<int64_t> microbatch(folded.size(), 0), step(folded.size(), 0);
@@ -61,6 +60,9 @@ TEST_CASE("a folded program counts every action of the built program", "[schedul
           RankCoord c;
           c.pp = stage;
           check_fold(m, l, rank_of(l, c));
+          Training not_overlapped = small_training();
+          not_overlapped.overlap_grad_reduce = false;
+          check_fold(m, l, rank_of(l, c), not_overlapped);
           ++checked;
         }
       }

@@ -324,6 +324,48 @@ TEST_CASE("data-parallel reduction: once after the last backward, or every one u
     }
 }
 
+TEST_CASE("a framework that does not overlap the reduction runs it after the whole backward",
+          "[schedule]") {
+  const Model m = load_model("llama3-8b");
+  Training t = small_training();
+  t.overlap_grad_reduce = false;
+  for (int zero : {0, 1}) {
+    Layout l = layout(2, 1, 2, 4);
+    l.zero = zero;
+    const Program overlapped = build_program(m, small_training(), l, 0);
+    const Program p = build_program(m, t, l, 0);
+    INFO("zero " << zero);
+    // The same reductions, every one on the compute stream after the last compute action.
+    std::vector<Action> before, after;
+    size_t last_compute = 0;
+    for (size_t i = 0; i < p.actions.size(); ++i)
+      if (p.actions[i].kind == ActionKind::compute) last_compute = i;
+    for (const Action& a : overlapped.actions)
+      if (a.kind == ActionKind::grad_reduce && a.group != Group::pp) before.push_back(a);
+    for (size_t i = 0; i < p.actions.size(); ++i) {
+      const Action& a = p.actions[i];
+      if (a.kind != ActionKind::grad_reduce || a.group == Group::pp) continue;
+      after.push_back(a);
+      CHECK(a.stream == Stream::compute);
+      CHECK(i > last_compute);
+    }
+    REQUIRE(before.size() > 1);
+    REQUIRE(after.size() == before.size());
+    for (const Action& a : before) {
+      CHECK(a.stream == Stream::dp_comm);
+      CHECK(std::count_if(after.begin(), after.end(), [&](const Action& b) {
+              return b.bytes == a.bytes && b.params == a.params && b.layer_begin == a.layer_begin;
+            }) == 1);
+    }
+    CHECK(p.actions.back().kind == ActionKind::optimizer_step);
+  }
+  // ZeRO-2 and -3 reduce within every backward whatever the framework says.
+  Layout l = layout(2, 1, 1, 4);
+  l.zero = 2;
+  for (const Action& a : build_program(m, t, l, 0).actions)
+    if (a.kind == ActionKind::grad_reduce) CHECK(a.stream == Stream::dp_comm);
+}
+
 TEST_CASE("gradient buckets close at Megatron-LM's size, in backward order", "[schedule]") {
   // Llama 3 8B layers hold 218M parameters, more than max(40M, 10⁶·dp): one bucket per unit,
   // each reduced right after that unit's backward.

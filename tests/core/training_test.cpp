@@ -32,6 +32,7 @@ TEST_CASE("training JSON: every key, and back", "[training]") {
                             {"grad_dtype", "fp32"},
                             {"master_weights", false},
                             {"optimizer", "sgd"},
+                            {"overlap_grad_reduce", false},
                             {"tokens_to_train", 3e11},
                             {"price_per_device_hour", 2.5},
                             {"source", "GPT-3 2.7B recipe, Brown et al. 2020 Table 2.1"}};
@@ -40,6 +41,7 @@ TEST_CASE("training JSON: every key, and back", "[training]") {
   CHECK(t.grad_dtype == Dtype::fp32);
   CHECK_FALSE(t.master_weights);
   CHECK(t.optimizer == Optimizer::sgd);
+  CHECK_FALSE(t.overlap_grad_reduce);
   CHECK(t.tokens_to_train == 3e11);
   CHECK(t.price_per_device_hour == 2.5);
   nlohmann::json without_source = j;
