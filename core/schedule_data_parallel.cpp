@@ -193,7 +193,15 @@ std::vector<Action> step_end_actions(const DataParallel& dp, const Model& m, con
                          .params = elements});
   };
   if (l.sequence_parallel && l.tp > 1) reduce(Group::tp, Stream::tp_comm, replicated);
-  if (embedding_pair) reduce(Group::pp, Stream::pp_comm, word_embedding_shard(m, l.tp));
+  if (embedding_pair) {
+    // Under ZeRO each end owns other pieces of the word embedding (their units differ), so the
+    // pieces are first summed into the whole tensor over the ZeRO group, in place in zeros.
+    // Tensor-parallel peers need no such step: they share their dp coordinate and own the same
+    // pieces.
+    const int64_t word = word_embedding_shard(m, l.tp);
+    if (dp.zero >= 1 && dp.dense_members > 1) reduce(dense_dp_group(l), Stream::pp_comm, word);
+    reduce(Group::pp, Stream::pp_comm, word);
+  }
   // ZeRO-1 and above: each rank updates 1/dp of the dense and 1/expert_dp of the expert weights.
   const bool sharded = dp.zero >= 1;
   out.push_back(

@@ -24,27 +24,45 @@ T* RankState<T>::owned_grads(size_t u) {
 }
 
 template <class T>
+Buffer<T> RankState<T>::pieces_in_zeros(ElementRange range) {
+  Buffer<T> full = side_buffer<T>(*rt, MemoryCategory::buffers, range.count(), "tensor gradient");
+  for (size_t u = 0; u < shards.units.size(); ++u) {
+    const ElementRange mine = shards.mine(u);
+    const int64_t begin = std::max(range.begin, mine.begin), end = std::min(range.end, mine.end);
+    if (begin < end)
+      dev.copy(full.data() + (begin - range.begin), owned_grads(u) + (begin - mine.begin),
+               end - begin);
+  }
+  return full;
+}
+
+template <class T>
+void RankState<T>::take_pieces(const Buffer<T>& full, ElementRange range) {
+  for (size_t u = 0; u < shards.units.size(); ++u) {
+    const ElementRange mine = shards.mine(u);
+    const int64_t begin = std::max(range.begin, mine.begin), end = std::min(range.end, mine.end);
+    if (begin < end)
+      dev.copy(owned_grads(u) + (begin - mine.begin), full.data() + (begin - range.begin),
+               end - begin);
+  }
+}
+
+template <class T>
 void RankState<T>::all_reduce_tensor_grads(GroupComm& comm, ElementRange range) {
   if (l.zero == 0)
     return comm.all_reduce(
         std::span<T>(grads.data() + range.begin, static_cast<size_t>(range.count())),
         ReduceOp::sum);
-  // The tensor assembled from the members' pieces: each adds its own to zeros, so the sum over
-  // zero_group is every piece in place, exactly.
-  Buffer<T> full = side_buffer<T>(*rt, MemoryCategory::buffers, range.count(), "tensor gradient");
-  const auto each_piece = [&](auto&& f) {
-    for (size_t u = 0; u < shards.units.size(); ++u) {
-      const ElementRange mine = shards.mine(u);
-      const int64_t begin = std::max(range.begin, mine.begin), end = std::min(range.end, mine.end);
-      if (begin < end)
-        f(owned_grads(u) + (begin - mine.begin), full.data() + (begin - range.begin), end - begin);
-    }
-  };
-  each_piece([&](T* owned, T* in_full, int64_t n) { dev.copy(in_full, owned, n); });
-  rt->group(zero_group).all_reduce(full.span(), ReduceOp::sum);
+  Buffer<T> full = pieces_in_zeros(range);
   comm.all_reduce(full.span(), ReduceOp::sum);
-  each_piece([&](T* owned, T* in_full, int64_t n) { dev.copy(owned, in_full, n); });
+  take_pieces(full, range);
   rt->release_after_use(std::move(full));
+}
+
+template <class T>
+ElementRange RankState<T>::word_embedding_range() const {
+  const ParamTensor& x = layout.get(shard.embedding ? "wte" : "lm_head");
+  return {x.offset, x.offset + x.count()};
 }
 
 template <class T>
@@ -56,8 +74,19 @@ void RankState<T>::grad_reduce(const Action& a) {
     return;
   }
   if (a.group == Group::pp) {
-    const ParamTensor& x = layout.get(shard.embedding ? "wte" : "lm_head");
-    return all_reduce_tensor_grads(*rt->embedding_group(), {x.offset, x.offset + x.count()});
+    if (!assembled_word_embedding)
+      return all_reduce_tensor_grads(*rt->embedding_group(), word_embedding_range());
+    rt->embedding_group()->all_reduce(assembled_word_embedding->span(), ReduceOp::sum);
+    take_pieces(*assembled_word_embedding, word_embedding_range());
+    rt->release_after_use(std::move(*assembled_word_embedding));
+    assembled_word_embedding.reset();
+    return;
+  }
+  // The tied embedding's pieces summed over the ZeRO group before the pair's sum (the only
+  // all-reduce over it under ZeRO: its buckets reduce-scatter).
+  if (l.zero >= 1 && a.op == Collective::all_reduce) {
+    assembled_word_embedding = pieces_in_zeros(word_embedding_range());
+    return rt->group(a.group).all_reduce(assembled_word_embedding->span(), ReduceOp::sum);
   }
   // ZeRO-3: the unit's own gradients, from the backward this reduction follows (its one
   // dependency), which the head's include the tied word embedding it borrowed under pp = 1.

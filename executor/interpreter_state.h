@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -167,11 +168,20 @@ struct RankState final : InterpreterState {
   // buffer (ZeRO-1), or of its gradient shard (ZeRO-2 and 3).
   T* owned_grads(size_t u);
 
-  // Gradient sums over `comm` of the tensor at `range` (replicated norms over tp, the tied
-  // embedding over the first and last stage) where this rank keeps its reduced gradients: the
-  // whole buffer, or under ZeRO its pieces (assembled over zero_group for the sum, then put back:
-  // the members of `comm` hold other pieces of it).
+  // The tensor at `range` with this rank's reduced gradients of it in place and zeros elsewhere:
+  // under ZeRO the pieces it owns.
+  Buffer<T> pieces_in_zeros(ElementRange range);
+  // Puts `full`'s values of the pieces this rank owns back where it keeps them.
+  void take_pieces(const Buffer<T>& full, ElementRange range);
+  // Gradient sums over `comm` of the tensor at `range` where this rank keeps its reduced
+  // gradients: the whole buffer, or under ZeRO its pieces, which every member of `comm` owns alike
+  // (tp peers share their dp coordinate).
   void all_reduce_tensor_grads(GroupComm& comm, ElementRange range);
+  // The tied word embedding's gradient (its range in this rank's buffer), summed over the first and
+  // last stage. Under ZeRO the two ends own different pieces of it, so the program first sums each
+  // end's pieces over zero_group into the whole tensor, kept here until the pair's sum.
+  ElementRange word_embedding_range() const;
+  std::optional<Buffer<T>> assembled_word_embedding;
 
   void grad_reduce(const Action& a);
 

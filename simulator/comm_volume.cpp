@@ -12,12 +12,10 @@ CommWindow comm_window(const Action& a) {
     case ActionKind::recv:
       return CommWindow::pipeline;
     case ActionKind::grad_reduce:
-      // Data-parallel buckets overlap the backward, unless the framework runs them on the compute
-      // stream after it; the step-end reductions over tp (SP norms) and the embedding pair (pp)
-      // wait for every bucket.
-      return a.group == Group::tp || a.group == Group::pp || a.stream == Stream::compute
-                 ? CommWindow::none
-                 : CommWindow::backward;
+      // Data-parallel buckets overlap the backward on the dp-comm stream, unless the framework runs
+      // them on the compute stream after it; the step-end reductions over tp (SP norms) and of the
+      // tied embedding (over dp, then the pp pair) wait for every bucket.
+      return a.stream == Stream::dp_comm ? CommWindow::backward : CommWindow::none;
     case ActionKind::param_gather:
       return a.pass == Pass::backward ? CommWindow::backward : CommWindow::forward;
     case ActionKind::collective:

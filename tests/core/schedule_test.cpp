@@ -404,6 +404,29 @@ TEST_CASE("tied embeddings: first and last stage all-reduce the word-embedding g
       CHECK(p.embedding_group == std::vector<int64_t>{p.coord.tp, p.coord.tp + 3 * 2});
     }
   }
+  // Under ZeRO the ends own different pieces of it: each sums its pieces over dp into the whole
+  // tensor first, the step's only all-reduce over dp, on the pair's stream just before its sum.
+  Layout z = layout(2, 1, 2, 4);
+  z.zero = 1;
+  const Program p = build_program(m, small_training(), z, 0);
+  const auto pair = std::find_if(p.actions.begin(), p.actions.end(), [](const Action& a) {
+    return a.kind == ActionKind::grad_reduce && a.group == Group::pp;
+  });
+  REQUIRE(pair != p.actions.end());
+  const Action& assembly = *(pair - 1);
+  CHECK(assembly.kind == ActionKind::grad_reduce);
+  CHECK(assembly.group == Group::dp);
+  CHECK(assembly.op == Collective::all_reduce);
+  CHECK(assembly.stream == Stream::pp_comm);
+  CHECK(assembly.bytes == pair->bytes);
+  CHECK(count(p, [](const Action& a) {
+          return a.group == Group::dp && a.op == Collective::all_reduce;
+        }) == 1);
+  z.zero = 0;
+  CHECK(count(build_program(m, small_training(), z, 0), [](const Action& a) {
+          return a.kind == ActionKind::grad_reduce && a.group == Group::dp &&
+                 a.stream == Stream::pp_comm;
+        }) == 0);
 }
 
 TEST_CASE("programs are in topological order with activations allocated and freed once",
