@@ -13,7 +13,8 @@ namespace {
 // The fields a framework describes; `source` must name where each comes from.
 constexpr auto kSourcedKeys =
     std::to_array<std::string_view>(
-    {"attention", "dropout", "fused_bias", "host_us_per_kernel", "overlap_grad_reduce"});
+    {"attention", "dropout", "fused_bias", "host_us_per_kernel", "cross_entropy",
+     "overlap_grad_reduce"});
 
 // A measured or published figure per field, as the topologies give one: a field without one is
 // an error, and so is a source for a field that does not exist.
@@ -37,6 +38,7 @@ Framework framework_from_json(const nlohmann::json& j, const std::string& file) 
   f.host_us_per_kernel = r.number("host_us_per_kernel");
   if (f.host_us_per_kernel < 0 || f.host_us_per_kernel > 1000)
     r.fail("host_us_per_kernel", "must be between 0 and 1000 microseconds");
+  f.cross_entropy = enum_field(r, "cross_entropy", kCrossEntropyKernelNames);
   f.overlap_grad_reduce = r.boolean("overlap_grad_reduce");
   check_sources(r);
   r.reject_unknown();

@@ -22,6 +22,19 @@ inline constexpr EnumNames<AttentionKernel, 3> kAttentionKernelNames{
      {AttentionKernel::flash2, "flash2"},
      {AttentionKernel::flash3, "flash3"}}};
 
+// The loss over the vocabulary, by whose kernels (counted in simulator/compute_model.cpp):
+// fused: one kernel each way over the logits (Megatron-Core's cross_entropy_loss_fusion,
+//   TransformerEngine's); megatron: Megatron-LM's vocab_parallel_cross_entropy on the logits cast
+//   to fp32, a pass per step (max, subtract, exp, sum, divide); pytorch: F.cross_entropy on the
+//   logits cast to fp32 (log_softmax and nll_loss); shardplan: the executor's own
+//   (executor/layers/cross_entropy.cpp).
+enum class CrossEntropyKernel { fused, megatron, pytorch, shardplan };
+inline constexpr EnumNames<CrossEntropyKernel, 4> kCrossEntropyKernelNames{
+    {{CrossEntropyKernel::fused, "fused"},
+     {CrossEntropyKernel::megatron, "megatron"},
+     {CrossEntropyKernel::pytorch, "pytorch"},
+     {CrossEntropyKernel::shardplan, "shardplan"}}};
+
 struct Framework {
   std::string name;
   AttentionKernel attention = AttentionKernel::flash3;
@@ -34,6 +47,7 @@ struct Framework {
   // cannot run kernels faster than its host issues them; 0 for a framework that replays CUDA
   // graphs.
   double host_us_per_kernel = 0;
+  CrossEntropyKernel cross_entropy = CrossEntropyKernel::fused;
   // Whether the data-parallel reduction of accumulated gradients (ZeRO 0 and 1) overlaps the
   // last micro-batch's backward, bucket by bucket (PyTorch DDP, Megatron-Core's
   // overlap_grad_reduce), or runs after the whole backward (Megatron-LM of 2021, DeepSpeed's

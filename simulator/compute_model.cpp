@@ -70,6 +70,40 @@ struct Launches {
   double forward = 1, backward = 1;
 };
 
+// The loss's passes over the logits, bytes per logit each way, by its kernels (core/framework.h),
+// for logits of `e` bytes and the fp32 (f = 4) they are computed in; a cast exists only where the
+// logits are not fp32 already.
+struct CrossEntropyPasses {
+  double forward_bytes = 0, backward_bytes = 0;
+  Launches launches;
+};
+
+CrossEntropyPasses cross_entropy_passes(CrossEntropyKernel k, int64_t elem_bytes) {
+  const double e = as_double(elem_bytes), f = as_double(dtype_bytes(Dtype::fp32));
+  const double cast = e == f ? 0 : e + f, casts = e == f ? 0 : 1;
+  switch (k) {
+    case CrossEntropyKernel::fused:
+      // One kernel: reads the logits, writes the fp32 softmax; backward reads it and writes the
+      // logits' gradient.
+      return {e + f, e + f, {1, 1}};
+    case CrossEntropyKernel::megatron:
+      // Cast; max (read); subtract (read, write); exp (read, write); sum (read); divide (read,
+      // write). Backward: the softmax scaled by the loss's gradient (read, write); cast back.
+      return {cast + 8 * f, cast + 2 * f, {5 + casts, 1 + casts}};
+    case CrossEntropyKernel::pytorch:
+      // Cast; log_softmax over rows too long for shared memory: max, sum of exponentials and the
+      // output, each a pass over the input, then the write. Backward: nll_loss's dense gradient
+      // (write); log_softmax's backward, a pass for the row sums of the gradient, then gradient and
+      // output read and the input's gradient written; cast back.
+      return {cast + 4 * f, cast + 5 * f, {1 + casts, 2 + casts}};
+    case CrossEntropyKernel::shardplan:
+      // Widen; row max (read); exponentials and their sums (read, write). Backward: the gradient
+      // in place (read, write); narrow.
+      return {cast + 3 * f, cast + 2 * f, {2 + casts, 1 + casts}};
+  }
+  return {};
+}
+
 // Accumulates operations into the three passes of the part being built. `recomputed` marks
 // operations that the recomputation mode runs again inside the backward.
 struct PassBuilder {
@@ -97,9 +131,11 @@ struct PassBuilder {
     record(op, recomputed);
     return t;
   }
+  // `launches` kernels moving `bytes` between them: each pays the device's fixed cost.
   double timed_kernel(Pass pass, bool recomputed, MemoryKernel kernel, double elements,
-                      double bytes) {
-    const double t = kernel_time_s(rates, kernel, elements, bytes);
+                      double bytes, double launches = 1) {
+    const double t =
+        kernel_time_s(rates, kernel, elements, bytes) + (launches - 1) * rates.kernel_overhead_s;
     record({.pass = pass,
             .kind = OpKind::memory_bound,
             .kernel = kernel,
@@ -151,13 +187,15 @@ struct PassBuilder {
 
   // A memory-bound kernel and its gradient over `elements` (core/memory_kernel.h), moving the given
   // bytes per element going forward and backward.
+  // `launches`: the kernels that move them, each paying the device's and the host's fixed cost.
   void memory(MemoryKernel fwd, MemoryKernel bwd, double elements, double fwd_bytes_per_element,
-              double bwd_bytes_per_element, bool recomputed) {
+              double bwd_bytes_per_element, bool recomputed, Launches launches = {}) {
     const double bytes_fwd = elements * fwd_bytes_per_element;
     const double bytes_bwd = elements * bwd_bytes_per_element;
     add(OpKind::memory_bound, 0, 0, bytes_fwd, bytes_bwd,
-        timed_kernel(Pass::forward, recomputed, fwd, elements, bytes_fwd),
-        timed_kernel(Pass::backward, false, bwd, elements, bytes_bwd), recomputed);
+        timed_kernel(Pass::forward, recomputed, fwd, elements, bytes_fwd, launches.forward),
+        timed_kernel(Pass::backward, false, bwd, elements, bytes_bwd, launches.backward),
+        recomputed, launches);
   }
 
   // The bias of a linear layer with `columns` outputs over `tokens`, when the framework does not
@@ -328,11 +366,9 @@ PartsCompute ends_compute(const Model& m, const Training& t, const Layout& l,
            false);  // final norm
   b.part = Part::head;
   b.gemm(tokens, m.hidden, vocab, false);  // LM head
-  // Fused vocab-parallel cross entropy: reads the logits, writes the fp32 softmax; backward
-  // reads it and writes the logits' gradient.
-  const double ce = e + as_double(dtype_bytes(Dtype::fp32));
+  const CrossEntropyPasses ce = cross_entropy_passes(x.cross_entropy, b.elem_bytes);
   b.memory(MemoryKernel::cross_entropy_forward, MemoryKernel::cross_entropy_backward,
-           as_double(tokens * vocab), ce, ce, false);
+           as_double(tokens * vocab), ce.forward_bytes, ce.backward_bytes, false, ce.launches);
   return out;
 }
 

@@ -9,6 +9,7 @@ ExecutionOptions execution_options(const Framework& f) {
   x.dropout = f.dropout;
   x.fused_bias = f.fused_bias;
   x.host_s_per_kernel = f.host_us_per_kernel * 1e-6;
+  x.cross_entropy = f.cross_entropy;
   return x;
 }
 

@@ -28,6 +28,8 @@ struct ExecutionOptions {
   bool fused_bias = true;
   // Host time to issue one kernel: a kernel's time is at least this (framework profile).
   double host_s_per_kernel = 0;
+  // The loss's kernels over the logits (core/framework.h).
+  CrossEntropyKernel cross_entropy = CrossEntropyKernel::fused;
   // The framework profile these options come from (core/framework.h), for the reports.
   std::string framework = kDefaultFramework;
   // How a rank's streams run: concurrently, each an ordered queue (CUDA streams, NCCL on its own
@@ -51,6 +53,7 @@ inline ExecutionOptions cpu_executor_options() {
   x.attention = AttentionKernel::unfused;
   x.dropout = false;
   x.fused_bias = false;
+  x.cross_entropy = CrossEntropyKernel::shardplan;
   x.streams = StreamExecution::program_order;
   return x;
 }

@@ -16,9 +16,9 @@ namespace {
 json unfused_json() {
   return json::parse(R"({
     "name": "test", "attention": "unfused", "dropout": true, "fused_bias": false,
-    "host_us_per_kernel": 8, "overlap_grad_reduce": false,
+    "host_us_per_kernel": 8, "cross_entropy": "megatron", "overlap_grad_reduce": false,
     "source": {"attention": "a", "dropout": "b", "fused_bias": "c", "host_us_per_kernel": "d",
-               "overlap_grad_reduce": "e"}})");
+               "cross_entropy": "f", "overlap_grad_reduce": "e"}})");
 }
 
 std::string error_field(const json& j) {
@@ -36,6 +36,7 @@ TEST_CASE("framework JSON is read field by field", "[framework]") {
   CHECK(f.dropout);
   CHECK_FALSE(f.fused_bias);
   CHECK(f.host_us_per_kernel == 8);
+  CHECK(f.cross_entropy == CrossEntropyKernel::megatron);
   CHECK_FALSE(f.overlap_grad_reduce);
   Training t;
   CHECK(t.overlap_grad_reduce);
@@ -59,6 +60,10 @@ TEST_CASE("a framework field without a source, or with a bad value, names the fi
   j = unfused_json();
   j["host_us_per_kernel"] = -1;
   CHECK(error_field(j) == "host_us_per_kernel");
+
+  j = unfused_json();
+  j["cross_entropy"] = "liger";
+  CHECK(error_field(j) == "cross_entropy");
 
   j = unfused_json();
   j.erase("overlap_grad_reduce");

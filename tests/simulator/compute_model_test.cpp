@@ -112,6 +112,40 @@ TEST_CASE("memory-bound kernels are timed by bytes", "[compute][memory_bound]") 
   CHECK(c.forward[OpKind::memory_bound].time_s == Approx(forward / 1e11));
 }
 
+TEST_CASE("the loss's passes over the logits, by its kernels", "[compute][memory_bound]") {
+  const Model m = test::preset_model("gpt-tiny");
+  const Training t = test::training(4, 32);
+  Layout l;
+  l.pp = 2;  // stage 1: two layers, the final norm, the head and the loss
+  const DeviceRates r{.matmul_flops_per_s = 1e12,
+                      .attention_forward_flops_per_s = 1e12,
+                      .attention_backward_flops_per_s = 1e12,
+                      .memory_bytes_per_s = 1e11};
+  auto bytes = [&](CrossEntropyKernel k) {
+    ExecutionOptions x;
+    x.cross_entropy = k;
+    const MicrobatchCompute c = microbatch_compute(m, t, l, stage_layers(m, l, 1), r, x);
+    return std::pair{c.forward[OpKind::memory_bound].bytes,
+                     c.backward[OpKind::memory_bound].bytes};
+  };
+  // One micro-batch of 32 tokens over the vocabulary; bf16 logits (2 bytes), fp32 math (4).
+  const double logits = 32.0 * static_cast<double>(m.vocab);
+  const auto [fused_fwd, fused_bwd] = bytes(CrossEntropyKernel::fused);  // 2 + 4 each way
+  const auto [megatron_fwd, megatron_bwd] = bytes(CrossEntropyKernel::megatron);
+  const auto [pytorch_fwd, pytorch_bwd] = bytes(CrossEntropyKernel::pytorch);
+  const auto [own_fwd, own_bwd] = bytes(CrossEntropyKernel::shardplan);
+  // Megatron: cast 6, max 4, subtract 8, exp 8, sum 4, divide 8 = 38; back: scale 8, cast 6 = 14.
+  CHECK(megatron_fwd - fused_fwd == Approx(logits * (38 - 6)));
+  CHECK(megatron_bwd - fused_bwd == Approx(logits * (14 - 6)));
+  // PyTorch: cast 6, log_softmax 3 reads and a write 16 = 22; back: nll 4, log_softmax 16,
+  // cast 6 = 26.
+  CHECK(pytorch_fwd - fused_fwd == Approx(logits * (22 - 6)));
+  CHECK(pytorch_bwd - fused_bwd == Approx(logits * (26 - 6)));
+  // The executor's: widen 6, max 4, exponentials 8 = 18; back: gradient 8, narrow 6 = 14.
+  CHECK(own_fwd - fused_fwd == Approx(logits * (18 - 6)));
+  CHECK(own_bwd - fused_bwd == Approx(logits * (14 - 6)));
+}
+
 TEST_CASE("optimizer step bytes", "[compute][optimizer]") {
   Training t = test::training(1, 1);
   // Mixed-precision Adam with bf16 gradients: read and write the fp32 master and both moments
