@@ -10,15 +10,90 @@
 
 namespace shardplan {
 
+namespace {
+
+// Deeper than any description of ours (a plan nests five levels): nlohmann::json parses without
+// recursion but copies, prints and destroys a value recursively, so a file of tens of thousands of
+// levels would exhaust the stack.
+constexpr int kMaxJsonDepth = 64;
+
+// One open object or array while parsing, for the dotted path of what an error is about.
+struct OpenValue {
+  bool object = false;
+  std::string name;  // "levels", "[1]": where it sits in its parent
+  std::set<std::string> keys;
+  std::string key;    // an object's current key
+  int64_t index = 0;  // an array's current element
+};
+
+std::string dotted_path(const std::vector<OpenValue>& open, const std::string& last) {
+  std::string out;
+  auto append = [&](const std::string& name) {
+    if (name.empty()) return;
+    if (!out.empty() && name.front() != '[') out += '.';
+    out += name;
+  };
+  for (const OpenValue& v : open) append(v.name);
+  append(last);
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json parse_json(std::istream& in, const std::string& source) {
+  using Event = nlohmann::json::parse_event_t;
+  std::vector<OpenValue> open;
+  const auto child_name = [&] {
+    if (open.empty()) return std::string();
+    const OpenValue& parent = open.back();
+    return parent.object ? parent.key : fmt::format("[{}]", parent.index);
+  };
+  const auto element_done = [&] {
+    if (!open.empty() && !open.back().object) ++open.back().index;
+  };
+  const auto check = [&](int depth, Event event, nlohmann::json& parsed) {
+    if (depth > kMaxJsonDepth)
+      throw InputError(source, "", fmt::format("nested deeper than {} levels", kMaxJsonDepth));
+    switch (event) {
+      case Event::object_start:
+      case Event::array_start:
+        open.push_back({.object = event == Event::object_start, .name = child_name()});
+        break;
+      case Event::key: {
+        const std::string key = parsed.get<std::string>();
+        if (!open.back().keys.insert(key).second)
+          throw InputError(source, dotted_path(open, key.empty() ? "\"\"" : key),
+                           "appears twice in its object", "keep one of them");
+        open.back().key = key;
+        break;
+      }
+      case Event::object_end:
+      case Event::array_end:
+        open.pop_back();
+        element_done();
+        break;
+      case Event::value:
+        element_done();
+        break;
+    }
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(in, check);
+  } catch (const nlohmann::json::parse_error& e) {
+    // nlohmann's message carries line and column ("parse error at line 3, column 5: ...").
+    throw InputError(source, "", fmt::format("invalid JSON: {}", e.what()));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number no double holds ("1e999"): nlohmann says "number overflow parsing '1e999'".
+    throw InputError(source, dotted_path(open, open.empty() ? "" : open.back().key),
+                     fmt::format("invalid JSON: {}", e.what()));
+  }
+}
+
 nlohmann::json read_json_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "cannot open file", "check the path");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    // nlohmann's message carries line and column ("parse error at line 3, column 5: ...").
-    throw InputError(path, "", fmt::format("invalid JSON: {}", e.what()));
-  }
+  return parse_json(in, path);
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& j, JsonStyle style) {
@@ -74,7 +149,7 @@ const nlohmann::json& ObjectReader::require(std::string_view key) {
 namespace {
 [[noreturn]] void wrong_type(const ObjectReader& r, std::string_view key, const char* expected,
                              const nlohmann::json& v) {
-  r.fail(key, fmt::format("expected {}, found {} {}", expected, v.type_name(), v.dump()));
+  r.fail(key, fmt::format("expected {}, found {} {}", expected, v.type_name(), json_excerpt(v)));
 }
 }  // namespace
 
@@ -184,8 +259,18 @@ void ObjectReader::reject_unknown() const {
     if (read_.count(key)) continue;
     std::string accepted;
     for (const auto& k : known_) accepted += (accepted.empty() ? "" : ", ") + k;
-    fail(key, "unknown field", "accepted fields here: " + accepted);
+    fail(key.empty() ? "\"\"" : key, key.empty() ? "unknown field (an empty key)" : "unknown field",
+         "accepted fields here: " + accepted);
   }
+}
+
+std::string json_excerpt(const nlohmann::json& v) {
+  constexpr size_t kMaxShown = 60;
+  std::string text = v.dump();
+  if (text.size() <= kMaxShown) return text;
+  const size_t total = text.size();
+  text.resize(kMaxShown);
+  return fmt::format("{}... ({} characters)", text, total);
 }
 
 int int_field(ObjectReader& r, std::string_view key) {

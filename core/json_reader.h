@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -16,8 +17,15 @@
 
 namespace shardplan {
 
-// Parses a JSON file; a missing file or a syntax error is an InputError naming the file.
+// Parses JSON from `source` (a file's path, for messages). A syntax error, a number no double
+// holds, a key twice in one object and nesting deeper than 64 levels are InputErrors naming the
+// source and the dotted path.
+nlohmann::json parse_json(std::istream& in, const std::string& source);
+// parse_json of a file; a missing file is an InputError naming it.
 nlohmann::json read_json_file(const std::string& path);
+
+// A value as an error message shows it: its JSON, cut to a readable excerpt.
+std::string json_excerpt(const nlohmann::json& v);
 
 // Writes JSON atomically (temp file + rename): a failure never leaves a half-written file.
 // Indented for people by default; JsonStyle::compact for large machine files (traces).

@@ -189,11 +189,11 @@ Measurement measurement_from_json(const nlohmann::json& j, const std::string& fi
       const nlohmann::json& times = rank.raw("gemm_s");
       if (!times.is_array())
         rank.fail("gemm_s",
-                  fmt::format("expected a list of seconds by step, found {}", times.dump()));
+                  fmt::format("expected a list of seconds by step, found {}", json_excerpt(times)));
       for (const auto& t : times) {
         if (!t.is_number() || t.get<double>() < 0)
           rank.fail(fmt::format("gemm_s[{}]", g.seconds.size()),
-                    fmt::format("{} is not a time in seconds", t.dump()));
+                    fmt::format("{} is not a time in seconds", json_excerpt(t)));
         g.seconds.push_back(t.get<double>());
       }
       if (g.seconds.size() != m.steps.size())
