@@ -96,15 +96,34 @@ nlohmann::json read_json_file(const std::string& path) {
   return parse_json(in, path);
 }
 
+void check_writable(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(path, "", "is a folder, not a file", "name a file to write");
+  const std::string probe = path + ".tmp";
+  {
+    std::ofstream out(probe, std::ios::trunc);
+    if (!out)
+      throw InputError(path, "", "cannot write here",
+                       "check that the folder exists and that it is writable");
+  }
+  std::filesystem::remove(probe, ec);
+}
+
 void write_json_file(const std::string& path, const nlohmann::json& j, JsonStyle style) {
+  check_writable(path);
   const std::string tmp = path + ".tmp";
+  std::error_code ec;
   {
     std::ofstream out(tmp, std::ios::trunc);
     if (!out) throw InputError(path, "", "cannot write file", "check that the folder exists");
     out << j.dump(style == JsonStyle::indented ? 2 : -1) << '\n';
-    if (!out.flush()) throw InputError(path, "", "write failed");
+    if (!out.flush()) {
+      out.close();
+      std::filesystem::remove(tmp, ec);  // a full disk leaves no half-written file behind
+      throw InputError(path, "", "write failed", "check the free space");
+    }
   }
-  std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
     std::filesystem::remove(tmp, ec);

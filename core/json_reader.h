@@ -27,6 +27,10 @@ nlohmann::json read_json_file(const std::string& path);
 // A value as an error message shows it: its JSON, cut to a readable excerpt.
 std::string json_excerpt(const nlohmann::json& v);
 
+// Whether `path` can be written, checked by writing and removing `path`.tmp: run before long work
+// whose result goes there. A folder, a missing or read-only folder are InputErrors naming it.
+void check_writable(const std::string& path);
+
 // Writes JSON atomically (temp file + rename): a failure never leaves a half-written file.
 // Indented for people by default; JsonStyle::compact for large machine files (traces).
 enum class JsonStyle { indented, compact };

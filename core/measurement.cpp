@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 #include "core/json_reader.h"
 #include "core/statistics.h"
@@ -223,7 +224,12 @@ Measurement measurement_from_json(const nlohmann::json& j, const std::string& fi
     if (a.string("name") != action_name(expected))
       a.fail("name", fmt::format("\"{}\" where rank {}'s program has \"{}\"", a.string("name"),
                                  rank, action_name(expected)));
-    timings.push_back({a.number("start_s"), a.number("end_s")});
+    const ActionTiming t{a.number("start_s"), a.number("end_s")};
+    if (!(std::isfinite(t.start_s) && t.start_s >= 0))
+      a.fail("start_s", fmt::format("must be a time >= 0 in seconds, found {}", t.start_s));
+    if (!(std::isfinite(t.end_s) && t.end_s >= t.start_s))
+      a.fail("end_s", fmt::format("{} is before the action's start_s {}", t.end_s, t.start_s));
+    timings.push_back(t);
     a.ignore({"stream", "micro_batch", "chunk", "bytes"});  // the program's
     a.reject_unknown();
   }

@@ -79,6 +79,12 @@ void validate_model(const Model& m, const std::string& file) {
     if (v <= 0) fail(field, fmt::format("must be positive, found {}", v));
   };
   positive("num_hidden_layers", m.num_layers);
+  // Thirty times the deepest model trained (Megatron-LM's 1T, 128 layers): past it, planning and
+  // simulating would run for minutes and hold gigabytes per layer count.
+  constexpr int64_t kMaxLayers = 4096;
+  if (m.num_layers > kMaxLayers)
+    fail("num_hidden_layers", fmt::format("{} is above the {} layers shardplan plans for",
+                                          m.num_layers, kMaxLayers));
   positive("hidden_size", m.hidden);
   positive("num_attention_heads", m.num_heads);
   positive("num_key_value_heads", m.num_kv_heads);

@@ -29,9 +29,20 @@ Moe read_moe(ObjectReader& r, int64_t ffn_hidden) {
 
 }  // namespace
 
+// Keys every Hugging Face config.json carries and shardplan's model JSON never does.
+constexpr std::string_view kHfOnlyKeys[] = {"architectures", "transformers_version", "torch_dtype",
+                                            "rms_norm_eps", "layer_norm_eps"};
+
 Model model_from_json(const nlohmann::json& j, const std::string& file) {
   if (j.is_object() && j.contains("model_type")) return model_from_hf_config(j, file);
   ObjectReader r(j, file);
+  for (std::string_view key : kHfOnlyKeys)
+    if (r.has(key))
+      r.fail("model_type",
+             fmt::format("missing: the file reads as a Hugging Face config.json (it has \"{}\"), "
+                         "which names its family in model_type",
+                         key),
+             "add the model's model_type (supported: " + hf_model_types() + ")");
   r.ignore({"source"});  // documents where the figures come from
   Model m;
   m.name = r.string_or("name", std::filesystem::path(file).stem().string());

@@ -48,6 +48,17 @@ void validate_training(const Training& t, const std::string& file) {
                      fmt::format("must be positive, found {}", t.global_batch));
   if (t.seq_len <= 0)
     throw InputError(file, "seq_len", fmt::format("must be positive, found {}", t.seq_len));
+  // Far past any published run (Llama 3 405B: 2,048 sequences of 8,192 tokens): the bounds keep
+  // every count of micro-batches and tokens well inside the integers the planner divides by.
+  constexpr int64_t kMaxGlobalBatch = int64_t{1} << 20, kMaxSeqLen = int64_t{1} << 24;
+  if (t.global_batch > kMaxGlobalBatch)
+    throw InputError(file, "global_batch",
+                     fmt::format("{} sequences is above the {} shardplan plans for",
+                                 t.global_batch, kMaxGlobalBatch));
+  if (t.seq_len > kMaxSeqLen)
+    throw InputError(file, "seq_len",
+                     fmt::format("{} tokens is above the {} shardplan plans for", t.seq_len,
+                                 kMaxSeqLen));
   if (!(std::isfinite(t.tokens_to_train) && t.tokens_to_train >= 0))
     throw InputError(file, "tokens_to_train",
                      fmt::format("must be a finite number >= 0, found {}", t.tokens_to_train));

@@ -99,6 +99,8 @@ Training resolve_training(const InputOptions& o, const Model& model) {
   if (t.seq_len == 0)
     throw InputError("--seq", "training.seq_len", "not given",
                      "pass --seq 4096, or seq_len in --training FILE");
+  if (t.global_batch != 0)  // plan may take it from --fix
+    validate_training(t, o.training_file.empty() ? "--gbs/--seq" : o.training_file);
   if (t.seq_len > model.max_seq)
     throw InputError(
         "--seq", "training.seq_len",
@@ -137,6 +139,10 @@ Plan resolve_plan(const InputOptions& o) {
     spec = merge(spec, parse_layout_string(o.layout, "--layout"));
     source = "--layout";
   }
+  if (o.gbs && spec.global_batch && *spec.global_batch != *o.gbs)
+    throw InputError(source, "layout.global_batch",
+                     fmt::format("is {} but --gbs is {}", *spec.global_batch, *o.gbs),
+                     "give the global batch once");
   Layout layout = resolve_layout(spec, in.model, in.cluster, in.training, source);
   return Plan{std::move(in.model), std::move(in.cluster), in.training, std::move(layout),
               nlohmann::json::object()};

@@ -101,6 +101,7 @@ int run_plan(const PlanOptions& o) {
   if (in.training.global_batch == 0)
     throw InputError("--gbs", "training.global_batch", "not given",
                      "pass --gbs 512, or global_batch in --training FILE");
+  validate_training(in.training, fixed.global_batch ? "--fix" : "--gbs");
   if (fixed.dtype) in.training = with_compute_dtype(in.training, *fixed.dtype);
   const std::optional<Profile> profile = apply_profile_option(o.inputs, in.cluster, in.training);
 

@@ -98,6 +98,14 @@ TEST_CASE("Hugging Face configs: unknown keys and model types are errors", "[mod
   CHECK_THAT(type.reason, Catch::Contains("\"falcon\""));
   CHECK_THAT(type.hint, Catch::Contains("llama, mistral, mixtral, qwen2, gpt2, gpt_neox"));
   CHECK(hf_model_types() == "llama, mistral, mixtral, qwen2, gpt2, gpt_neox");
+
+  // Without its model_type it would read as shardplan's JSON, whose first missing field said
+  // nothing of the cause.
+  json untyped = hf_config("Llama-2-7b-hf");
+  untyped.erase("model_type");
+  const InputError missing = read_error(untyped, "config.json");
+  CHECK(missing.field == "model_type");
+  CHECK_THAT(missing.reason, Catch::Contains("Hugging Face config.json"));
 }
 
 TEST_CASE("Hugging Face configs: errors use the family's field names", "[model]") {

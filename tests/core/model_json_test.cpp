@@ -150,6 +150,14 @@ TEST_CASE("validate_model on a built model", "[model]") {
   m.moe.top_k = 1;
   CHECK_THROWS_AS(validate_model(m, "llama.json"), InputError);
   m.moe.top_k = 0;
+  m.num_layers = 4097;
+  try {
+    validate_model(m, "built");
+    FAIL("4,097 layers accepted");
+  } catch (const InputError& e) {
+    CHECK(describe(e) == "built: num_hidden_layers: 4097 is above the 4096 layers shardplan plans for");
+  }
+  m.num_layers = 32;
   m.head_dim = 0;
   try {
     validate_model(m, "built");

@@ -94,6 +94,14 @@ TEST_CASE("validate_training: a struct built in code", "[training]") {
              Contains("seq_len: must be positive"));
   t.seq_len = 2048;
   validate_training(t, "--seq-len");
+  // Bounded, so no count the planner divides by overflows or narrows.
+  t.global_batch = (int64_t{1} << 20) + 1;
+  CHECK_THAT(thrown_input_error([&] { validate_training(t, "--gbs"); }).what(),
+             Contains("global_batch: 1048577 sequences is above the 1048576"));
+  t.global_batch = 64;
+  t.seq_len = (int64_t{1} << 24) + 1;
+  CHECK_THAT(thrown_input_error([&] { validate_training(t, "--seq"); }).what(),
+             Contains("seq_len: 16777217 tokens is above"));
 }
 
 TEST_CASE("training: --dtype fp32 means fp32 gradients and no master copy", "[training]") {

@@ -57,6 +57,16 @@ TEST_CASE("measurement: JSON round trip and actions checked against the programs
   j = measurement_to_json(m);
   j["actions"].erase(j["actions"].size() - 1);
   CHECK_THROWS_AS(measurement_from_json(j, "measured.json"), InputError);
+  // An action that ends before it starts is a bad time, named as one.
+  j = measurement_to_json(m);
+  j["actions"][4]["end_s"] = j["actions"][4]["start_s"].get<double>() - 1e-3;
+  try {
+    measurement_from_json(j, "measured.json");
+    FAIL("an end before the start must be an error");
+  } catch (const InputError& e) {
+    CHECK(e.field == "actions[4].end_s");
+    CHECK_THAT(e.reason, Catch::Contains("is before the action's start_s"));
+  }
 }
 
 TEST_CASE("measurement: interleaved runs merged, each without its warm-up", "[compare]") {
