@@ -28,6 +28,20 @@ double objective_value(Objective o, const Estimate& e, const Cluster& cluster,
   return e.step_time_s;
 }
 
+double objective_lower_bound(Objective o, double step_time_s, const Layout& l,
+                             const Cluster& cluster, const Training& training) {
+  switch (o) {
+    case Objective::time:
+      return step_time_s;
+    case Objective::tokens_per_s:  // as estimate() counts a step's tokens
+      return -static_cast<double>(l.global_batch() * training.seq_len) / step_time_s;
+    case Objective::cost:
+      return step_time_s * static_cast<double>(cluster.world()) /
+             static_cast<double>(training.tokens_per_step());
+  }
+  return step_time_s;
+}
+
 namespace {
 
 // The order of the ranking: objective, then less memory, then enumeration order. Total, so the
@@ -87,6 +101,7 @@ constexpr size_t kClosestMisses = 8;
 struct Partial {
   int64_t pruned = 0;
   int64_t fitting = 0;
+  int64_t bounded = 0;
   std::vector<Key> top;
   std::array<std::map<int, Key>, kAxisCount> best_by_axis;
   std::vector<MissKey> closest;
@@ -130,6 +145,10 @@ class Search {
       return;
     }
     ++p.fitting;
+    if (o_.bound && bounded_out(p, l, cache)) {
+      ++p.bounded;
+      return;
+    }
     const Estimate e = estimate(m_, c_, t_, l, o_.execution, &cache);
     const Key k{objective_value(o_.objective, e, c_, t_), e.memory().peak_bytes(), index};
     keep_smallest(p.top, k, static_cast<size_t>(o_.top_k));
@@ -137,6 +156,21 @@ class Search {
       auto [it, inserted] = p.best_by_axis[a].try_emplace(kAxes[a].value(l), k);
       if (!inserted && k < it->second) it->second = k;
     }
+  }
+
+  // Whether the layout's objective, at its lower bound, is worse than this thread's k-th and than
+  // its best of each of the layout's fields' values: then the layout could displace neither (the
+  // merged ones are no worse than this thread's), and its exact key is not needed.
+  bool bounded_out(const Partial& p, const Layout& l, EstimateCache& cache) const {
+    if (p.top.size() < static_cast<size_t>(o_.top_k)) return false;
+    const double bound = objective_lower_bound(
+        o_.objective, step_time_lower_bound(m_, c_, t_, l, o_.execution, &cache), l, c_, t_);
+    if (!(bound > p.top.back().objective)) return false;
+    for (size_t a = 0; a < kAxisCount; ++a) {
+      const auto best = p.best_by_axis[a].find(kAxes[a].value(l));
+      if (best == p.best_by_axis[a].end() || !(bound > best->second.objective)) return false;
+    }
+    return true;
   }
 
   static constexpr size_t kChunk = 256;
@@ -154,6 +188,7 @@ Partial merge(std::vector<Partial>& parts, size_t top_k) {
   for (Partial& p : parts) {
     all.pruned += p.pruned;
     all.fitting += p.fitting;
+    all.bounded += p.bounded;
     for (const Key& k : p.top) keep_smallest(all.top, k, top_k);
     for (const MissKey& k : p.closest) keep_smallest(all.closest, k, kClosestMisses);
     for (size_t a = 0; a < kAxisCount; ++a)
@@ -213,6 +248,8 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
 
   r.pruned_for_memory = all.pruned;
   r.fitting = all.fitting;
+  r.bounded = all.bounded;
+  r.timed = all.fitting - all.bounded;
   const auto ranked = [&](const Key& k) {
     const Layout& l = layouts[static_cast<size_t>(k.index)];
     return Ranked{l, estimate(model, cluster, training, l, options.execution), k.objective,

@@ -287,6 +287,7 @@ struct EstimateCache::State {
   using Table = std::vector<Entry>;
   Table passes;         // by the layout with zero 0: the passes do not depend on it
   Table data_parallel;  // by the layout without recomputation: its actions do not depend on it
+  std::vector<std::pair<Layout, double>> bounds;  // step_time_lower_bound's, by zero 0 too
 };
 
 EstimateCache::EstimateCache() : state_(std::make_unique<State>()) {}
@@ -331,9 +332,13 @@ void add_priced(PricedActions& to, const PricedActions& from) {
   to.records.insert(to.records.end(), from.records.begin(), from.records.end());
 }
 
+// What of a stage's folded program is priced: all of it, or its passes alone (the step's lower
+// bound, step_time_lower_bound).
+enum class Priced { program, passes };
+
 // The folded program of stage rank `rank` priced, its passes and its data-parallel half each
 // from `cache` when a layout it serves priced them.
-StageTiming time_stage(const Context& ctx, int64_t rank, SpanCache& spans,
+StageTiming time_stage(const Context& ctx, int64_t rank, SpanCache& spans, Priced what,
                        std::vector<CollectiveEstimate>* records, EstimateCache* cache) {
   const auto price = [&](auto fold) {
     PricedActions p;
@@ -344,55 +349,62 @@ StageTiming time_stage(const Context& ctx, int64_t rank, SpanCache& spans,
   const auto data_parallel = [&] { return price(fold_data_parallel); };
   if (!cache) {
     PricedActions p = passes();
-    add_priced(p, data_parallel());
+    if (what == Priced::program) add_priced(p, data_parallel());
     return finish(ctx, p, records);
   }
   Layout any_zero = ctx.l, no_recompute = ctx.l;
   any_zero.zero = 0;
   no_recompute.recompute = Recompute::none;
   PricedActions p = cached(cache->state().passes, any_zero, rank, passes);
-  add_priced(p, cached(cache->state().data_parallel, no_recompute, rank, data_parallel));
+  if (what == Priced::program)
+    add_priced(p, cached(cache->state().data_parallel, no_recompute, rank, data_parallel));
   return finish(ctx, p, records);
 }
 
-// Times every stage and sizes its memory. Stages with the same layers, placed alike, take the same
-// time: only the first of them is timed. Returns each stage's timing.
+// Every stage's timing, and its time per micro-batch (compute and exposed communication).
+struct StageTimings {
+  std::vector<StageTiming> stages;
+  std::vector<double> microbatch_s;
+};
+
+// Times every stage. Stages with the same layers, placed alike, take the same time: only the
+// first of them is timed.
 class StageTimer {
  public:
-  StageTimer(const Context& ctx, EstimateCache* cache)
+  StageTimer(const Context& ctx, EstimateCache* cache, Priced what)
       : ctx_(ctx),
         cache_(cache),
+        what_(what),
         alike_(stages_placed_alike(ctx.c, ctx.l)),
         shared_spans_(ctx, 0) {}
 
   StageTiming operator()(int stage, std::vector<CollectiveEstimate>* records) {
     const int64_t rank = stage_rank(ctx_.l, stage);
-    if (alike_) return time_stage(ctx_, rank, shared_spans_, records, cache_);
+    if (alike_) return time_stage(ctx_, rank, shared_spans_, what_, records, cache_);
     SpanCache spans(ctx_, rank);
-    return time_stage(ctx_, rank, spans, records, cache_);
+    return time_stage(ctx_, rank, spans, what_, records, cache_);
   }
 
-  std::vector<StageTiming> all_stages(Estimate& e) {
+  StageTimings all_stages() {
     const Layout& l = ctx_.l;
-    std::vector<StageTiming> timings;
+    StageTimings out;
     std::vector<StageLayers> layers;
-    timings.reserve(static_cast<size_t>(l.pp));
+    out.stages.reserve(static_cast<size_t>(l.pp));
+    out.microbatch_s.reserve(static_cast<size_t>(l.pp));
     layers.reserve(static_cast<size_t>(l.pp));
-    e.stages.reserve(static_cast<size_t>(l.pp));
-    e.stage_microbatch_s.reserve(static_cast<size_t>(l.pp));
     for (int stage = 0; stage < l.pp; ++stage) {
       const StageLayers s = stage_layers(ctx_.m, l, stage);
-      e.stages.push_back(rank_memory(ctx_.m, ctx_.t, l, s, ctx_.c.device, ctx_.x));
       const auto same = alike_
                             ? std::find_if(layers.begin(), layers.end(),
                                            [&](const StageLayers& o) { return same_layers(o, s); })
                             : layers.end();
-      timings.push_back(same != layers.end() ? timings[static_cast<size_t>(same - layers.begin())]
-                                             : (*this)(stage, nullptr));
+      out.stages.push_back(same != layers.end()
+                               ? out.stages[static_cast<size_t>(same - layers.begin())]
+                               : (*this)(stage, nullptr));
       layers.push_back(s);
-      e.stage_microbatch_s.push_back(timings.back().microbatch_s());
+      out.microbatch_s.push_back(out.stages.back().microbatch_s());
     }
-    return timings;
+    return out;
   }
 
   static int64_t stage_rank(const Layout& l, int stage) {
@@ -402,6 +414,7 @@ class StageTimer {
  private:
   const Context& ctx_;
   EstimateCache* cache_;
+  Priced what_;
   bool alike_;
   SpanCache shared_spans_;
 };
@@ -424,14 +437,22 @@ void pick_worst_memory(Estimate& e, const Layout& l) {
   if (!e.fits) e.overflow = first_overflow(e.memory());
 }
 
+// The stage with the most per-step work: every stage waits for it at the optimizer step.
+const StageTiming& most_step_work(const StageTimings& timings) {
+  return *std::max_element(
+      timings.stages.begin(), timings.stages.end(),
+      [](const StageTiming& a, const StageTiming& b) { return a.step_extra_s() < b.step_extra_s(); });
+}
+
 // Step time on the critical path: the pipeline over the slowest stage, then the per-step work of
-// the stage that has the most of it (every stage waits for it at the optimizer step).
+// the stage that has the most of it.
+double critical_path_s(const Layout& l, const StageTimings& timings) {
+  return pipeline_time_s(l, timings.microbatch_s) + most_step_work(timings).step_extra_s();
+}
+
 void fill_step_time(Estimate& e, const Layout& l, const StageTiming& slow,
-                    const std::vector<StageTiming>& timings) {
-  const StageTiming& extra = *std::max_element(timings.begin(), timings.end(),
-                                               [](const StageTiming& a, const StageTiming& b) {
-                                                 return a.step_extra_s() < b.step_extra_s();
-                                               });
+                    const StageTimings& timings) {
+  const StageTiming& extra = most_step_work(timings);
   const double pipeline_s = pipeline_time_s(l, e.stage_microbatch_s);
   const double mb = l.num_microbatches;
   e.time.compute_s = mb * (slow.compute.forward.time_s() + slow.compute.backward.time_s());
@@ -440,7 +461,7 @@ void fill_step_time(Estimate& e, const Layout& l, const StageTiming& slow,
   e.time.bubble_s = pipeline_s - mb * slow.microbatch_s();
   e.time.step_comm_s = extra.step_comm_s;
   e.time.optimizer_s = extra.optimizer_s;
-  e.step_time_s = pipeline_s + extra.step_extra_s();
+  e.step_time_s = critical_path_s(l, timings);
   e.bubble_fraction = bubble_fraction(l, e.stage_microbatch_s);
   for (const CollectiveEstimate& r : e.collectives) e.exposed_comm_s += r.exposed_s;
 }
@@ -461,16 +482,21 @@ void fill_rates(Estimate& e, const Model& m, const Training& t, const Layout& l)
   }
 }
 
-}  // namespace
-
-Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Layout& l,
-                  const ExecutionOptions& x, EstimateCache* cache) {
+Context make_context(const Model& m, const Cluster& c, const Training& t, const Layout& l,
+                     const ExecutionOptions& x) {
   assert(l.world() == c.world());
   check_dtype(c, t.dtype);
   const DeviceRates rates = device_rates(c.device, t.dtype, x.profile);
   CollectiveOptions collectives;
   collectives.profile = x.profile;
-  const Context ctx{m, c, t, l, x, rates, model_parts_compute(m, t, l, rates, x), collectives};
+  return Context{m, c, t, l, x, rates, model_parts_compute(m, t, l, rates, x), collectives};
+}
+
+}  // namespace
+
+Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Layout& l,
+                  const ExecutionOptions& x, EstimateCache* cache) {
+  const Context ctx = make_context(m, c, t, l, x);
   Estimate e;
   e.world = l.world();
   e.tokens_per_step = l.global_batch() * t.seq_len;
@@ -478,9 +504,13 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
   e.best_published_mfu = c.device.best_published_mfu;
   e.options = x;
 
-  StageTimer timer(ctx, cache);
-  const std::vector<StageTiming> timings = timer.all_stages(e);
+  e.stages.reserve(static_cast<size_t>(l.pp));
+  for (int stage = 0; stage < l.pp; ++stage)
+    e.stages.push_back(rank_memory(m, t, l, stage_layers(m, l, stage), c.device, x));
   pick_worst_memory(e, l);
+  StageTimer timer(ctx, cache, Priced::program);
+  const StageTimings timings = timer.all_stages();
+  e.stage_microbatch_s = timings.microbatch_s;
   const auto slowest = std::max_element(e.stage_microbatch_s.begin(), e.stage_microbatch_s.end());
   e.slowest_stage = static_cast<int>(slowest - e.stage_microbatch_s.begin());
   const StageTiming slow = timer(e.slowest_stage, &e.collectives);
@@ -489,6 +519,23 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
   fill_step_time(e, l, slow, timings);
   fill_rates(e, m, t, l);
   return e;
+}
+
+double step_time_lower_bound(const Model& m, const Cluster& c, const Training& t, const Layout& l,
+                             const ExecutionOptions& x, EstimateCache* cache) {
+  Layout any_zero = l;
+  any_zero.zero = 0;
+  std::vector<std::pair<Layout, double>>* bounds = cache ? &cache->state().bounds : nullptr;
+  if (bounds)
+    for (const auto& [key, bound] : *bounds)
+      if (key == any_zero) return bound;
+  const Context ctx = make_context(m, c, t, l, x);
+  const double bound = critical_path_s(l, StageTimer(ctx, cache, Priced::passes).all_stages());
+  if (bounds) {
+    if (bounds->size() == EstimateCache::State::kLayouts) bounds->erase(bounds->begin());
+    bounds->emplace_back(std::move(any_zero), bound);
+  }
+  return bound;
 }
 
 }  // namespace shardplan

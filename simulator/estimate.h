@@ -96,9 +96,10 @@ struct Estimate {
 };
 
 // What estimate() carries from one layout to the next: each stage's priced passes (core/
-// schedule_fold.h's fold_passes), which layouts differing only in their ZeRO stage share. The
-// planner enumerates the ZeRO stages of a layout one after another (planner/enumerate.h), and
-// keeps one cache per thread. A cache serves one model, cluster, training and options.
+// schedule_fold.h's fold_passes) and step_time_lower_bound's bound, which layouts differing only
+// in their ZeRO stage share. The planner enumerates the ZeRO stages of a layout one after another
+// (planner/enumerate.h), and keeps one cache per thread. A cache serves one model, cluster,
+// training and options.
 class EstimateCache {
  public:
   EstimateCache();
@@ -116,5 +117,15 @@ class EstimateCache {
 // InputError when the device has no peak for the training dtype.
 Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Layout& l,
                   const ExecutionOptions& x = {}, EstimateCache* cache = nullptr);
+
+// A lower bound on estimate(m, c, t, l, x).step_time_s, the same for every ZeRO stage of `l`: the
+// step of the micro-batches' passes alone (fold_passes), without the data-parallel half
+// (fold_data_parallel: gradient reductions, parameter gathers, the optimizer step). That half adds
+// no compute, and each window's exposed time, the pipeline's time and the step's critical path
+// only grow with the communication added to them, so the whole program's step is never shorter.
+// The planner skips a layout whose bound cannot beat what it keeps. Its passes stay in `cache`
+// for estimate(). Throws as estimate() does.
+double step_time_lower_bound(const Model& m, const Cluster& c, const Training& t, const Layout& l,
+                             const ExecutionOptions& x = {}, EstimateCache* cache = nullptr);
 
 }  // namespace shardplan
