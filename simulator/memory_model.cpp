@@ -62,12 +62,16 @@ ModelStateBytes stage_model_state_bytes(const Model& m, const Training& t, const
          model_state_bytes(p.experts, shard_size(p.experts, expert_replicas(l)), l.zero, t);
 }
 
-RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
-                       const Device& d, const ExecutionOptions& x) {
+namespace {
+
+// rank_memory with the stage's model state already sized.
+RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
+                          const Device& d, const ExecutionOptions& x,
+                          const ModelStateBytes& state) {
   RankMemory r;
   r.stage = s.stage;
   const ParamShard p = param_shard(m, l, s);
-  r.state = stage_model_state_bytes(m, t, l, s);
+  r.state = state;
 
   const RankShape shape = rank_shape(t, l);
   const int64_t chunks = inflight_chunk_microbatches(l, s.stage);
@@ -107,6 +111,28 @@ RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const
   return r;
 }
 
+}  // namespace
+
+RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
+                       const Device& d, const ExecutionOptions& x) {
+  return rank_memory_of(m, t, l, s, d, x, stage_model_state_bytes(m, t, l, s));
+}
+
+const std::vector<ModelStateBytes>& ModelStateCache::stages(const Model& m, const Training& t,
+                                                            const Layout& l) {
+  const std::array<int, 7> key{l.dp, l.tp, l.pp, l.cp, l.ep, l.vpp, l.zero};
+  for (const Entry& e : entries_)
+    if (e.key == key) return e.stages;
+  // The enumeration runs one shape at a time: another shape's entries will not serve again.
+  if (!entries_.empty() && !std::equal(key.begin(), key.begin() + 5, entries_.front().key.begin()))
+    entries_.clear();
+  Entry& e = entries_.emplace_back(Entry{key, {}});
+  e.stages.reserve(static_cast<size_t>(l.pp));
+  for (int stage = 0; stage < l.pp; ++stage)
+    e.stages.push_back(stage_model_state_bytes(m, t, l, stage_layers(m, l, stage)));
+  return e.stages;
+}
+
 std::array<MemoryItem, 12> memory_items(const RankMemory& r) {
   return {{{"runtime_reserved", r.runtime_reserved_bytes},
            {"parameters", r.state.parameters},
@@ -133,10 +159,13 @@ std::optional<MemoryOverflow> first_overflow(const RankMemory& r) {
 }
 
 WorstStageMemory worst_stage_memory(const Model& m, const Training& t, const Layout& l,
-                                    const Device& d, const ExecutionOptions& x) {
+                                    const Device& d, const ExecutionOptions& x,
+                                    ModelStateCache* cache) {
   WorstStageMemory worst;
   for (int stage = 0; stage < l.pp; ++stage) {
-    RankMemory r = rank_memory(m, t, l, stage_layers(m, l, stage), d, x);
+    const StageLayers s = stage_layers(m, l, stage);
+    RankMemory r = cache ? rank_memory_of(m, t, l, s, d, x, cache->stages(m, t, l)[static_cast<size_t>(stage)])
+                         : rank_memory(m, t, l, s, d, x);
     if (stage == 0 || r.peak_bytes() > worst.memory.peak_bytes()) worst = {stage, std::move(r)};
   }
   return worst;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "core/cluster.h"
 #include "core/layout.h"
@@ -68,6 +69,23 @@ struct RankMemory {
 RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
                        const Device& d, const ExecutionOptions& x);
 
+// What worst_stage_memory carries from one layout to the next: every stage's model state, which
+// the shape (dp, tp, pp, cp, ep), the virtual stages and the ZeRO stage decide alone (not the
+// micro-batches, recomputation, sp or schedule), so that the planner sizes it once for all the
+// layouts its inner loops run over one shape. A cache serves one model and training; the planner
+// keeps one per thread.
+class ModelStateCache {
+ public:
+  const std::vector<ModelStateBytes>& stages(const Model& m, const Training& t, const Layout& l);
+
+ private:
+  struct Entry {
+    std::array<int, 7> key;  // dp, tp, pp, cp, ep, vpp, zero
+    std::vector<ModelStateBytes> stages;
+  };
+  std::vector<Entry> entries_;  // of one shape
+};
+
 // The pipeline stage whose ranks need the most memory. Every stage has the same capacity and
 // reserve, so that stage decides whether the layout fits (the planner prunes with it before
 // timing; estimate() picks its worst stage the same way).
@@ -76,7 +94,8 @@ struct WorstStageMemory {
   RankMemory memory;
 };
 WorstStageMemory worst_stage_memory(const Model& m, const Training& t, const Layout& l,
-                                    const Device& d, const ExecutionOptions& x);
+                                    const Device& d, const ExecutionOptions& x,
+                                    ModelStateCache* cache = nullptr);
 
 struct MemoryItem {
   std::string_view name;
