@@ -9,6 +9,7 @@
 #include "core/schedule.h"
 #include "core/schedule_fold.h"
 #include "simulator/action_cost.h"
+#include "simulator/call_costs.h"
 #include "simulator/device_efficiency.h"
 #include "simulator/pipeline_model.h"
 
@@ -25,6 +26,7 @@ struct Context {
   DeviceRates rates;
   PartsCompute parts;
   CollectiveOptions collective_options;
+  CallCosts* calls;  // the cache's, or none
 };
 
 // Where each group of one rank sits, computed on first use (group_span walks the group's ranks).
@@ -138,22 +140,31 @@ struct PricedComm {
   GroupActionCost cost;  // a send's has no local work
 };
 
-PricedComm price_comm(const Context& ctx, const Action& a, int64_t rank, SpanCache& spans) {
-  PricedComm p;
-  if (a.kind == ActionKind::send) {
-    p.span = pair_span(ctx.c, rank, a.peer);
-    p.cost.collective = send_cost(ctx.c, ctx.collective_options, a, p.span);
-    return p;
-  }
+GroupSpan comm_span(const Context& ctx, const Action& a, int64_t rank, SpanCache& spans) {
+  if (a.kind == ActionKind::send) return pair_span(ctx.c, rank, a.peer);
   if (a.kind == ActionKind::grad_reduce && a.group == Group::pp) {
     RankCoord first = rank_coord(ctx.l, rank), last = first;
     first.pp = 0;
     last.pp = ctx.l.pp - 1;
-    p.span = pair_span(ctx.c, rank_of(ctx.l, first), rank_of(ctx.l, last));
-  } else {
-    p.span = spans(a.group);
+    return pair_span(ctx.c, rank_of(ctx.l, first), rank_of(ctx.l, last));
   }
-  p.cost = group_action_cost(ctx.c, ctx.rates, ctx.collective_options, a, p.span, ctx.l.zero);
+  return spans(a.group);
+}
+
+PricedComm price_comm(const Context& ctx, const Action& a, int64_t rank, SpanCache& spans) {
+  PricedComm p;
+  p.span = comm_span(ctx, a, rank, spans);
+  const auto price = [&] {
+    if (a.kind == ActionKind::send)
+      return GroupActionCost{send_cost(ctx.c, ctx.collective_options, a, p.span), 0};
+    return group_action_cost(ctx.c, ctx.rates, ctx.collective_options, a, p.span, ctx.l.zero);
+  };
+  if (!ctx.calls) {
+    p.cost = price();
+    return p;
+  }
+  const CallKey key{a.kind, a.op, reads_cold_input(a), ctx.l.zero, a.bytes, a.params, p.span};
+  p.cost = (*ctx.calls)(key, price);
   return p;
 }
 
@@ -288,6 +299,7 @@ struct EstimateCache::State {
   Table passes;         // by the layout with zero 0: the passes do not depend on it
   Table data_parallel;  // by the layout without recomputation: its actions do not depend on it
   std::vector<std::pair<Layout, double>> bounds;  // step_time_lower_bound's, by zero 0 too
+  CallCosts calls;
 };
 
 EstimateCache::EstimateCache() : state_(std::make_unique<State>()) {}
@@ -439,9 +451,10 @@ void pick_worst_memory(Estimate& e, const Layout& l) {
 
 // The stage with the most per-step work: every stage waits for it at the optimizer step.
 const StageTiming& most_step_work(const StageTimings& timings) {
-  return *std::max_element(
-      timings.stages.begin(), timings.stages.end(),
-      [](const StageTiming& a, const StageTiming& b) { return a.step_extra_s() < b.step_extra_s(); });
+  return *std::max_element(timings.stages.begin(), timings.stages.end(),
+                           [](const StageTiming& a, const StageTiming& b) {
+                             return a.step_extra_s() < b.step_extra_s();
+                           });
 }
 
 // Step time on the critical path: the pipeline over the slowest stage, then the per-step work of
@@ -483,20 +496,28 @@ void fill_rates(Estimate& e, const Model& m, const Training& t, const Layout& l)
 }
 
 Context make_context(const Model& m, const Cluster& c, const Training& t, const Layout& l,
-                     const ExecutionOptions& x) {
+                     const ExecutionOptions& x, EstimateCache* cache) {
   assert(l.world() == c.world());
   check_dtype(c, t.dtype);
   const DeviceRates rates = device_rates(c.device, t.dtype, x.profile);
   CollectiveOptions collectives;
   collectives.profile = x.profile;
-  return Context{m, c, t, l, x, rates, model_parts_compute(m, t, l, rates, x), collectives};
+  return Context{m,
+                 c,
+                 t,
+                 l,
+                 x,
+                 rates,
+                 model_parts_compute(m, t, l, rates, x),
+                 collectives,
+                 cache ? &cache->state().calls : nullptr};
 }
 
 }  // namespace
 
 Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Layout& l,
                   const ExecutionOptions& x, EstimateCache* cache) {
-  const Context ctx = make_context(m, c, t, l, x);
+  const Context ctx = make_context(m, c, t, l, x, cache);
   Estimate e;
   e.world = l.world();
   e.tokens_per_step = l.global_batch() * t.seq_len;
@@ -529,7 +550,7 @@ double step_time_lower_bound(const Model& m, const Cluster& c, const Training& t
   if (bounds)
     for (const auto& [key, bound] : *bounds)
       if (key == any_zero) return bound;
-  const Context ctx = make_context(m, c, t, l, x);
+  const Context ctx = make_context(m, c, t, l, x, cache);
   const double bound = critical_path_s(l, StageTimer(ctx, cache, Priced::passes).all_stages());
   if (bounds) {
     if (bounds->size() == EstimateCache::State::kLayouts) bounds->erase(bounds->begin());

@@ -164,8 +164,9 @@ WorstStageMemory worst_stage_memory(const Model& m, const Training& t, const Lay
   WorstStageMemory worst;
   for (int stage = 0; stage < l.pp; ++stage) {
     const StageLayers s = stage_layers(m, l, stage);
-    RankMemory r = cache ? rank_memory_of(m, t, l, s, d, x, cache->stages(m, t, l)[static_cast<size_t>(stage)])
-                         : rank_memory(m, t, l, s, d, x);
+    RankMemory r =
+        cache ? rank_memory_of(m, t, l, s, d, x, cache->stages(m, t, l)[static_cast<size_t>(stage)])
+              : rank_memory(m, t, l, s, d, x);
     if (stage == 0 || r.peak_bytes() > worst.memory.peak_bytes()) worst = {stage, std::move(r)};
   }
   return worst;
