@@ -120,13 +120,15 @@ RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const
 
 const std::vector<ModelStateBytes>& ModelStateCache::stages(const Model& m, const Training& t,
                                                             const Layout& l) {
-  const std::array<int, 7> key{l.dp, l.tp, l.pp, l.cp, l.ep, l.vpp, l.zero};
-  for (const Entry& e : entries_)
-    if (e.key == key) return e.stages;
-  // The enumeration runs one shape at a time: another shape's entries will not serve again.
-  if (!entries_.empty() && !std::equal(key.begin(), key.begin() + 5, entries_.front().key.begin()))
+  const std::array<int, 5> shape{l.dp, l.tp, l.pp, l.cp, l.ep};
+  if (shape != shape_) {
+    // The enumeration runs one shape at a time: another shape's entries will not serve again.
+    shape_ = shape;
     entries_.clear();
-  Entry& e = entries_.emplace_back(Entry{key, {}});
+  }
+  for (const Entry& e : entries_)
+    if (e.vpp == l.vpp && e.zero == l.zero) return e.stages;
+  Entry& e = entries_.emplace_back(Entry{l.vpp, l.zero, {}});
   e.stages.reserve(static_cast<size_t>(l.pp));
   for (int stage = 0; stage < l.pp; ++stage)
     e.stages.push_back(stage_model_state_bytes(m, t, l, stage_layers(m, l, stage)));

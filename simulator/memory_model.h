@@ -80,10 +80,11 @@ class ModelStateCache {
 
  private:
   struct Entry {
-    std::array<int, 7> key;  // dp, tp, pp, cp, ep, vpp, zero
+    int vpp = 1, zero = 0;
     std::vector<ModelStateBytes> stages;
   };
-  std::vector<Entry> entries_;  // of one shape
+  std::array<int, 5> shape_{};  // dp, tp, pp, cp, ep
+  std::vector<Entry> entries_;  // of that shape
 };
 
 // The pipeline stage whose ranks need the most memory. Every stage has the same capacity and
