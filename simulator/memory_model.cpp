@@ -1,6 +1,7 @@
 #include "simulator/memory_model.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "core/schedule.h"
 #include "core/zero_units.h"
@@ -64,33 +65,51 @@ ModelStateBytes stage_model_state_bytes(const Model& m, const Training& t, const
 
 namespace {
 
-// rank_memory with the stage's model state already sized.
+// One layer's activations per micro-batch, dense and MoE, under the layout's recomputation and
+// without any: the same on every stage, so sized once per layout.
+struct LayerActivations {
+  int64_t dense = 0, moe = 0;              // under the layout's recomputation
+  int64_t dense_whole = 0, moe_whole = 0;  // without recomputation
+};
+
+LayerActivations layer_activations(const Model& m, const Training& t, const Layout& l,
+                                   const ExecutionOptions& x) {
+  const RankShape shape = rank_shape(t, l);
+  const auto layer = [&](bool moe, Recompute rc) {
+    return layer_activation_bytes(m, t.dtype, shape, moe, rc, x);
+  };
+  LayerActivations a;
+  a.dense = layer(false, l.recompute);
+  a.dense_whole = layer(false, Recompute::none);
+  if (m.is_moe()) {  // a dense model's stages hold no MoE layer
+    a.moe = layer(true, l.recompute);
+    a.moe_whole = layer(true, Recompute::none);
+  }
+  return a;
+}
+
+// rank_memory with the stage's model state and the layout's layer activations already sized.
 RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
-                          const Device& d, const ExecutionOptions& x,
-                          const ModelStateBytes& state) {
+                          const Device& d, const ExecutionOptions& x, const ModelStateBytes& state,
+                          const LayerActivations& layer) {
   RankMemory r;
   r.stage = s.stage;
-  const ParamShard p = param_shard(m, l, s);
   r.state = state;
 
   const RankShape shape = rank_shape(t, l);
   const int64_t chunks = inflight_chunk_microbatches(l, s.stage);
   r.inflight_microbatches = chunks;
-  const auto layer = [&](bool moe, Recompute rc) {
-    return layer_activation_bytes(m, t.dtype, shape, moe, rc, x);
-  };
-  const int64_t stage_layers_bytes =
-      s.dense_layers * layer(false, l.recompute) + s.moe_layers * layer(true, l.recompute);
+  const int64_t stage_layers_bytes = s.dense_layers * layer.dense + s.moe_layers * layer.moe;
   // A rank holds vpp chunks of the stage's layers; `chunks` micro-batches of one chunk each.
   r.layer_activations_bytes = chunks * stage_layers_bytes / l.vpp;
   if (s.first)
     r.embedding_activations_bytes = chunks * input_layer_activation_bytes(m, shape, x) / l.vpp;
   if (l.recompute != Recompute::none) {
     // The layer being back-propagated is materialised again in full.
-    for (bool moe : {false, true})
-      if ((moe ? s.moe_layers : s.dense_layers) > 0)
-        r.recompute_working_bytes = std::max(r.recompute_working_bytes,
-                                             layer(moe, Recompute::none) - layer(moe, l.recompute));
+    for (const auto& [layers, whole, kept] :
+         {std::tuple{s.dense_layers, layer.dense_whole, layer.dense},
+          std::tuple{s.moe_layers, layer.moe_whole, layer.moe}})
+      if (layers > 0) r.recompute_working_bytes = std::max(r.recompute_working_bytes, whole - kept);
   }
   if (s.last) {
     // The last stage runs each micro-batch's backward right after its forward unless the
@@ -102,6 +121,7 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
   if (l.zero == 3) r.zero3_gathered_bytes = zero3_gathered_bytes(m, t, l, s);
   if (l.zero == 2) {
     // One bucket of full gradients awaits its reduce-scatter.
+    const ParamShard p = param_shard(m, l, s);
     const int64_t dense = std::min(p.dense(), grad_bucket_params(l));
     const int64_t experts = std::min(p.experts, grad_bucket_params(l));
     r.comm_buffer_bytes = dtype_bytes(t.grad_dtype) * (dense + experts);
@@ -115,7 +135,8 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
 
 RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
                        const Device& d, const ExecutionOptions& x) {
-  return rank_memory_of(m, t, l, s, d, x, stage_model_state_bytes(m, t, l, s));
+  return rank_memory_of(m, t, l, s, d, x, stage_model_state_bytes(m, t, l, s),
+                        layer_activations(m, t, l, x));
 }
 
 const std::vector<ModelStateBytes>& ModelStateCache::stages(const Model& m, const Training& t,
@@ -164,11 +185,14 @@ WorstStageMemory worst_stage_memory(const Model& m, const Training& t, const Lay
                                     const Device& d, const ExecutionOptions& x,
                                     ModelStateCache* cache) {
   WorstStageMemory worst;
+  const LayerActivations layer = layer_activations(m, t, l, x);
+  const std::vector<ModelStateBytes>* states = cache ? &cache->stages(m, t, l) : nullptr;
   for (int stage = 0; stage < l.pp; ++stage) {
     const StageLayers s = stage_layers(m, l, stage);
-    RankMemory r =
-        cache ? rank_memory_of(m, t, l, s, d, x, cache->stages(m, t, l)[static_cast<size_t>(stage)])
-              : rank_memory(m, t, l, s, d, x);
+    RankMemory r = rank_memory_of(
+        m, t, l, s, d, x,
+        states ? (*states)[static_cast<size_t>(stage)] : stage_model_state_bytes(m, t, l, s),
+        layer);
     if (stage == 0 || r.peak_bytes() > worst.memory.peak_bytes()) worst = {stage, std::move(r)};
   }
   return worst;
