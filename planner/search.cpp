@@ -170,14 +170,16 @@ class Search {
   // merged ones are no worse than this thread's), and its exact key is not needed.
   bool bounded_out(const Partial& p, const Layout& l, EstimateCache& cache) const {
     if (p.top.size() < static_cast<size_t>(o_.top_k)) return false;
-    const double bound = objective_lower_bound(
-        o_.objective, step_time_lower_bound(m_, c_, t_, l, o_.execution, &cache), l, c_, t_);
-    if (!(bound > p.top.back().objective)) return false;
+    double worst_kept = p.top.back().objective;
     for (size_t a = 0; a < kAxisCount; ++a) {
       const auto best = p.best_by_axis[a].find(kAxes[a].value(l));
-      if (best == p.best_by_axis[a].end() || !(bound > best->second.objective)) return false;
+      if (best == p.best_by_axis[a].end()) return false;
+      worst_kept = std::max(worst_kept, best->second.objective);
     }
-    return true;
+    const auto beyond = [&](double step_s) {
+      return objective_lower_bound(o_.objective, step_s, l, c_, t_) > worst_kept;
+    };
+    return beyond(step_time_lower_bound(m_, c_, t_, l, o_.execution, &cache, beyond));
   }
 
   static constexpr size_t kChunk = 256;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <functional>
 #include <optional>
 
 #include "core/error.h"
@@ -298,7 +299,12 @@ struct EstimateCache::State {
   using Table = std::vector<Entry>;
   Table passes;         // by the layout with zero 0: the passes do not depend on it
   Table data_parallel;  // by the layout without recomputation: its actions do not depend on it
-  std::vector<std::pair<Layout, double>> bounds;  // step_time_lower_bound's, by zero 0 too
+  struct Bound {
+    Layout layout;  // with zero 0
+    double step_s = 0;
+    bool complete = true;  // of every stage; otherwise of those its `enough` needed
+  };
+  std::vector<Bound> bounds;  // step_time_lower_bound's
   CallCosts calls;
 };
 
@@ -377,6 +383,7 @@ StageTiming time_stage(const Context& ctx, int64_t rank, SpanCache& spans, Price
 struct StageTimings {
   std::vector<StageTiming> stages;
   std::vector<double> microbatch_s;
+  bool complete = true;  // every stage timed; otherwise those not timed count as taking no time
 };
 
 // Times every stage. Stages with the same layers, placed alike, take the same time: only the
@@ -397,25 +404,29 @@ class StageTimer {
     return time_stage(ctx_, rank, spans, what_, records, cache_);
   }
 
-  StageTimings all_stages() {
-    const Layout& l = ctx_.l;
-    StageTimings out;
+  // Every stage timed, first to last; with `enough`, only until it holds of the timings so far.
+  StageTimings all_stages(const std::function<bool(const StageTimings&)>& enough = nullptr) {
+    const size_t n = static_cast<size_t>(ctx_.l.pp);
+    StageTimings out{std::vector<StageTiming>(n), std::vector<double>(n, 0.0), false};
     std::vector<StageLayers> layers;
-    out.stages.reserve(static_cast<size_t>(l.pp));
-    out.microbatch_s.reserve(static_cast<size_t>(l.pp));
-    layers.reserve(static_cast<size_t>(l.pp));
-    for (int stage = 0; stage < l.pp; ++stage) {
-      const StageLayers s = stage_layers(ctx_.m, l, stage);
-      const auto same = alike_
-                            ? std::find_if(layers.begin(), layers.end(),
-                                           [&](const StageLayers& o) { return same_layers(o, s); })
-                            : layers.end();
-      out.stages.push_back(same != layers.end()
-                               ? out.stages[static_cast<size_t>(same - layers.begin())]
-                               : (*this)(stage, nullptr));
-      layers.push_back(s);
-      out.microbatch_s.push_back(out.stages.back().microbatch_s());
+    layers.reserve(n);
+    for (int stage = 0; stage < ctx_.l.pp; ++stage)
+      layers.push_back(stage_layers(ctx_.m, ctx_.l, stage));
+    std::vector<bool> timed(n, false);
+    size_t left = n;
+    for (size_t stage = 0; stage < n; ++stage) {
+      if (timed[stage]) continue;
+      const StageTiming timing = (*this)(static_cast<int>(stage), nullptr);
+      for (size_t same = stage; same < n; ++same)
+        if (same == stage || (alike_ && !timed[same] && same_layers(layers[same], layers[stage]))) {
+          out.stages[same] = timing;
+          out.microbatch_s[same] = timing.microbatch_s();
+          timed[same] = true;
+          --left;
+        }
+      if (left > 0 && enough && enough(out)) return out;
     }
+    out.complete = true;
     return out;
   }
 
@@ -543,19 +554,30 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
 }
 
 double step_time_lower_bound(const Model& m, const Cluster& c, const Training& t, const Layout& l,
-                             const ExecutionOptions& x, EstimateCache* cache) {
+                             const ExecutionOptions& x, EstimateCache* cache,
+                             const std::function<bool(double)>& enough) {
   Layout any_zero = l;
   any_zero.zero = 0;
-  std::vector<std::pair<Layout, double>>* bounds = cache ? &cache->state().bounds : nullptr;
-  if (bounds)
-    for (const auto& [key, bound] : *bounds)
-      if (key == any_zero) return bound;
+  using Bound = EstimateCache::State::Bound;
+  std::vector<Bound>* bounds = cache ? &cache->state().bounds : nullptr;
+  auto known = bounds ? std::find_if(bounds->begin(), bounds->end(),
+                                     [&](const Bound& b) { return b.layout == any_zero; })
+                      : std::vector<Bound>::iterator{};
+  if (bounds && known != bounds->end() && (known->complete || (enough && enough(known->step_s))))
+    return known->step_s;
   const Context ctx = make_context(m, c, t, l, x, cache);
-  const double bound = critical_path_s(l, StageTimer(ctx, cache, Priced::passes).all_stages());
-  if (bounds) {
-    if (bounds->size() == EstimateCache::State::kLayouts) bounds->erase(bounds->begin());
-    bounds->emplace_back(std::move(any_zero), bound);
+  const StageTimings timings =
+      StageTimer(ctx, cache, Priced::passes).all_stages([&](const StageTimings& so_far) {
+        return enough && enough(critical_path_s(l, so_far));
+      });
+  const double bound = critical_path_s(l, timings);
+  if (!bounds) return bound;
+  if (known != bounds->end()) {
+    *known = {std::move(any_zero), bound, timings.complete};
+    return bound;
   }
+  if (bounds->size() == EstimateCache::State::kLayouts) bounds->erase(bounds->begin());
+  bounds->push_back({std::move(any_zero), bound, timings.complete});
   return bound;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -123,9 +124,12 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
 // (fold_data_parallel: gradient reductions, parameter gathers, the optimizer step). That half adds
 // no compute, and each window's exposed time, the pipeline's time and the step's critical path
 // only grow with the communication added to them, so the whole program's step is never shorter.
-// The planner skips a layout whose bound cannot beat what it keeps. Its passes stay in `cache`
-// for estimate(). Throws as estimate() does.
+// The planner skips a layout whose bound cannot beat what it keeps. With `enough`, the stages are
+// priced first to last only until enough(bound) holds, those not priced yet counting as taking no
+// time: a lower bound still, since the step only grows with each stage's time. Its passes stay in
+// `cache` for estimate(). Throws as estimate() does.
 double step_time_lower_bound(const Model& m, const Cluster& c, const Training& t, const Layout& l,
-                             const ExecutionOptions& x = {}, EstimateCache* cache = nullptr);
+                             const ExecutionOptions& x = {}, EstimateCache* cache = nullptr,
+                             const std::function<bool(double)>& enough = nullptr);
 
 }  // namespace shardplan
