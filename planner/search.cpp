@@ -6,11 +6,11 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <exception>
 #include <iterator>
 #include <map>
-#include <mutex>
 #include <thread>
+
+#include "planner/threads.h"
 
 namespace shardplan {
 
@@ -213,29 +213,17 @@ Partial merge(std::vector<Partial>& parts, size_t top_k) {
 
 // Runs `threads` workers; while they run, a progress line on stderr every 0.2 s when asked.
 void run_workers(Search& search, std::vector<Partial>& parts, size_t total, bool progress) {
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  std::vector<std::thread> workers;
-  std::atomic<size_t> running{parts.size()};
-  for (Partial& p : parts)
-    workers.emplace_back([&] {
-      try {
-        search.work(p);
-      } catch (...) {
-        const std::lock_guard lock(failure_mutex);
-        failure = std::current_exception();
-      }
-      running.fetch_sub(1);
-    });
   bool printed = false;
-  while (progress && running.load() > 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    fmt::print(stderr, "\rpricing layouts: {} of {}", search.done(), total);
-    printed = true;
-  }
-  for (std::thread& w : workers) w.join();
+  run_threads(
+      parts.size(), [&](size_t i) { search.work(parts[i]); },
+      [&](const auto& running) {
+        while (progress && running()) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          fmt::print(stderr, "\rpricing layouts: {} of {}", search.done(), total);
+          printed = true;
+        }
+      });
   if (printed) fmt::print(stderr, "\r{:40}\r", "");
-  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace
@@ -244,7 +232,8 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
                          const LayoutSpec& fixed, const SearchOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   SearchResult r;
-  r.candidates = enumerate_layouts(model, cluster, training, fixed, options.runs_on);
+  r.candidates =
+      enumerate_layouts(model, cluster, training, fixed, options.runs_on, options.threads);
   const std::vector<Layout>& layouts = r.candidates.layouts;
 
   Search search(model, cluster, training, options, r.candidates);
