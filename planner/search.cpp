@@ -136,14 +136,14 @@ class Search {
  private:
   // One thread's: the enumeration runs the inner loops of one shape in a row.
   struct Caches {
-    ModelStateCache state;
+    StageStateCache stages;
     EstimateCache estimate;
   };
 
   void price(Partial& p, int64_t index, Caches& caches) {
     const Layout& l = layouts_[static_cast<size_t>(index)];
     const RankMemory mem =
-        worst_stage_memory(m_, t_, l, c_.device, o_.execution, &caches.state).memory;
+        worst_stage_memory(m_, t_, l, c_.device, o_.execution, &caches.stages).memory;
     if (!mem.fits()) {
       ++p.pruned;
       const MissKey miss{overflow_ratio(mem), index};

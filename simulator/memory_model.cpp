@@ -139,8 +139,18 @@ RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const
                         layer_activations(m, t, l, x));
 }
 
-const std::vector<ModelStateBytes>& ModelStateCache::stages(const Model& m, const Training& t,
-                                                            const Layout& l) {
+std::vector<StageState> stage_states(const Model& m, const Training& t, const Layout& l) {
+  std::vector<StageState> out;
+  out.reserve(static_cast<size_t>(l.pp));
+  for (int stage = 0; stage < l.pp; ++stage) {
+    const StageLayers s = stage_layers(m, l, stage);
+    out.push_back({s, stage_model_state_bytes(m, t, l, s)});
+  }
+  return out;
+}
+
+const std::vector<StageState>& StageStateCache::stages(const Model& m, const Training& t,
+                                                       const Layout& l) {
   const std::array<int, 5> shape{l.dp, l.tp, l.pp, l.cp, l.ep};
   if (shape != shape_) {
     // The enumeration runs one shape at a time: another shape's entries will not serve again.
@@ -149,11 +159,7 @@ const std::vector<ModelStateBytes>& ModelStateCache::stages(const Model& m, cons
   }
   for (const Entry& e : entries_)
     if (e.vpp == l.vpp && e.zero == l.zero) return e.stages;
-  Entry& e = entries_.emplace_back(Entry{l.vpp, l.zero, {}});
-  e.stages.reserve(static_cast<size_t>(l.pp));
-  for (int stage = 0; stage < l.pp; ++stage)
-    e.stages.push_back(stage_model_state_bytes(m, t, l, stage_layers(m, l, stage)));
-  return e.stages;
+  return entries_.emplace_back(Entry{l.vpp, l.zero, stage_states(m, t, l)}).stages;
 }
 
 std::array<MemoryItem, 12> memory_items(const RankMemory& r) {
@@ -181,19 +187,34 @@ std::optional<MemoryOverflow> first_overflow(const RankMemory& r) {
   return std::nullopt;
 }
 
+namespace {
+
+bool same_items(const StageState& a, const StageState& b) {
+  return a.layers.dense_layers == b.layers.dense_layers &&
+         a.layers.moe_layers == b.layers.moe_layers && a.layers.first == b.layers.first &&
+         a.layers.last == b.layers.last && a.state == b.state;
+}
+
+}  // namespace
+
 WorstStageMemory worst_stage_memory(const Model& m, const Training& t, const Layout& l,
                                     const Device& d, const ExecutionOptions& x,
-                                    ModelStateCache* cache) {
-  WorstStageMemory worst;
+                                    StageStateCache* cache) {
+  std::vector<StageState> uncached;
+  const std::vector<StageState>& stages =
+      cache ? cache->stages(m, t, l) : (uncached = stage_states(m, t, l));
   const LayerActivations layer = layer_activations(m, t, l, x);
-  const std::vector<ModelStateBytes>* states = cache ? &cache->stages(m, t, l) : nullptr;
-  for (int stage = 0; stage < l.pp; ++stage) {
-    const StageLayers s = stage_layers(m, l, stage);
-    RankMemory r = rank_memory_of(
-        m, t, l, s, d, x,
-        states ? (*states)[static_cast<size_t>(stage)] : stage_model_state_bytes(m, t, l, s),
-        layer);
-    if (stage == 0 || r.peak_bytes() > worst.memory.peak_bytes()) worst = {stage, std::move(r)};
+  WorstStageMemory worst;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const int stage = static_cast<int>(i);
+    // A stage with the layers and model state of the one before it and no more micro-batches in
+    // flight needs no item more (every item but the activations depends on those alone), so it
+    // cannot be the worst: the first of equal peaks is.
+    if (i > 0 && same_items(stages[i], stages[i - 1]) &&
+        inflight_chunk_microbatches(l, stage) <= inflight_chunk_microbatches(l, stage - 1))
+      continue;
+    RankMemory r = rank_memory_of(m, t, l, stages[i].layers, d, x, stages[i].state, layer);
+    if (i == 0 || r.peak_bytes() > worst.memory.peak_bytes()) worst = {stage, std::move(r)};
   }
   return worst;
 }

@@ -32,6 +32,7 @@ struct ModelStateBytes {
 
   int64_t optimizer() const { return master_weights + optimizer_moments; }
   int64_t total() const { return parameters + gradients + optimizer(); }
+  bool operator==(const ModelStateBytes&) const = default;
 };
 
 ModelStateBytes model_state_bytes(int64_t params, int64_t shard, int zero, const Training& t);
@@ -69,19 +70,25 @@ struct RankMemory {
 RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
                        const Device& d, const ExecutionOptions& x);
 
-// What worst_stage_memory carries from one layout to the next: every stage's model state, which
-// the shape (dp, tp, pp, cp, ep), the virtual stages and the ZeRO stage decide alone (not the
-// micro-batches, recomputation, sp or schedule), so that the planner sizes it once for all the
-// layouts its inner loops run over one shape. A cache serves one model and training; the planner
-// keeps one per thread.
-class ModelStateCache {
+// Every pipeline stage's layers and model state, which the shape (dp, tp, pp, cp, ep), the virtual
+// stages and the ZeRO stage decide alone (not the micro-batches, recomputation, sp or schedule).
+struct StageState {
+  StageLayers layers;
+  ModelStateBytes state;
+};
+std::vector<StageState> stage_states(const Model& m, const Training& t, const Layout& l);
+
+// What worst_stage_memory carries from one layout to the next: stage_states, sized once for all
+// the layouts the planner's inner loops run over one shape. A cache serves one model and training;
+// the planner keeps one per thread.
+class StageStateCache {
  public:
-  const std::vector<ModelStateBytes>& stages(const Model& m, const Training& t, const Layout& l);
+  const std::vector<StageState>& stages(const Model& m, const Training& t, const Layout& l);
 
  private:
   struct Entry {
     int vpp = 1, zero = 0;
-    std::vector<ModelStateBytes> stages;
+    std::vector<StageState> stages;
   };
   std::array<int, 5> shape_{};  // dp, tp, pp, cp, ep
   std::vector<Entry> entries_;  // of that shape
@@ -96,7 +103,7 @@ struct WorstStageMemory {
 };
 WorstStageMemory worst_stage_memory(const Model& m, const Training& t, const Layout& l,
                                     const Device& d, const ExecutionOptions& x,
-                                    ModelStateCache* cache = nullptr);
+                                    StageStateCache* cache = nullptr);
 
 struct MemoryItem {
   std::string_view name;
