@@ -121,12 +121,12 @@ class Search {
 
   // Prices candidates in chunks taken from a shared counter until none is left.
   void work(Partial& p) {
-    Caches caches;
+    EstimateCache cache;  // this thread's: the enumeration runs a shape's inner loops in a row
     for (;;) {
       const size_t begin = next_.fetch_add(kChunk);
       if (begin >= layouts_.size()) return;
       const size_t end = std::min(begin + kChunk, layouts_.size());
-      for (size_t i = begin; i < end; ++i) price(p, static_cast<int64_t>(i), caches);
+      for (size_t i = begin; i < end; ++i) price(p, static_cast<int64_t>(i), cache);
       done_.fetch_add(end - begin);
     }
   }
@@ -134,16 +134,10 @@ class Search {
   size_t done() const { return done_.load(); }
 
  private:
-  // One thread's: the enumeration runs the inner loops of one shape in a row.
-  struct Caches {
-    StageStateCache stages;
-    EstimateCache estimate;
-  };
-
-  void price(Partial& p, int64_t index, Caches& caches) {
+  void price(Partial& p, int64_t index, EstimateCache& cache) {
     const Layout& l = layouts_[static_cast<size_t>(index)];
     const RankMemory mem =
-        worst_stage_memory(m_, t_, l, c_.device, o_.execution, &caches.stages).memory;
+        worst_stage_memory(m_, t_, l, c_.device, o_.execution, &cache.stage_states()).memory;
     if (!mem.fits()) {
       ++p.pruned;
       const MissKey miss{overflow_ratio(mem), index};
@@ -152,11 +146,11 @@ class Search {
       return;
     }
     ++p.fitting;
-    if (o_.bound && bounded_out(p, l, caches.estimate)) {
+    if (o_.bound && bounded_out(p, l, cache)) {
       ++p.bounded;
       return;
     }
-    const Estimate e = estimate(m_, c_, t_, l, o_.execution, &caches.estimate);
+    const Estimate e = estimate(m_, c_, t_, l, o_.execution, &cache);
     const Key k{objective_value(o_.objective, e, c_, t_), e.memory().peak_bytes(), index};
     keep_smallest(p.top, k, static_cast<size_t>(o_.top_k));
     for (size_t a = 0; a < kAxisCount; ++a) {

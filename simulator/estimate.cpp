@@ -306,10 +306,14 @@ struct EstimateCache::State {
   };
   std::vector<Bound> bounds;  // step_time_lower_bound's
   CallCosts calls;
+  StageStateCache stages;
 };
 
 EstimateCache::EstimateCache() : state_(std::make_unique<State>()) {}
 EstimateCache::~EstimateCache() = default;
+StageStateCache& EstimateCache::stage_states() {
+  return state_->stages;
+}
 
 namespace {
 
@@ -536,9 +540,7 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
   e.best_published_mfu = c.device.best_published_mfu;
   e.options = x;
 
-  e.stages.reserve(static_cast<size_t>(l.pp));
-  for (int stage = 0; stage < l.pp; ++stage)
-    e.stages.push_back(rank_memory(m, t, l, stage_layers(m, l, stage), c.device, x));
+  e.stages = stage_memories(m, t, l, c.device, x, cache ? &cache->state().stages : nullptr);
   pick_worst_memory(e, l);
   StageTimer timer(ctx, cache, Priced::program);
   const StageTimings timings = timer.all_stages();

@@ -109,6 +109,8 @@ class EstimateCache {
   EstimateCache& operator=(const EstimateCache&) = delete;
   struct State;  // estimate.cpp
   State& state() { return *state_; }
+  // Every stage's layers and model state, for worst_stage_memory too.
+  StageStateCache& stage_states();
 
  private:
   std::unique_ptr<State> state_;

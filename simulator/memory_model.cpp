@@ -197,12 +197,34 @@ bool same_items(const StageState& a, const StageState& b) {
 
 }  // namespace
 
+namespace {
+
+const std::vector<StageState>& cached_or(std::vector<StageState>& uncached, const Model& m,
+                                         const Training& t, const Layout& l,
+                                         StageStateCache* cache) {
+  return cache ? cache->stages(m, t, l) : (uncached = stage_states(m, t, l));
+}
+
+}  // namespace
+
+std::vector<RankMemory> stage_memories(const Model& m, const Training& t, const Layout& l,
+                                       const Device& d, const ExecutionOptions& x,
+                                       StageStateCache* cache) {
+  std::vector<StageState> uncached;
+  const std::vector<StageState>& stages = cached_or(uncached, m, t, l, cache);
+  const LayerActivations layer = layer_activations(m, t, l, x);
+  std::vector<RankMemory> out;
+  out.reserve(stages.size());
+  for (const StageState& s : stages)
+    out.push_back(rank_memory_of(m, t, l, s.layers, d, x, s.state, layer));
+  return out;
+}
+
 WorstStageMemory worst_stage_memory(const Model& m, const Training& t, const Layout& l,
                                     const Device& d, const ExecutionOptions& x,
                                     StageStateCache* cache) {
   std::vector<StageState> uncached;
-  const std::vector<StageState>& stages =
-      cache ? cache->stages(m, t, l) : (uncached = stage_states(m, t, l));
+  const std::vector<StageState>& stages = cached_or(uncached, m, t, l, cache);
   const LayerActivations layer = layer_activations(m, t, l, x);
   WorstStageMemory worst;
   for (size_t i = 0; i < stages.size(); ++i) {

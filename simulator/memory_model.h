@@ -94,6 +94,11 @@ class StageStateCache {
   std::vector<Entry> entries_;  // of that shape
 };
 
+// Every stage's memory, first to last, their layers and model state from `cache` when given.
+std::vector<RankMemory> stage_memories(const Model& m, const Training& t, const Layout& l,
+                                       const Device& d, const ExecutionOptions& x,
+                                       StageStateCache* cache = nullptr);
+
 // The pipeline stage whose ranks need the most memory. Every stage has the same capacity and
 // reserve, so that stage decides whether the layout fits (the planner prunes with it before
 // timing; estimate() picks its worst stage the same way).
