@@ -8,6 +8,7 @@
 #include <chrono>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "planner/threads.h"
@@ -97,6 +98,34 @@ void keep_smallest(std::vector<K>& kept, const K& k, size_t n) {
 // The layouts that came closest to fitting, kept for "nothing fits".
 constexpr size_t kClosestMisses = 8;
 
+// What a layout's lower bound must beat for its exact key to matter: the k-th best objective and
+// the best objective of each field's value among the layouts timed so far, by any thread (a
+// thread's own, and the others' as of its last chunk). Each is the exact objective of a timed
+// layout, so a layout bounded above all those of its values could displace none of them.
+struct Bar {
+  std::vector<std::pair<double, int64_t>> top;  // the k best (objective, index), ascending
+  std::array<std::map<int, double>, kAxisCount> by_axis;
+
+  void add(double objective, int64_t index, const Layout& l, size_t k) {
+    if (std::none_of(top.begin(), top.end(), [&](const auto& t) { return t.second == index; }))
+      keep_smallest(top, {objective, index}, k);
+    for (size_t a = 0; a < kAxisCount; ++a) {
+      auto [it, inserted] = by_axis[a].try_emplace(kAxes[a].value(l), objective);
+      if (!inserted) it->second = std::min(it->second, objective);
+    }
+  }
+  void add(const Bar& other, size_t k) {
+    for (const auto& [objective, index] : other.top)
+      if (std::none_of(top.begin(), top.end(), [&](const auto& t) { return t.second == index; }))
+        keep_smallest(top, {objective, index}, k);
+    for (size_t a = 0; a < kAxisCount; ++a)
+      for (const auto& [value, objective] : other.by_axis[a]) {
+        auto [it, inserted] = by_axis[a].try_emplace(value, objective);
+        if (!inserted) it->second = std::min(it->second, objective);
+      }
+  }
+};
+
 // What one thread found; merged in a fixed order afterwards.
 struct Partial {
   int64_t pruned = 0;
@@ -106,6 +135,7 @@ struct Partial {
   std::array<std::map<int, Key>, kAxisCount> best_by_axis;
   std::vector<MissKey> closest;
   std::vector<MissKey> all_misses;  // with keep_pruned
+  Bar bar;
 };
 
 double overflow_ratio(const RankMemory& r) {
@@ -128,6 +158,7 @@ class Search {
       const size_t end = std::min(begin + kChunk, layouts_.size());
       for (size_t i = begin; i < end; ++i) price(p, static_cast<int64_t>(i), cache);
       done_.fetch_add(end - begin);
+      if (o_.bound) share(p.bar);
     }
   }
 
@@ -153,27 +184,35 @@ class Search {
     const Estimate e = estimate(m_, c_, t_, l, o_.execution, &cache);
     const Key k{objective_value(o_.objective, e, c_, t_), e.memory().peak_bytes(), index};
     keep_smallest(p.top, k, static_cast<size_t>(o_.top_k));
+    p.bar.add(k.objective, index, l, static_cast<size_t>(o_.top_k));
     for (size_t a = 0; a < kAxisCount; ++a) {
       auto [it, inserted] = p.best_by_axis[a].try_emplace(kAxes[a].value(l), k);
       if (!inserted && k < it->second) it->second = k;
     }
   }
 
-  // Whether the layout's objective, at its lower bound, is worse than this thread's k-th and than
-  // its best of each of the layout's fields' values: then the layout could displace neither (the
-  // merged ones are no worse than this thread's), and its exact key is not needed.
+  // Whether the layout's objective, at its lower bound, is worse than the bar's k-th and than its
+  // best of each of the layout's fields' values: then the layout could displace neither, and its
+  // exact key is not needed.
   bool bounded_out(const Partial& p, const Layout& l, EstimateCache& cache) const {
-    if (p.top.size() < static_cast<size_t>(o_.top_k)) return false;
-    double worst_kept = p.top.back().objective;
+    if (p.bar.top.size() < static_cast<size_t>(o_.top_k)) return false;
+    double worst_kept = p.bar.top.back().first;
     for (size_t a = 0; a < kAxisCount; ++a) {
-      const auto best = p.best_by_axis[a].find(kAxes[a].value(l));
-      if (best == p.best_by_axis[a].end()) return false;
-      worst_kept = std::max(worst_kept, best->second.objective);
+      const auto best = p.bar.by_axis[a].find(kAxes[a].value(l));
+      if (best == p.bar.by_axis[a].end()) return false;
+      worst_kept = std::max(worst_kept, best->second);
     }
     const auto beyond = [&](double step_s) {
       return objective_lower_bound(o_.objective, step_s, l, c_, t_) > worst_kept;
     };
     return beyond(step_time_lower_bound(m_, c_, t_, l, o_.execution, &cache, beyond));
+  }
+
+  // The thread's bar into the shared one, and the others' into the thread's.
+  void share(Bar& bar) {
+    const std::lock_guard lock(shared_mutex_);
+    shared_.add(bar, static_cast<size_t>(o_.top_k));
+    bar.add(shared_, static_cast<size_t>(o_.top_k));
   }
 
   static constexpr size_t kChunk = 256;
@@ -184,6 +223,8 @@ class Search {
   const std::vector<Layout>& layouts_;
   std::atomic<size_t> next_{0};
   std::atomic<size_t> done_{0};
+  std::mutex shared_mutex_;
+  Bar shared_;
 };
 
 Partial merge(std::vector<Partial>& parts, size_t top_k) {
