@@ -558,6 +558,12 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
 double step_time_lower_bound(const Model& m, const Cluster& c, const Training& t, const Layout& l,
                              const ExecutionOptions& x, EstimateCache* cache,
                              const std::function<bool(double)>& enough) {
+  if (enough && l.recompute != Recompute::none) {
+    Layout without = l;
+    without.recompute = Recompute::none;
+    const double bound = step_time_lower_bound(m, c, t, without, x, cache, enough);
+    if (enough(bound)) return bound;
+  }
   Layout any_zero = l;
   any_zero.zero = 0;
   using Bound = EstimateCache::State::Bound;

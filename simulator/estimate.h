@@ -128,8 +128,11 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
 // only grow with the communication added to them, so the whole program's step is never shorter.
 // The planner skips a layout whose bound cannot beat what it keeps. With `enough`, the stages are
 // priced first to last only until enough(bound) holds, those not priced yet counting as taking no
-// time: a lower bound still, since the step only grows with each stage's time. Its passes stay in
-// `cache` for estimate(). Throws as estimate() does.
+// time: a lower bound still, since the step only grows with each stage's time; and first the
+// bound of `l` without recomputation, which is no larger: recomputation only adds the re-forward's
+// compute and, under full recomputation, the collectives it runs again, and the passes leave every
+// collective of theirs exposed (no ZeRO window to hide under). Its passes stay in `cache` for
+// estimate(). Throws as estimate() does.
 double step_time_lower_bound(const Model& m, const Cluster& c, const Training& t, const Layout& l,
                              const ExecutionOptions& x = {}, EstimateCache* cache = nullptr,
                              const std::function<bool(double)>& enough = nullptr);

@@ -71,6 +71,9 @@ TEST_CASE(
         const double bound = step_time_lower_bound(c.model, c.cluster, c.training, l, x, &cache);
         CHECK(bound <= estimate(c.model, c.cluster, c.training, l, x).step_time_s);
         CHECK(bound == step_time_lower_bound(c.model, c.cluster, c.training, l, x));
+        Layout without = l;
+        without.recompute = Recompute::none;
+        CHECK(step_time_lower_bound(c.model, c.cluster, c.training, without, x) <= bound);
         // Priced from the first stage only: the others count as taking no time.
         const auto first_stage_only = [](double) { return true; };
         CHECK(step_time_lower_bound(c.model, c.cluster, c.training, l, x, nullptr,
