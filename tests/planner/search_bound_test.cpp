@@ -2,6 +2,7 @@
 // rules out returns exactly what timing every fitting layout returns.
 #include <catch2/catch.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "planner/explain.h"
@@ -86,18 +87,18 @@ TEST_CASE(
 TEST_CASE("a search that skips what the lower bound rules out ranks exactly as timing every layout",
           "[planner][bound]") {
   for (const PlannerCase& c : cases()) {
-    for (const Objective o : {Objective::time, Objective::tokens_per_s, Objective::cost}) {
-      for (const int top_k : {1, 5}) {
-        INFO(c.model.name << " on " << c.cluster.nodes << " node(s), objective "
-                          << enum_name(o, kObjectiveNames) << ", top " << top_k);
-        SearchOptions bounded, full;
-        bounded.objective = full.objective = o;
-        bounded.top_k = full.top_k = top_k;
-        full.bound = false;
-        const SearchResult b = c.search(bounded);
-        check_same(b, c.search(full));
-        CHECK(b.bounded > 0);
-      }
+    for (const auto& [o, top_k] :
+         {std::pair{Objective::time, 1}, std::pair{Objective::time, 5},
+          std::pair{Objective::tokens_per_s, 5}, std::pair{Objective::cost, 5}}) {
+      INFO(c.model.name << " on " << c.cluster.nodes << " node(s), objective "
+                        << enum_name(o, kObjectiveNames) << ", top " << top_k);
+      SearchOptions bounded, full;
+      bounded.objective = full.objective = o;
+      bounded.top_k = full.top_k = top_k;
+      full.bound = false;
+      const SearchResult b = c.search(bounded);
+      check_same(b, c.search(full));
+      CHECK(b.bounded > 0);
     }
   }
 }
