@@ -106,23 +106,19 @@ struct Bar {
   std::vector<std::pair<double, int64_t>> top;  // the k best (objective, index), ascending
   std::array<std::map<int, double>, kAxisCount> by_axis;
 
-  void add(double objective, int64_t index, const Layout& l, size_t k) {
+  // A timed layout among the k best, once however often the threads exchange it.
+  void add_top(double objective, int64_t index, size_t k) {
     if (std::none_of(top.begin(), top.end(), [&](const auto& t) { return t.second == index; }))
       keep_smallest(top, {objective, index}, k);
-    for (size_t a = 0; a < kAxisCount; ++a) {
-      auto [it, inserted] = by_axis[a].try_emplace(kAxes[a].value(l), objective);
-      if (!inserted) it->second = std::min(it->second, objective);
-    }
+  }
+  void add_best(size_t axis, int value, double objective) {
+    auto [it, inserted] = by_axis[axis].try_emplace(value, objective);
+    if (!inserted) it->second = std::min(it->second, objective);
   }
   void add(const Bar& other, size_t k) {
-    for (const auto& [objective, index] : other.top)
-      if (std::none_of(top.begin(), top.end(), [&](const auto& t) { return t.second == index; }))
-        keep_smallest(top, {objective, index}, k);
+    for (const auto& [objective, index] : other.top) add_top(objective, index, k);
     for (size_t a = 0; a < kAxisCount; ++a)
-      for (const auto& [value, objective] : other.by_axis[a]) {
-        auto [it, inserted] = by_axis[a].try_emplace(value, objective);
-        if (!inserted) it->second = std::min(it->second, objective);
-      }
+      for (const auto& [value, objective] : other.by_axis[a]) add_best(a, value, objective);
   }
 };
 
@@ -184,10 +180,11 @@ class Search {
     const Estimate e = estimate(m_, c_, t_, l, o_.execution, &cache);
     const Key k{objective_value(o_.objective, e, c_, t_), e.memory().peak_bytes(), index};
     keep_smallest(p.top, k, static_cast<size_t>(o_.top_k));
-    p.bar.add(k.objective, index, l, static_cast<size_t>(o_.top_k));
+    p.bar.add_top(k.objective, index, static_cast<size_t>(o_.top_k));
     for (size_t a = 0; a < kAxisCount; ++a) {
       auto [it, inserted] = p.best_by_axis[a].try_emplace(kAxes[a].value(l), k);
       if (!inserted && k < it->second) it->second = k;
+      p.bar.add_best(a, kAxes[a].value(l), k.objective);
     }
   }
 
