@@ -195,10 +195,7 @@ bool same_items(const StageState& a, const StageState& b) {
          a.layers.last == b.layers.last && a.state == b.state;
 }
 
-}  // namespace
-
-namespace {
-
+// The stages' layers and model state from `cache`, or sized into `uncached`.
 const std::vector<StageState>& cached_or(std::vector<StageState>& uncached, const Model& m,
                                          const Training& t, const Layout& l,
                                          StageStateCache* cache) {
