@@ -32,13 +32,15 @@ StageLayers stage_layers(const Model& m, const Layout& l, int stage) {
     s.dense_layers = m.num_layers / l.pp;
     return s;
   }
-  for (int layer = 0; layer < m.num_layers; ++layer) {
-    if ((layer / per_chunk) % l.pp != stage) continue;
-    if (m.is_moe_layer(layer))
-      ++s.moe_layers;
-    else
-      ++s.dense_layers;
-  }
+  // The stage's chunks, virtual stages stage, stage + pp, ...: the planner asks this of every
+  // stage of every layout, so only their layers are walked.
+  for (int vs = stage; vs < chunks; vs += l.pp)
+    for (int layer = vs * per_chunk; layer < (vs + 1) * per_chunk; ++layer) {
+      if (m.is_moe_layer(layer))
+        ++s.moe_layers;
+      else
+        ++s.dense_layers;
+    }
   return s;
 }
 

@@ -170,13 +170,6 @@ void add_data_parallel(Folder& f, const Model& m, const Training& t, const Layou
 
 }  // namespace
 
-bool same_priced_action(const Action& a, const Action& b) {
-  return a.kind == b.kind && a.stream == b.stream && a.pass == b.pass && a.op == b.op &&
-         a.group == b.group && a.bytes == b.bytes && a.params == b.params &&
-         (a.kind != ActionKind::compute || a.parts == b.parts) &&
-         reads_cold_input(a) == reads_cold_input(b);
-}
-
 std::vector<FoldedAction> fold_passes(const Model& m, const Training& t, const Layout& l,
                                       int64_t rank) {
   Folder f;

@@ -43,6 +43,12 @@ std::vector<FoldedAction> fold_data_parallel(const Model& m, const Training& t, 
 
 // Whether two actions cost the same wherever they run on one rank: the same kind, stream, pass,
 // op, group, bytes and parameters, the same parts (compute), and the same reads_cold_input.
-bool same_priced_action(const Action& a, const Action& b);
+// Inline: folding a program asks it of every action against those kept so far.
+constexpr bool same_priced_action(const Action& a, const Action& b) {
+  return a.kind == b.kind && a.stream == b.stream && a.pass == b.pass && a.op == b.op &&
+         a.group == b.group && a.bytes == b.bytes && a.params == b.params &&
+         (a.kind != ActionKind::compute || a.parts == b.parts) &&
+         reads_cold_input(a) == reads_cold_input(b);
+}
 
 }  // namespace shardplan

@@ -1,10 +1,13 @@
 #include "planner/enumerate.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
+#include <iterator>
 #include <optional>
 
 #include "core/error.h"
+#include "planner/threads.h"
 
 namespace shardplan {
 
@@ -40,21 +43,53 @@ class Enumerator {
              const LayoutSpec& fixed, std::optional<ExportFormat> runs_on)
       : model_(model), cluster_(cluster), training_(training), fixed_(fixed), runs_on_(runs_on) {}
 
-  Candidates run() {
+  Candidates run(int threads) {
     const int64_t world = cluster_.world();
+    std::vector<Layout> shapes;
     for (int tp : choices(fixed_.tp, divisors(world)))
       for (int cp : choices(fixed_.cp, divisors_of_rest(world, tp)))
         for (int pp : pp_choices(world, tp, cp)) {
           const int64_t used = int64_t{tp} * cp * pp;
           const int dp = fixed_.dp.value_or(world % used == 0 ? static_cast<int>(world / used) : 1);
           for (int ep : choices(fixed_.ep, model_.is_moe() ? divisors(dp) : std::vector<int>{1}))
-            shape(Layout{.dp = dp, .tp = tp, .pp = pp, .cp = cp, .ep = ep});
+            shapes.push_back(Layout{.dp = dp, .tp = tp, .pp = pp, .cp = cp, .ep = ep});
         }
-    if (out_.shapes == 0) shape(simplest_fixed(world));
+    if (shapes.empty()) shapes.push_back(simplest_fixed(world));
+    std::vector<Candidates> parts(shapes.size());
+    std::atomic<size_t> next{0};
+    run_threads(
+        static_cast<size_t>(std::clamp<int64_t>(threads, 1, std::ssize(shapes))),
+        [&](size_t) {
+          for (size_t i = next++; i < shapes.size(); i = next++) {
+            Enumerator e(model_, cluster_, training_, fixed_, runs_on_);
+            e.shape(shapes[i]);
+            parts[i] = std::move(e.out_);
+          }
+        },
+        [](const auto&) {});
+    join(parts);
     return std::move(out_);
   }
 
  private:
+  // The shapes' candidates one after another, in enumeration order.
+  void join(std::vector<Candidates>& parts) {
+    size_t layouts = 0, rejections = 0;
+    for (const Candidates& p : parts) {
+      layouts += p.layouts.size();
+      rejections += p.rejections.size();
+    }
+    out_.layouts.reserve(layouts);
+    out_.rejections.reserve(rejections);
+    for (Candidates& p : parts) {
+      out_.shapes += p.shapes;
+      out_.shapes_invalid += p.shapes_invalid;
+      out_.layouts_invalid += p.layouts_invalid;
+      std::move(p.layouts.begin(), p.layouts.end(), std::back_inserter(out_.layouts));
+      std::move(p.rejections.begin(), p.rejections.end(), std::back_inserter(out_.rejections));
+    }
+  }
+
   // With dp fixed and pp free, pp is what is left of the world (nothing when it does not divide).
   std::vector<int> pp_choices(int64_t world, int tp, int cp) const {
     if (fixed_.pp || !fixed_.dp)
@@ -214,9 +249,10 @@ class Enumerator {
 }  // namespace
 
 Candidates enumerate_layouts(const Model& model, const Cluster& cluster, const Training& training,
-                             const LayoutSpec& fixed, std::optional<ExportFormat> runs_on) {
+                             const LayoutSpec& fixed, std::optional<ExportFormat> runs_on,
+                             int threads) {
   assert(!fixed.global_batch || *fixed.global_batch == training.global_batch);
-  return Enumerator(model, cluster, training, fixed, runs_on).run();
+  return Enumerator(model, cluster, training, fixed, runs_on).run(threads);
 }
 
 }  // namespace shardplan

@@ -41,9 +41,10 @@ std::vector<int> divisors(int64_t n);
 // when nothing is data-parallel, vpp = 1 and 1F1B when pp = 1, interleaved exactly when vpp > 1.
 // A fixed field is taken as given and left to validate_layout, so a bad --fix gets its reason.
 // A fixed global batch must already be training.global_batch (the caller applies it). With
-// `runs_on`, a layout that framework cannot run is rejected too (field "--export").
+// `runs_on`, a layout that framework cannot run is rejected too (field "--export"). The shapes are
+// split over `threads` threads, each enumerating its shapes alone, and joined in order.
 Candidates enumerate_layouts(const Model& model, const Cluster& cluster, const Training& training,
                              const LayoutSpec& fixed,
-                             std::optional<ExportFormat> runs_on = std::nullopt);
+                             std::optional<ExportFormat> runs_on = std::nullopt, int threads = 1);
 
 }  // namespace shardplan

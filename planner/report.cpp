@@ -50,9 +50,11 @@ std::string format_counts(const SearchResult& r) {
       "device memory, {} fit\n",
       c.shapes, c.shapes_invalid, valid + c.layouts_invalid, c.layouts_invalid, r.pruned_for_memory,
       r.fitting);
-  out += fmt::format("priced {} layouts in {} ({:.0f} layouts/s on {} thread{})\n", valid,
-                     format_seconds(r.wall_s), static_cast<double>(valid) / r.wall_s, r.threads,
-                     r.threads == 1 ? "" : "s");
+  out += fmt::format(
+      "searched {} layouts in {} ({:.0f} layouts/s on {} thread{}): of those that fit, {} timed "
+      "in full, {} ruled out by their lower bound\n",
+      valid, format_seconds(r.wall_s), static_cast<double>(valid) / r.wall_s, r.threads,
+      r.threads == 1 ? "" : "s", r.timed, r.bounded);
   return out;
 }
 
@@ -69,6 +71,8 @@ nlohmann::json search_to_json(const SearchResult& r) {
           {"layouts_invalid", c.layouts_invalid},
           {"pruned_for_memory", r.pruned_for_memory},
           {"fitting", r.fitting},
+          {"timed", r.timed},
+          {"bounded", r.bounded},
           {"wall_s", r.wall_s},
           {"threads", r.threads},
           {"layouts_per_s", static_cast<double>(c.layouts.size()) / r.wall_s},

@@ -6,11 +6,12 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <exception>
 #include <iterator>
 #include <map>
 #include <mutex>
 #include <thread>
+
+#include "planner/threads.h"
 
 namespace shardplan {
 
@@ -26,6 +27,20 @@ double objective_value(Objective o, const Estimate& e, const Cluster& cluster,
              static_cast<double>(training.tokens_per_step());
   }
   return e.step_time_s;
+}
+
+double objective_lower_bound(Objective o, double step_time_s, const Layout& l,
+                             const Cluster& cluster, const Training& training) {
+  switch (o) {
+    case Objective::time:
+      return step_time_s;
+    case Objective::tokens_per_s:  // as estimate() counts a step's tokens
+      return -static_cast<double>(l.global_batch() * training.seq_len) / step_time_s;
+    case Objective::cost:
+      return step_time_s * static_cast<double>(cluster.world()) /
+             static_cast<double>(training.tokens_per_step());
+  }
+  return step_time_s;
 }
 
 namespace {
@@ -83,14 +98,40 @@ void keep_smallest(std::vector<K>& kept, const K& k, size_t n) {
 // The layouts that came closest to fitting, kept for "nothing fits".
 constexpr size_t kClosestMisses = 8;
 
+// What a layout's lower bound must beat for its exact key to matter: the k-th best objective and
+// the best objective of each field's value among the layouts timed so far, by any thread (a
+// thread's own, and the others' as of its last chunk). Each is the exact objective of a timed
+// layout, so a layout bounded above all those of its values could displace none of them.
+struct Bar {
+  std::vector<std::pair<double, int64_t>> top;  // the k best (objective, index), ascending
+  std::array<std::map<int, double>, kAxisCount> by_axis;
+
+  // A timed layout among the k best, once however often the threads exchange it.
+  void add_top(double objective, int64_t index, size_t k) {
+    if (std::none_of(top.begin(), top.end(), [&](const auto& t) { return t.second == index; }))
+      keep_smallest(top, {objective, index}, k);
+  }
+  void add_best(size_t axis, int value, double objective) {
+    auto [it, inserted] = by_axis[axis].try_emplace(value, objective);
+    if (!inserted) it->second = std::min(it->second, objective);
+  }
+  void add(const Bar& other, size_t k) {
+    for (const auto& [objective, index] : other.top) add_top(objective, index, k);
+    for (size_t a = 0; a < kAxisCount; ++a)
+      for (const auto& [value, objective] : other.by_axis[a]) add_best(a, value, objective);
+  }
+};
+
 // What one thread found; merged in a fixed order afterwards.
 struct Partial {
   int64_t pruned = 0;
   int64_t fitting = 0;
+  int64_t bounded = 0;
   std::vector<Key> top;
   std::array<std::map<int, Key>, kAxisCount> best_by_axis;
   std::vector<MissKey> closest;
   std::vector<MissKey> all_misses;  // with keep_pruned
+  Bar bar;
 };
 
 double overflow_ratio(const RankMemory& r) {
@@ -106,13 +147,14 @@ class Search {
 
   // Prices candidates in chunks taken from a shared counter until none is left.
   void work(Partial& p) {
-    EstimateCache cache;  // this thread's: the enumeration runs a layout's ZeRO stages in a row
+    EstimateCache cache;  // this thread's: the enumeration runs a shape's inner loops in a row
     for (;;) {
       const size_t begin = next_.fetch_add(kChunk);
       if (begin >= layouts_.size()) return;
       const size_t end = std::min(begin + kChunk, layouts_.size());
       for (size_t i = begin; i < end; ++i) price(p, static_cast<int64_t>(i), cache);
       done_.fetch_add(end - begin);
+      if (o_.bound) share(p.bar);
     }
   }
 
@@ -121,7 +163,8 @@ class Search {
  private:
   void price(Partial& p, int64_t index, EstimateCache& cache) {
     const Layout& l = layouts_[static_cast<size_t>(index)];
-    const RankMemory mem = worst_stage_memory(m_, t_, l, c_.device, o_.execution).memory;
+    const RankMemory mem =
+        worst_stage_memory(m_, t_, l, c_.device, o_.execution, &cache.stage_states()).memory;
     if (!mem.fits()) {
       ++p.pruned;
       const MissKey miss{overflow_ratio(mem), index};
@@ -130,13 +173,43 @@ class Search {
       return;
     }
     ++p.fitting;
+    if (o_.bound && bounded_out(p, l, cache)) {
+      ++p.bounded;
+      return;
+    }
     const Estimate e = estimate(m_, c_, t_, l, o_.execution, &cache);
     const Key k{objective_value(o_.objective, e, c_, t_), e.memory().peak_bytes(), index};
     keep_smallest(p.top, k, static_cast<size_t>(o_.top_k));
+    p.bar.add_top(k.objective, index, static_cast<size_t>(o_.top_k));
     for (size_t a = 0; a < kAxisCount; ++a) {
       auto [it, inserted] = p.best_by_axis[a].try_emplace(kAxes[a].value(l), k);
       if (!inserted && k < it->second) it->second = k;
+      p.bar.add_best(a, kAxes[a].value(l), k.objective);
     }
+  }
+
+  // Whether the layout's objective, at its lower bound, is worse than the bar's k-th and than its
+  // best of each of the layout's fields' values: then the layout could displace neither, and its
+  // exact key is not needed.
+  bool bounded_out(const Partial& p, const Layout& l, EstimateCache& cache) const {
+    if (p.bar.top.size() < static_cast<size_t>(o_.top_k)) return false;
+    double worst_kept = p.bar.top.back().first;
+    for (size_t a = 0; a < kAxisCount; ++a) {
+      const auto best = p.bar.by_axis[a].find(kAxes[a].value(l));
+      if (best == p.bar.by_axis[a].end()) return false;
+      worst_kept = std::max(worst_kept, best->second);
+    }
+    const auto beyond = [&](double step_s) {
+      return objective_lower_bound(o_.objective, step_s, l, c_, t_) > worst_kept;
+    };
+    return beyond(step_time_lower_bound(m_, c_, t_, l, o_.execution, &cache, beyond));
+  }
+
+  // The thread's bar into the shared one, and the others' into the thread's.
+  void share(Bar& bar) {
+    const std::lock_guard lock(shared_mutex_);
+    shared_.add(bar, static_cast<size_t>(o_.top_k));
+    bar.add(shared_, static_cast<size_t>(o_.top_k));
   }
 
   static constexpr size_t kChunk = 256;
@@ -147,6 +220,8 @@ class Search {
   const std::vector<Layout>& layouts_;
   std::atomic<size_t> next_{0};
   std::atomic<size_t> done_{0};
+  std::mutex shared_mutex_;
+  Bar shared_;
 };
 
 Partial merge(std::vector<Partial>& parts, size_t top_k) {
@@ -154,6 +229,7 @@ Partial merge(std::vector<Partial>& parts, size_t top_k) {
   for (Partial& p : parts) {
     all.pruned += p.pruned;
     all.fitting += p.fitting;
+    all.bounded += p.bounded;
     for (const Key& k : p.top) keep_smallest(all.top, k, top_k);
     for (const MissKey& k : p.closest) keep_smallest(all.closest, k, kClosestMisses);
     for (size_t a = 0; a < kAxisCount; ++a)
@@ -169,29 +245,17 @@ Partial merge(std::vector<Partial>& parts, size_t top_k) {
 
 // Runs `threads` workers; while they run, a progress line on stderr every 0.2 s when asked.
 void run_workers(Search& search, std::vector<Partial>& parts, size_t total, bool progress) {
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  std::vector<std::thread> workers;
-  std::atomic<size_t> running{parts.size()};
-  for (Partial& p : parts)
-    workers.emplace_back([&] {
-      try {
-        search.work(p);
-      } catch (...) {
-        const std::lock_guard lock(failure_mutex);
-        failure = std::current_exception();
-      }
-      running.fetch_sub(1);
-    });
   bool printed = false;
-  while (progress && running.load() > 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    fmt::print(stderr, "\rpricing layouts: {} of {}", search.done(), total);
-    printed = true;
-  }
-  for (std::thread& w : workers) w.join();
+  run_threads(
+      parts.size(), [&](size_t i) { search.work(parts[i]); },
+      [&](const auto& running) {
+        while (progress && running()) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          fmt::print(stderr, "\rpricing layouts: {} of {}", search.done(), total);
+          printed = true;
+        }
+      });
   if (printed) fmt::print(stderr, "\r{:40}\r", "");
-  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace
@@ -200,7 +264,8 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
                          const LayoutSpec& fixed, const SearchOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   SearchResult r;
-  r.candidates = enumerate_layouts(model, cluster, training, fixed, options.runs_on);
+  r.candidates =
+      enumerate_layouts(model, cluster, training, fixed, options.runs_on, options.threads);
   const std::vector<Layout>& layouts = r.candidates.layouts;
 
   Search search(model, cluster, training, options, r.candidates);
@@ -213,6 +278,8 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
 
   r.pruned_for_memory = all.pruned;
   r.fitting = all.fitting;
+  r.bounded = all.bounded;
+  r.timed = all.fitting - all.bounded;
   const auto ranked = [&](const Key& k) {
     const Layout& l = layouts[static_cast<size_t>(k.index)];
     return Ranked{l, estimate(model, cluster, training, l, options.execution), k.objective,

@@ -1,6 +1,9 @@
 // The search: every candidate layout priced by the cost model — memory first, and only what fits is
 // timed — and ranked by an objective, with ties broken by memory and then by enumeration order, so
-// that every run gives the same answer. Threads (one per core) split the candidates.
+// that every run gives the same answer. Threads (one per core) split the candidates. A fitting
+// layout whose lower bound (simulator/estimate.h's step_time_lower_bound) is worse than every
+// layout it could displace is not timed in full: it could enter neither the ranking nor the best of
+// any of its fields' values, so the result is the one timing every layout gives.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +33,7 @@ struct SearchOptions {
   std::optional<ExportFormat> runs_on;  // only layouts this framework runs (--export)
   bool keep_pruned = false;             // keep every layout pruned for memory (--explain)
   int threads = 2;
+  bool bound = true;  // skip the layouts the lower bound rules out (off: time every one that fits)
   bool progress = false;       // a progress line on stderr
   ExecutionOptions execution;  // how every candidate is priced (--profile)
 };
@@ -60,7 +64,9 @@ struct MemoryMiss {
 struct SearchResult {
   Candidates candidates;          // layouts and what was invalid
   int64_t pruned_for_memory = 0;  // valid but over the device's memory
-  int64_t fitting = 0;            // priced and ranked
+  int64_t fitting = 0;            // fit: timed in full, or ruled out by their lower bound
+  int64_t timed = 0;              // fitting layouts priced in full and ranked
+  int64_t bounded = 0;            // fitting layouts whose lower bound could not rank
   std::vector<Ranked> top;        // best first, at most top_k
   // The best fitting layout for each value of each field (tp=16, pp=2, zero=3, ...) other than
   // the winner's, so that the explanation can say why the winner's neighbours lose.
@@ -79,5 +85,10 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
 // The objective's value for one estimate, lower is better.
 double objective_value(Objective o, const Estimate& e, const Cluster& cluster,
                        const Training& training);
+
+// A lower bound on objective_value for every estimate of `l` whose step takes at least
+// `step_time_s`: each objective grows with the step time.
+double objective_lower_bound(Objective o, double step_time_s, const Layout& l,
+                             const Cluster& cluster, const Training& training);
 
 }  // namespace shardplan

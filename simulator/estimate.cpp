@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <functional>
 #include <optional>
 
 #include "core/error.h"
 #include "core/schedule.h"
 #include "core/schedule_fold.h"
 #include "simulator/action_cost.h"
+#include "simulator/call_costs.h"
 #include "simulator/device_efficiency.h"
 #include "simulator/interference.h"
 #include "simulator/pipeline_model.h"
@@ -26,6 +28,7 @@ struct Context {
   DeviceRates rates;
   PartsCompute parts;
   CollectiveOptions collective_options;
+  CallCosts* calls;  // the cache's, or none
 };
 
 // Where each group of one rank sits, computed on first use (group_span walks the group's ranks).
@@ -160,23 +163,34 @@ struct PricedComm {
   double interference_share = 0;
 };
 
-PricedComm price_comm(const Context& ctx, const Action& a, int64_t rank, SpanCache& spans) {
-  PricedComm p;
-  if (a.kind == ActionKind::send) {
-    p.span = pair_span(ctx.c, rank, a.peer);
-    p.cost.collective = send_cost(ctx.c, ctx.collective_options, a, p.span);
-    return p;
-  }
+GroupSpan comm_span(const Context& ctx, const Action& a, int64_t rank, SpanCache& spans) {
+  if (a.kind == ActionKind::send) return pair_span(ctx.c, rank, a.peer);
   if (a.kind == ActionKind::grad_reduce && a.group == Group::pp) {
     RankCoord first = rank_coord(ctx.l, rank), last = first;
     first.pp = 0;
     last.pp = ctx.l.pp - 1;
-    p.span = pair_span(ctx.c, rank_of(ctx.l, first), rank_of(ctx.l, last));
-  } else {
-    p.span = spans(a.group);
+    return pair_span(ctx.c, rank_of(ctx.l, first), rank_of(ctx.l, last));
   }
-  p.cost = group_action_cost(ctx.c, ctx.rates, ctx.collective_options, a, p.span, ctx.l.zero);
-  p.interference_share = interference_share(ctx.c, a, p.span, p.cost.collective);
+  return spans(a.group);
+}
+
+PricedComm price_comm(const Context& ctx, const Action& a, int64_t rank, SpanCache& spans) {
+  PricedComm p;
+  p.span = comm_span(ctx, a, rank, spans);
+  const auto price = [&] {
+    if (a.kind == ActionKind::send)
+      return GroupActionCost{send_cost(ctx.c, ctx.collective_options, a, p.span), 0};
+    return group_action_cost(ctx.c, ctx.rates, ctx.collective_options, a, p.span, ctx.l.zero);
+  };
+  if (ctx.calls) {
+    const CallKey key{a.kind, a.op, reads_cold_input(a), ctx.l.zero, a.bytes, a.params, p.span};
+    p.cost = (*ctx.calls)(key, price);
+  } else {
+    p.cost = price();
+  }
+  // The share follows the action's stream, which the call's price leaves out.
+  if (a.kind != ActionKind::send)
+    p.interference_share = interference_share(ctx.c, a, p.span, p.cost.collective);
   return p;
 }
 
@@ -315,10 +329,21 @@ struct EstimateCache::State {
   using Table = std::vector<Entry>;
   Table passes;         // by the layout with zero 0: the passes do not depend on it
   Table data_parallel;  // by the layout without recomputation: its actions do not depend on it
+  struct Bound {
+    Layout layout;  // with zero 0
+    double step_s = 0;
+    bool complete = true;  // of every stage; otherwise of those its `enough` needed
+  };
+  std::vector<Bound> bounds;  // step_time_lower_bound's
+  CallCosts calls;
+  StageStateCache stages;
 };
 
 EstimateCache::EstimateCache() : state_(std::make_unique<State>()) {}
 EstimateCache::~EstimateCache() = default;
+StageStateCache& EstimateCache::stage_states() {
+  return state_->stages;
+}
 
 namespace {
 
@@ -360,9 +385,13 @@ void add_priced(PricedActions& to, const PricedActions& from) {
   to.records.insert(to.records.end(), from.records.begin(), from.records.end());
 }
 
+// What of a stage's folded program is priced: all of it, or its passes alone (the step's lower
+// bound, step_time_lower_bound).
+enum class Priced { program, passes };
+
 // The folded program of stage rank `rank` priced, its passes and its data-parallel half each
 // from `cache` when a layout it serves priced them.
-StageTiming time_stage(const Context& ctx, int64_t rank, SpanCache& spans,
+StageTiming time_stage(const Context& ctx, int64_t rank, SpanCache& spans, Priced what,
                        std::vector<CollectiveEstimate>* records, EstimateCache* cache) {
   const auto price = [&](auto fold) {
     PricedActions p;
@@ -373,55 +402,67 @@ StageTiming time_stage(const Context& ctx, int64_t rank, SpanCache& spans,
   const auto data_parallel = [&] { return price(fold_data_parallel); };
   if (!cache) {
     PricedActions p = passes();
-    add_priced(p, data_parallel());
+    if (what == Priced::program) add_priced(p, data_parallel());
     return finish(ctx, p, records);
   }
   Layout any_zero = ctx.l, no_recompute = ctx.l;
   any_zero.zero = 0;
   no_recompute.recompute = Recompute::none;
   PricedActions p = cached(cache->state().passes, any_zero, rank, passes);
-  add_priced(p, cached(cache->state().data_parallel, no_recompute, rank, data_parallel));
+  if (what == Priced::program)
+    add_priced(p, cached(cache->state().data_parallel, no_recompute, rank, data_parallel));
   return finish(ctx, p, records);
 }
 
-// Times every stage and sizes its memory. Stages with the same layers, placed alike, take the same
-// time: only the first of them is timed. Returns each stage's timing.
+// Every stage's timing, and its time per micro-batch (compute and exposed communication).
+struct StageTimings {
+  std::vector<StageTiming> stages;
+  std::vector<double> microbatch_s;
+  bool complete = true;  // every stage timed; otherwise those not timed count as taking no time
+};
+
+// Times every stage. Stages with the same layers, placed alike, take the same time: only the
+// first of them is timed.
 class StageTimer {
  public:
-  StageTimer(const Context& ctx, EstimateCache* cache)
+  StageTimer(const Context& ctx, EstimateCache* cache, Priced what)
       : ctx_(ctx),
         cache_(cache),
+        what_(what),
         alike_(stages_placed_alike(ctx.c, ctx.l)),
         shared_spans_(ctx, 0) {}
 
   StageTiming operator()(int stage, std::vector<CollectiveEstimate>* records) {
     const int64_t rank = stage_rank(ctx_.l, stage);
-    if (alike_) return time_stage(ctx_, rank, shared_spans_, records, cache_);
+    if (alike_) return time_stage(ctx_, rank, shared_spans_, what_, records, cache_);
     SpanCache spans(ctx_, rank);
-    return time_stage(ctx_, rank, spans, records, cache_);
+    return time_stage(ctx_, rank, spans, what_, records, cache_);
   }
 
-  std::vector<StageTiming> all_stages(Estimate& e) {
-    const Layout& l = ctx_.l;
-    std::vector<StageTiming> timings;
+  // Every stage timed, first to last; with `enough`, only until it holds of the timings so far.
+  StageTimings all_stages(const std::function<bool(const StageTimings&)>& enough = nullptr) {
+    const size_t n = static_cast<size_t>(ctx_.l.pp);
+    StageTimings out{std::vector<StageTiming>(n), std::vector<double>(n, 0.0), false};
     std::vector<StageLayers> layers;
-    timings.reserve(static_cast<size_t>(l.pp));
-    layers.reserve(static_cast<size_t>(l.pp));
-    e.stages.reserve(static_cast<size_t>(l.pp));
-    e.stage_microbatch_s.reserve(static_cast<size_t>(l.pp));
-    for (int stage = 0; stage < l.pp; ++stage) {
-      const StageLayers s = stage_layers(ctx_.m, l, stage);
-      e.stages.push_back(rank_memory(ctx_.m, ctx_.t, l, s, ctx_.c.device, ctx_.x));
-      const auto same = alike_
-                            ? std::find_if(layers.begin(), layers.end(),
-                                           [&](const StageLayers& o) { return same_layers(o, s); })
-                            : layers.end();
-      timings.push_back(same != layers.end() ? timings[static_cast<size_t>(same - layers.begin())]
-                                             : (*this)(stage, nullptr));
-      layers.push_back(s);
-      e.stage_microbatch_s.push_back(timings.back().microbatch_s());
+    layers.reserve(n);
+    for (int stage = 0; stage < ctx_.l.pp; ++stage)
+      layers.push_back(stage_layers(ctx_.m, ctx_.l, stage));
+    std::vector<bool> timed(n, false);
+    size_t left = n;
+    for (size_t stage = 0; stage < n; ++stage) {
+      if (timed[stage]) continue;
+      const StageTiming timing = (*this)(static_cast<int>(stage), nullptr);
+      for (size_t same = stage; same < n; ++same)
+        if (same == stage || (alike_ && !timed[same] && same_layers(layers[same], layers[stage]))) {
+          out.stages[same] = timing;
+          out.microbatch_s[same] = timing.microbatch_s();
+          timed[same] = true;
+          --left;
+        }
+      if (left > 0 && enough && enough(out)) return out;
     }
-    return timings;
+    out.complete = true;
+    return out;
   }
 
   static int64_t stage_rank(const Layout& l, int stage) {
@@ -431,6 +472,7 @@ class StageTimer {
  private:
   const Context& ctx_;
   EstimateCache* cache_;
+  Priced what_;
   bool alike_;
   SpanCache shared_spans_;
 };
@@ -453,14 +495,23 @@ void pick_worst_memory(Estimate& e, const Layout& l) {
   if (!e.fits) e.overflow = first_overflow(e.memory());
 }
 
+// The stage with the most per-step work: every stage waits for it at the optimizer step.
+const StageTiming& most_step_work(const StageTimings& timings) {
+  return *std::max_element(timings.stages.begin(), timings.stages.end(),
+                           [](const StageTiming& a, const StageTiming& b) {
+                             return a.step_extra_s() < b.step_extra_s();
+                           });
+}
+
 // Step time on the critical path: the pipeline over the slowest stage, then the per-step work of
-// the stage that has the most of it (every stage waits for it at the optimizer step).
+// the stage that has the most of it.
+double critical_path_s(const Layout& l, const StageTimings& timings) {
+  return pipeline_time_s(l, timings.microbatch_s) + most_step_work(timings).step_extra_s();
+}
+
 void fill_step_time(Estimate& e, const Layout& l, const StageTiming& slow,
-                    const std::vector<StageTiming>& timings) {
-  const StageTiming& extra = *std::max_element(timings.begin(), timings.end(),
-                                               [](const StageTiming& a, const StageTiming& b) {
-                                                 return a.step_extra_s() < b.step_extra_s();
-                                               });
+                    const StageTimings& timings) {
+  const StageTiming& extra = most_step_work(timings);
   const double pipeline_s = pipeline_time_s(l, e.stage_microbatch_s);
   const double mb = l.num_microbatches;
   e.time.compute_s = mb * (slow.compute.forward.time_s() + slow.compute.backward.time_s());
@@ -470,7 +521,7 @@ void fill_step_time(Estimate& e, const Layout& l, const StageTiming& slow,
   e.time.bubble_s = pipeline_s - mb * slow.microbatch_s();
   e.time.step_comm_s = extra.step_comm_s;
   e.time.optimizer_s = extra.optimizer_s;
-  e.step_time_s = pipeline_s + extra.step_extra_s();
+  e.step_time_s = critical_path_s(l, timings);
   e.bubble_fraction = bubble_fraction(l, e.stage_microbatch_s);
   for (const CollectiveEstimate& r : e.collectives) e.exposed_comm_s += r.exposed_s;
 }
@@ -491,16 +542,29 @@ void fill_rates(Estimate& e, const Model& m, const Training& t, const Layout& l)
   }
 }
 
-}  // namespace
-
-Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Layout& l,
-                  const ExecutionOptions& x, EstimateCache* cache) {
+Context make_context(const Model& m, const Cluster& c, const Training& t, const Layout& l,
+                     const ExecutionOptions& x, EstimateCache* cache) {
   assert(l.world() == c.world());
   check_dtype(c, t.dtype);
   const DeviceRates rates = device_rates(c.device, t.dtype, x.profile);
   CollectiveOptions collectives;
   collectives.profile = x.profile;
-  const Context ctx{m, c, t, l, x, rates, model_parts_compute(m, t, l, rates, x), collectives};
+  return Context{m,
+                 c,
+                 t,
+                 l,
+                 x,
+                 rates,
+                 model_parts_compute(m, t, l, rates, x),
+                 collectives,
+                 cache ? &cache->state().calls : nullptr};
+}
+
+}  // namespace
+
+Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Layout& l,
+                  const ExecutionOptions& x, EstimateCache* cache) {
+  const Context ctx = make_context(m, c, t, l, x, cache);
   Estimate e;
   e.world = l.world();
   e.tokens_per_step = l.global_batch() * t.seq_len;
@@ -508,9 +572,11 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
   e.best_published_mfu = c.device.best_published_mfu;
   e.options = x;
 
-  StageTimer timer(ctx, cache);
-  const std::vector<StageTiming> timings = timer.all_stages(e);
+  e.stages = stage_memories(m, t, l, c.device, x, cache ? &cache->state().stages : nullptr);
   pick_worst_memory(e, l);
+  StageTimer timer(ctx, cache, Priced::program);
+  const StageTimings timings = timer.all_stages();
+  e.stage_microbatch_s = timings.microbatch_s;
   const auto slowest = std::max_element(e.stage_microbatch_s.begin(), e.stage_microbatch_s.end());
   e.slowest_stage = static_cast<int>(slowest - e.stage_microbatch_s.begin());
   const StageTiming slow = timer(e.slowest_stage, &e.collectives);
@@ -519,6 +585,40 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
   fill_step_time(e, l, slow, timings);
   fill_rates(e, m, t, l);
   return e;
+}
+
+double step_time_lower_bound(const Model& m, const Cluster& c, const Training& t, const Layout& l,
+                             const ExecutionOptions& x, EstimateCache* cache,
+                             const std::function<bool(double)>& enough) {
+  if (enough && l.recompute != Recompute::none) {
+    Layout without = l;
+    without.recompute = Recompute::none;
+    const double bound = step_time_lower_bound(m, c, t, without, x, cache, enough);
+    if (enough(bound)) return bound;
+  }
+  Layout any_zero = l;
+  any_zero.zero = 0;
+  using Bound = EstimateCache::State::Bound;
+  std::vector<Bound>* bounds = cache ? &cache->state().bounds : nullptr;
+  auto known = bounds ? std::find_if(bounds->begin(), bounds->end(),
+                                     [&](const Bound& b) { return b.layout == any_zero; })
+                      : std::vector<Bound>::iterator{};
+  if (bounds && known != bounds->end() && (known->complete || (enough && enough(known->step_s))))
+    return known->step_s;
+  const Context ctx = make_context(m, c, t, l, x, cache);
+  const StageTimings timings =
+      StageTimer(ctx, cache, Priced::passes).all_stages([&](const StageTimings& so_far) {
+        return enough && enough(critical_path_s(l, so_far));
+      });
+  const double bound = critical_path_s(l, timings);
+  if (!bounds) return bound;
+  if (known != bounds->end()) {
+    *known = {std::move(any_zero), bound, timings.complete};
+    return bound;
+  }
+  if (bounds->size() == EstimateCache::State::kLayouts) bounds->erase(bounds->begin());
+  bounds->push_back({std::move(any_zero), bound, timings.complete});
+  return bound;
 }
 
 }  // namespace shardplan

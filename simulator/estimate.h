@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -98,9 +99,10 @@ struct Estimate {
 };
 
 // What estimate() carries from one layout to the next: each stage's priced passes (core/
-// schedule_fold.h's fold_passes), which layouts differing only in their ZeRO stage share. The
-// planner enumerates the ZeRO stages of a layout one after another (planner/enumerate.h), and
-// keeps one cache per thread. A cache serves one model, cluster, training and options.
+// schedule_fold.h's fold_passes) and step_time_lower_bound's bound, which layouts differing only
+// in their ZeRO stage share. The planner enumerates the ZeRO stages of a layout one after another
+// (planner/enumerate.h), and keeps one cache per thread. A cache serves one model, cluster,
+// training and options.
 class EstimateCache {
  public:
   EstimateCache();
@@ -109,6 +111,8 @@ class EstimateCache {
   EstimateCache& operator=(const EstimateCache&) = delete;
   struct State;  // estimate.cpp
   State& state() { return *state_; }
+  // Every stage's layers and model state, for worst_stage_memory too.
+  StageStateCache& stage_states();
 
  private:
   std::unique_ptr<State> state_;
@@ -118,5 +122,21 @@ class EstimateCache {
 // InputError when the device has no peak for the training dtype.
 Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Layout& l,
                   const ExecutionOptions& x = {}, EstimateCache* cache = nullptr);
+
+// A lower bound on estimate(m, c, t, l, x).step_time_s, the same for every ZeRO stage of `l`: the
+// step of the micro-batches' passes alone (fold_passes), without the data-parallel half
+// (fold_data_parallel: gradient reductions, parameter gathers, the optimizer step). That half adds
+// no compute, and each window's exposed time, the pipeline's time and the step's critical path
+// only grow with the communication added to them, so the whole program's step is never shorter.
+// The planner skips a layout whose bound cannot beat what it keeps. With `enough`, the stages are
+// priced first to last only until enough(bound) holds, those not priced yet counting as taking no
+// time: a lower bound still, since the step only grows with each stage's time; and first the
+// bound of `l` without recomputation, which is no larger: recomputation only adds the re-forward's
+// compute and, under full recomputation, the collectives it runs again, and the passes leave every
+// collective of theirs exposed (no ZeRO window to hide under). Its passes stay in `cache` for
+// estimate(). Throws as estimate() does.
+double step_time_lower_bound(const Model& m, const Cluster& c, const Training& t, const Layout& l,
+                             const ExecutionOptions& x = {}, EstimateCache* cache = nullptr,
+                             const std::function<bool(double)>& enough = nullptr);
 
 }  // namespace shardplan

@@ -1,6 +1,7 @@
 #include "simulator/memory_model.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "core/schedule.h"
 #include "core/zero_units.h"
@@ -62,31 +63,53 @@ ModelStateBytes stage_model_state_bytes(const Model& m, const Training& t, const
          model_state_bytes(p.experts, shard_size(p.experts, expert_replicas(l)), l.zero, t);
 }
 
-RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
-                       const Device& d, const ExecutionOptions& x) {
+namespace {
+
+// One layer's activations per micro-batch, dense and MoE, under the layout's recomputation and
+// without any: the same on every stage, so sized once per layout.
+struct LayerActivations {
+  int64_t dense = 0, moe = 0;              // under the layout's recomputation
+  int64_t dense_whole = 0, moe_whole = 0;  // without recomputation
+};
+
+LayerActivations layer_activations(const Model& m, const Training& t, const Layout& l,
+                                   const ExecutionOptions& x) {
+  const RankShape shape = rank_shape(t, l);
+  const auto layer = [&](bool moe, Recompute rc) {
+    return layer_activation_bytes(m, t.dtype, shape, moe, rc, x);
+  };
+  LayerActivations a;
+  a.dense = layer(false, l.recompute);
+  a.dense_whole = layer(false, Recompute::none);
+  if (m.is_moe()) {  // a dense model's stages hold no MoE layer
+    a.moe = layer(true, l.recompute);
+    a.moe_whole = layer(true, Recompute::none);
+  }
+  return a;
+}
+
+// rank_memory with the stage's model state and the layout's layer activations already sized.
+RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
+                          const Device& d, const ExecutionOptions& x, const ModelStateBytes& state,
+                          const LayerActivations& layer) {
   RankMemory r;
   r.stage = s.stage;
-  const ParamShard p = param_shard(m, l, s);
-  r.state = stage_model_state_bytes(m, t, l, s);
+  r.state = state;
 
   const RankShape shape = rank_shape(t, l);
   const int64_t chunks = inflight_chunk_microbatches(l, s.stage);
   r.inflight_microbatches = chunks;
-  const auto layer = [&](bool moe, Recompute rc) {
-    return layer_activation_bytes(m, t.dtype, shape, moe, rc, x);
-  };
-  const int64_t stage_layers_bytes =
-      s.dense_layers * layer(false, l.recompute) + s.moe_layers * layer(true, l.recompute);
+  const int64_t stage_layers_bytes = s.dense_layers * layer.dense + s.moe_layers * layer.moe;
   // A rank holds vpp chunks of the stage's layers; `chunks` micro-batches of one chunk each.
   r.layer_activations_bytes = chunks * stage_layers_bytes / l.vpp;
   if (s.first)
     r.embedding_activations_bytes = chunks * input_layer_activation_bytes(m, shape, x) / l.vpp;
   if (l.recompute != Recompute::none) {
     // The layer being back-propagated is materialised again in full.
-    for (bool moe : {false, true})
-      if ((moe ? s.moe_layers : s.dense_layers) > 0)
-        r.recompute_working_bytes = std::max(r.recompute_working_bytes,
-                                             layer(moe, Recompute::none) - layer(moe, l.recompute));
+    for (const auto& [layers, whole, kept] :
+         {std::tuple{s.dense_layers, layer.dense_whole, layer.dense},
+          std::tuple{s.moe_layers, layer.moe_whole, layer.moe}})
+      if (layers > 0) r.recompute_working_bytes = std::max(r.recompute_working_bytes, whole - kept);
   }
   if (s.last) {
     // The last stage runs each micro-batch's backward right after its forward unless the
@@ -98,6 +121,7 @@ RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const
   if (l.zero == 3) r.zero3_gathered_bytes = zero3_gathered_bytes(m, t, l, s);
   if (l.zero == 2) {
     // One bucket of full gradients awaits its reduce-scatter.
+    const ParamShard p = param_shard(m, l, s);
     const int64_t dense = std::min(p.dense(), grad_bucket_params(l));
     const int64_t experts = std::min(p.experts, grad_bucket_params(l));
     r.comm_buffer_bytes = dtype_bytes(t.grad_dtype) * (dense + experts);
@@ -105,6 +129,37 @@ RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const
   r.runtime_reserved_bytes = d.reserved_bytes();
   r.capacity_bytes = d.memory_bytes();
   return r;
+}
+
+}  // namespace
+
+RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
+                       const Device& d, const ExecutionOptions& x) {
+  return rank_memory_of(m, t, l, s, d, x, stage_model_state_bytes(m, t, l, s),
+                        layer_activations(m, t, l, x));
+}
+
+std::vector<StageState> stage_states(const Model& m, const Training& t, const Layout& l) {
+  std::vector<StageState> out;
+  out.reserve(static_cast<size_t>(l.pp));
+  for (int stage = 0; stage < l.pp; ++stage) {
+    const StageLayers s = stage_layers(m, l, stage);
+    out.push_back({s, stage_model_state_bytes(m, t, l, s)});
+  }
+  return out;
+}
+
+const std::vector<StageState>& StageStateCache::stages(const Model& m, const Training& t,
+                                                       const Layout& l) {
+  const std::array<int, 5> shape{l.dp, l.tp, l.pp, l.cp, l.ep};
+  if (shape != shape_) {
+    // The enumeration runs one shape at a time: another shape's entries will not serve again.
+    shape_ = shape;
+    entries_.clear();
+  }
+  for (const Entry& e : entries_)
+    if (e.vpp == l.vpp && e.zero == l.zero) return e.stages;
+  return entries_.emplace_back(Entry{l.vpp, l.zero, stage_states(m, t, l)}).stages;
 }
 
 std::array<MemoryItem, 12> memory_items(const RankMemory& r) {
@@ -132,12 +187,53 @@ std::optional<MemoryOverflow> first_overflow(const RankMemory& r) {
   return std::nullopt;
 }
 
+namespace {
+
+bool same_items(const StageState& a, const StageState& b) {
+  return a.layers.dense_layers == b.layers.dense_layers &&
+         a.layers.moe_layers == b.layers.moe_layers && a.layers.first == b.layers.first &&
+         a.layers.last == b.layers.last && a.state == b.state;
+}
+
+// The stages' layers and model state from `cache`, or sized into `uncached`.
+const std::vector<StageState>& cached_or(std::vector<StageState>& uncached, const Model& m,
+                                         const Training& t, const Layout& l,
+                                         StageStateCache* cache) {
+  return cache ? cache->stages(m, t, l) : (uncached = stage_states(m, t, l));
+}
+
+}  // namespace
+
+std::vector<RankMemory> stage_memories(const Model& m, const Training& t, const Layout& l,
+                                       const Device& d, const ExecutionOptions& x,
+                                       StageStateCache* cache) {
+  std::vector<StageState> uncached;
+  const std::vector<StageState>& stages = cached_or(uncached, m, t, l, cache);
+  const LayerActivations layer = layer_activations(m, t, l, x);
+  std::vector<RankMemory> out;
+  out.reserve(stages.size());
+  for (const StageState& s : stages)
+    out.push_back(rank_memory_of(m, t, l, s.layers, d, x, s.state, layer));
+  return out;
+}
+
 WorstStageMemory worst_stage_memory(const Model& m, const Training& t, const Layout& l,
-                                    const Device& d, const ExecutionOptions& x) {
+                                    const Device& d, const ExecutionOptions& x,
+                                    StageStateCache* cache) {
+  std::vector<StageState> uncached;
+  const std::vector<StageState>& stages = cached_or(uncached, m, t, l, cache);
+  const LayerActivations layer = layer_activations(m, t, l, x);
   WorstStageMemory worst;
-  for (int stage = 0; stage < l.pp; ++stage) {
-    RankMemory r = rank_memory(m, t, l, stage_layers(m, l, stage), d, x);
-    if (stage == 0 || r.peak_bytes() > worst.memory.peak_bytes()) worst = {stage, std::move(r)};
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const int stage = static_cast<int>(i);
+    // A stage with the layers and model state of the one before it and no more micro-batches in
+    // flight needs no item more (every item but the activations depends on those alone), so it
+    // cannot be the worst: the first of equal peaks is.
+    if (i > 0 && same_items(stages[i], stages[i - 1]) &&
+        inflight_chunk_microbatches(l, stage) <= inflight_chunk_microbatches(l, stage - 1))
+      continue;
+    RankMemory r = rank_memory_of(m, t, l, stages[i].layers, d, x, stages[i].state, layer);
+    if (i == 0 || r.peak_bytes() > worst.memory.peak_bytes()) worst = {stage, std::move(r)};
   }
   return worst;
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "core/cluster.h"
 #include "core/layout.h"
@@ -31,6 +32,7 @@ struct ModelStateBytes {
 
   int64_t optimizer() const { return master_weights + optimizer_moments; }
   int64_t total() const { return parameters + gradients + optimizer(); }
+  bool operator==(const ModelStateBytes&) const = default;
 };
 
 ModelStateBytes model_state_bytes(int64_t params, int64_t shard, int zero, const Training& t);
@@ -68,6 +70,35 @@ struct RankMemory {
 RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
                        const Device& d, const ExecutionOptions& x);
 
+// Every pipeline stage's layers and model state, which the shape (dp, tp, pp, cp, ep), the virtual
+// stages and the ZeRO stage decide alone (not the micro-batches, recomputation, sp or schedule).
+struct StageState {
+  StageLayers layers;
+  ModelStateBytes state;
+};
+std::vector<StageState> stage_states(const Model& m, const Training& t, const Layout& l);
+
+// What worst_stage_memory carries from one layout to the next: stage_states, sized once for all
+// the layouts the planner's inner loops run over one shape. A cache serves one model and training;
+// the planner keeps one per thread.
+class StageStateCache {
+ public:
+  const std::vector<StageState>& stages(const Model& m, const Training& t, const Layout& l);
+
+ private:
+  struct Entry {
+    int vpp = 1, zero = 0;
+    std::vector<StageState> stages;
+  };
+  std::array<int, 5> shape_{};  // dp, tp, pp, cp, ep
+  std::vector<Entry> entries_;  // of that shape
+};
+
+// Every stage's memory, first to last, their layers and model state from `cache` when given.
+std::vector<RankMemory> stage_memories(const Model& m, const Training& t, const Layout& l,
+                                       const Device& d, const ExecutionOptions& x,
+                                       StageStateCache* cache = nullptr);
+
 // The pipeline stage whose ranks need the most memory. Every stage has the same capacity and
 // reserve, so that stage decides whether the layout fits (the planner prunes with it before
 // timing; estimate() picks its worst stage the same way).
@@ -76,7 +107,8 @@ struct WorstStageMemory {
   RankMemory memory;
 };
 WorstStageMemory worst_stage_memory(const Model& m, const Training& t, const Layout& l,
-                                    const Device& d, const ExecutionOptions& x);
+                                    const Device& d, const ExecutionOptions& x,
+                                    StageStateCache* cache = nullptr);
 
 struct MemoryItem {
   std::string_view name;

@@ -107,3 +107,24 @@ TEST_CASE("expert parallelism divides the experts and dp", "[planner][enumerate]
   }
   CHECK(eps == std::set<int>{1, 2, 4});  // cp·dp = 4, so ep = 8 never divides dp
 }
+
+TEST_CASE("shapes split over threads give the candidates of one thread, in the same order",
+          "[planner][enumerate]") {
+  for (const PlannerCase& c : {planner_case("mixtral-8x7b", 2, 128, 4096),
+                               planner_case("llama3-70b", 4, 64, 4096, "tp=8")}) {
+    const Candidates one = c.enumerate();
+    for (int threads : {2, 3}) {
+      const Candidates split =
+          enumerate_layouts(c.model, c.cluster, c.training, c.fixed, std::nullopt, threads);
+      CHECK(split.layouts == one.layouts);
+      CHECK(split.shapes == one.shapes);
+      CHECK(split.shapes_invalid == one.shapes_invalid);
+      CHECK(split.layouts_invalid == one.layouts_invalid);
+      REQUIRE(split.rejections.size() == one.rejections.size());
+      for (size_t i = 0; i < one.rejections.size(); ++i) {
+        CHECK(split.rejections[i].layout == one.rejections[i].layout);
+        CHECK(split.rejections[i].reason == one.rejections[i].reason);
+      }
+    }
+  }
+}
