@@ -3,6 +3,8 @@
 
 #include <cassert>
 
+#include "core/schedule.h"
+
 namespace shardplan {
 
 namespace {
@@ -21,23 +23,14 @@ ParamShard operator+(const ParamShard& a, const ParamShard& b) {
 
 StageLayers stage_layers(const Model& m, const Layout& l, int stage) {
   assert(stage >= 0 && stage < l.pp);
-  const int chunks = l.pp * l.vpp;
-  assert(m.num_layers % chunks == 0);
-  const int per_chunk = m.num_layers / chunks;
   StageLayers s;
   s.stage = stage;
   s.first = stage == 0;
   s.last = stage == l.pp - 1;
-  if (!m.is_moe()) {
-    s.dense_layers = m.num_layers / l.pp;
-    return s;
-  }
-  for (int layer = 0; layer < m.num_layers; ++layer) {
-    if ((layer / per_chunk) % l.pp != stage) continue;
-    if (m.is_moe_layer(layer))
-      ++s.moe_layers;
-    else
-      ++s.dense_layers;
+  for (int chunk = 0; chunk < l.vpp; ++chunk) {
+    const LayerRange layers = virtual_stage_layers(m, l, virtual_stage(l, stage, chunk));
+    for (int layer = layers.begin; layer < layers.end; ++layer)
+      ++(m.is_moe_layer(layer) ? s.moe_layers : s.dense_layers);
   }
   return s;
 }

@@ -77,7 +77,8 @@ RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const
   };
   const int64_t stage_layers_bytes =
       s.dense_layers * layer(false, l.recompute) + s.moe_layers * layer(true, l.recompute);
-  // A rank holds vpp chunks of the stage's layers; `chunks` micro-batches of one chunk each.
+  // A rank holds vpp chunks of the stage's layers; `chunks` micro-batches of one chunk each (of
+  // the chunks' mean size where an uneven split gives them different layers).
   r.layer_activations_bytes = chunks * stage_layers_bytes / l.vpp;
   if (s.first)
     r.embedding_activations_bytes = chunks * input_layer_activation_bytes(m, shape, x) / l.vpp;

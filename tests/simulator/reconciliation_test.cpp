@@ -64,6 +64,9 @@ TEST_CASE("estimate against event simulation, every layout family", "[estimate][
       {"ZeRO-3", 0.01, "llama3-8b", "dgx-h100", 2, "dp=16,zero=3,mbs=1", 64, 4096},
       {"ZeRO-3, tp", 0.07, "llama3-70b", "dgx-h100", 4, "tp=8,dp=4,zero=3,mbs=1,recompute=full", 32, 4096},
       {"full recompute, pp", 0.01, "gpt3-175b", "dgx-a100", 8, "tp=8,pp=8,mbs=1,recompute=full", 32, 2048},
+      // Uneven stages (core/stage_split.h): 32 layers over 3 stages, and over 12 virtual ones.
+      {"pp 1F1B, uneven", 0.01, "llama3-8b", "dgx-h100", 3, "tp=8,pp=3,mbs=1", 32, 4096},
+      {"pp interleaved, uneven", 0.01, "llama3-8b", "dgx-h100", 4, "tp=8,pp=4,mbs=1,vpp=3", 128, 4096},
   };
   for (const Family& f : families) {
     INFO(f.name << ": " << f.layout);

@@ -1,9 +1,9 @@
 // The MPI interpreter against the single-rank run: for every layout family the per-step losses and
 // the final parameters (gathered into the whole model's flat layout) equal one rank's training of
 // the same steps within 1e-5 relative, and each rank's parameter, gradient and optimizer bytes
-// equal the cost model's (simulator/memory_model.h) exactly. 2-rank layouts run in the default
-// instance, 4-rank ones ("[world4]") in the 4-rank instance. A checkpoint's full state loads under
-// another layout unchanged.
+// equal the cost model's (simulator/memory_model.h) exactly, uneven pipeline stages too. 2-rank
+// layouts run in the default instance, 4-rank ones ("[world4]") in the 4-rank instance. A
+// checkpoint's full state loads under another layout unchanged.
 #include "executor/interpreter.h"
 
 #include <mpi.h>
@@ -84,6 +84,38 @@ TEST_CASE("interpreter: pp2 under gpipe, 1f1b and interleaved", "[interpreter]")
   check_layout(l);
 }
 
+// Stages of uneven layer counts (core/stage_split.h): test::odd_model's 3 layers split 2 + 1 (the
+// balanced split), gpt-tiny's 4 split 1 + 3 under 1F1B and GPipe, and interleaved chunks of which
+// the first holds only the embedding or the last only the loss, as Megatron-LM allows.
+TEST_CASE("interpreter: pp2 with uneven stages under 1f1b, gpipe and interleaved",
+          "[interpreter]") {
+  if (world_size() != 2) return;
+  Layout l = layout(1, 1, 2);
+  l.stages = {2, 1};
+  check_layout(l, test::odd_model());
+  l.stages = {1, 3};
+  check_layout(l);
+  l.schedule = Schedule::gpipe;
+  check_layout(l);
+  l.schedule = Schedule::interleaved;
+  l.vpp = 2;
+  l.stages = {0, 2, 1, 1};
+  check_layout(l);
+  l.stages = {2, 1, 1, 0};
+  check_layout(l);
+}
+
+TEST_CASE("interpreter: full state loads to and from uneven stages", "[interpreter]") {
+  if (world_size() != 2) return;
+  Layout uneven = layout(1, 1, 2);
+  uneven.stages = {1, 3};
+  Layout other = uneven;
+  other.stages = {3, 1};
+  test::check_state_round_trip(uneven, layout(1, 2, 1));
+  test::check_state_round_trip(uneven, other);
+  test::check_state_round_trip(layout(1, 1, 2), other);
+}
+
 // tp2·sp has dp = cp = 1: a one-member zero group, a program without gathers or dp reductions.
 // test::odd_model's units do not divide over dp2: padded pieces, staged collectives under
 // ZeRO-1/2, padded gathered units under ZeRO-3.
@@ -161,6 +193,14 @@ TEST_CASE("interpreter: ZeRO-3 over dp2·pp2 (interleaved too), dp2·tp2 with se
   dp_tp.sequence_parallel = true;
   dp_tp.zero = 3;
   check_layout(dp_tp);
+}
+
+TEST_CASE("interpreter: dp2·pp2 with uneven stages under ZeRO-1", "[world4]") {
+  if (world_size() != 4) return;
+  Layout l = layout(2, 1, 2);
+  l.zero = 1;
+  l.stages = {3, 1};
+  check_layout(l);
 }
 
 TEST_CASE("interpreter: ZeRO 1, 2 and 3 over dp2·cp2 with padded pieces", "[world4]") {
