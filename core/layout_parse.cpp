@@ -81,13 +81,21 @@ void set_rank_order(LayoutSpec& s, std::string_view v, const Origin& at) {
   assign(s.rank_order, std::string(v), at);
 }
 
-// Layer counts per virtual stage; their sum and number are check_split's, once pp and vpp are
-// known.
+// Layer counts per virtual stage, "8*14" for 14 stages of 8 (split_string's runs); their sum and
+// number are check_split's, once pp and vpp are known.
 void set_stages(LayoutSpec& s, std::string_view v, const Origin& at) {
+  constexpr int64_t kMaxStages = 1 << 20;
   std::vector<int> stages;
   while (true) {
     const size_t comma = v.find(',');
-    stages.push_back(static_cast<int>(parse_count(trim(v.substr(0, comma)), 0, kIntMax, at)));
+    const std::string_view item = trim(v.substr(0, comma));
+    const size_t star = item.find('*');
+    const auto layers = static_cast<int>(parse_count(trim(item.substr(0, star)), 0, kIntMax, at));
+    const int64_t times = star == std::string_view::npos
+                              ? 1
+                              : parse_count(trim(item.substr(star + 1)), 1, kMaxStages, at);
+    if (std::ssize(stages) + times > kMaxStages) at.fail("too many stages");
+    stages.insert(stages.end(), static_cast<size_t>(times), layers);
     if (comma == std::string_view::npos) break;
     v.remove_prefix(comma + 1);
   }

@@ -151,11 +151,22 @@ std::string megatron_layout_string(const std::vector<int>& stages) {
   std::vector<std::string> parts;
   for (size_t i = 0; i < stages.size(); ++i) {
     std::string s = i == 0 ? "E" : "";
-    if (stages[i] > 0) s += fmt::format("t*{}", stages[i]);
+    if (stages[i] > 0) s += stages[i] == 1 ? "t" : fmt::format("t*{}", stages[i]);
     if (i + 1 == stages.size()) s += s.empty() ? "L" : ",L";
     parts.push_back(std::move(s));
   }
-  return fmt::format("{}", fmt::join(parts, "|"));
+  // Runs of equal stages as "(t*8|)*14,": the first and last stage differ from all others.
+  std::string out;
+  for (auto run = parts.begin(); run != parts.end();) {
+    const auto end =
+        std::find_if(run, parts.end(), [&](const std::string& p) { return p != *run; });
+    if (end - run >= 2)
+      out += fmt::format("({}|)*{},", *run, end - run);
+    else
+      out += *run + (end == parts.end() ? "" : "|");
+    run = end;
+  }
+  return out;
 }
 
 namespace {
@@ -222,7 +233,16 @@ std::vector<int> parse_megatron_layout_string(const std::string& layout, std::st
 }
 
 std::string split_string(const std::vector<int>& stages) {
-  return fmt::format("{}", fmt::join(stages, ","));
+  std::vector<std::string> items;
+  for (auto run = stages.begin(); run != stages.end();) {
+    const auto end = std::find_if(run, stages.end(), [&](int n) { return n != *run; });
+    if (end - run >= 3)
+      items.push_back(fmt::format("{}*{}", *run, end - run));
+    else
+      for (auto it = run; it != end; ++it) items.push_back(std::to_string(*it));
+    run = end;
+  }
+  return fmt::format("{}", fmt::join(items, ","));
 }
 
 }  // namespace shardplan

@@ -59,7 +59,8 @@ std::vector<int> megatron_accounted_split(int layers, int pp, int vpp, bool embe
                                           std::string& why);
 
 // Megatron-Core's --pipeline-model-parallel-layout for a split: virtual stages separated by "|",
-// "E" the embedding, "t*N" N decoder layers, "L" the loss ("Et*7|t*8|...|t*7,L").
+// "E" the embedding, "t*N" N decoder layers, "L" the loss, runs of equal stages repeated
+// ("Et*7|(t*8|)*14,t*7,L").
 std::string megatron_layout_string(const std::vector<int>& stages);
 
 // The decoder layers of each stage of a --pipeline-model-parallel-layout string, read as
@@ -68,7 +69,7 @@ std::string megatron_layout_string(const std::vector<int>& stages);
 // is not modelled). Empty, with `why` set, when it is malformed.
 std::vector<int> parse_megatron_layout_string(const std::string& layout, std::string& why);
 
-// The compact string's form: "7,8,8,7".
+// The compact string's form, runs of three or more as count*times: "7,8*14,7".
 std::string split_string(const std::vector<int>& stages);
 
 }  // namespace shardplan

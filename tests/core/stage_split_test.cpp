@@ -127,6 +127,11 @@ TEST_CASE("compact string: stages= takes the items without a key that follow it"
   CHECK(s.stages == std::vector<int>{7, 8, 8, 7});
   CHECK(s.pp == 4);
   CHECK(parse_layout_string("stages=5").stages == std::vector<int>{5});
+  CHECK(parse_layout_string("stages=7,8*14,7").stages == llama3_405b_pp16());
+  CHECK(split_string({1, 2, 2, 3, 3, 3, 0}) == "1,2,2,3*3,0");
+  CHECK(parse_layout_string("stages=" + split_string({1, 2, 2, 3, 3, 3, 0})).stages ==
+        std::vector<int>{1, 2, 2, 3, 3, 3, 0});
+  CHECK(thrown_input_error([] { parse_layout_string("stages=8*0"); }).field == "layout.stages");
   const InputError bad = thrown_input_error([] { parse_layout_string("stages=7,x,8"); });
   CHECK(bad.field == "layout.stages");
   CHECK_THAT(bad.reason, Contains("\"x\""));
@@ -144,7 +149,7 @@ TEST_CASE("resolve: the balanced split by default, a given one checked, even one
   const Layout pp8 = resolve("tp=8,pp=8", m, c, t);
   CHECK(pp8.stages == std::vector<int>{15, 16, 16, 16, 16, 16, 16, 15});
   CHECK(resolve(to_string(pp16), m, c, t) == pp16);
-  CHECK_THAT(to_string(pp16), Contains(",stages=7,8,8,8,8,8,8,8,8,8,8,8,8,8,8,7"));
+  CHECK_THAT(to_string(pp16), Contains(",stages=7,8*14,7"));
 
   const Model l70 = load_model("llama3-70b");  // 80 layers
   const Layout even = resolve("tp=8,pp=4", l70, test::dgx_h100(128), t);
@@ -235,6 +240,9 @@ TEST_CASE("Megatron-Core's pipeline layout string: written and read back", "[sta
   const std::string s = megatron_layout_string(split);
   CHECK(s == "E|t*3|t*4|t*2,L");
   std::string why;
+  CHECK(megatron_layout_string(llama3_405b_pp16()) == "Et*7|(t*8|)*14,t*7,L");
+  CHECK(parse_megatron_layout_string(megatron_layout_string(llama3_405b_pp16()), why) ==
+        llama3_405b_pp16());
   CHECK(parse_megatron_layout_string(s, why) == split);
   CHECK(parse_megatron_layout_string("'Et*3|(tt|)*2,t|L'", why) == std::vector<int>{3, 2, 2, 1, 0});
   CHECK(why.empty());
