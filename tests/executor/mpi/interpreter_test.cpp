@@ -2,8 +2,8 @@
 // the final parameters (gathered into the whole model's flat layout) equal one rank's training of
 // the same steps within 1e-5 relative, and each rank's parameter, gradient and optimizer bytes
 // equal the cost model's (simulator/memory_model.h) exactly, uneven pipeline stages too. 2-rank
-// layouts run in the default instance, 4-rank ones ("[world4]") in the 4-rank instance. A
-// checkpoint's full state loads under another layout unchanged.
+// layouts run in the default instance, 4-rank ones ("[world4]") in the 4-rank instance, 8-rank ones
+// ("[world8]") in the 8-rank one. A checkpoint's full state loads under another layout unchanged.
 #include "executor/interpreter.h"
 
 #include <mpi.h>
@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/presets.h"
+#include "core/stage_split.h"
 #include "executor/state/param_layout.h"
 #include "tests/core/odd_model.h"
 #include "tests/executor/mpi/interpreter_fixtures.h"
@@ -201,6 +202,18 @@ TEST_CASE("interpreter: dp2·pp2 with uneven stages under ZeRO-1", "[world4]") {
   l.zero = 1;
   l.stages = {3, 1};
   check_layout(l);
+}
+
+// Issue 22's case: a 28-layer model over pp=8, the balanced split 3,3,4,4,4,4,3,3 (8-rank
+// instance).
+TEST_CASE("interpreter: 28 layers over pp8, uneven", "[world8]") {
+  if (world_size() != 8) return;
+  Model m = tiny_model();
+  m.num_layers = 28;
+  Layout l = layout(1, 1, 8);
+  l.stages = balanced_split(m.num_layers, l.pp);
+  REQUIRE(l.stages == std::vector<int>{3, 3, 4, 4, 4, 4, 3, 3});
+  check_layout(l, m);
 }
 
 TEST_CASE("interpreter: ZeRO 1, 2 and 3 over dp2·cp2 with padded pieces", "[world4]") {
