@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <numeric>
 #include <optional>
 
 #include "core/error.h"
@@ -119,13 +120,17 @@ class Enumerator {
     return divisors(model_.num_layers / l.pp);
   }
 
-  // The layers per virtual stage: the fixed split, or candidate_splits' (the even one first when
-  // it divides). {{}} where none fits, so that validate_layout names the rule.
+  // The layers per virtual stage: the fixed split (in canonical form where it is whole, else as
+  // given for validate_layout to name what is wrong), or candidate_splits' (the even one first
+  // when it divides). {{}} where none fits, so that validate_layout names the rule.
   std::vector<std::vector<int>> splits(const Layout& l) const {
     const int64_t chunks = int64_t{l.pp} * l.vpp;
-    if (fixed_.stages)
-      return {std::ssize(*fixed_.stages) == chunks ? canonical_split(*fixed_.stages)
-                                                   : *fixed_.stages};
+    if (fixed_.stages) {
+      const std::vector<int>& s = *fixed_.stages;
+      const bool whole = std::ssize(s) == chunks &&
+                         std::accumulate(s.begin(), s.end(), int64_t{0}) == model_.num_layers;
+      return {whole ? canonical_split(s) : s};
+    }
     if (chunks == 1 || chunks > model_.num_layers) return {{}};
     return candidate_splits(model_, static_cast<int>(chunks));
   }

@@ -88,6 +88,21 @@ TEST_CASE("fields pinned by --fix stay, the rest still vary", "[planner][enumera
   for (const Layout& l : dp2.layouts) CHECK(l.tp * l.cp * l.pp == 4);
 }
 
+TEST_CASE("a fixed split stays, in canonical form; a wrong one is refused naming layout.stages",
+          "[planner][enumerate]") {
+  const Candidates uneven = planner_case("gpt-tiny", 1, 16, 64, "pp=2,stages=1,3").enumerate();
+  REQUIRE_FALSE(uneven.layouts.empty());
+  for (const Layout& l : uneven.layouts) CHECK(l.stages == std::vector<int>{1, 3});
+  const Candidates even = planner_case("gpt-tiny", 1, 16, 64, "pp=2,stages=2,2").enumerate();
+  REQUIRE_FALSE(even.layouts.empty());
+  for (const Layout& l : even.layouts) CHECK(l.stages.empty());
+  const Candidates wrong = planner_case("gpt-tiny", 1, 16, 64, "pp=2,stages=5*2").enumerate();
+  CHECK(wrong.layouts.empty());
+  REQUIRE_FALSE(wrong.rejections.empty());
+  CHECK(wrong.rejections.front().field == "layout.stages");
+  CHECK_THAT(wrong.rejections.front().reason, Catch::Contains("sums to 10"));
+}
+
 TEST_CASE("an impossible --fix is rejected with the rule it breaks", "[planner][enumerate]") {
   const Candidates tp3 = planner_case("gpt-tiny", 1, 16, 64, "tp=3").enumerate();
   CHECK(tp3.layouts.empty());
