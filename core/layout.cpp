@@ -5,18 +5,32 @@
 #include <tuple>
 
 #include "core/json_reader.h"
+#include "core/stage_split.h"
 
 namespace shardplan {
 
 namespace {
 auto fields(const Layout& l) {
   return std::tie(l.dp, l.tp, l.pp, l.cp, l.ep, l.zero, l.micro_batch, l.num_microbatches,
-                  l.recompute, l.sequence_parallel, l.vpp, l.schedule, l.rank_order);
+                  l.recompute, l.sequence_parallel, l.vpp, l.schedule, l.rank_order, l.stages);
 }
 
 template <class T>
 void take(std::optional<T>& base, const std::optional<T>& over) {
   if (over) base = over;
+}
+
+// A list of layer counts; its sum and length are check_split's, which needs the model.
+std::vector<int> stages_field(ObjectReader& r) {
+  const nlohmann::json& v = r.raw("stages");
+  if (!v.is_array() || v.empty()) r.fail("stages", "expected a non-empty array of layer counts");
+  std::vector<int> stages;
+  for (const nlohmann::json& n : v) {
+    if (!n.is_number_integer() || n.get<int64_t>() < 0 || n.get<int64_t>() > 1'000'000)
+      r.fail("stages", "expected non-negative integer layer counts, found " + n.dump());
+    stages.push_back(n.get<int>());
+  }
+  return stages;
 }
 
 }  // namespace
@@ -40,33 +54,37 @@ LayoutSpec merge(LayoutSpec base, const LayoutSpec& over) {
   take(base.sequence_parallel, over.sequence_parallel);
   take(base.schedule, over.schedule);
   take(base.rank_order, over.rank_order);
+  take(base.stages, over.stages);
   take(base.dtype, over.dtype);
   return base;
 }
 
 std::string to_string(const Layout& l) {
+  const std::string stages = l.stages.empty() ? "" : ",stages=" + split_string(l.stages);
   return fmt::format(
       "tp={},pp={},dp={},cp={},ep={},zero={},mbs={},gbs={},sp={},vpp={},recompute={},schedule={},"
-      "order={}",
+      "order={}{}",
       l.tp, l.pp, l.dp, l.cp, l.ep, l.zero, l.micro_batch, l.global_batch(),
       l.sequence_parallel ? 1 : 0, l.vpp, enum_name(l.recompute, kRecomputeNames),
-      enum_name(l.schedule, kScheduleNames), l.rank_order);
+      enum_name(l.schedule, kScheduleNames), l.rank_order, stages);
 }
 
 nlohmann::json layout_to_json(const Layout& l) {
-  return {{"dp", l.dp},
-          {"tp", l.tp},
-          {"pp", l.pp},
-          {"cp", l.cp},
-          {"ep", l.ep},
-          {"zero", l.zero},
-          {"micro_batch", l.micro_batch},
-          {"num_microbatches", l.num_microbatches},
-          {"recompute", enum_name(l.recompute, kRecomputeNames)},
-          {"sequence_parallel", l.sequence_parallel},
-          {"vpp", l.vpp},
-          {"schedule", enum_name(l.schedule, kScheduleNames)},
-          {"rank_order", l.rank_order}};
+  nlohmann::json j = {{"dp", l.dp},
+                      {"tp", l.tp},
+                      {"pp", l.pp},
+                      {"cp", l.cp},
+                      {"ep", l.ep},
+                      {"zero", l.zero},
+                      {"micro_batch", l.micro_batch},
+                      {"num_microbatches", l.num_microbatches},
+                      {"recompute", enum_name(l.recompute, kRecomputeNames)},
+                      {"sequence_parallel", l.sequence_parallel},
+                      {"vpp", l.vpp},
+                      {"schedule", enum_name(l.schedule, kScheduleNames)},
+                      {"rank_order", l.rank_order}};
+  if (!l.stages.empty()) j["stages"] = l.stages;
+  return j;
 }
 
 // The resolved layout, every key required (plan files are written by layout_to_json). Ranges and
@@ -87,6 +105,8 @@ Layout layout_from_json(const nlohmann::json& j, const std::string& file) {
   l.vpp = int_field(r, "vpp");
   l.schedule = enum_field(r, "schedule", kScheduleNames);
   l.rank_order = r.string("rank_order");
+  if (r.has("stages")) l.stages = stages_field(r);
+  r.ignore({"stages"});
   r.reject_unknown();
   return l;
 }

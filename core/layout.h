@@ -53,6 +53,9 @@ struct Layout {
   int vpp = 1;  // model chunks per pipeline rank (virtual pipeline stages)
   Schedule schedule = Schedule::one_f_one_b;
   std::string rank_order = std::string(kDefaultRankOrder);
+  // Layers of each virtual stage (pp·vpp entries, core/stage_split.h); empty: the even split.
+  // Never all equal (canonical_split), so that one split has one form.
+  std::vector<int> stages = {};
 
   int64_t world() const { return int64_t{dp} * tp * pp * cp; }
   int64_t global_batch() const { return int64_t{micro_batch} * num_microbatches * dp; }
@@ -68,13 +71,16 @@ struct LayoutSpec {
   std::optional<bool> sequence_parallel;
   std::optional<Schedule> schedule;
   std::optional<std::string> rank_order;
-  std::optional<Dtype> dtype;  // from a DeepSpeed config's bf16/fp16 sections
+  std::optional<std::vector<int>> stages;  // layers per virtual stage, as given
+  std::optional<Dtype> dtype;              // from a DeepSpeed config's bf16/fp16 sections
 };
 
 // "tp=8,pp=4,dp=32,cp=1,ep=1,zero=1,mbs=1,gbs=1536,sp=1,vpp=2,recompute=selective,schedule=1f1b".
-// Keys: tp, pp, dp, cp, ep, zero, vpp, recompute, schedule, and the pairs mbs|micro_batch,
+// Keys: tp, pp, dp, cp, ep, zero, vpp, recompute, schedule, stages, and the pairs mbs|micro_batch,
 // gbs|global_batch, gas|num_microbatches, sp|sequence_parallel (0, 1, true, false),
-// order|rank_order. Items are comma-separated; `source` names the origin in errors ("--layout").
+// order|rank_order. Items are comma-separated; `stages` takes a list of layer counts, one per
+// virtual stage, which goes on over the items that follow it with no key ("stages=7,8,8,7").
+// `source` names the origin in errors ("--layout").
 LayoutSpec parse_layout_string(std::string_view s, const std::string& source = "--layout");
 
 // Megatron-LM flags: --tensor-model-parallel-size/--tp, --pipeline-model-parallel-size/--pp,
@@ -83,7 +89,10 @@ LayoutSpec parse_layout_string(std::string_view s, const std::string& source = "
 // model's layer count) or --num-virtual-stages-per-pipeline-rank, --recompute-granularity,
 // --recompute-activations (= selective), --recompute-method uniform and --recompute-num-layers 1
 // (what full recompute is priced as; other values are refused), --use-distributed-optimizer
-// (= ZeRO-1), --use-torch-fsdp2 (= ZeRO-3), --bf16/--fp16, and DeepSpeed's --zero-stage.
+// (= ZeRO-1), --use-torch-fsdp2 (= ZeRO-3), --bf16/--fp16, DeepSpeed's --zero-stage, and the
+// uneven split: --decoder-first-pipeline-num-layers, --decoder-last-pipeline-num-layers,
+// --account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split and
+// --pipeline-model-parallel-layout (core/stage_split.h).
 // "--flag value" and "--flag=value"; unknown flags are errors. Errors name the flag.
 LayoutSpec parse_megatron_flags(const std::vector<std::string>& args, const Model& model);
 
@@ -97,7 +106,8 @@ LayoutSpec layout_from_deepspeed(const nlohmann::json& ds, const std::string& fi
 LayoutSpec merge(LayoutSpec base, const LayoutSpec& over);
 
 // Fills what was left out (dp = world / (tp·pp·cp), global batch from `training`, number of
-// micro-batches, schedule = interleaved when vpp > 1) and validates. Updates
+// micro-batches, schedule = interleaved when vpp > 1, the split of layers over the virtual stages:
+// even when pp·vpp divides the layers, else balanced_split's) and validates. Updates
 // training.global_batch when the spec gives one (or only num_microbatches), and training.dtype and
 // grad_dtype when it gives a dtype; `training` is left as it was when an error is thrown.
 Layout resolve_layout(const LayoutSpec& spec, const Model& model, const Cluster& cluster,
@@ -107,15 +117,18 @@ Layout resolve_layout(const LayoutSpec& spec, const Model& model, const Cluster&
 // and the field: tp divides num_attention_heads and num_key_value_heads, dp·tp·pp·cp equals the
 // device count, global batch divisible by micro_batch·dp, pp·vpp divides the layers, ep divides
 // the experts and dp, cp·2 divides the sequence, zero in 0..3, vpp > 1 only with interleaved.
+// Layers: pp·vpp divides them, or `stages` splits them (check_split).
 // Also: tp divides intermediate_size (and the experts'), sequence parallelism needs tp > 1 and tp
 // dividing seq_len / cp, interleaving needs num_microbatches % pp == 0, seq_len fits the model.
 void validate_layout(const Layout& l, const Model& model, const Cluster& cluster,
                      const Training& training, const std::string& source);
 
-// The compact string (every field, dp included), which parse_layout_string reads back.
+// The compact string (every field, dp included; stages only when uneven, last), which
+// parse_layout_string reads back.
 std::string to_string(const Layout& l);
 nlohmann::json layout_to_json(const Layout& l);
-// Every key required; errors name fields "layout.*". Checked against a model by validate_layout.
+// Every key required but `stages` (written only when uneven); errors name fields "layout.*".
+// Checked against a model by validate_layout.
 Layout layout_from_json(const nlohmann::json& j, const std::string& file);
 
 }  // namespace shardplan

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/layout.h"
 #include "core/presets.h"
+#include "core/stage_split.h"
 
 namespace shardplan {
 
@@ -23,6 +24,12 @@ struct Origin {
     throw InputError(source, field, reason, hint);
   }
 };
+
+std::string_view trim(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(" \t") - first + 1);
+}
 
 int64_t parse_count(std::string_view text, int64_t min, int64_t max, const Origin& at) {
   int64_t v = 0;
@@ -74,6 +81,27 @@ void set_rank_order(LayoutSpec& s, std::string_view v, const Origin& at) {
   assign(s.rank_order, std::string(v), at);
 }
 
+// Layer counts per virtual stage, "8*14" for 14 stages of 8 (split_string's runs); their sum and
+// number are check_split's, once pp and vpp are known.
+void set_stages(LayoutSpec& s, std::string_view v, const Origin& at) {
+  constexpr int64_t kMaxStages = 1 << 20;
+  std::vector<int> stages;
+  while (true) {
+    const size_t comma = v.find(',');
+    const std::string_view item = trim(v.substr(0, comma));
+    const size_t star = item.find('*');
+    const auto layers = static_cast<int>(parse_count(trim(item.substr(0, star)), 0, kIntMax, at));
+    const int64_t times = star == std::string_view::npos
+                              ? 1
+                              : parse_count(trim(item.substr(star + 1)), 1, kMaxStages, at);
+    if (std::ssize(stages) + times > kMaxStages) at.fail("too many stages");
+    stages.insert(stages.end(), static_cast<size_t>(times), layers);
+    if (comma == std::string_view::npos) break;
+    v.remove_prefix(comma + 1);
+  }
+  assign(s.stages, std::move(stages), at);
+}
+
 struct Setting {
   std::string_view key;       // the compact key, also the name in errors ("layout.tp")
   std::string_view long_key;  // the layout JSON's name, accepted too; "" when the same
@@ -95,6 +123,7 @@ constexpr Setting kSettings[] = {
     {"recompute", "", set_enum<Recompute, 3, kRecomputeNames, &LayoutSpec::recompute>},
     {"schedule", "", set_enum<Schedule, 3, kScheduleNames, &LayoutSpec::schedule>},
     {"order", "rank_order", set_rank_order},
+    {"stages", "", set_stages},
 };
 
 const Setting* find_setting(std::string_view key) {
@@ -121,12 +150,6 @@ std::string unknown_hint(std::string_view word, const std::vector<std::string>& 
   return fmt::format("did you mean {}? {}", fmt::join(near, " or "), accepted);
 }
 
-std::string_view trim(std::string_view s) {
-  const auto first = s.find_first_not_of(" \t");
-  if (first == std::string_view::npos) return {};
-  return s.substr(first, s.find_last_not_of(" \t") - first + 1);
-}
-
 // Every name and alias in a table, for "accepted: ..." hints.
 template <class T, size_t N>
 std::vector<std::string> names_of(const T (&table)[N], std::string_view T::*name,
@@ -146,7 +169,12 @@ enum class FlagAction {
   layers_per_virtual_stage,
   recompute_method,
   recompute_num_layers,
-  dtype
+  dtype,
+  first_stage_layers,
+  last_stage_layers,
+  account_for_embedding,
+  account_for_loss,
+  pipeline_layout
 };
 
 // Megatron-LM's flag names (megatron/training/arguments.py); a switch stands for `fixed`.
@@ -183,6 +211,13 @@ constexpr Flag kFlags[] = {
     {"--use-torch-fsdp2", "", FlagAction::setting, "zero", "3"},
     {"--bf16", "", FlagAction::dtype, "dtype", "bf16"},
     {"--fp16", "", FlagAction::dtype, "dtype", "fp16"},
+    // The uneven split (core/stage_split.h), resolved once pp and vpp are read.
+    {"--decoder-first-pipeline-num-layers", "", FlagAction::first_stage_layers, "stages", ""},
+    {"--decoder-last-pipeline-num-layers", "", FlagAction::last_stage_layers, "stages", ""},
+    {"--account-for-embedding-in-pipeline-split", "", FlagAction::account_for_embedding, "stages",
+     "1"},
+    {"--account-for-loss-in-pipeline-split", "", FlagAction::account_for_loss, "stages", "1"},
+    {"--pipeline-model-parallel-layout", "", FlagAction::pipeline_layout, "stages", ""},
 };
 
 const Flag* find_flag(std::string_view name) {
@@ -204,6 +239,9 @@ struct MegatronExtras {
   std::optional<int> layers_per_virtual_stage;
   std::optional<std::string> recompute_method;
   std::optional<int> recompute_num_layers;
+  std::optional<int> first_stage_layers, last_stage_layers;
+  std::optional<bool> account_for_embedding, account_for_loss;
+  std::optional<std::string> pipeline_layout;
 };
 
 void apply_flag(const Flag& f, std::string_view value, const Origin& at, LayoutSpec& spec,
@@ -234,7 +272,65 @@ void apply_flag(const Flag& f, std::string_view value, const Origin& at, LayoutS
     case FlagAction::dtype:
       assign(spec.dtype, *enum_from_name(value, kDtypeNames), at);
       return;
+    case FlagAction::first_stage_layers:
+      assign(extras.first_stage_layers, static_cast<int>(parse_count(value, 0, kIntMax, at)), at);
+      return;
+    case FlagAction::last_stage_layers:
+      assign(extras.last_stage_layers, static_cast<int>(parse_count(value, 0, kIntMax, at)), at);
+      return;
+    case FlagAction::account_for_embedding:
+      assign(extras.account_for_embedding, true, at);
+      return;
+    case FlagAction::account_for_loss:
+      assign(extras.account_for_loss, true, at);
+      return;
+    case FlagAction::pipeline_layout:
+      assign(extras.pipeline_layout, std::string(value), at);
+      return;
   }
+}
+
+// The split the uneven-pipeline flags give, on the pp and vpp the other flags gave.
+void resolve_split(const MegatronExtras& extras, const Model& model, LayoutSpec& spec) {
+  const bool first_last = extras.first_stage_layers || extras.last_stage_layers;
+  const bool accounted = extras.account_for_embedding || extras.account_for_loss;
+  const std::string flag = extras.first_stage_layers  ? "--decoder-first-pipeline-num-layers"
+                           : extras.last_stage_layers ? "--decoder-last-pipeline-num-layers"
+                           : extras.account_for_embedding
+                               ? "--account-for-embedding-in-pipeline-split"
+                           : extras.account_for_loss ? "--account-for-loss-in-pipeline-split"
+                                                     : "--pipeline-model-parallel-layout";
+  const Origin at{flag, "layout.stages"};
+  // Megatron-LM (arguments.py) takes one of the three ways at a time.
+  if (int{first_last} + int{accounted} + int{extras.pipeline_layout.has_value()} > 1)
+    at.fail("takes no other uneven-pipeline flag",
+            "give --decoder-first/last-pipeline-num-layers, the --account-for-* flags, or "
+            "--pipeline-model-parallel-layout");
+  const int pp = spec.pp.value_or(1), vpp = spec.vpp.value_or(1);
+  std::string why;
+  std::vector<int> stages;
+  if (extras.pipeline_layout) {
+    stages = parse_megatron_layout_string(*extras.pipeline_layout, why);
+    if (!why.empty()) at.fail(why);
+    // Megatron-Core: the layout's stages are pp·vpp, which gives vpp.
+    if (stages.size() % static_cast<size_t>(pp) != 0)
+      at.fail(fmt::format("{} stages do not divide over pp={}", stages.size(), pp));
+    const int implied_vpp = static_cast<int>(stages.size()) / pp;
+    if (spec.vpp && *spec.vpp != implied_vpp)
+      at.fail(fmt::format("{} stages over pp={} give vpp={}, found vpp={}", stages.size(), pp,
+                          implied_vpp, *spec.vpp));
+    spec.vpp = implied_vpp;
+  } else if (first_last) {
+    stages =
+        megatron_first_last_split(model.num_layers, pp, vpp, extras.first_stage_layers.value_or(-1),
+                                  extras.last_stage_layers.value_or(-1), why);
+  } else {
+    stages = megatron_accounted_split(model.num_layers, pp, vpp,
+                                      extras.account_for_embedding.value_or(false),
+                                      extras.account_for_loss.value_or(false), why);
+  }
+  if (stages.empty()) at.fail(why);
+  assign(spec.stages, std::move(stages), at);
 }
 
 void check_extras(const MegatronExtras& extras, const Model& model, LayoutSpec& spec) {
@@ -246,6 +342,13 @@ void check_extras(const MegatronExtras& extras, const Model& model, LayoutSpec& 
       Origin{flag, "layout.recompute"}.fail(
           fmt::format("applies to --recompute-granularity full, found {}",
                       enum_name(spec.recompute.value_or(Recompute::none), kRecomputeNames)));
+  }
+  if (extras.first_stage_layers || extras.last_stage_layers || extras.account_for_embedding ||
+      extras.account_for_loss || extras.pipeline_layout) {
+    if (extras.layers_per_virtual_stage)
+      Origin{"--num-layers-per-virtual-pipeline-stage", "layout.vpp"}.fail(
+          "is for an even split", "with an uneven one give --num-virtual-stages-per-pipeline-rank");
+    resolve_split(extras, model, spec);
   }
   if (!extras.layers_per_virtual_stage) return;
   const Origin at{"--num-layers-per-virtual-pipeline-stage", "layout.vpp"};
@@ -263,9 +366,15 @@ void check_extras(const MegatronExtras& extras, const Model& model, LayoutSpec& 
 LayoutSpec parse_layout_string(std::string_view s, const std::string& source) {
   LayoutSpec spec;
   if (trim(s).empty()) return spec;
+  std::vector<std::string_view> items;
   while (true) {
     const size_t comma = s.find(',');
-    const std::string_view item = trim(s.substr(0, comma));
+    items.push_back(trim(s.substr(0, comma)));
+    if (comma == std::string_view::npos) break;
+    s.remove_prefix(comma + 1);
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string_view item = items[i];
     const size_t eq = item.find('=');
     if (eq == std::string_view::npos)
       throw InputError(source, "", fmt::format("expected key=value, found \"{}\"", item),
@@ -276,9 +385,14 @@ LayoutSpec parse_layout_string(std::string_view s, const std::string& source) {
     if (!setting)
       at.fail("unknown key",
               unknown_hint(key, names_of(kSettings, &Setting::key, &Setting::long_key)));
-    setting->set(spec, trim(item.substr(eq + 1)), at);
-    if (comma == std::string_view::npos) break;
-    s.remove_prefix(comma + 1);
+    std::string value(trim(item.substr(eq + 1)));
+    // A list goes on over the items without a key that follow it: "stages=7,8,8,7,tp=8".
+    if (setting->set == set_stages)
+      while (i + 1 < items.size() && items[i + 1].find('=') == std::string_view::npos) {
+        value.push_back(',');
+        value.append(items[++i]);
+      }
+    setting->set(spec, value, at);
   }
   return spec;
 }

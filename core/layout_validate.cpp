@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/layout.h"
 #include "core/placement.h"
+#include "core/stage_split.h"
 
 namespace shardplan {
 
@@ -81,17 +82,25 @@ void check_batch(const Layout& l, const Training& t, const std::string& source) 
          "gradient_accumulation_steps × data-parallel size");
 }
 
-// Megatron-LM (arguments.py, schedules.py): layers split evenly over pp·vpp model chunks; virtual
-// stages only with pp > 1 and the interleaved schedule, which needs num_microbatches to be a
-// multiple of pp.
+// Megatron-LM (arguments.py, schedules.py): layers split over pp·vpp model chunks, evenly unless
+// the layout gives each chunk's layers (check_split); virtual stages only with pp > 1 and the
+// interleaved schedule, which needs num_microbatches to be a multiple of pp.
 void check_pipeline(const Layout& l, const Model& m, const std::string& source) {
   if (l.vpp > 1 && l.pp == 1)
     fail(source, "layout.vpp", fmt::format("vpp={} needs pp > 1, found pp=1", l.vpp));
   const int64_t chunks = int64_t{l.pp} * l.vpp;
-  if (m.num_layers % chunks != 0)
+  if (!l.stages.empty()) {
+    check_split(l.stages, m, l, source);
+  } else if (m.num_layers % chunks != 0) {
+    const std::vector<int> balanced = chunks <= m.num_layers
+                                          ? balanced_split(m.num_layers, static_cast<int>(chunks))
+                                          : std::vector<int>{};
     fail(source, l.vpp > 1 ? "layout.vpp" : "layout.pp",
          fmt::format("pp × vpp = {} × {} = {} does not divide num_hidden_layers={}", l.pp, l.vpp,
-                     chunks, m.num_layers));
+                     chunks, m.num_layers),
+         balanced.empty() ? ""
+                          : "give each virtual stage's layers: stages=" + split_string(balanced));
+  }
   const bool interleaved = l.schedule == Schedule::interleaved;
   if (l.vpp > 1 && !interleaved)
     fail(source, "layout.schedule",
@@ -172,6 +181,13 @@ Layout resolve_layout(const LayoutSpec& spec, const Model& model, const Cluster&
   l.rank_order = spec.rank_order.value_or(std::string(kDefaultRankOrder));
   check_positive(l, source);
   if (!spec.dp) l.dp = derive_dp(l, cluster, source);
+  // Layers that do not divide over the virtual stages go where they cost least (balanced_split);
+  // a given split is checked as given and kept in its canonical form.
+  const int64_t chunks = int64_t{l.pp} * l.vpp;
+  if (spec.stages)
+    l.stages = *spec.stages;
+  else if (model.num_layers % chunks != 0 && chunks <= model.num_layers)
+    l.stages = balanced_split(model.num_layers, static_cast<int>(chunks));
 
   Training t = training;
   if (spec.global_batch)
@@ -192,6 +208,7 @@ Layout resolve_layout(const LayoutSpec& spec, const Model& model, const Cluster&
   if (spec.dtype) t.dtype = t.grad_dtype = *spec.dtype;
 
   validate_layout(l, model, cluster, t, source);
+  l.stages = canonical_split(std::move(l.stages));
   training = t;
   return l;
 }

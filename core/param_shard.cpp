@@ -3,6 +3,8 @@
 
 #include <cassert>
 
+#include "core/schedule.h"
+
 namespace shardplan {
 
 namespace {
@@ -21,26 +23,21 @@ ParamShard operator+(const ParamShard& a, const ParamShard& b) {
 
 StageLayers stage_layers(const Model& m, const Layout& l, int stage) {
   assert(stage >= 0 && stage < l.pp);
-  const int chunks = l.pp * l.vpp;
-  assert(m.num_layers % chunks == 0);
-  const int per_chunk = m.num_layers / chunks;
   StageLayers s;
   s.stage = stage;
   s.first = stage == 0;
   s.last = stage == l.pp - 1;
-  if (!m.is_moe()) {
-    s.dense_layers = m.num_layers / l.pp;
-    return s;
-  }
-  // The stage's chunks, virtual stages stage, stage + pp, ...: the planner asks this of every
-  // stage of every layout, so only their layers are walked.
-  for (int vs = stage; vs < chunks; vs += l.pp)
-    for (int layer = vs * per_chunk; layer < (vs + 1) * per_chunk; ++layer) {
-      if (m.is_moe_layer(layer))
-        ++s.moe_layers;
-      else
-        ++s.dense_layers;
+  // The stage's chunks (virtual stages stage, stage + pp, ...): the planner asks this of every
+  // stage of every layout, so a dense model's are counted, not walked.
+  for (int chunk = 0; chunk < l.vpp; ++chunk) {
+    const LayerRange layers = virtual_stage_layers(m, l, virtual_stage(l, stage, chunk));
+    if (!m.is_moe()) {
+      s.dense_layers += layers.end - layers.begin;
+      continue;
     }
+    for (int layer = layers.begin; layer < layers.end; ++layer)
+      ++(m.is_moe_layer(layer) ? s.moe_layers : s.dense_layers);
+  }
   return s;
 }
 

@@ -23,9 +23,9 @@ struct StageLayers {
   int layers() const { return dense_layers + moe_layers; }
 };
 
-// Layer l belongs to model chunk l / (L / (pp·vpp)), and chunk c runs on pipeline rank c mod pp
-// (Megatron-LM's interleaved assignment, Narayanan et al. 2021 §2.2.2; vpp = 1 gives contiguous
-// blocks of L/pp layers).
+// Model chunk c holds the layers core/stage_split.h gives it (L/(pp·vpp) each when even) and runs
+// on pipeline rank c mod pp (Megatron-LM's interleaved assignment, Narayanan et al. 2021 §2.2.2;
+// vpp = 1 gives contiguous blocks).
 StageLayers stage_layers(const Model& m, const Layout& l, int stage);
 
 // Parameters on one rank (tensor-parallel rank 0, which holds the largest shard when a dimension

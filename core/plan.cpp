@@ -1,6 +1,7 @@
 #include "core/plan.h"
 
 #include "core/json_reader.h"
+#include "core/stage_split.h"
 
 namespace shardplan {
 
@@ -37,6 +38,7 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
   }
   r.reject_unknown();
   validate_layout(p.layout, p.model, p.cluster, p.training, file);
+  p.layout.stages = canonical_split(std::move(p.layout.stages));
   return p;
 }
 

@@ -232,7 +232,8 @@ struct PipelineStep {
 // Throws InputError for interleaved when num_microbatches is not a multiple of pp.
 std::vector<PipelineStep> pipeline_order(const Layout& l, int pp_rank);
 
-// Virtual stage of a model chunk (Megatron's interleaved assignment) and its layer range.
+// Virtual stage of a model chunk (Megatron's interleaved assignment) and its layer range, as the
+// layout splits the layers (core/stage_split.h; L/(pp·vpp) each when even).
 int virtual_stage(const Layout& l, int pp_rank, int chunk);
 struct LayerRange {
   int begin = 0, end = 0;

@@ -2,6 +2,7 @@
 // 1F1B and interleaved 1F1B, and which layers each virtual stage holds.
 #include <algorithm>
 #include <cassert>
+#include <numeric>
 #include <string>
 
 #include "core/error.h"
@@ -82,9 +83,16 @@ int virtual_stage(const Layout& l, int pp_rank, int chunk) {
 
 LayerRange virtual_stage_layers(const Model& m, const Layout& l, int vs) {
   const int stages = l.pp * l.vpp;
-  assert(m.num_layers % stages == 0 && vs >= 0 && vs < stages);
-  const int per_stage = m.num_layers / stages;
-  return {vs * per_stage, (vs + 1) * per_stage};
+  assert(vs >= 0 && vs < stages);
+  if (l.stages.empty()) {
+    assert(m.num_layers % stages == 0);
+    const int per_stage = m.num_layers / stages;
+    return {vs * per_stage, (vs + 1) * per_stage};
+  }
+  assert(std::ssize(l.stages) == stages);
+  const auto end = l.stages.begin() + vs;
+  const int begin = std::accumulate(l.stages.begin(), end, 0);
+  return {begin, begin + *end};
 }
 
 }  // namespace shardplan

@@ -4,9 +4,11 @@
 #include <atomic>
 #include <cassert>
 #include <iterator>
+#include <numeric>
 #include <optional>
 
 #include "core/error.h"
+#include "core/stage_split.h"
 #include "planner/threads.h"
 
 namespace shardplan {
@@ -145,10 +147,27 @@ class Enumerator {
         static_cast<int>(std::max<int64_t>(1, local_batch(l) / micro_batch)));
   }
 
+  // Up to the layers per stage, so that every virtual stage holds one (pp·vpp need not divide the
+  // layers: core/stage_split.h).
   std::vector<int> virtual_stages(const Layout& l) const {
     if (fixed_.vpp) return {*fixed_.vpp};
-    if (l.pp == 1 || model_.num_layers % l.pp != 0) return {1};
+    if (l.pp == 1 || l.pp > model_.num_layers) return {1};
     return divisors(model_.num_layers / l.pp);
+  }
+
+  // The layers per virtual stage: the fixed split (in canonical form where it is whole, else as
+  // given for validate_layout to name what is wrong), or candidate_splits' (the even one first
+  // when it divides). {{}} where none fits, so that validate_layout names the rule.
+  std::vector<std::vector<int>> splits(const Layout& l) const {
+    const int64_t chunks = int64_t{l.pp} * l.vpp;
+    if (fixed_.stages) {
+      const std::vector<int>& s = *fixed_.stages;
+      const bool whole = std::ssize(s) == chunks &&
+                         std::accumulate(s.begin(), s.end(), int64_t{0}) == model_.num_layers;
+      return {whole ? canonical_split(s) : s};
+    }
+    if (chunks == 1 || chunks > model_.num_layers) return {{}};
+    return candidate_splits(model_, static_cast<int>(chunks));
   }
 
   std::vector<Schedule> schedules(const Layout& l) const {
@@ -167,6 +186,7 @@ class Enumerator {
     l.sequence_parallel = fixed_.sequence_parallel.value_or(false);
     const std::vector<int> vpps = virtual_stages(l);
     l.vpp = fixed_.schedule == Schedule::interleaved && vpps.size() > 1 ? vpps[1] : vpps.front();
+    l.stages = splits(l).front();
     l.schedule = fixed_.schedule.value_or(implied_schedule(l.vpp));
     l.rank_order = fixed_.rank_order.value_or(std::string(kDefaultRankOrder));
     return l;
@@ -203,9 +223,12 @@ class Enumerator {
         l.sequence_parallel = sp;
         for (int vpp : virtual_stages(l)) {
           l.vpp = vpp;
-          for (Schedule schedule : schedules(l)) {
-            l.schedule = schedule;
-            stages_and_recomputes(l);
+          for (std::vector<int>& split : splits(l)) {
+            l.stages = std::move(split);
+            for (Schedule schedule : schedules(l)) {
+              l.schedule = schedule;
+              stages_and_recomputes(l);
+            }
           }
         }
       }

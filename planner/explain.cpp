@@ -8,6 +8,8 @@
 #include <set>
 
 #include "core/human_format.h"
+#include "core/schedule.h"
+#include "core/stage_split.h"
 #include "planner/report.h"
 
 namespace shardplan {
@@ -187,6 +189,27 @@ std::string step_parts(const Estimate& e) {
   return out;
 }
 
+// Where an uneven split put the layers: the slowest stage against the fastest, each with its
+// layers and the model's ends it holds.
+std::string split_sentence(const Layout& l, const Estimate& e) {
+  const auto& t = e.stage_microbatch_s;
+  const auto fastest = static_cast<int>(std::min_element(t.begin(), t.end()) - t.begin());
+  const auto stage_text = [&](int stage) {
+    int layers = 0;
+    for (int chunk = 0; chunk < l.vpp; ++chunk)
+      layers += l.stages[static_cast<size_t>(virtual_stage(l, stage, chunk))];
+    return fmt::format("stage {} ({} layers{}{})", stage, layers,
+                       stage == 0 ? " and the embedding" : "",
+                       stage == l.pp - 1 ? " and the head and loss" : "");
+  };
+  const auto at = [&](int stage) { return format_seconds(t[static_cast<size_t>(stage)]); };
+  return fmt::format(
+      "Its layers split {} over the virtual stages: {} is the slowest at {} per micro-batch, {} "
+      "the fastest at {}.",
+      split_string(l.stages), stage_text(e.slowest_stage), at(e.slowest_stage), stage_text(fastest),
+      at(fastest));
+}
+
 }  // namespace
 
 std::string why_slower(const Estimate& loser, const Estimate& winner) {
@@ -229,6 +252,7 @@ std::vector<std::string> explain_ranking(const SearchResult& r, size_t max_alter
       layout_label(best.layout), format_seconds(e.step_time_s), format_percent(e.mfu),
       e.tflops_per_device, step_parts(e), format_gib(static_cast<double>(m.peak_bytes())),
       format_gib(static_cast<double>(m.capacity_bytes - m.runtime_reserved_bytes))));
+  if (!best.layout.stages.empty()) out.push_back(split_sentence(best.layout, e));
   for (const auto& [what, alt] : nearest(r, max_alternatives))
     out.push_back(
         fmt::format("{} ({}): {}.", what, layout_label(alt->layout), why_slower(alt->estimate, e)));

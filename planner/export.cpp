@@ -4,6 +4,8 @@
 
 #include <cassert>
 
+#include "core/stage_split.h"
+
 namespace shardplan {
 
 namespace {
@@ -35,6 +37,11 @@ std::optional<std::string> deepspeed_unsupported(const Layout& l) {
     return "DeepSpeed's pipeline engine runs its 1F1B-like schedule, not GPipe";
   if (l.cp > 1)
     return "DeepSpeed has no ring context parallelism (Ulysses splits heads, not the sequence)";
+  // PipelineModule splits by its partition_method (deepspeed/runtime/pipe/module.py), which takes
+  // no layer count per stage.
+  if (!l.stages.empty())
+    return "DeepSpeed's pipeline engine splits layers by its partition_method, not by given "
+           "counts per stage";
   if (l.rank_order != kDefaultRankOrder)
     return fmt::format("Megatron-DeepSpeed orders ranks {} (the layout asks for {})",
                        kDefaultRankOrder, l.rank_order);
@@ -44,6 +51,34 @@ std::optional<std::string> deepspeed_unsupported(const Layout& l) {
 void add(std::vector<std::string>& flags, const char* name, int64_t value) {
   flags.emplace_back(name);
   flags.push_back(std::to_string(value));
+}
+
+// How Megatron-LM is told the split: an even one by the layers per virtual stage
+// (virtual_pipeline_model_parallel_size = (num_layers / pp) / this); an uneven one by the first
+// and last pipeline ranks' layers where the others hold the same, else stage by stage with
+// Megatron-Core's --pipeline-model-parallel-layout (which implies vpp).
+void add_split_flags(std::vector<std::string>& flags, const Model& m, const Layout& l) {
+  if (l.stages.empty()) {
+    if (l.vpp > 1)
+      add(flags, "--num-layers-per-virtual-pipeline-stage", m.num_layers / (l.pp * l.vpp));
+    return;
+  }
+  const auto rank_layers = [&](int rank) {
+    int n = 0;
+    for (int chunk = 0; chunk < l.vpp; ++chunk)
+      n += l.stages[static_cast<size_t>(chunk * l.pp + rank)];
+    return n;
+  };
+  const int first = rank_layers(0), last = rank_layers(l.pp - 1);
+  std::string why;
+  if (megatron_first_last_split(m.num_layers, l.pp, l.vpp, first, last, why) == l.stages) {
+    add(flags, "--decoder-first-pipeline-num-layers", first);
+    add(flags, "--decoder-last-pipeline-num-layers", last);
+    if (l.vpp > 1) add(flags, "--num-virtual-stages-per-pipeline-rank", l.vpp);
+    return;
+  }
+  flags.emplace_back("--pipeline-model-parallel-layout");
+  flags.push_back(megatron_layout_string(l.stages));
 }
 
 }  // namespace
@@ -60,9 +95,7 @@ std::vector<std::string> megatron_parallel_flags(const Plan& p) {
   if (l.cp > 1) add(flags, "--context-parallel-size", l.cp);
   if (l.ep > 1) add(flags, "--expert-model-parallel-size", l.ep);
   if (l.sequence_parallel) flags.emplace_back("--sequence-parallel");
-  // Megatron-LM: virtual_pipeline_model_parallel_size = (num_layers / pp) / this.
-  if (l.vpp > 1)
-    add(flags, "--num-layers-per-virtual-pipeline-stage", p.model.num_layers / (l.pp * l.vpp));
+  add_split_flags(flags, p.model, l);
   if (l.recompute == Recompute::selective) {
     flags.insert(flags.end(), {"--recompute-granularity", "selective"});
   } else if (l.recompute == Recompute::full) {
@@ -104,7 +137,8 @@ std::string format_flags(const std::vector<std::string>& flags) {
       out += " \\\n";
     else if (!out.empty())
       out += ' ';
-    out += f;
+    // Quoted where a shell would read it otherwise (the pipeline layout's "|", "*" and "()").
+    out += f.find_first_of("|*()<>&;$ ") == std::string::npos ? f : "'" + f + "'";
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/human_format.h"
+#include "core/stage_split.h"
 #include "planner/enumerate.h"
 #include "simulator/estimate_report.h"
 
@@ -39,6 +40,7 @@ std::string layout_label(const Layout& l) {
   if (l.schedule != implied_schedule(l.vpp))
     s += fmt::format(",schedule={}", enum_name(l.schedule, kScheduleNames));
   if (l.rank_order != kDefaultRankOrder) s += ",order=" + l.rank_order;
+  if (!l.stages.empty()) s += ",stages=" + split_string(l.stages);
   return s;
 }
 

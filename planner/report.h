@@ -11,7 +11,7 @@
 namespace shardplan {
 
 // The layout as a compact string without the fields at their defaults (cp=1, ep=1, sp off, vpp=1,
-// no recompute, the default schedule), which parse_layout_string reads back:
+// no recompute, the default schedule, the even split), which parse_layout_string reads back:
 // "tp=8,pp=4,dp=2,zero=1,mbs=1".
 std::string layout_label(const Layout& l);
 

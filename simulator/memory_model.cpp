@@ -100,7 +100,8 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
   const int64_t chunks = inflight_chunk_microbatches(l, s.stage);
   r.inflight_microbatches = chunks;
   const int64_t stage_layers_bytes = s.dense_layers * layer.dense + s.moe_layers * layer.moe;
-  // A rank holds vpp chunks of the stage's layers; `chunks` micro-batches of one chunk each.
+  // A rank holds vpp chunks of the stage's layers; `chunks` micro-batches of one chunk each (of
+  // the chunks' mean size where an uneven split gives them different layers).
   r.layer_activations_bytes = chunks * stage_layers_bytes / l.vpp;
   if (s.first)
     r.embedding_activations_bytes = chunks * input_layer_activation_bytes(m, shape, x) / l.vpp;
@@ -158,8 +159,8 @@ const std::vector<StageState>& StageStateCache::stages(const Model& m, const Tra
     entries_.clear();
   }
   for (const Entry& e : entries_)
-    if (e.vpp == l.vpp && e.zero == l.zero) return e.stages;
-  return entries_.emplace_back(Entry{l.vpp, l.zero, stage_states(m, t, l)}).stages;
+    if (e.vpp == l.vpp && e.zero == l.zero && e.split == l.stages) return e.stages;
+  return entries_.emplace_back(Entry{l.vpp, l.zero, l.stages, stage_states(m, t, l)}).stages;
 }
 
 std::array<MemoryItem, 12> memory_items(const RankMemory& r) {

@@ -71,7 +71,7 @@ RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const
                        const Device& d, const ExecutionOptions& x);
 
 // Every pipeline stage's layers and model state, which the shape (dp, tp, pp, cp, ep), the virtual
-// stages and the ZeRO stage decide alone (not the micro-batches, recomputation, sp or schedule).
+// stages with their split of the layers and the ZeRO stage decide alone (not the micro-batches, recomputation, sp or schedule).
 struct StageState {
   StageLayers layers;
   ModelStateBytes state;
@@ -88,6 +88,7 @@ class StageStateCache {
  private:
   struct Entry {
     int vpp = 1, zero = 0;
+    std::vector<int> split;  // Layout::stages: the layers of each virtual stage
     std::vector<StageState> stages;
   };
   std::array<int, 5> shape_{};  // dp, tp, pp, cp, ep

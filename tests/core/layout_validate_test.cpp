@@ -191,10 +191,18 @@ TEST_CASE("validate: pipeline stages, virtual stages and the schedule", "[layout
   const Model m = load_model("llama2-70b");  // 80 layers
   const Cluster c = test::dgx_h100(128);
   const Training t = test::training(1536, 4096);
-  CHECK_THAT(error_for("tp=8,pp=3", m, test::dgx_h100(3), test::training(48, 4096), "layout.pp"),
-             Contains("pp × vpp = 3 × 1 = 3 does not divide num_hidden_layers=80"));
-  CHECK_THAT(error_for("tp=8,pp=4,vpp=3", m, c, t, "layout.vpp"),
-             Contains("4 × 3 = 12 does not divide num_hidden_layers=80"));
+  // Layers that do not divide are split unevenly (core/stage_split.h); a layout without the split
+  // is refused with the numbers and the split it could give.
+  Layout pp3 = resolve("tp=8,pp=3", m, test::dgx_h100(3), test::training(48, 4096));
+  CHECK(pp3.stages == std::vector<int>{27, 27, 26});
+  pp3.stages.clear();
+  const InputError no_split = thrown_input_error(
+      [&] { validate_layout(pp3, m, test::dgx_h100(3), test::training(48, 4096), "plan.json"); });
+  CHECK(no_split.field == "layout.pp");
+  CHECK(no_split.reason == "pp × vpp = 3 × 1 = 3 does not divide num_hidden_layers=80");
+  CHECK(no_split.hint == "give each virtual stage's layers: stages=27,27,26");
+  CHECK(resolve("tp=8,pp=4,vpp=3", m, c, t).stages ==
+        std::vector<int>{6, 6, 7, 7, 7, 7, 7, 7, 7, 7, 6, 6});
   CHECK_THAT(error_for("tp=8,vpp=2", m, c, t, "layout.vpp"),
              Contains("vpp=2 needs pp > 1, found pp=1"));
   CHECK_THAT(error_for("tp=8,pp=4,vpp=2,schedule=gpipe", m, c, t, "layout.schedule"),

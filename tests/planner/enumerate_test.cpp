@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/stage_split.h"
 #include "tests/planner/planner_case.h"
 
 using namespace shardplan;
@@ -39,8 +40,11 @@ TEST_CASE("every layout of gpt-tiny on one 8-GPU node, each once and each valid"
   // Rejected one by one: the interleaved schedule (pp=2, vpp=2) with one micro-batch, which is
   // not a multiple of pp. One micro-batch size per shape (16/dp) gives it; over the 6 pp=2 shapes
   // (tp, cp) = (1,1) (1,2) (1,4): 4 ZeRO stages × 3 recomputes; (2,1) (2,2): × 2 for sp; (4,1):
-  // dp·cp = 1, ZeRO 0 only, 3 recomputes × 2 sp. 12 + 12 + 12 + 24 + 24 + 6 = 90.
-  CHECK(cand.layouts_invalid == 90);
+  // dp·cp = 1, ZeRO 0 only, 3 recomputes × 2 sp. 12 + 12 + 12 + 24 + 24 + 6 = 90, each under the
+  // three splits of the 4 layers over 4 virtual stages (core/stage_split.h's candidate_splits:
+  // even, the loss counted as a layer, the embedding and the loss counted).
+  CHECK(candidate_splits(c.model, 4).size() == 3);
+  CHECK(cand.layouts_invalid == 90 * 3);
   for (const Rejection& r : cand.rejections) {
     if (r.whole_shape) {
       CHECK((r.layout.tp == 8 || r.layout.pp == 8));
@@ -82,6 +86,21 @@ TEST_CASE("fields pinned by --fix stay, the rest still vary", "[planner][enumera
   const Candidates dp2 = planner_case("gpt-tiny", 1, 16, 64, "dp=2").enumerate();
   REQUIRE_FALSE(dp2.layouts.empty());
   for (const Layout& l : dp2.layouts) CHECK(l.tp * l.cp * l.pp == 4);
+}
+
+TEST_CASE("a fixed split stays, in canonical form; a wrong one is refused naming layout.stages",
+          "[planner][enumerate]") {
+  const Candidates uneven = planner_case("gpt-tiny", 1, 16, 64, "pp=2,stages=1,3").enumerate();
+  REQUIRE_FALSE(uneven.layouts.empty());
+  for (const Layout& l : uneven.layouts) CHECK(l.stages == std::vector<int>{1, 3});
+  const Candidates even = planner_case("gpt-tiny", 1, 16, 64, "pp=2,stages=2,2").enumerate();
+  REQUIRE_FALSE(even.layouts.empty());
+  for (const Layout& l : even.layouts) CHECK(l.stages.empty());
+  const Candidates wrong = planner_case("gpt-tiny", 1, 16, 64, "pp=2,stages=5*2").enumerate();
+  CHECK(wrong.layouts.empty());
+  REQUIRE_FALSE(wrong.rejections.empty());
+  CHECK(wrong.rejections.front().field == "layout.stages");
+  CHECK_THAT(wrong.rejections.front().reason, Catch::Contains("sums to 10"));
 }
 
 TEST_CASE("an impossible --fix is rejected with the rule it breaks", "[planner][enumerate]") {

@@ -6,6 +6,7 @@
 
 #include "core/human_format.h"
 #include "core/presets.h"
+#include "core/stage_split.h"
 #include "planner/report.h"
 
 using namespace shardplan;
@@ -89,4 +90,25 @@ TEST_CASE("the explanation names the winner, then its nearest alternatives", "[p
              Catch::StartsWith("the runner-up (" + layout_label(r.top[1].layout) + "): "));
   for (size_t i = 2; i < sentences.size(); ++i)
     CHECK_THAT(sentences[i], Catch::StartsWith("with "));
+}
+
+TEST_CASE("an uneven winner's split is named with its slowest and fastest stage",
+          "[planner][explain]") {
+  const Model m = load_model("llama3-405b");  // 126 layers
+  const Cluster c = load_cluster("dgx-h100", 1024);
+  Training t;
+  t.global_batch = 2048;
+  t.seq_len = 8192;
+  const SearchResult r = plan_search(
+      m, c, t, parse_layout_string("tp=8,pp=16,cp=1,vpp=1,sp=1,zero=1,mbs=1,recompute=full"), {});
+  REQUIRE_FALSE(r.top.empty());
+  const Layout& best = r.top.front().layout;
+  REQUIRE_FALSE(best.stages.empty());  // 16 does not divide 126
+  const std::vector<std::string> sentences = explain_ranking(r, 0);
+  REQUIRE(sentences.size() == 2);
+  const Estimate& e = r.top.front().estimate;
+  CHECK_THAT(sentences[1], Catch::StartsWith("Its layers split " + split_string(best.stages)));
+  CHECK_THAT(sentences[1], Catch::Contains(fmt::format("stage {} (", e.slowest_stage)) &&
+                               Catch::Contains(format_seconds(
+                                   e.stage_microbatch_s[static_cast<size_t>(e.slowest_stage)])));
 }

@@ -1,5 +1,6 @@
 #include "planner/export.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "core/presets.h"
@@ -54,6 +55,28 @@ TEST_CASE("Megatron-LM flags as Megatron spells them", "[planner][export]") {
                                  "--bf16"});
   CHECK(format_flags({"--tensor-model-parallel-size", "8", "--sequence-parallel", "--bf16"}) ==
         "--tensor-model-parallel-size 8 \\\n--sequence-parallel \\\n--bf16");
+}
+
+TEST_CASE("Megatron-LM flags for uneven stages: the ends' layers, else the pipeline layout",
+          "[planner][export]") {
+  // Llama 3 405B over 16 stages, the first and last a layer short (Llama 3 paper §3.3.2).
+  const Plan llama = plan_of("llama3-405b", 1024, 2048, 8192, "tp=8,pp=16,zero=1");
+  const std::vector<std::string> flags = megatron_flags(llama);
+  const auto first = std::find(flags.begin(), flags.end(), "--decoder-first-pipeline-num-layers");
+  REQUIRE(flags.end() - first >= 4);
+  CHECK(std::vector<std::string>(first, first + 4) ==
+        std::vector<std::string>{"--decoder-first-pipeline-num-layers", "7",
+                                 "--decoder-last-pipeline-num-layers", "7"});
+  // Middle stages that differ: Megatron-Core's layout, one virtual stage after another.
+  const Plan middle = plan_of("llama3-8b", 4, 64, 4096, "tp=8,pp=4,stages=8,9,8,7");
+  const std::vector<std::string> layout_flags = megatron_flags(middle);
+  const auto at =
+      std::find(layout_flags.begin(), layout_flags.end(), "--pipeline-model-parallel-layout");
+  REQUIRE(at != layout_flags.end());
+  CHECK(*(at + 1) == "Et*8|t*9|t*8|t*7,L");
+  CHECK_THAT(format_flags(layout_flags),
+             Catch::Contains("--pipeline-model-parallel-layout 'Et*8|t*9|t*8|t*7,L' \\\n"));
+  CHECK(unsupported_by(ExportFormat::deepspeed, middle.layout));
 }
 
 TEST_CASE("a DeepSpeed config as DeepSpeed spells it", "[planner][export]") {

@@ -45,16 +45,17 @@ TEST_CASE("counts, the table and every rejection with its reason", "[planner][re
   const PlannerCase c = planner_case("gpt-tiny", 1, 16, 64);
   const SearchResult r = c.search();
   const std::string counts = format_counts(r);
-  // 20 shapes, tp=8 and pp=8 invalid; 90 interleaved layouts with one micro-batch (enumerate_test).
+  // 20 shapes, tp=8 and pp=8 invalid; 270 interleaved layouts with one micro-batch, 90 under each
+  // of three splits (enumerate_test).
   CHECK_THAT(counts, Catch::StartsWith("20 shapes (tp, cp, pp, dp, ep): 2 invalid; their "));
-  CHECK_THAT(counts, Catch::Contains(" layouts: 90 invalid, 0 over device memory, "));
+  CHECK_THAT(counts, Catch::Contains(" layouts: 270 invalid, 0 over device memory, "));
 
   const std::vector<std::string> table = lines_of(format_top(r));
   REQUIRE(table.size() == 6);  // header and the top 5
   CHECK_THAT(table[1], Catch::StartsWith("  1  " + layout_label(r.top[0].layout) + " "));
 
   const std::vector<std::string> rejected = lines_of(format_rejections(r));
-  CHECK(rejected.size() == 92);
+  CHECK(rejected.size() == 272);
   CHECK(std::count(
             rejected.begin(), rejected.end(),
             "invalid  tp=8,pp=1,dp=1 (every layout of the shape): layout.tp: 8 does not divide "

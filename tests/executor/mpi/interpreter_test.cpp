@@ -1,9 +1,9 @@
 // The MPI interpreter against the single-rank run: for every layout family the per-step losses and
 // the final parameters (gathered into the whole model's flat layout) equal one rank's training of
 // the same steps within 1e-5 relative, and each rank's parameter, gradient and optimizer bytes
-// equal the cost model's (simulator/memory_model.h) exactly. 2-rank layouts run in the default
-// instance, 4-rank ones ("[world4]") in the 4-rank instance. A checkpoint's full state loads under
-// another layout unchanged.
+// equal the cost model's (simulator/memory_model.h) exactly, uneven pipeline stages too. 2-rank
+// layouts run in the default instance, 4-rank ones ("[world4]") in the 4-rank instance, 8-rank ones
+// ("[world8]") in the 8-rank one. A checkpoint's full state loads under another layout unchanged.
 #include "executor/interpreter.h"
 
 #include <mpi.h>
@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/presets.h"
+#include "core/stage_split.h"
 #include "executor/state/param_layout.h"
 #include "tests/core/odd_model.h"
 #include "tests/executor/mpi/interpreter_fixtures.h"
@@ -82,6 +83,38 @@ TEST_CASE("interpreter: pp2 under gpipe, 1f1b and interleaved", "[interpreter]")
   l.schedule = Schedule::interleaved;
   l.vpp = 2;
   check_layout(l);
+}
+
+// Stages of uneven layer counts (core/stage_split.h): test::odd_model's 3 layers split 2 + 1 (the
+// balanced split), gpt-tiny's 4 split 1 + 3 under 1F1B and GPipe, and interleaved chunks of which
+// the first holds only the embedding or the last only the loss, as Megatron-LM allows.
+TEST_CASE("interpreter: pp2 with uneven stages under 1f1b, gpipe and interleaved",
+          "[interpreter]") {
+  if (world_size() != 2) return;
+  Layout l = layout(1, 1, 2);
+  l.stages = {2, 1};
+  check_layout(l, test::odd_model());
+  l.stages = {1, 3};
+  check_layout(l);
+  l.schedule = Schedule::gpipe;
+  check_layout(l);
+  l.schedule = Schedule::interleaved;
+  l.vpp = 2;
+  l.stages = {0, 2, 1, 1};
+  check_layout(l);
+  l.stages = {2, 1, 1, 0};
+  check_layout(l);
+}
+
+TEST_CASE("interpreter: full state loads to and from uneven stages", "[interpreter]") {
+  if (world_size() != 2) return;
+  Layout uneven = layout(1, 1, 2);
+  uneven.stages = {1, 3};
+  Layout other = uneven;
+  other.stages = {3, 1};
+  test::check_state_round_trip(uneven, layout(1, 2, 1));
+  test::check_state_round_trip(uneven, other);
+  test::check_state_round_trip(layout(1, 1, 2), other);
 }
 
 // tp2·sp has dp = cp = 1: a one-member zero group, a program without gathers or dp reductions.
@@ -161,6 +194,26 @@ TEST_CASE("interpreter: ZeRO-3 over dp2·pp2 (interleaved too), dp2·tp2 with se
   dp_tp.sequence_parallel = true;
   dp_tp.zero = 3;
   check_layout(dp_tp);
+}
+
+TEST_CASE("interpreter: dp2·pp2 with uneven stages under ZeRO-1", "[world4]") {
+  if (world_size() != 4) return;
+  Layout l = layout(2, 1, 2);
+  l.zero = 1;
+  l.stages = {3, 1};
+  check_layout(l);
+}
+
+// Issue 22's case: a 28-layer model over pp=8, the balanced split 3,3,4,4,4,4,3,3 (8-rank
+// instance).
+TEST_CASE("interpreter: 28 layers over pp8, uneven", "[world8]") {
+  if (world_size() != 8) return;
+  Model m = tiny_model();
+  m.num_layers = 28;
+  Layout l = layout(1, 1, 8);
+  l.stages = balanced_split(m.num_layers, l.pp);
+  REQUIRE(l.stages == std::vector<int>{3, 3, 4, 4, 4, 4, 3, 3});
+  check_layout(l, m);
 }
 
 TEST_CASE("interpreter: ZeRO 1, 2 and 3 over dp2·cp2 with padded pieces", "[world4]") {
