@@ -380,6 +380,9 @@ LayoutSpec parse_layout_string(std::string_view s, const std::string& source) {
       throw InputError(source, "", fmt::format("expected key=value, found \"{}\"", item),
                        "items are separated by commas: \"tp=8,pp=4,mbs=1\"");
     const std::string_view key = trim(item.substr(0, eq));
+    if (key.empty())
+      throw InputError(source, "layout", fmt::format("\"{}\" has no key before its =", item),
+                       "write key=value, as in \"tp=8\"");
     const Origin at{source, "layout." + std::string(key)};
     const Setting* setting = find_setting(key);
     if (!setting)

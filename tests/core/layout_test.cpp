@@ -69,6 +69,10 @@ TEST_CASE("compact string: errors name the source, the field and the value", "[l
              Contains("\"1.5\""));
   CHECK_THAT(thrown_input_error([] { parse_layout_string("tp=99999999999"); }).reason,
              Contains("out of range"));
+  // A value without its key is no setting (it read as tp, whose long name is empty).
+  const InputError keyless = thrown_input_error([] { parse_layout_string("=8"); });
+  CHECK(keyless.field == "layout");
+  CHECK(keyless.reason == "\"=8\" has no key before its =");
 
   const InputError sp = thrown_input_error([] { parse_layout_string("sp=2"); });
   CHECK(sp.field == "layout.sp");
