@@ -171,7 +171,10 @@ class Enumerator {
   }
 
   std::vector<Schedule> schedules(const Layout& l) const {
-    if (fixed_.schedule) return {*fixed_.schedule};
+    // A fixed 1f1b with virtual stages is the interleaved 1F1B, as resolve_layout reads it.
+    if (fixed_.schedule)
+      return {*fixed_.schedule == Schedule::one_f_one_b ? implied_schedule(l.vpp)
+                                                        : *fixed_.schedule};
     if (l.vpp > 1) return {Schedule::interleaved};
     if (l.pp == 1) return {Schedule::one_f_one_b};
     return {Schedule::one_f_one_b, Schedule::gpipe};
@@ -187,7 +190,7 @@ class Enumerator {
     const std::vector<int> vpps = virtual_stages(l);
     l.vpp = fixed_.schedule == Schedule::interleaved && vpps.size() > 1 ? vpps[1] : vpps.front();
     l.stages = splits(l).front();
-    l.schedule = fixed_.schedule.value_or(implied_schedule(l.vpp));
+    l.schedule = schedules(l).front();
     l.rank_order = fixed_.rank_order.value_or(std::string(kDefaultRankOrder));
     return l;
   }

@@ -53,6 +53,21 @@ TEST_CASE("a small model on 8 GPUs picks plain data parallelism", "[planner][sea
   CHECK(best.cp == 1);
 }
 
+TEST_CASE("a fixed 1f1b with virtual stages is the interleaved 1F1B, as estimate reads it",
+          "[planner][search]") {
+  const PlannerCase c = planner_case("llama3-8b", 1, 64, 4096);
+  const LayoutSpec fixed = parse_layout_string("pp=2,vpp=2,schedule=1f1b");
+  const SearchResult r = plan_search(c.model, c.cluster, c.training, fixed, {});
+  REQUIRE_FALSE(r.top.empty());
+  for (const Ranked& each : r.top) {
+    CHECK(each.layout.vpp == 2);
+    CHECK(each.layout.schedule == Schedule::interleaved);
+  }
+  Training t = c.training;
+  const Layout estimated = resolve_layout(fixed, c.model, c.cluster, t, "test");
+  CHECK(estimated.schedule == Schedule::interleaved);
+}
+
 TEST_CASE("identical results on every run and with any number of threads", "[planner][search]") {
   const PlannerCase c = planner_case("llama3-8b", 2, 64, 4096);
   SearchOptions one_thread;
