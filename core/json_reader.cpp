@@ -229,6 +229,9 @@ int64_t ObjectReader::positive_integer_or(std::string_view key, int64_t fallback
 double ObjectReader::positive_number(std::string_view key) {
   const double v = number(key);
   if (!(v > 0)) fail(key, fmt::format("must be positive, found {}", v));
+  // A subnormal figure is no measurement: dividing by it gives infinite times.
+  if (v < std::numeric_limits<double>::min())
+    fail(key, fmt::format("{} is too small to be a measured figure", v));
   return v;
 }
 

@@ -64,3 +64,12 @@ TEST_CASE("errors show a long value as an excerpt, and an empty key as \"\"", "[
   CHECK(empty.field == "\"\"");
   CHECK(empty.reason == "unknown field (an empty key)");
 }
+
+TEST_CASE("a positive figure too small to measure is refused", "[json]") {
+  const nlohmann::json j = {{"elements_per_s", 1e-310}, {"tflops", 1e-300}};
+  ObjectReader r(j, "profile.json");
+  const InputError tiny = thrown_input_error([&] { r.positive_number("elements_per_s"); });
+  CHECK(tiny.field == "elements_per_s");
+  CHECK_THAT(tiny.reason, Catch::Contains("too small"));
+  CHECK(r.positive_number("tflops") == 1e-300);
+}
