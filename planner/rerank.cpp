@@ -16,6 +16,8 @@ std::vector<Resimulated> rerank_by_simulation(const Model& m, const Cluster& c, 
   std::vector<Resimulated> out;
   for (size_t i = 0; i < top.size(); ++i) {
     const Ranked& k = top[i];
+    // A step too long to simulate keeps its estimate's place.
+    if (simulated_actions(m, t, k.layout, true) > kMaxSimulatedActions) continue;
     const PlanSimulation s = simulate_plan(m, c, t, k.layout, k.estimate.options, true);
     if (!s.result.ok())
       continue;  // a schedule that cannot finish is a bug the simulate tests catch

@@ -1,11 +1,15 @@
 // Simulating a plan: build, price, simulate, and derive the estimate's figures from the timeline.
 #include "simulator/plan_simulation.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
 #include <stdexcept>
 
+#include "core/error.h"
+#include "core/schedule_fold.h"
 #include "simulator/cost_model_pricer.h"
 
 namespace shardplan {
@@ -74,8 +78,25 @@ CriticalPathSummary summarize_critical_path(const StepPrograms& step, const SimR
   return out;
 }
 
+int64_t simulated_actions(const Model& m, const Training& t, const Layout& l,
+                          bool exploit_symmetry) {
+  const int64_t programs_per_stage = exploit_symmetry ? 1 : l.world() / l.pp;
+  int64_t actions = 0;
+  for (int stage = 0; stage < l.pp; ++stage)
+    for (const FoldedAction& f : fold_program(m, t, l, rank_of(l, RankCoord{0, 0, 0, 0, stage})))
+      actions += f.per_microbatch * l.num_microbatches + f.per_step;
+  return actions * programs_per_stage;
+}
+
 PlanSimulation simulate_plan(const Model& m, const Cluster& c, const Training& t, const Layout& l,
                              const ExecutionOptions& x, bool exploit_symmetry) {
+  const int64_t actions = simulated_actions(m, t, l, exploit_symmetry);
+  if (actions > kMaxSimulatedActions)
+    throw InputError(
+        "simulate", "",
+        fmt::format("the step has {} actions to simulate, more than the {} a simulation holds",
+                    actions, kMaxSimulatedActions),
+        "estimate prices the same program folded; or simulate fewer micro-batches (--gbs)");
   PlanSimulation s;
   s.estimate = estimate(m, c, t, l, x);
   const auto t0 = std::chrono::steady_clock::now();

@@ -78,7 +78,15 @@ struct PlanSimulation {
   bool fits = true;           // every simulated rank
 };
 
-// Throws what estimate() throws (a dtype the device lacks). The layout must be valid. A schedule
+// The actions a simulation of the step holds, every program's, counted from the folded programs
+// (core/schedule_fold.h) without building them; simulate_plan refuses a step past
+// kMaxSimulatedActions, where the programs and their timings would take gigabytes.
+int64_t simulated_actions(const Model& m, const Training& t, const Layout& l,
+                          bool exploit_symmetry);
+inline constexpr int64_t kMaxSimulatedActions = 20'000'000;
+
+// Throws what estimate() throws (a dtype the device lacks), and an InputError for a step of more
+// than kMaxSimulatedActions actions. The layout must be valid. A schedule
 // that deadlocks (a bug) comes back with result.ok() false and no figures.
 PlanSimulation simulate_plan(const Model& m, const Cluster& c, const Training& t, const Layout& l,
                              const ExecutionOptions& x, bool exploit_symmetry);

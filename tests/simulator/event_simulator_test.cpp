@@ -8,8 +8,10 @@
 #include <chrono>
 #include <cstdio>
 
+#include "core/error.h"
 #include "core/layout.h"
 #include "core/presets.h"
+#include "simulator/plan_simulation.h"
 #include "simulator/uniform_pricer.h"
 #include "tests/core/layout_fixtures.h"
 #include "tests/core/schedule_fixtures.h"
@@ -393,6 +395,29 @@ TEST_CASE("benchmark: one step of 1,024 ranks with 64 micro-batches", "[.][bench
                 double(r.events) / sim_s / 1e6, r.symmetry.c_str());
     CHECK(build_s + sim_s < 0.1);
   }
+}
+
+TEST_CASE("a simulation's actions counted before it is built, and a step too long refused",
+          "[event]") {
+  const Model m = test::small_gpt();
+  const Training t = test::small_training();
+  for (const Layout& l :
+       {test::layout(2, 1, 1, 4), test::layout(1, 2, 2, 8), test::layout(2, 1, 2, 4)})
+    for (bool symmetric : {true, false}) {
+      const StepPrograms step = build_step(m, t, l, symmetric);
+      int64_t built = 0;
+      for (const Program& p : step.programs) built += static_cast<int64_t>(p.actions.size());
+      CHECK(simulated_actions(m, t, l, symmetric) == built);
+    }
+  // 2²⁰ micro-batches over two stages: far more actions than a simulation holds, refused before
+  // anything is built.
+  Training big = t;
+  big.global_batch = int64_t{1} << 20;
+  const Layout l = test::layout(1, 1, 2, static_cast<int>(big.global_batch));
+  REQUIRE(simulated_actions(m, big, l, true) > kMaxSimulatedActions);
+  CHECK_THROWS_AS(simulate_plan(m, load_cluster("local-cpu", 1), big, l, cpu_executor_options(),
+                                true),
+                  InputError);
 }
 
 }  // namespace shardplan
