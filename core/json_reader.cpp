@@ -56,9 +56,13 @@ nlohmann::json parse_json(std::istream& in, const std::string& source) {
       throw InputError(source, "", fmt::format("nested deeper than {} levels", kMaxJsonDepth));
     switch (event) {
       case Event::object_start:
-      case Event::array_start:
-        open.push_back({.object = event == Event::object_start, .name = child_name()});
+      case Event::array_start: {
+        OpenValue opened;
+        opened.object = event == Event::object_start;
+        opened.name = child_name();
+        open.push_back(std::move(opened));
         break;
+      }
       case Event::key: {
         const std::string key = parsed.get<std::string>();
         if (!open.back().keys.insert(key).second)
@@ -96,10 +100,19 @@ nlohmann::json read_json_file(const std::string& path) {
   return parse_json(in, path);
 }
 
-void check_writable(const std::string& path) {
+namespace {
+
+void refuse_folder(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw InputError(path, "", "is a folder, not a file", "name a file to write");
+}
+
+}  // namespace
+
+void check_writable(const std::string& path) {
+  refuse_folder(path);
+  std::error_code ec;
   const std::string probe = path + ".tmp";
   {
     std::ofstream out(probe, std::ios::trunc);
@@ -111,7 +124,7 @@ void check_writable(const std::string& path) {
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& j, JsonStyle style) {
-  check_writable(path);
+  refuse_folder(path);  // the temp file's own write finds a folder that cannot be written
   const std::string tmp = path + ".tmp";
   std::error_code ec;
   {

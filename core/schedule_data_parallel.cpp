@@ -69,7 +69,6 @@ DataParallel plan_data_parallel(const Training& t, const Layout& l,
   DataParallel dp;
   dp.zero = l.zero;
   dp.overlap = t.overlap_grad_reduce || reduces_every_microbatch(l.zero);
-  dp.last_microbatch = l.num_microbatches - 1;
   dp.dtype = t.dtype;
   dp.grad_dtype = t.grad_dtype;
   dp.dense_members = group_size(l, dense_dp_group(l));
@@ -220,7 +219,7 @@ void emit_step_end(Program& p, DataParallel& dp, const Model& m, const Layout& l
     for (auto c = chunks.rbegin(); c != chunks.rend(); ++c)
       for (const Bucket& b : dp.buckets[c->chunk])
         dp.last_reduction =
-            emit(p, bucket_reduction(dp, *c, b, dp.last_microbatch), {compute_end});
+            emit(p, bucket_reduction(dp, *c, b, l.num_microbatches - 1), {compute_end});
   std::vector<uint32_t> finals = {dp.last_reduction};
   StageParams params;
   for (const Chunk& c : chunks) params.add(c, 1);

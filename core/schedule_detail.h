@@ -64,7 +64,6 @@ struct DataParallel {
   // The accumulated gradients' reduction overlaps the backward on the dp-comm stream; false: it
   // runs after the whole backward, on the compute stream (Training::overlap_grad_reduce).
   bool overlap = true;
-  int last_microbatch = 0;
   Dtype dtype = Dtype::bf16, grad_dtype = Dtype::bf16;
   int dense_members = 1, expert_members = 1;  // ranks ZeRO shards the dense and expert weights over
   std::vector<std::vector<Bucket>> buckets;   // per chunk

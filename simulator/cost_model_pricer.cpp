@@ -93,10 +93,9 @@ double CostModelPricer::duration_s(const Program& p, const Action& a) const {
 double CostModelPricer::interference_share(const Program& p, const Action& a) const {
   if (!is_group_action(a) || a.stream == Stream::compute) return 0;
   const GroupSpan& span = group_span_of(p, a);
-  CollectiveOptions priced = collective_options_;
-  priced.cold_input = reads_cold_input(a);
-  return shardplan::interference_share(cluster_, a, span,
-                                       collective_cost(cluster_, a.op, a.bytes, span, priced));
+  return shardplan::interference_share(
+      cluster_, a, span,
+      group_action_cost(cluster_, rates_, collective_options_, a, span, layout_.zero).collective);
 }
 
 int64_t CostModelPricer::activation_bytes(const Program& p, int chunk) const {
