@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "core/stage_split.h"
-#include "planner/threads.h"
+#include "core/threads.h"
 
 namespace shardplan {
 

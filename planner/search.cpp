@@ -11,7 +11,7 @@
 #include <mutex>
 #include <thread>
 
-#include "planner/threads.h"
+#include "core/threads.h"
 
 namespace shardplan {
 

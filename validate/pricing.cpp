@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/threads.h"
 #include "simulator/estimate.h"
 #include "validate/sets.h"
 
@@ -40,14 +41,13 @@ std::vector<PricedRow> price_set(const FidelitySet& s, unsigned threads) {
   const ExecutionOptions x = set_execution(s.framework);
   std::vector<PricedRow> priced(s.rows.size());
   std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < s.rows.size(); i = next++) priced[i] = price_row(s.rows[i], x);
-  };
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::jthread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  pool.clear();  // joins every thread before `priced` is returned
+  run_threads(
+      threads,
+      [&](size_t) {
+        for (size_t i = next++; i < s.rows.size(); i = next++) priced[i] = price_row(s.rows[i], x);
+      },
+      [](auto) {});
   return priced;
 }
 

@@ -1,5 +1,5 @@
-// The planner's threads: the enumeration's shapes and the search's candidates are split over
-// one worker per core, each on its own part, and joined in a fixed order afterwards.
+// Work split over one worker per core, each on its own part, joined before the caller goes on:
+// the planner's enumeration and search, validate's rows.
 #pragma once
 
 #include <atomic>
