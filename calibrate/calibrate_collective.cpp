@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cassert>
 #include <climits>
+#include <stdexcept>
+#include <string>
 
 #include "calibrate/calibrate_memory.h"
 #include "core/alpha_beta_fit.h"
@@ -159,7 +161,18 @@ CollectiveSweep sweep_collective(const CollectiveBench& b, const SweepOptions& o
     s.rows.push_back(bench_row(b, n, count, t));
     points.push_back({static_cast<double>(s.rows.back().size_bytes), t});
   }
-  const AlphaBeta f = fit_alpha_beta(points);
+  AlphaBeta f;
+  try {
+    f = fit_alpha_beta(points);
+  } catch (const std::runtime_error& e) {
+    // A busy machine can time the small sizes slower than the large ones: say which sweep.
+    std::string times;
+    for (const SizeTime& p : points)
+      times += fmt::format(" {:.0f} B: {:.1f} us;", p.bytes, p.time_s * 1e6);
+    throw std::runtime_error(fmt::format("{} on {} ranks: {} (measured{} rerun on an idle machine)",
+                                         enum_name(b.collective, kCollectiveNames), n, e.what(),
+                                         times));
+  }
   s.fit = {.collective = b.collective,
            .level = level,
            .ranks = n,
