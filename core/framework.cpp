@@ -14,7 +14,7 @@ namespace {
 constexpr auto kSourcedKeys =
     std::to_array<std::string_view>(
     {"attention", "dropout", "fused_bias", "host_us_per_kernel", "cross_entropy",
-     "overlap_grad_reduce"});
+     "overlap_grad_reduce", "fused_swiglu", "grad_bucket_copy", "sp_gather_buffers"});
 
 // A measured or published figure per field, as the topologies give one: a field without one is
 // an error, and so is a source for a field that does not exist.
@@ -40,6 +40,11 @@ Framework framework_from_json(const nlohmann::json& j, const std::string& file) 
     r.fail("host_us_per_kernel", "must be between 0 and 1000 microseconds");
   f.cross_entropy = enum_field(r, "cross_entropy", kCrossEntropyKernelNames);
   f.overlap_grad_reduce = r.boolean("overlap_grad_reduce");
+  f.fused_swiglu = r.boolean("fused_swiglu");
+  f.grad_bucket_copy = r.boolean("grad_bucket_copy");
+  f.sp_gather_buffers = static_cast<int>(std::clamp<int64_t>(r.integer("sp_gather_buffers"), -1, 17));
+  if (f.sp_gather_buffers < 0 || f.sp_gather_buffers > 16)
+    r.fail("sp_gather_buffers", "must be between 0 and 16");
   check_sources(r);
   r.reject_unknown();
   return f;

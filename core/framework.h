@@ -26,13 +26,16 @@ inline constexpr EnumNames<AttentionKernel, 3> kAttentionKernelNames{
 // fused: one kernel each way over the logits (Megatron-Core's cross_entropy_loss_fusion,
 //   TransformerEngine's); megatron: Megatron-LM's vocab_parallel_cross_entropy on the logits cast
 //   to fp32, a pass per step (max, subtract, exp, sum, divide); pytorch: F.cross_entropy on the
-//   logits cast to fp32 (log_softmax and nll_loss); shardplan: the executor's own
+//   logits cast to fp32 (log_softmax and nll_loss); nanotron: Megatron's passes with the max
+//   subtracted out of place, so a second fp32 copy of the logits exists while the loss runs
+//   (nanotron's _ShardedCrossEntropy); shardplan: the executor's own
 //   (executor/layers/cross_entropy.cpp).
-enum class CrossEntropyKernel { fused, megatron, pytorch, shardplan };
-inline constexpr EnumNames<CrossEntropyKernel, 4> kCrossEntropyKernelNames{
+enum class CrossEntropyKernel { fused, megatron, pytorch, nanotron, shardplan };
+inline constexpr EnumNames<CrossEntropyKernel, 5> kCrossEntropyKernelNames{
     {{CrossEntropyKernel::fused, "fused"},
      {CrossEntropyKernel::megatron, "megatron"},
      {CrossEntropyKernel::pytorch, "pytorch"},
+     {CrossEntropyKernel::nanotron, "nanotron"},
      {CrossEntropyKernel::shardplan, "shardplan"}}};
 
 struct Framework {
@@ -53,6 +56,18 @@ struct Framework {
   // overlap_grad_reduce), or runs after the whole backward (Megatron-LM of 2021, DeepSpeed's
   // overlap_comm off). ZeRO-2 and -3 reduce within every backward and always overlap it.
   bool overlap_grad_reduce = true;
+  // SwiGLU as one kernel that recomputes silu(gate) in its backward (Megatron-Core's
+  // bias_swiglu_fusion): the MLP keeps its gate and up outputs and their product. false: eager
+  // `silu(gate) * up`, two kernels each way, which also keeps silu's output for the product's
+  // backward (4 ffn-wide tensors per token instead of 3).
+  bool fused_swiglu = true;
+  // The data-parallel wrapper of ZeRO-0 keeps its gradient buckets apart from the gradients
+  // (PyTorch DDP with gradient_as_bucket_view off): one more copy of a rank's gradients, in the
+  // compute dtype, under ZeRO-0 with dp > 1.
+  bool grad_bucket_copy = false;
+  // Buffers of a whole micro-batch's hidden states (tokens × hidden, compute dtype) the framework
+  // keeps between calls for the sequence-parallel all-gathers (tp > 1 with sp).
+  int sp_gather_buffers = 0;
 
   bool operator==(const Framework&) const = default;
 };

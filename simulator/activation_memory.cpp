@@ -32,11 +32,12 @@ int64_t attention_bytes(const Model& m, int64_t e, const RankShape& r, Recompute
 }
 
 // The MLP block (Korthikanti §4.1 "MLP", 19sbh for GPT): its input, the activation's input and
-// output, the dropout mask. SwiGLU keeps gate and up outputs (2·ffn) and their product (ffn).
+// output, the dropout mask. Fused SwiGLU keeps gate and up outputs (2·ffn) and their product
+// (ffn); eager silu(gate)·up also keeps silu's output, the product's other operand (ffn).
 int64_t mlp_bytes(const Model& m, int64_t e, const RankShape& r, bool moe_layer,
                   const ExecutionOptions& x) {
   const int64_t rt = r.region_tokens();
-  const int64_t act_widths = m.activation == Activation::swiglu ? 3 : 2;
+  const int64_t act_widths = m.activation != Activation::swiglu ? 2 : x.fused_swiglu ? 3 : 4;
   int64_t bytes = e * rt * m.hidden;  // MLP (or router and dispatch) input: 2sbh
   if (moe_layer) {
     // Balanced routing: the ep ranks receive ep·tokens·top_k token copies over num_experts/ep
@@ -71,12 +72,13 @@ int64_t output_layer_activation_bytes(const Model& m, Dtype dtype, const RankSha
   return 2 * dtype_bytes(dtype) * r.region_tokens() * m.hidden;
 }
 
-int64_t loss_softmax_bytes(const Model& m, const RankShape& r) {
-  return 4 * r.tokens() * shard_size(m.vocab, r.tp);
-}
-
-int64_t logits_bytes(const Model& m, Dtype dtype, const RankShape& r) {
-  return dtype_bytes(dtype) * r.tokens() * shard_size(m.vocab, r.tp);
+LossMemory loss_memory(const Model& m, Dtype dtype, const RankShape& r, CrossEntropyKernel k) {
+  const int64_t logits = r.tokens() * shard_size(m.vocab, r.tp);
+  const int64_t e = dtype_bytes(dtype), f = dtype_bytes(Dtype::fp32);
+  // Casting fp32 logits to fp32 copies nothing.
+  const bool second_copy =
+      (k == CrossEntropyKernel::pytorch || k == CrossEntropyKernel::nanotron) && e < f;
+  return {f * logits, (e + (second_copy ? f : 0)) * logits};
 }
 
 }  // namespace shardplan

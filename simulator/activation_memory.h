@@ -25,10 +25,17 @@ int64_t input_layer_activation_bytes(const Model& m, const RankShape& r, const E
 // Last stage: the inputs of the final norm and of the LM head (Korthikanti §4.3: 4sbh/t with SP).
 int64_t output_layer_activation_bytes(const Model& m, Dtype dtype, const RankShape& r);
 
-// Last stage: the fp32 softmax the vocab-parallel cross entropy keeps for backward (Korthikanti
-// §4.3: 4sbv/t), and the transient compute-dtype logits (the head's output before the fp32 cast,
-// and their gradient after).
-int64_t loss_softmax_bytes(const Model& m, const RankShape& r);
-int64_t logits_bytes(const Model& m, Dtype dtype, const RankShape& r);
+// Last stage: the loss over the logits, by the framework's kernels (core/framework.h).
+struct LossMemory {
+  // The fp32 softmax (or log-softmax) kept for the backward, per micro-batch (Korthikanti §4.3:
+  // 4sbv/t).
+  int64_t saved = 0;
+  // Alive only while the loss runs: the compute-dtype logits (the head's output before the fp32
+  // cast, and their gradient after), and where the kernels make one, a second fp32 copy (the cast
+  // beside an out-of-place softmax: PyTorch's log_softmax, nanotron's shifted logits).
+  int64_t transient = 0;
+  bool operator==(const LossMemory&) const = default;
+};
+LossMemory loss_memory(const Model& m, Dtype dtype, const RankShape& r, CrossEntropyKernel k);
 
 }  // namespace shardplan

@@ -58,7 +58,10 @@ constexpr double kCausalFraction = 0.5;
 //             the dropout backward (reads dy and the mask, writes dx).
 //   GeLU:     forward reads u, writes g(u); backward reads u and dg, writes du.
 //   SwiGLU:   forward reads gate and up, writes silu(gate)·up; backward reads both and dy,
-//             writes both gradients.
+//             writes both gradients. Eager (ExecutionOptions::fused_swiglu false) it is silu
+//             (reads gate, writes s) and the product (reads s and up, writes y) going forward;
+//             backward the product's two gradients (each reads dy and the other operand, writes
+//             one) and silu's (reads gate and ds, writes dgate).
 //   softmax:  forward reads scores, writes probabilities; backward reads them and dy, writes dx.
 constexpr double kNormForward = 2, kNormBackward = 3;
 constexpr double kResidualForward = 3, kResidualBackward = 3;
@@ -87,6 +90,7 @@ CrossEntropyPasses cross_entropy_passes(CrossEntropyKernel k, int64_t elem_bytes
       // logits' gradient.
       return {e + f, e + f, {1, 1}};
     case CrossEntropyKernel::megatron:
+    case CrossEntropyKernel::nanotron:  // the same passes, one of them out of place
       // Cast; max (read); subtract (read, write); exp (read, write); sum (read); divide (read,
       // write). Backward: the softmax scaled by the loss's gradient (read, write); cast back.
       return {cast + 8 * f, cast + 2 * f, {5 + casts, 1 + casts}};
@@ -294,7 +298,10 @@ void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r
   const int64_t up_widths = swiglu ? 2 : 1;
   const MemoryKernel act_fwd = swiglu ? MemoryKernel::swiglu_forward : MemoryKernel::gelu_forward;
   const MemoryKernel act_bwd = swiglu ? MemoryKernel::swiglu_backward : MemoryKernel::gelu_backward;
-  const double act_fwd_bytes = (swiglu ? 3 : 2) * e, act_bwd_bytes = (swiglu ? 5 : 3) * e;
+  const bool eager_swiglu = swiglu && !x.fused_swiglu;
+  const double act_fwd_bytes = (!swiglu ? 2 : eager_swiglu ? 5 : 3) * e;
+  const double act_bwd_bytes = (!swiglu ? 3 : eager_swiglu ? 9 : 5) * e;
+  const Launches act_launches = eager_swiglu ? Launches{2, 3} : Launches{};
   const int64_t t = r.tokens();
   b.part = Part::mlp_norm;
   add_norm(b, edges, full);
@@ -303,7 +310,8 @@ void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r
     const int64_t ffn = shard_size(m.ffn_hidden, r.tp);
     b.gemm(t, m.hidden, up_widths * ffn, full);
     b.bias(m.mlp_bias, x, t, up_widths * ffn, false, full);
-    b.memory(act_fwd, act_bwd, as_double(t * ffn), act_fwd_bytes, act_bwd_bytes, full);
+    b.memory(act_fwd, act_bwd, as_double(t * ffn), act_fwd_bytes, act_bwd_bytes, full,
+             act_launches);
     b.gemm(t, ffn, m.hidden, full);
     b.bias(m.mlp_bias, x, r.region_tokens(), m.hidden, true, full);
     add_residual(b, edges, full);
@@ -321,7 +329,8 @@ void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r
   b.memory(MemoryKernel::permute, MemoryKernel::permute, as_double((t + copies) * m.hidden), 2 * e,
            2 * e, full);
   b.gemm(rows, m.hidden, up_widths * ffn, full, local_experts);
-  b.memory(act_fwd, act_bwd, as_double(copies * ffn), act_fwd_bytes, act_bwd_bytes, full);
+  b.memory(act_fwd, act_bwd, as_double(copies * ffn), act_fwd_bytes, act_bwd_bytes, full,
+           act_launches);
   b.gemm(rows, ffn, m.hidden, full, local_experts);
   add_residual(b, edges, full);
 }

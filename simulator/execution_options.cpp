@@ -10,6 +10,9 @@ ExecutionOptions execution_options(const Framework& f) {
   x.fused_bias = f.fused_bias;
   x.host_s_per_kernel = f.host_us_per_kernel * 1e-6;
   x.cross_entropy = f.cross_entropy;
+  x.fused_swiglu = f.fused_swiglu;
+  x.grad_bucket_copy = f.grad_bucket_copy;
+  x.sp_gather_buffers = f.sp_gather_buffers;
   return x;
 }
 

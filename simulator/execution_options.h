@@ -30,6 +30,11 @@ struct ExecutionOptions {
   double host_s_per_kernel = 0;
   // The loss's kernels over the logits (core/framework.h).
   CrossEntropyKernel cross_entropy = CrossEntropyKernel::fused;
+  // SwiGLU as one kernel each way, or eager silu and product (core/framework.h).
+  bool fused_swiglu = true;
+  // The framework's own buffers (core/framework.h).
+  bool grad_bucket_copy = false;
+  int sp_gather_buffers = 0;
   // The framework profile these options come from (core/framework.h), for the reports.
   std::string framework = kDefaultFramework;
   // How a rank's streams run: concurrently, each an ordered queue (CUDA streams, NCCL on its own

@@ -117,7 +117,8 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
     // schedule runs every forward first.
     const int64_t held = runs_all_forwards_first(l) ? l.num_microbatches : 1;
     r.output_activations_bytes = held * output_layer_activation_bytes(m, t.dtype, shape);
-    r.logits_bytes = held * loss_softmax_bytes(m, shape) + logits_bytes(m, t.dtype, shape);
+    const LossMemory loss = loss_memory(m, t.dtype, shape, x.cross_entropy);
+    r.logits_bytes = held * loss.saved + loss.transient;
   }
   if (l.zero == 3) r.zero3_gathered_bytes = zero3_gathered_bytes(m, t, l, s);
   if (l.zero == 2) {
@@ -127,6 +128,11 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
     const int64_t experts = std::min(p.experts, grad_bucket_params(l));
     r.comm_buffer_bytes = dtype_bytes(t.grad_dtype) * (dense + experts);
   }
+  // The framework's own buffers (core/framework.h).
+  if (x.grad_bucket_copy && l.zero == 0 && l.dp > 1) r.grad_bucket_copy_bytes = state.parameters;
+  if (shape.sequence_parallel)
+    r.sp_gather_buffer_bytes =
+        x.sp_gather_buffers * dtype_bytes(t.dtype) * shape.tokens() * m.hidden;
   r.runtime_reserved_bytes = d.reserved_bytes();
   r.capacity_bytes = d.memory_bytes();
   return r;
@@ -163,13 +169,15 @@ const std::vector<StageState>& StageStateCache::stages(const Model& m, const Tra
   return entries_.emplace_back(Entry{l.vpp, l.zero, l.stages, stage_states(m, t, l)}).stages;
 }
 
-std::array<MemoryItem, 12> memory_items(const RankMemory& r) {
+std::array<MemoryItem, 14> memory_items(const RankMemory& r) {
   return {{{"runtime_reserved", r.runtime_reserved_bytes},
            {"parameters", r.state.parameters},
            {"gradients", r.state.gradients},
            {"master_weights", r.state.master_weights},
            {"optimizer_moments", r.state.optimizer_moments},
            {"comm_buffers", r.comm_buffer_bytes},
+           {"grad_bucket_copy", r.grad_bucket_copy_bytes},
+           {"sp_gather_buffers", r.sp_gather_buffer_bytes},
            {"zero3_gathered_parameters", r.zero3_gathered_bytes},
            {"layer_activations", r.layer_activations_bytes},
            {"embedding_activations", r.embedding_activations_bytes},

@@ -54,6 +54,8 @@ struct RankMemory {
   int64_t logits_bytes = 0;            // fp32 loss softmax and compute-dtype logits (last stage)
   int64_t zero3_gathered_bytes = 0;    // ZeRO-3 full parameters and gradients of live units
   int64_t comm_buffer_bytes = 0;       // gradient bucket awaiting its reduce-scatter (ZeRO-2)
+  int64_t grad_bucket_copy_bytes = 0;  // ZeRO-0 DDP buckets apart from the gradients
+  int64_t sp_gather_buffer_bytes = 0;  // the framework's kept sequence-parallel gather buffers
   int64_t runtime_reserved_bytes = 0;  // CUDA context, NCCL and allocator reserve
   int64_t capacity_bytes = 0;
 
@@ -61,7 +63,10 @@ struct RankMemory {
     return layer_activations_bytes + embedding_activations_bytes + output_activations_bytes +
            recompute_working_bytes;
   }
-  int64_t other_bytes() const { return logits_bytes + zero3_gathered_bytes + comm_buffer_bytes; }
+  int64_t other_bytes() const {
+    return logits_bytes + zero3_gathered_bytes + comm_buffer_bytes + grad_bucket_copy_bytes +
+           sp_gather_buffer_bytes;
+  }
   // What the training process allocates at its peak (the runtime's reserve not included).
   int64_t peak_bytes() const { return state.total() + activations_bytes() + other_bytes(); }
   bool fits() const { return peak_bytes() + runtime_reserved_bytes <= capacity_bytes; }
@@ -117,7 +122,7 @@ struct MemoryItem {
 };
 
 // Every item, in the order a training process allocates them (the reserve first).
-std::array<MemoryItem, 12> memory_items(const RankMemory& r);
+std::array<MemoryItem, 14> memory_items(const RankMemory& r);
 
 // The first item that does not fit into what the items before it left free.
 struct MemoryOverflow {

@@ -17,8 +17,10 @@ json unfused_json() {
   return json::parse(R"({
     "name": "test", "attention": "unfused", "dropout": true, "fused_bias": false,
     "host_us_per_kernel": 8, "cross_entropy": "megatron", "overlap_grad_reduce": false,
+    "fused_swiglu": false, "grad_bucket_copy": true, "sp_gather_buffers": 2,
     "source": {"attention": "a", "dropout": "b", "fused_bias": "c", "host_us_per_kernel": "d",
-               "cross_entropy": "f", "overlap_grad_reduce": "e"}})");
+               "cross_entropy": "f", "overlap_grad_reduce": "e",
+               "fused_swiglu": "g", "grad_bucket_copy": "h", "sp_gather_buffers": "i"}})");
 }
 
 std::string error_field(const json& j) {
@@ -38,6 +40,9 @@ TEST_CASE("framework JSON is read field by field", "[framework]") {
   CHECK(f.host_us_per_kernel == 8);
   CHECK(f.cross_entropy == CrossEntropyKernel::megatron);
   CHECK_FALSE(f.overlap_grad_reduce);
+  CHECK_FALSE(f.fused_swiglu);
+  CHECK(f.grad_bucket_copy);
+  CHECK(f.sp_gather_buffers == 2);
   Training t;
   CHECK(t.overlap_grad_reduce);
   CHECK_FALSE(run_by(t, f).overlap_grad_reduce);
@@ -64,6 +69,10 @@ TEST_CASE("a framework field without a source, or with a bad value, names the fi
   j = unfused_json();
   j["cross_entropy"] = "liger";
   CHECK(error_field(j) == "cross_entropy");
+
+  j = unfused_json();
+  j["sp_gather_buffers"] = -1;
+  CHECK(error_field(j) == "sp_gather_buffers");
 
   j = unfused_json();
   j.erase("overlap_grad_reduce");

@@ -65,6 +65,10 @@ TEST_CASE("activation memory of a Llama layer: GQA, SwiGLU, no dropout, flash",
   //   MLP input    2·1024·4096      =  8,388,608
   //   SwiGLU       2·8192·3·1792    = 88,080,384
   CHECK(layer_activation_bytes(m, Dtype::bf16, shape, false, Recompute::none, {}) == 142'737'408);
+  // Eager silu(gate)·up also keeps silu's output: one more 2·8192·1792.
+  CHECK(layer_activation_bytes(m, Dtype::bf16, shape, false, Recompute::none,
+                               ExecutionOptions{.fused_swiglu = false}) ==
+        142'737'408 + 2 * 8192 * 1792);
 }
 
 TEST_CASE("an MoE layer keeps top_k copies of each token", "[memory][activations]") {
@@ -89,8 +93,18 @@ TEST_CASE("input and output layers, logits", "[memory][activations]") {
             m, shape, ExecutionOptions{.attention = AttentionKernel::unfused, .dropout = false}) ==
         0);
   CHECK(output_layer_activation_bytes(m, Dtype::bf16, shape) == 4 * kSbh / 8);
-  CHECK(loss_softmax_bytes(m, shape) == 4 * 2048 * 6283);
-  CHECK(logits_bytes(m, Dtype::bf16, shape) == 2 * 2048 * 6283);
+  const int64_t logits = 2048 * 6283;
+  const LossMemory fused = loss_memory(m, Dtype::bf16, shape, CrossEntropyKernel::fused);
+  CHECK(fused.saved == 4 * logits);
+  CHECK(fused.transient == 2 * logits);
+  CHECK(loss_memory(m, Dtype::bf16, shape, CrossEntropyKernel::megatron) == fused);
+  // The cast beside an out-of-place softmax: a second fp32 copy while the loss runs, none when
+  // the logits are fp32 already.
+  const LossMemory nanotron = loss_memory(m, Dtype::bf16, shape, CrossEntropyKernel::nanotron);
+  CHECK(nanotron.saved == 4 * logits);
+  CHECK(nanotron.transient == (2 + 4) * logits);
+  CHECK(loss_memory(m, Dtype::bf16, shape, CrossEntropyKernel::pytorch) == nanotron);
+  CHECK(loss_memory(m, Dtype::fp32, shape, CrossEntropyKernel::pytorch).transient == 4 * logits);
 }
 
 TEST_CASE("micro-batches in flight per schedule", "[memory][pipeline]") {
