@@ -14,7 +14,8 @@ namespace {
 constexpr auto kSourcedKeys =
     std::to_array<std::string_view>(
     {"attention", "dropout", "fused_bias", "host_us_per_kernel", "cross_entropy",
-     "overlap_grad_reduce", "fused_swiglu", "grad_bucket_copy", "sp_gather_buffers"});
+     "overlap_grad_reduce", "fused_swiglu", "grad_bucket_copy", "sp_gather_buffers",
+     "caching_allocator"});
 
 // A measured or published figure per field, as the topologies give one: a field without one is
 // an error, and so is a source for a field that does not exist.
@@ -42,6 +43,7 @@ Framework framework_from_json(const nlohmann::json& j, const std::string& file) 
   f.overlap_grad_reduce = r.boolean("overlap_grad_reduce");
   f.fused_swiglu = r.boolean("fused_swiglu");
   f.grad_bucket_copy = r.boolean("grad_bucket_copy");
+  f.caching_allocator = r.boolean("caching_allocator");
   f.sp_gather_buffers = static_cast<int>(std::clamp<int64_t>(r.integer("sp_gather_buffers"), -1, 17));
   if (f.sp_gather_buffers < 0 || f.sp_gather_buffers > 16)
     r.fail("sp_gather_buffers", "must be between 0 and 16");

@@ -28,14 +28,16 @@ inline constexpr EnumNames<AttentionKernel, 3> kAttentionKernelNames{
 //   to fp32, a pass per step (max, subtract, exp, sum, divide); pytorch: F.cross_entropy on the
 //   logits cast to fp32 (log_softmax and nll_loss); nanotron: Megatron's passes with the max
 //   subtracted out of place, so a second fp32 copy of the logits exists while the loss runs
-//   (nanotron's _ShardedCrossEntropy); shardplan: the executor's own
-//   (executor/layers/cross_entropy.cpp).
-enum class CrossEntropyKernel { fused, megatron, pytorch, nanotron, shardplan };
-inline constexpr EnumNames<CrossEntropyKernel, 5> kCrossEntropyKernelNames{
+//   (nanotron's _ShardedCrossEntropy); flash_attn: flash-attn's CrossEntropyLoss (Apex's
+//   xentropy), one kernel each way on the compute-dtype logits, which it keeps for its backward
+//   instead of an fp32 softmax; shardplan: the executor's own (executor/layers/cross_entropy.cpp).
+enum class CrossEntropyKernel { fused, megatron, pytorch, nanotron, flash_attn, shardplan };
+inline constexpr EnumNames<CrossEntropyKernel, 6> kCrossEntropyKernelNames{
     {{CrossEntropyKernel::fused, "fused"},
      {CrossEntropyKernel::megatron, "megatron"},
      {CrossEntropyKernel::pytorch, "pytorch"},
      {CrossEntropyKernel::nanotron, "nanotron"},
+     {CrossEntropyKernel::flash_attn, "flash_attn"},
      {CrossEntropyKernel::shardplan, "shardplan"}}};
 
 struct Framework {
@@ -68,6 +70,9 @@ struct Framework {
   // Buffers of a whole micro-batch's hidden states (tokens × hidden, compute dtype) the framework
   // keeps between calls for the sequence-parallel all-gathers (tp > 1 with sp).
   int sp_gather_buffers = 0;
+  // PyTorch's CUDA caching allocator holds the tensors, so a rank reserves more than it allocates
+  // (simulator/allocator_replay.h); false: the framework allocates each buffer itself.
+  bool caching_allocator = true;
 
   bool operator==(const Framework&) const = default;
 };

@@ -214,7 +214,8 @@ std::string split_sentence(const Layout& l, const Estimate& e) {
 
 std::string why_slower(const Estimate& loser, const Estimate& winner) {
   const double delta = loser.step_time_s - winner.step_time_s;
-  const int64_t lo_peak = loser.memory().peak_bytes(), wi_peak = winner.memory().peak_bytes();
+  const int64_t lo_peak = loser.memory().reserved_bytes();
+  const int64_t wi_peak = winner.memory().reserved_bytes();
   if (delta <= 0 && lo_peak == wi_peak)
     return fmt::format(
         "ties with it ({} per step, {}); the earlier in the search order ranks first",
@@ -250,7 +251,7 @@ std::vector<std::string> explain_ranking(const SearchResult& r, size_t max_alter
       "{} wins at {} per step ({} MFU, {:.3g} TFLOP/s per device): {}; it uses {} of the {} "
       "a device offers.",
       layout_label(best.layout), format_seconds(e.step_time_s), format_percent(e.mfu),
-      e.tflops_per_device, step_parts(e), format_gib(static_cast<double>(m.peak_bytes())),
+      e.tflops_per_device, step_parts(e), format_gib(static_cast<double>(m.reserved_bytes())),
       format_gib(static_cast<double>(m.capacity_bytes - m.runtime_reserved_bytes))));
   if (!best.layout.stages.empty()) out.push_back(split_sentence(best.layout, e));
   for (const auto& [what, alt] : nearest(r, max_alternatives))

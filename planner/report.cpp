@@ -93,7 +93,7 @@ std::string format_top(const SearchResult& r) {
     out += fmt::format(
         "{:>3}  {:<{}}  {:>17}  {:>10}  {:>8.3g}  {:>6}  {:>12}  {:>6}\n", i + 1,
         layout_label(r.top[i].layout), width,
-        fmt::format("{:.1f} / {:.1f}", static_cast<double>(m.peak_bytes()) / kGiB,
+        fmt::format("{:.1f} / {:.1f}", static_cast<double>(m.reserved_bytes()) / kGiB,
                     static_cast<double>(m.capacity_bytes - m.runtime_reserved_bytes) / kGiB),
         format_seconds(e.step_time_s), e.tflops_per_device, format_percent(e.mfu),
         format_seconds(e.exposed_comm_s), format_percent(e.bubble_fraction));
@@ -116,7 +116,7 @@ std::string format_rejections(const SearchResult& r) {
     assert(overflow);  // a pruned layout's worst stage is over its capacity
     out += fmt::format("memory   {}: {} needs {}, {} free (needs {} of {})\n",
                        layout_label(miss.layout), overflow->item, gib(overflow->needed_bytes),
-                       gib(overflow->free_bytes), gib(m.peak_bytes() + m.runtime_reserved_bytes),
+                       gib(overflow->free_bytes), gib(m.reserved_bytes() + m.runtime_reserved_bytes),
                        gib(m.capacity_bytes));
   }
   return out;

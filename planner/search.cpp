@@ -135,7 +135,7 @@ struct Partial {
 };
 
 double overflow_ratio(const RankMemory& r) {
-  return static_cast<double>(r.peak_bytes() + r.runtime_reserved_bytes) /
+  return static_cast<double>(r.reserved_bytes() + r.runtime_reserved_bytes) /
          static_cast<double>(r.capacity_bytes);
 }
 
@@ -148,6 +148,7 @@ class Search {
   // Prices candidates in chunks taken from a shared counter until none is left.
   void work(Partial& p) {
     EstimateCache cache;  // this thread's: the enumeration runs a shape's inner loops in a row
+    cache.replay_allocator = false;
     for (;;) {
       const size_t begin = next_.fetch_add(kChunk);
       if (begin >= layouts_.size()) return;
@@ -285,7 +286,18 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
     return Ranked{l, estimate(model, cluster, training, l, options.execution), k.objective,
                   k.index};
   };
-  for (const Key& k : all.top) r.top.push_back(ranked(k));
+  // Kept on the tensors' peak; the full estimate adds the allocator's reserve, over which a layout
+  // at the edge no longer fits.
+  for (const Key& k : all.top) {
+    Ranked kept = ranked(k);
+    if (kept.estimate.fits) {
+      r.top.push_back(std::move(kept));
+    } else {
+      ++r.pruned_for_memory;
+      --r.fitting;
+      --r.timed;
+    }
+  }
   if (!r.top.empty()) {
     const Layout& best = r.top.front().layout;
     for (size_t a = 0; a < kAxisCount; ++a) {
@@ -295,7 +307,9 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
         if (it == own) continue;
         const bool adjacent =
             std::next(it) == own || (own != by_value.begin() && std::prev(own) == it);
-        r.alternatives.push_back({kAxes[a].name, it->first, adjacent, ranked(it->second)});
+        Ranked alternative = ranked(it->second);
+        if (alternative.estimate.fits)
+          r.alternatives.push_back({kAxes[a].name, it->first, adjacent, std::move(alternative)});
       }
     }
   }

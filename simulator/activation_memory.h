@@ -4,6 +4,8 @@
 // and reduces exactly to the paper's closed forms for a GPT layer (ffn = 4h, MHA, GeLU, dropout).
 #pragma once
 
+#include <array>
+#include <cassert>
 #include <cstdint>
 
 #include "core/layout.h"
@@ -14,7 +16,27 @@
 
 namespace shardplan {
 
-// One transformer layer, one micro-batch, one rank.
+// The tensors one transformer layer keeps for its backward, one micro-batch, one rank, in the
+// order its forward makes them.
+struct LayerTensors {
+  std::array<int64_t, 20> bytes{};  // a layer keeps at most 18
+  int count = 0;
+
+  void add(int64_t b) {
+    assert(static_cast<size_t>(count) < bytes.size());
+    bytes[static_cast<size_t>(count++)] = b;
+  }
+  int64_t total() const {
+    int64_t sum = 0;
+    for (int i = 0; i < count; ++i) sum += bytes[static_cast<size_t>(i)];
+    return sum;
+  }
+};
+LayerTensors layer_activation_tensors(const Model& m, Dtype dtype, const RankShape& r,
+                                      bool moe_layer, Recompute recompute,
+                                      const ExecutionOptions& x);
+
+// Their sum.
 int64_t layer_activation_bytes(const Model& m, Dtype dtype, const RankShape& r, bool moe_layer,
                                Recompute recompute, const ExecutionOptions& x);
 

@@ -94,6 +94,10 @@ CrossEntropyPasses cross_entropy_passes(CrossEntropyKernel k, int64_t elem_bytes
       // Cast; max (read); subtract (read, write); exp (read, write); sum (read); divide (read,
       // write). Backward: the softmax scaled by the loss's gradient (read, write); cast back.
       return {cast + 8 * f, cast + 2 * f, {5 + casts, 1 + casts}};
+    case CrossEntropyKernel::flash_attn:
+      // Reads the logits for the row statistics; backward reads them again and writes the
+      // gradient (flash_attn/losses/cross_entropy.py over csrc/xentropy).
+      return {e, 2 * e, {1, 1}};
     case CrossEntropyKernel::pytorch:
       // Cast; log_softmax over rows too long for shared memory: max, sum of exponentials and the
       // output, each a pass over the input, then the write. Backward: nll_loss's dense gradient

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/schedule.h"
+#include "simulator/allocator_replay.h"
 #include "core/schedule_fold.h"
 #include "simulator/action_cost.h"
 #include "simulator/call_costs.h"
@@ -489,7 +490,8 @@ void check_dtype(const Cluster& c, Dtype dtype) {
 // largest peak decides whether the layout fits.
 void pick_worst_memory(Estimate& e, const Layout& l) {
   for (size_t i = 0; i < e.stages.size(); ++i)
-    if (e.stages[i].peak_bytes() > e.memory().peak_bytes()) e.worst_stage = static_cast<int>(i);
+    if (e.stages[i].reserved_bytes() > e.memory().reserved_bytes())
+      e.worst_stage = static_cast<int>(i);
   e.worst_rank = StageTimer::stage_rank(l, e.worst_stage);
   e.fits = e.memory().fits();
   if (!e.fits) e.overflow = first_overflow(e.memory());
@@ -573,6 +575,8 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
   e.options = x;
 
   e.stages = stage_memories(m, t, l, c.device, x, cache ? &cache->state().stages : nullptr);
+  if (x.caching_allocator && (!cache || cache->replay_allocator))
+    add_allocator_cache(e.stages, m, t, l, x);
   pick_worst_memory(e, l);
   StageTimer timer(ctx, cache, Priced::program);
   const StageTimings timings = timer.all_stages();

@@ -113,6 +113,11 @@ class EstimateCache {
   State& state() { return *state_; }
   // Every stage's layers and model state, for worst_stage_memory too.
   StageStateCache& stage_states();
+  // Whether estimate() replays every stage's allocations for its allocator's reserve
+  // (allocator_replay.h, about a millisecond a layout). The planner's inner loop turns it off:
+  // the tensors' peak, a lower bound of the reserve, prunes soundly, and the layouts it keeps are
+  // estimated again in full.
+  bool replay_allocator = true;
 
  private:
   std::unique_ptr<State> state_;

@@ -23,6 +23,7 @@ json memory_to_json(const RankMemory& r) {
               {"activations_bytes", r.activations_bytes()},
               {"other_bytes", r.other_bytes()},
               {"peak_bytes", r.peak_bytes()},
+              {"reserved_bytes", r.reserved_bytes()},
               {"runtime_reserved_bytes", r.runtime_reserved_bytes},
               {"capacity_bytes", r.capacity_bytes},
               {"inflight_microbatches", r.inflight_microbatches},
@@ -193,7 +194,8 @@ void append_memory(std::string& out, const Estimate& e) {
     out += note.empty() ? "\n" : fmt::format("  {}\n", note);
   };
   for (const MemoryItem& item : memory_items(r)) line(item.name, item.bytes);
-  line("peak", r.peak_bytes(), "the items after runtime_reserved");
+  line("peak", r.peak_bytes(), "allocated: the items after runtime_reserved, but the cache");
+  line("reserved", r.reserved_bytes(), "what the caching allocator holds: peak and cache");
   line("capacity", r.capacity_bytes);
   if (e.overflow)
     out += fmt::format("  does not fit: {} needs {}, {} free\n", e.overflow->item,
@@ -202,7 +204,7 @@ void append_memory(std::string& out, const Estimate& e) {
   else
     out += fmt::format(
         "  fits: {} free\n",
-        format_gib(as_double(r.capacity_bytes - r.runtime_reserved_bytes - r.peak_bytes())));
+        format_gib(as_double(r.capacity_bytes - r.runtime_reserved_bytes - r.reserved_bytes())));
 }
 
 void append_compute(std::string& out, const Estimate& e) {

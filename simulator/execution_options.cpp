@@ -13,6 +13,7 @@ ExecutionOptions execution_options(const Framework& f) {
   x.fused_swiglu = f.fused_swiglu;
   x.grad_bucket_copy = f.grad_bucket_copy;
   x.sp_gather_buffers = f.sp_gather_buffers;
+  x.caching_allocator = f.caching_allocator;
   return x;
 }
 

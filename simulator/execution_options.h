@@ -35,6 +35,7 @@ struct ExecutionOptions {
   // The framework's own buffers (core/framework.h).
   bool grad_bucket_copy = false;
   int sp_gather_buffers = 0;
+  bool caching_allocator = true;
   // The framework profile these options come from (core/framework.h), for the reports.
   std::string framework = kDefaultFramework;
   // How a rank's streams run: concurrently, each an ordered queue (CUDA streams, NCCL on its own
@@ -59,6 +60,7 @@ inline ExecutionOptions cpu_executor_options() {
   x.dropout = false;
   x.fused_bias = false;
   x.cross_entropy = CrossEntropyKernel::shardplan;
+  x.caching_allocator = false;
   x.streams = StreamExecution::program_order;
   return x;
 }

@@ -169,7 +169,7 @@ const std::vector<StageState>& StageStateCache::stages(const Model& m, const Tra
   return entries_.emplace_back(Entry{l.vpp, l.zero, l.stages, stage_states(m, t, l)}).stages;
 }
 
-std::array<MemoryItem, 14> memory_items(const RankMemory& r) {
+std::array<MemoryItem, 15> memory_items(const RankMemory& r) {
   return {{{"runtime_reserved", r.runtime_reserved_bytes},
            {"parameters", r.state.parameters},
            {"gradients", r.state.gradients},
@@ -183,7 +183,8 @@ std::array<MemoryItem, 14> memory_items(const RankMemory& r) {
            {"embedding_activations", r.embedding_activations_bytes},
            {"output_activations", r.output_activations_bytes},
            {"logits", r.logits_bytes},
-           {"recompute_working", r.recompute_working_bytes}}};
+           {"recompute_working", r.recompute_working_bytes},
+           {"allocator_cache", r.allocator_cache_bytes}}};
 }
 
 std::optional<MemoryOverflow> first_overflow(const RankMemory& r) {

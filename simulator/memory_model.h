@@ -56,7 +56,10 @@ struct RankMemory {
   int64_t comm_buffer_bytes = 0;       // gradient bucket awaiting its reduce-scatter (ZeRO-2)
   int64_t grad_bucket_copy_bytes = 0;  // ZeRO-0 DDP buckets apart from the gradients
   int64_t sp_gather_buffer_bytes = 0;  // the framework's kept sequence-parallel gather buffers
-  int64_t runtime_reserved_bytes = 0;  // CUDA context, NCCL and allocator reserve
+  // What the caching allocator reserves beyond the tensors' peak: rounding, and cached blocks that
+  // later, larger requests could not use (allocator_replay.h); 0 until replayed.
+  int64_t allocator_cache_bytes = 0;
+  int64_t runtime_reserved_bytes = 0;  // CUDA context, NCCL buffers
   int64_t capacity_bytes = 0;
 
   int64_t activations_bytes() const {
@@ -67,9 +70,11 @@ struct RankMemory {
     return logits_bytes + zero3_gathered_bytes + comm_buffer_bytes + grad_bucket_copy_bytes +
            sp_gather_buffer_bytes;
   }
-  // What the training process allocates at its peak (the runtime's reserve not included).
+  // What the training process allocates at its peak (PyTorch's max_memory_allocated).
   int64_t peak_bytes() const { return state.total() + activations_bytes() + other_bytes(); }
-  bool fits() const { return peak_bytes() + runtime_reserved_bytes <= capacity_bytes; }
+  // What its allocator reserves for that (max_memory_reserved).
+  int64_t reserved_bytes() const { return peak_bytes() + allocator_cache_bytes; }
+  bool fits() const { return reserved_bytes() + runtime_reserved_bytes <= capacity_bytes; }
 };
 
 RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
@@ -122,7 +127,7 @@ struct MemoryItem {
 };
 
 // Every item, in the order a training process allocates them (the reserve first).
-std::array<MemoryItem, 14> memory_items(const RankMemory& r);
+std::array<MemoryItem, 15> memory_items(const RankMemory& r);
 
 // The first item that does not fit into what the items before it left free.
 struct MemoryOverflow {

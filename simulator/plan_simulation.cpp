@@ -29,6 +29,7 @@ SimulatedMemory simulated_memory(const Program& p, const RankStats& s, const Ran
   m.chunk_activations_bytes = s.peak_activation_bytes;
   m.recompute_working_bytes = model.recompute_working_bytes;
   m.other_bytes = model.other_bytes();
+  m.allocator_cache_bytes = model.allocator_cache_bytes;
   m.runtime_reserved_bytes = model.runtime_reserved_bytes;
   m.capacity_bytes = model.capacity_bytes;
   return m;
@@ -40,7 +41,8 @@ void fill_figures(PlanSimulation& s, const Layout& l) {
   for (size_t i = 0; i < r.ranks.size(); ++i) {
     const RankMemory& model = e.stages[static_cast<size_t>(s.step.programs[i].coord.pp)];
     s.memory.push_back(simulated_memory(s.step.programs[i], r.ranks[i], model));
-    if (s.memory[i].peak_bytes() > s.memory[s.worst_memory].peak_bytes()) s.worst_memory = i;
+    if (s.memory[i].reserved_bytes() > s.memory[s.worst_memory].reserved_bytes())
+      s.worst_memory = i;
     if (r.ranks[i].busy_s > r.ranks[s.busiest].busy_s) s.busiest = i;
     s.fits = s.fits && s.memory[i].fits();
   }

@@ -31,12 +31,14 @@ struct SimulatedMemory {
   int64_t chunk_activations_bytes = 0;  // simulated peak
   int64_t recompute_working_bytes = 0;
   int64_t other_bytes = 0;  // logits, ZeRO-3 gathered units, gradient bucket (memory model)
+  int64_t allocator_cache_bytes = 0;  // the caching allocator's reserve beyond the peak
   int64_t runtime_reserved_bytes = 0;
   int64_t capacity_bytes = 0;
 
   int64_t activations_bytes() const { return chunk_activations_bytes + recompute_working_bytes; }
   int64_t peak_bytes() const { return state.total() + activations_bytes() + other_bytes; }
-  bool fits() const { return peak_bytes() + runtime_reserved_bytes <= capacity_bytes; }
+  int64_t reserved_bytes() const { return peak_bytes() + allocator_cache_bytes; }
+  bool fits() const { return reserved_bytes() + runtime_reserved_bytes <= capacity_bytes; }
 };
 
 // The critical path, summed by what its actions are: action_name without micro-batch and chunk

@@ -27,6 +27,8 @@ json memory_to_json(const SimulatedMemory& m) {
               {"activations_bytes", m.activations_bytes()},
               {"other_bytes", m.other_bytes},
               {"peak_bytes", m.peak_bytes()},
+              {"allocator_cache_bytes", m.allocator_cache_bytes},
+              {"reserved_bytes", m.reserved_bytes()},
               {"chunk_activations_bytes", m.chunk_activations_bytes},
               {"recompute_working_bytes", m.recompute_working_bytes},
               {"peak_activation_chunks", m.peak_activation_chunks},
@@ -128,8 +130,9 @@ void append_step(std::string& out, const PlanSimulation& s) {
       fmt::format("simulated: rank {} idle while communicating", r.ranks[s.busiest].rank));
   row("interference", format_seconds(s.interference_s), format_seconds(e.time.interference_s),
       "compute slowed by the communication it hides (NCCL's SMs)");
-  row("peak memory", format_gib(as_double(s.memory[s.worst_memory].peak_bytes())),
-      format_gib(as_double(e.memory().peak_bytes())), "worst rank");
+  row("reserved memory", format_gib(as_double(s.memory[s.worst_memory].reserved_bytes())),
+      format_gib(as_double(e.memory().reserved_bytes())),
+      "worst rank: peak and the caching allocator's cache");
   row("fits", s.fits ? "yes" : "no", e.fits ? "yes" : "no");
 }
 
@@ -214,10 +217,12 @@ void append_memory(std::string& out, const PlanSimulation& s) {
   line("activations", m.chunk_activations_bytes, "simulated peak of the chunks alive");
   line("recompute_working", m.recompute_working_bytes, "memory model");
   line("other", m.other_bytes, "memory model: logits, ZeRO buffers");
-  line("peak", m.peak_bytes());
+  line("peak", m.peak_bytes(), "allocated: the tensors alive at once");
+  line("allocator_cache", m.allocator_cache_bytes, "memory model: the allocator's replay");
+  line("reserved", m.reserved_bytes(), "what the caching allocator holds");
   line("runtime_reserved", m.runtime_reserved_bytes);
   line("capacity", m.capacity_bytes);
-  const int64_t free_bytes = m.capacity_bytes - m.runtime_reserved_bytes - m.peak_bytes();
+  const int64_t free_bytes = m.capacity_bytes - m.runtime_reserved_bytes - m.reserved_bytes();
   out += free_bytes >= 0
              ? fmt::format("  fits: {} free\n", format_gib(as_double(free_bytes)))
              : fmt::format("  does not fit: {} short\n", format_gib(as_double(-free_bytes)));

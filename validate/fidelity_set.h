@@ -51,6 +51,9 @@ struct FidelitySet {
   MeasuredFigure figure = MeasuredFigure::step_time;
   std::string figure_field;  // the row field the figure comes from ("iteration_time_ms")
   MemoryReading memory_reading = MemoryReading::allocator_peak;
+  // The memory figure is world rank 0's, a rank of the first pipeline stage (nanotron's benchmark
+  // CSV is written by rank 0 alone), not the worst stage's.
+  bool memory_on_first_stage = false;
   std::vector<FidelityRow> rows;
 };
 

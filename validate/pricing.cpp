@@ -24,7 +24,8 @@ PricedRow price_row(const FidelityRow& row, const ExecutionOptions& x) {
     validate_layout(row.layout, row.model, row.cluster, row.training, row.id);
     const Estimate e = estimate(row.model, row.cluster, row.training, row.layout, x);
     p.step_time_s = e.step_time_s;
-    p.peak_bytes = e.memory().peak_bytes();
+    p.reserved_bytes = e.memory().reserved_bytes();
+    p.first_stage_reserved_bytes = e.stages.front().reserved_bytes();
     p.runtime_reserved_bytes = e.memory().runtime_reserved_bytes;
     p.fits = e.fits;
   } catch (const InputError& err) {

@@ -15,7 +15,8 @@ struct PricedRow {
   std::string refusal;  // empty: priced; else why not ("layers unknown", "rejected: layout.pp")
   std::string refusal_detail;  // the full message behind a refusal, for the first example
   double step_time_s = 0;
-  int64_t peak_bytes = 0;              // what the training allocates at the worst stage's peak
+  int64_t reserved_bytes = 0;  // what the worst stage's allocator reserves (max_memory_reserved)
+  int64_t first_stage_reserved_bytes = 0;  // the same on the first stage
   int64_t runtime_reserved_bytes = 0;  // CUDA context, NCCL buffers: what nvidia-smi adds
   bool fits = true;
 };

@@ -49,7 +49,8 @@ double time_error(const FidelityRow& row, const PricedRow& p) {
 double predicted_memory_bytes(const FidelitySet& s, const PricedRow& p) {
   const int64_t reserved =
       s.memory_reading == MemoryReading::nvidia_smi ? p.runtime_reserved_bytes : 0;
-  return static_cast<double>(p.peak_bytes + reserved);
+  return static_cast<double>(
+      (s.memory_on_first_stage ? p.first_stage_reserved_bytes : p.reserved_bytes) + reserved);
 }
 
 namespace {

@@ -84,6 +84,8 @@ FidelitySet read_ultrascale_rows(const nlohmann::json& j, const std::string& fil
   for (const auto& [name, dims] : header.raw("models").items())
     if (dims.is_object())
       models.emplace(name, ultrascale_model(ObjectReader(dims, file, "models." + name), name));
+  // nanotron's helpers.py log_throughput: only world rank 0 writes the CSV the plot shows.
+  s.memory_on_first_stage = true;
   ClusterCache clusters;
   read_rows(s, j, file, [&](ObjectReader& r) { return ultrascale_row(r, models, clusters); });
   return s;

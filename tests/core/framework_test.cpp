@@ -18,9 +18,11 @@ json unfused_json() {
     "name": "test", "attention": "unfused", "dropout": true, "fused_bias": false,
     "host_us_per_kernel": 8, "cross_entropy": "megatron", "overlap_grad_reduce": false,
     "fused_swiglu": false, "grad_bucket_copy": true, "sp_gather_buffers": 2,
+    "caching_allocator": false,
     "source": {"attention": "a", "dropout": "b", "fused_bias": "c", "host_us_per_kernel": "d",
                "cross_entropy": "f", "overlap_grad_reduce": "e",
-               "fused_swiglu": "g", "grad_bucket_copy": "h", "sp_gather_buffers": "i"}})");
+               "fused_swiglu": "g", "grad_bucket_copy": "h", "sp_gather_buffers": "i",
+               "caching_allocator": "j"}})");
 }
 
 std::string error_field(const json& j) {
@@ -43,6 +45,7 @@ TEST_CASE("framework JSON is read field by field", "[framework]") {
   CHECK_FALSE(f.fused_swiglu);
   CHECK(f.grad_bucket_copy);
   CHECK(f.sp_gather_buffers == 2);
+  CHECK_FALSE(f.caching_allocator);
   Training t;
   CHECK(t.overlap_grad_reduce);
   CHECK_FALSE(run_by(t, f).overlap_grad_reduce);

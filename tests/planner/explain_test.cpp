@@ -67,10 +67,11 @@ TEST_CASE("equal step times are a tie, or a difference in memory", "[planner][ex
              Catch::StartsWith("ties with it (" + format_seconds(e.step_time_s) + " per step"));
   Estimate heavier = e;
   heavier.stages[static_cast<size_t>(heavier.worst_stage)].state.parameters += int64_t{1} << 30;
-  CHECK(why_slower(heavier, e) ==
-        fmt::format("as fast ({} per step) but needs {} against {}", format_seconds(e.step_time_s),
-                    format_gib(static_cast<double>(e.memory().peak_bytes() + (int64_t{1} << 30))),
-                    format_gib(static_cast<double>(e.memory().peak_bytes()))));
+  CHECK(
+      why_slower(heavier, e) ==
+      fmt::format("as fast ({} per step) but needs {} against {}", format_seconds(e.step_time_s),
+                  format_gib(static_cast<double>(e.memory().reserved_bytes() + (int64_t{1} << 30))),
+                  format_gib(static_cast<double>(e.memory().reserved_bytes()))));
 }
 
 TEST_CASE("the explanation names the winner, then its nearest alternatives", "[planner][explain]") {

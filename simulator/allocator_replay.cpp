@@ -1,0 +1,189 @@
+#include "simulator/allocator_replay.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/schedule.h"
+#include "simulator/activation_memory.h"
+#include "simulator/caching_allocator.h"
+#include "simulator/rank_shape.h"
+
+namespace shardplan {
+
+namespace {
+
+using Handle = CachingAllocator::Handle;
+
+// The micro-batches a replay needs: the warm-up and one steady forward-backward pair (interleaved
+// schedules need a multiple of pp).
+Layout replayed_layout(const Layout& l) {
+  Layout out = l;
+  int needed = l.schedule == Schedule::gpipe ? l.num_microbatches : l.pp + 1;
+  if (l.schedule == Schedule::interleaved) needed = (needed + l.pp - 1) / l.pp * l.pp;
+  out.num_microbatches = std::min(l.num_microbatches, needed);
+  return out;
+}
+
+// `bytes` in `parts` blocks as equal as whole bytes allow.
+std::vector<int64_t> split(int64_t bytes, int64_t parts) {
+  std::vector<int64_t> out;
+  if (bytes <= 0) return out;
+  parts = std::max<int64_t>(1, parts);
+  for (int64_t i = 0; i < parts; ++i) out.push_back(bytes / parts + (i < bytes % parts ? 1 : 0));
+  return out;
+}
+
+class Replay {
+ public:
+  Replay(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
+         const RankMemory& r, const ExecutionOptions& x)
+      : m_(m),
+        t_(t),
+        l_(replayed_layout(l)),
+        s_(s),
+        r_(r),
+        x_(x),
+        shape_(rank_shape(t, l)),
+        e_(dtype_bytes(t.dtype)) {
+    const ParamShard p = param_shard(m, l, s);
+    const int64_t ends = p.embedding + p.head;
+    // The state items in blocks as PyTorch holds them: a block per layer and per end of the model
+    // (the parameters, and the optimizer's per-parameter moments), one flat buffer for the
+    // gradients and the master copy (Megatron-LM's and nanotron's contiguous buffers).
+    end_share_ = p.total() > 0 ? static_cast<double>(ends) / static_cast<double>(p.total()) : 0;
+    for (int i = 0; i < l_.vpp; ++i) layers_per_chunk_.push_back(0);
+    for (int layer = 0; layer < s.layers(); ++layer)
+      ++layers_per_chunk_[static_cast<size_t>(layer % l_.vpp)];
+    const LayerTensors dense = layer_activation_tensors(m, t.dtype, shape_, false, l.recompute, x);
+    const LayerTensors moe = layer_activation_tensors(m, t.dtype, shape_, true, l.recompute, x);
+    layer_ = s.moe_layers > s.dense_layers ? moe : dense;
+    whole_layer_ = layer_activation_bytes(m, t.dtype, shape_, s.moe_layers > s.dense_layers,
+                                          Recompute::none, x);
+  }
+
+  AllocatorPeaks run() {
+    for (int64_t b : state_blocks(r_.state.parameters)) a_.allocate(b);
+    for (int64_t b : {r_.state.gradients, r_.state.master_weights, r_.comm_buffer_bytes,
+                      r_.zero3_gathered_bytes, r_.sp_gather_buffer_bytes})
+      if (b > 0) a_.allocate(b);
+    // DDP's buckets (bucket_cap_mb, 25 MB in PyTorch and nanotron).
+    constexpr int64_t kBucketBytes = 25 << 20;
+    for (int64_t b : split(r_.grad_bucket_copy_bytes,
+                           (r_.grad_bucket_copy_bytes + kBucketBytes - 1) / kBucketBytes))
+      a_.allocate(b);
+    for (int step = 0; step < 2; ++step) {
+      for (const PipelineStep& p : pipeline_order(l_, s_.stage))
+        p.forward ? forward(p) : backward(p);
+      if (step == 0)
+        for (int64_t b : state_blocks(r_.state.optimizer_moments / 2)) {
+          a_.allocate(b);
+          a_.allocate(b);
+        }
+    }
+    return {a_.peak_allocated_bytes(), a_.peak_reserved_bytes()};
+  }
+
+ private:
+  std::vector<int64_t> state_blocks(int64_t bytes) const {
+    const auto ends = static_cast<int64_t>(end_share_ * static_cast<double>(bytes));
+    std::vector<int64_t> out = split(bytes - ends, s_.layers());
+    if (ends > 0) out.push_back(ends);
+    return out;
+  }
+
+  bool holds_loss(const PipelineStep& p) const { return s_.last && p.chunk == l_.vpp - 1; }
+
+  void forward(const PipelineStep& p) {
+    std::vector<Handle>& kept = kept_[key(p)];
+    const int64_t hidden = e_ * shape_.tokens() * m_.hidden;
+    if (s_.first && p.chunk == 0 && r_.embedding_activations_bytes > 0)
+      kept.push_back(a_.allocate(r_.embedding_activations_bytes / r_.inflight_microbatches));
+    for (int layer = 0; layer < layers_per_chunk_[static_cast<size_t>(p.chunk)]; ++layer) {
+      for (int i = 0; i < layer_.count; ++i)
+        kept.push_back(a_.allocate(layer_.bytes[static_cast<size_t>(i)]));
+      // The projection's output before the residual add (whole before a reduce-scatter).
+      a_.release(a_.allocate(hidden));
+    }
+    if (!holds_loss(p)) return;
+    for (int64_t b : split(output_bytes(), 2)) kept.push_back(a_.allocate(b));
+    const LossMemory loss = loss_memory(m_, t_.dtype, shape_, x_.cross_entropy);
+    const Handle logits = a_.allocate(loss.transient - extra_copy(loss));
+    const Handle copy = extra_copy(loss) > 0 ? a_.allocate(extra_copy(loss)) : -1;
+    kept.push_back(a_.allocate(loss.saved));
+    if (copy >= 0) a_.release(copy);
+    a_.release(logits);
+  }
+
+  void backward(const PipelineStep& p) {
+    std::vector<Handle>& kept = kept_[key(p)];
+    const int64_t hidden = e_ * shape_.tokens() * m_.hidden;
+    if (holds_loss(p)) {
+      const LossMemory loss = loss_memory(m_, t_.dtype, shape_, x_.cross_entropy);
+      a_.release(a_.allocate(loss.transient - extra_copy(loss)));  // the logits' gradient
+    }
+    const int64_t ffn = shard_size(m_.ffn_hidden, shape_.tp);
+    const int64_t widths = m_.activation == Activation::swiglu ? 2 : 1;
+    for (int layer = 0; layer < layers_per_chunk_[static_cast<size_t>(p.chunk)]; ++layer) {
+      const Handle recomputed =
+          l_.recompute != Recompute::none
+              ? a_.allocate(std::max<int64_t>(whole_layer_ - layer_.total(), 0))
+              : -1;
+      // The MLP's input gradients and the layer input's.
+      const Handle up = a_.allocate(e_ * shape_.tokens() * widths * ffn);
+      const Handle dx = a_.allocate(hidden);
+      a_.release(up);
+      if (recomputed >= 0) a_.release(recomputed);
+      a_.release(dx);
+    }
+    for (Handle h : kept) a_.release(h);
+    kept.clear();
+  }
+
+  int64_t output_bytes() const { return r_.output_activations_bytes / held_outputs(); }
+  int64_t held_outputs() const {
+    return std::max<int64_t>(1, runs_all_forwards() ? l_.num_microbatches : 1);
+  }
+  bool runs_all_forwards() const { return l_.schedule == Schedule::gpipe; }
+  int64_t extra_copy(const LossMemory& loss) const {
+    return std::max<int64_t>(
+        0, loss.transient - e_ * shape_.tokens() * shard_size(m_.vocab, shape_.tp));
+  }
+  size_t key(const PipelineStep& p) const {
+    return static_cast<size_t>(p.micro_batch) * static_cast<size_t>(l_.vpp) +
+           static_cast<size_t>(p.chunk);
+  }
+
+  const Model& m_;
+  const Training& t_;
+  const Layout l_;
+  const StageLayers& s_;
+  const RankMemory& r_;
+  const ExecutionOptions& x_;
+  const RankShape shape_;
+  const int64_t e_;
+  double end_share_ = 0;
+  std::vector<int> layers_per_chunk_;
+  LayerTensors layer_;
+  int64_t whole_layer_ = 0;
+  CachingAllocator a_;
+  std::vector<std::vector<Handle>> kept_ =
+      std::vector<std::vector<Handle>>(static_cast<size_t>(l_.num_microbatches * l_.vpp));
+};
+
+}  // namespace
+
+AllocatorPeaks replay_allocations(const Model& m, const Training& t, const Layout& l,
+                                  const StageLayers& s, const RankMemory& r,
+                                  const ExecutionOptions& x) {
+  return Replay(m, t, l, s, r, x).run();
+}
+
+void add_allocator_cache(std::vector<RankMemory>& stages, const Model& m, const Training& t,
+                         const Layout& l, const ExecutionOptions& x) {
+  for (RankMemory& r : stages) {
+    const AllocatorPeaks p = replay_allocations(m, t, l, stage_layers(m, l, r.stage), r, x);
+    r.allocator_cache_bytes = std::max<int64_t>(0, p.reserved - p.allocated);
+  }
+}
+
+}  // namespace shardplan

@@ -1,0 +1,106 @@
+#include "simulator/caching_allocator.h"
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+
+namespace shardplan {
+
+namespace {
+
+int64_t round_up(int64_t n, int64_t to) {
+  return (n + to - 1) / to * to;
+}
+
+}  // namespace
+
+CachingAllocator::Handle CachingAllocator::new_segment(int64_t rounded, bool small) {
+  // get_allocation_size: a small request gets a 2 MiB segment, a request under 10 MiB a 20 MiB
+  // one (later requests of its size split it), a larger one a segment of its own size.
+  const int64_t size = small                      ? kSmallBuffer
+                       : rounded < kMinLargeAlloc ? kLargeBuffer
+                                                  : round_up(rounded, kRoundLarge);
+  blocks_.push_back(Block{.address = next_address_, .size = size, .small_pool = small});
+  next_address_ += size;
+  reserved_ += size;
+  peak_reserved_ = std::max(peak_reserved_, reserved_);
+  return static_cast<Handle>(blocks_.size() - 1);
+}
+
+void CachingAllocator::cache(Handle h) {
+  const Block& b = blocks_[static_cast<size_t>(h)];
+  pool(b.small_pool).emplace(b.size, b.address, h);
+}
+
+void CachingAllocator::uncache(Handle h) {
+  const Block& b = blocks_[static_cast<size_t>(h)];
+  pool(b.small_pool).erase({b.size, b.address, h});
+}
+
+CachingAllocator::Handle CachingAllocator::allocate(int64_t bytes) {
+  assert(bytes >= 0);
+  const int64_t rounded = std::max(kMinBlockSize, round_up(bytes, kMinBlockSize));
+  const bool small = rounded <= kSmallSize;
+  Free& free = pool(small);
+  const auto fit = free.lower_bound({rounded, std::numeric_limits<int64_t>::min(), 0});
+  Handle h;
+  if (fit == free.end()) {
+    h = new_segment(rounded, small);
+  } else {
+    h = std::get<2>(*fit);
+    free.erase(fit);
+  }
+  // should_split: a small block whenever a minimum block is left over, a large one only when
+  // more than a small request would be (the rest of a large block is not worth caching).
+  const int64_t remaining = blocks_[static_cast<size_t>(h)].size - rounded;
+  if (small ? remaining >= kMinBlockSize : remaining > kSmallSize) {
+    const Block& b = blocks_[static_cast<size_t>(h)];
+    blocks_.push_back(Block{.address = b.address + rounded,
+                            .size = remaining,
+                            .small_pool = small,
+                            .prev = h,
+                            .next = b.next});
+    const auto rest = static_cast<Handle>(blocks_.size() - 1);
+    Block& split = blocks_[static_cast<size_t>(h)];
+    if (split.next >= 0) blocks_[static_cast<size_t>(split.next)].prev = rest;
+    split.next = rest;
+    split.size = rounded;
+    cache(rest);
+  }
+  Block& b = blocks_[static_cast<size_t>(h)];
+  b.free = false;
+  allocated_ += b.size;
+  peak_allocated_ = std::max(peak_allocated_, allocated_);
+  return h;
+}
+
+void CachingAllocator::absorb(Handle h, Handle other) {
+  Block& b = blocks_[static_cast<size_t>(h)];
+  Block& o = blocks_[static_cast<size_t>(other)];
+  uncache(other);
+  if (o.address < b.address) {  // other is before h: h takes its start and its prev
+    b.address = o.address;
+    b.prev = o.prev;
+    if (b.prev >= 0) blocks_[static_cast<size_t>(b.prev)].next = h;
+  } else {
+    b.next = o.next;
+    if (b.next >= 0) blocks_[static_cast<size_t>(b.next)].prev = h;
+  }
+  b.size += o.size;
+  o.size = 0;
+}
+
+void CachingAllocator::release(Handle h) {
+  Block& b = blocks_[static_cast<size_t>(h)];
+  assert(!b.free);
+  b.free = true;
+  allocated_ -= b.size;
+  // free_block merges the block with free neighbours of its segment, so a later request can take
+  // them whole.
+  for (const Handle n :
+       {blocks_[static_cast<size_t>(h)].prev, blocks_[static_cast<size_t>(h)].next})
+    if (n >= 0 && blocks_[static_cast<size_t>(n)].free) absorb(h, n);
+  cache(h);
+}
+
+}  // namespace shardplan

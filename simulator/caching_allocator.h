@@ -1,0 +1,63 @@
+// PyTorch's CUDA caching allocator, replayed on sizes alone: how much device memory a rank's
+// allocations reserve, which is more than they ever hold at once. Freed blocks stay cached in
+// the segments cudaMalloc gave; a request takes the smallest cached block that holds it (splitting
+// it when enough is left over), and only when none does is a new segment reserved. So a phase of
+// the step that asks for larger blocks than an earlier phase freed grows the reserve even though
+// less is allocated (pytorch c10/cuda/CUDACachingAllocator.cpp: round_size, get_allocation_size,
+// get_free_block, should_split, free_block's merging of neighbours; one stream, no
+// max_split_size, no expandable segments, memory never given back).
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <tuple>
+#include <vector>
+
+namespace shardplan {
+
+class CachingAllocator {
+ public:
+  using Handle = int64_t;
+
+  // Reserves (when no cached block fits) and hands out a block of `bytes`.
+  Handle allocate(int64_t bytes);
+  void release(Handle h);
+
+  int64_t allocated_bytes() const { return allocated_; }  // blocks handed out, rounded
+  int64_t reserved_bytes() const { return reserved_; }    // segments obtained from the device
+  int64_t peak_allocated_bytes() const { return peak_allocated_; }
+  int64_t peak_reserved_bytes() const { return peak_reserved_; }
+
+  // The constants of CUDACachingAllocator.cpp.
+  static constexpr int64_t kMinBlockSize = 512;        // every size rounded up to it
+  static constexpr int64_t kSmallSize = 1 << 20;       // largest request of the small pool
+  static constexpr int64_t kSmallBuffer = 2 << 20;     // small pool's segments
+  static constexpr int64_t kLargeBuffer = 20 << 20;    // segment for a 1–10 MiB request
+  static constexpr int64_t kMinLargeAlloc = 10 << 20;  // from here segments are request-sized
+  static constexpr int64_t kRoundLarge = 2 << 20;      // ... rounded up to 2 MiB
+
+ private:
+  struct Block {
+    int64_t address = 0;  // within the whole reserve, so that neighbours are address ± size
+    int64_t size = 0;
+    bool small_pool = false;
+    bool free = true;
+    Handle prev = -1, next = -1;  // neighbours in the same segment
+  };
+  // Cached blocks by (size, address): the smallest that fits, the lowest address among equals.
+  using Free = std::set<std::tuple<int64_t, int64_t, Handle>>;
+
+  Free& pool(bool small) { return small ? small_free_ : large_free_; }
+  Handle new_segment(int64_t rounded, bool small);
+  void cache(Handle h);
+  void uncache(Handle h);
+  // Joins h's free neighbour `other` into h (other is next to h in its segment).
+  void absorb(Handle h, Handle other);
+
+  std::vector<Block> blocks_;
+  Free small_free_, large_free_;
+  int64_t next_address_ = 0;
+  int64_t allocated_ = 0, reserved_ = 0, peak_allocated_ = 0, peak_reserved_ = 0;
+};
+
+}  // namespace shardplan

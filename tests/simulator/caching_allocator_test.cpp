@@ -1,0 +1,54 @@
+#include "simulator/caching_allocator.h"
+
+#include <catch2/catch.hpp>
+
+using namespace shardplan;
+
+namespace {
+constexpr int64_t kMiB = 1 << 20;
+}
+
+TEST_CASE("requests are rounded, and segments sized, as PyTorch's allocator does",
+          "[memory][allocator]") {
+  CachingAllocator a;
+  a.allocate(1);  // 512 B, in a 2 MiB small-pool segment
+  CHECK(a.allocated_bytes() == 512);
+  CHECK(a.reserved_bytes() == 2 * kMiB);
+  a.allocate(3 * kMiB);  // a 1–10 MiB request: a 20 MiB segment, split
+  CHECK(a.reserved_bytes() == 22 * kMiB);
+  a.allocate(5 * kMiB);  // the same segment's rest serves it
+  CHECK(a.reserved_bytes() == 22 * kMiB);
+  // 12 MiB of the segment are left; from 10 MiB a request too large for them gets a segment of
+  // its own, rounded to 2 MiB, and (the rest under 1 MiB) handed out whole.
+  a.allocate(13 * kMiB + 1);
+  CHECK(a.reserved_bytes() == 22 * kMiB + 14 * kMiB);
+  CHECK(a.allocated_bytes() == 512 + 8 * kMiB + 14 * kMiB);
+}
+
+TEST_CASE("a freed block serves a smaller request, and a larger one needs a new segment",
+          "[memory][allocator]") {
+  CachingAllocator a;
+  const auto big = a.allocate(100 * kMiB);
+  a.release(big);
+  CHECK(a.allocated_bytes() == 0);
+  CHECK(a.reserved_bytes() == 100 * kMiB);  // cached, not given back
+  const auto part = a.allocate(60 * kMiB);  // best fit: the cached block, split
+  CHECK(a.reserved_bytes() == 100 * kMiB);
+  a.allocate(50 * kMiB);  // the 40 MiB left cannot hold it
+  CHECK(a.reserved_bytes() == 150 * kMiB);
+  CHECK(a.peak_allocated_bytes() == 110 * kMiB);
+  // Freed again, the split halves merge: 100 MiB fits in one piece.
+  a.release(part);
+  a.allocate(100 * kMiB);
+  CHECK(a.reserved_bytes() == 150 * kMiB);
+}
+
+TEST_CASE("a large block's rest of at most 1 MiB is not split off", "[memory][allocator]") {
+  CachingAllocator a;
+  const auto b = a.allocate(12 * kMiB);
+  a.release(b);
+  a.allocate(11 * kMiB + 512 * 1024);  // 512 KiB left: the whole 12 MiB block is handed out
+  CHECK(a.allocated_bytes() == 12 * kMiB);
+  a.allocate(1);  // the small pool has its own segments
+  CHECK(a.reserved_bytes() == 14 * kMiB);
+}
