@@ -19,10 +19,11 @@ namespace shardplan {
 // (tokens per step ÷ tokens/s), so every error reads the same way: predicted ÷ measured − 1.
 enum class MeasuredFigure { step_time, throughput };
 
-// Where a measured memory figure was read: nvidia-smi counts the CUDA context, NCCL buffers and the
-// allocator's cache (scored against the peak plus the runtime's reserve); the PyTorch allocator
-// peak counts only what the training allocates (scored against the peak alone).
-enum class MemoryReading { nvidia_smi, allocator_peak };
+// Where a measured memory figure was read: nvidia-smi counts the CUDA context and NCCL buffers
+// beside what the caching allocator reserves (scored against the reserve plus the runtime's);
+// PyTorch's max_memory_reserved counts the allocator's segments alone (scored against the
+// reserve: the tensors' peak and the allocator's cache).
+enum class MemoryReading { nvidia_smi, allocator_reserved };
 
 struct FidelityRow {
   std::string id;     // where the row is in its file, for messages: "rows[17]"
@@ -50,7 +51,7 @@ struct FidelitySet {
   std::string framework;  // framework profile name (validate/sets.h)
   MeasuredFigure figure = MeasuredFigure::step_time;
   std::string figure_field;  // the row field the figure comes from ("iteration_time_ms")
-  MemoryReading memory_reading = MemoryReading::allocator_peak;
+  MemoryReading memory_reading = MemoryReading::allocator_reserved;
   // The memory figure is world rank 0's, a rank of the first pipeline stage (nanotron's benchmark
   // CSV is written by rank 0 alone), not the worst stage's.
   bool memory_on_first_stage = false;

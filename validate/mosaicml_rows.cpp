@@ -80,7 +80,7 @@ FidelityRow mosaicml_row(ObjectReader& r, const nlohmann::json& models, ClusterC
 
 FidelitySet read_mosaicml_rows(const nlohmann::json& j, const std::string& file) {
   FidelitySet s =
-      open_set(j, file, MeasuredFigure::throughput, "tokens_per_s", MemoryReading::allocator_peak);
+      open_set(j, file, MeasuredFigure::throughput, "tokens_per_s", MemoryReading::allocator_reserved);
   ObjectReader header(j, file);
   const nlohmann::json& models = header.raw("models");
   ClusterCache clusters;

@@ -79,7 +79,7 @@ FidelityRow nemo_row(ObjectReader& r, const std::map<std::string, std::string>& 
 
 FidelitySet read_nemo_rows(const nlohmann::json& j, const std::string& file) {
   FidelitySet s = open_set(j, file, MeasuredFigure::throughput, "tokens_per_s_per_gpu",
-                           MemoryReading::allocator_peak);
+                           MemoryReading::allocator_reserved);
   ObjectReader header(j, file);
   std::map<std::string, std::string> models;  // key → the set's name
   for (const auto& [name, dims] : header.raw("models").items())

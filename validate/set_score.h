@@ -38,7 +38,7 @@ struct SetScores {
   std::string name;
   std::string framework;
   std::string figure_field;  // what the set publishes: "iteration_time_ms", "tok_s_gpu"
-  MemoryReading memory_reading = MemoryReading::allocator_peak;
+  MemoryReading memory_reading = MemoryReading::allocator_reserved;
   int rows = 0;
   int priced = 0;                      // rows the cost model priced (timed, crashed or memory only)
   int refused = 0;                     // rows = priced + refused
@@ -54,8 +54,9 @@ struct SetScores {
 
 // predicted ÷ measured step time − 1, for a priced row with a measured time.
 double time_error(const FidelityRow& row, const PricedRow& p);
-// The predicted memory as the set's figure reads it: the allocator's peak, plus the runtime's
-// reserve where the set read nvidia-smi.
+// The predicted memory as the set's figure reads it: what the caching allocator reserves on the
+// rank the set measured (the worst stage's, or the first's), plus the runtime's reserve where the
+// set read nvidia-smi.
 double predicted_memory_bytes(const FidelitySet& s, const PricedRow& p);
 
 // `priced` holds one entry per row of `s` (price_set).

@@ -78,7 +78,7 @@ FidelityRow ultrascale_row(ObjectReader& r, const std::map<std::string, Model>& 
 
 FidelitySet read_ultrascale_rows(const nlohmann::json& j, const std::string& file) {
   FidelitySet s =
-      open_set(j, file, MeasuredFigure::throughput, "tok_s_gpu", MemoryReading::allocator_peak);
+      open_set(j, file, MeasuredFigure::throughput, "tok_s_gpu", MemoryReading::allocator_reserved);
   ObjectReader header(j, file);
   std::map<std::string, Model> models;
   for (const auto& [name, dims] : header.raw("models").items())

@@ -9,7 +9,7 @@ namespace shardplan {
 namespace {
 
 const char* memory_reading_name(MemoryReading r) {
-  return r == MemoryReading::nvidia_smi ? "nvidia_smi" : "allocator_peak";
+  return r == MemoryReading::nvidia_smi ? "nvidia_smi" : "allocator_reserved";
 }
 
 nlohmann::json stats_json(const ErrorStats& s) {
@@ -84,8 +84,8 @@ std::string set_table(const SetScores& s) {
   }
   if (s.memory)
     out += stats_line(s.memory_reading == MemoryReading::nvidia_smi
-                          ? "memory (nvidia-smi: peak + reserve)"
-                          : "memory (allocator peak)",
+                          ? "memory (nvidia-smi)"
+                          : "memory (max reserved)",
                       *s.memory);
   for (const auto& slice : s.slices)
     out += stats_line(slice.dimension + ": " + slice.label, slice.step_time);

@@ -51,7 +51,7 @@ FidelityRow vtrain_row(ObjectReader& r, const Cluster& node) {
 
 FidelitySet read_vtrain_rows(const nlohmann::json& j, const std::string& file) {
   FidelitySet s = open_set(j, file, MeasuredFigure::step_time, "iteration_time_ms",
-                           MemoryReading::allocator_peak);
+                           MemoryReading::allocator_reserved);
   // One node of A100 SXM (NVSwitch: inferred from the measured all-reduce, the set's hardware);
   // the A100's memory size is not stated, the 80GB DGX A100 is assumed.
   ClusterCache clusters;

@@ -38,18 +38,39 @@ void check_bounds(const SetScores& s, Bounds b) {
 
 }  // namespace
 
-// Measured 2026-11-26 with launch costs, NCCL's model, compute slowed beside communication, the
-// frameworks' data-parallel overlap and cross-entropy kernels (before all of them: vTrain 39.3%,
-// BLOOM 31.3%, Ultra-Scale 67.5%, MosaicML 33.7%, every signed mean −MAPE).
+// Measured 2026-11-26/27 with launch costs, NCCL's model, compute slowed beside communication,
+// the frameworks' data-parallel overlap, cross-entropy and SwiGLU kernels (before all of them:
+// vTrain 39.3%, BLOOM 31.3%, Ultra-Scale 67.5%, MosaicML 33.7%, every signed mean −MAPE).
 constexpr Bounds kVtrain{9, 4};        // MAPE 7.2%, signed mean −2.0%
 constexpr Bounds kBloom{33, 33};       // MAPE 29.0%, signed mean −29.0%
-constexpr Bounds kUltrascale{58, 56};  // MAPE 54.3%, signed mean −52.3% (pathological rows in)
-constexpr Bounds kMosaicml{28, 28};    // MAPE 24.7%, signed mean −24.7%
+constexpr Bounds kUltrascale{57, 55};  // MAPE 53.7%, signed mean −51.4% (pathological rows in)
+constexpr Bounds kMosaicml{30, 30};    // MAPE 27.8%, signed mean −27.8% (flash-attn's loss)
+
+// Memory (the allocator's reserve against the sets' reading), and the false "fits": measured with
+// the frameworks' buffers, loss copies and eager SwiGLU, and the caching allocator's replay
+// (before: BLOOM 25.9%, Ultra-Scale 38.9% and 258 false fits).
+constexpr Bounds kBloomMemory{27, 27};       // MAPE 24.6%, signed mean −24.6%
+constexpr Bounds kUltrascaleMemory{31, 31};  // MAPE 28.2%, signed mean −28.1%
+constexpr int kUltrascaleFalseFits = 225;    // 204
+
+void check_memory(const SetScores& s, Bounds b) {
+  REQUIRE(s.memory);
+  WARN("memory MAPE " << s.memory->mape_pct << "%, signed mean " << s.memory->signed_mean_pct
+                      << "% over " << s.memory->count << " rows; false fits "
+                      << s.fits.fits_crashed);
+  CHECK(s.memory->mape_pct < b.mape_pct);
+  CHECK(std::abs(s.memory->signed_mean_pct) < b.abs_signed_mean_pct);
+}
 
 TEST_CASE("the development set's headline figures stay within bounds", "[regression]") {
   check_bounds(scores_of("vtrain_single_a100"), kVtrain);
-  check_bounds(scores_of("bloom_chronicles"), kBloom);
-  check_bounds(scores_of("ultrascale_dev"), kUltrascale);
+  const SetScores bloom = scores_of("bloom_chronicles");
+  check_bounds(bloom, kBloom);
+  check_memory(bloom, kBloomMemory);
+  const SetScores ultrascale = scores_of("ultrascale_dev");
+  check_bounds(ultrascale, kUltrascale);
+  check_memory(ultrascale, kUltrascaleMemory);
+  CHECK(ultrascale.fits.fits_crashed < kUltrascaleFalseFits);
   check_bounds(scores_of("mosaicml_benchmarks"), kMosaicml);
   // No row of the NeMo set can be priced today (see its refusals): none scored, none lost.
   const SetScores nemo = scores_of("nemo_performance");
