@@ -50,7 +50,8 @@ struct Device {
   std::string name;              // "H100-SXM5-80GB"
   GpuArch arch = GpuArch::none;  // absent in a cluster file: none
   double memory_GiB = 0;         // capacity
-  double reserved_GiB = 0;       // taken by the runtime (CUDA context, NCCL buffers) before us
+  double reserved_GiB = 0;  // the CUDA context, its kernel modules and the driver (NCCL and cuBLAS
+                            // are priced per layout: simulator/runtime_memory.h)
   double memory_GBps = 0;        // HBM (or DRAM) bandwidth
   // Dense peak FLOP/s by compute dtype, in 10^12 FLOP/s; 0 = not supported.
   double peak_tflops_fp32 = 0;

@@ -139,11 +139,28 @@ double overflow_ratio(const RankMemory& r) {
          static_cast<double>(r.capacity_bytes);
 }
 
+// What the search prunes on: the worst stage's tensors' peak with the runtime's memory (NCCL's
+// buffers, cuBLAS's workspaces), as the estimate adds it; not yet the allocator's reserve (see
+// kept_layouts).
+RankMemory pruning_memory(const Model& m, const Cluster& c, const Training& t, const Layout& l,
+                          const ExecutionOptions& x, StageStateCache* cache = nullptr) {
+  std::vector<RankMemory> worst{worst_stage_memory(m, t, l, c.device, x, cache).memory};
+  add_runtime_memory(worst, c, l);
+  return worst.front();
+}
+
+// The search keeps twice the top it reports: it ranks on the tensors' peak, and the allocator's
+// reserve, replayed for the kept layouts alone, may push some at the edge of the device's memory
+// over it.
+size_t kept_layouts(const SearchOptions& o) {
+  return 2 * static_cast<size_t>(o.top_k);
+}
+
 class Search {
  public:
   Search(const Model& m, const Cluster& c, const Training& t, const SearchOptions& o,
          const Candidates& cand)
-      : m_(m), c_(c), t_(t), o_(o), layouts_(cand.layouts) {}
+      : m_(m), c_(c), t_(t), o_(o), layouts_(cand.layouts), kept_(kept_layouts(o)) {}
 
   // Prices candidates in chunks taken from a shared counter until none is left.
   void work(Partial& p) {
@@ -164,8 +181,7 @@ class Search {
  private:
   void price(Partial& p, int64_t index, EstimateCache& cache) {
     const Layout& l = layouts_[static_cast<size_t>(index)];
-    const RankMemory mem =
-        worst_stage_memory(m_, t_, l, c_.device, o_.execution, &cache.stage_states()).memory;
+    const RankMemory mem = pruning_memory(m_, c_, t_, l, o_.execution, &cache.stage_states());
     if (!mem.fits()) {
       ++p.pruned;
       const MissKey miss{overflow_ratio(mem), index};
@@ -180,8 +196,8 @@ class Search {
     }
     const Estimate e = estimate(m_, c_, t_, l, o_.execution, &cache);
     const Key k{objective_value(o_.objective, e, c_, t_), e.memory().peak_bytes(), index};
-    keep_smallest(p.top, k, static_cast<size_t>(o_.top_k));
-    p.bar.add_top(k.objective, index, static_cast<size_t>(o_.top_k));
+    keep_smallest(p.top, k, kept_);
+    p.bar.add_top(k.objective, index, kept_);
     for (size_t a = 0; a < kAxisCount; ++a) {
       auto [it, inserted] = p.best_by_axis[a].try_emplace(kAxes[a].value(l), k);
       if (!inserted && k < it->second) it->second = k;
@@ -193,7 +209,7 @@ class Search {
   // best of each of the layout's fields' values: then the layout could displace neither, and its
   // exact key is not needed.
   bool bounded_out(const Partial& p, const Layout& l, EstimateCache& cache) const {
-    if (p.bar.top.size() < static_cast<size_t>(o_.top_k)) return false;
+    if (p.bar.top.size() < kept_) return false;
     double worst_kept = p.bar.top.back().first;
     for (size_t a = 0; a < kAxisCount; ++a) {
       const auto best = p.bar.by_axis[a].find(kAxes[a].value(l));
@@ -209,8 +225,8 @@ class Search {
   // The thread's bar into the shared one, and the others' into the thread's.
   void share(Bar& bar) {
     const std::lock_guard lock(shared_mutex_);
-    shared_.add(bar, static_cast<size_t>(o_.top_k));
-    bar.add(shared_, static_cast<size_t>(o_.top_k));
+    shared_.add(bar, kept_);
+    bar.add(shared_, kept_);
   }
 
   static constexpr size_t kChunk = 256;
@@ -219,6 +235,7 @@ class Search {
   const Training& t_;
   const SearchOptions& o_;
   const std::vector<Layout>& layouts_;
+  const size_t kept_;
   std::atomic<size_t> next_{0};
   std::atomic<size_t> done_{0};
   std::mutex shared_mutex_;
@@ -275,7 +292,7 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
   r.threads = static_cast<int>(threads);
   std::vector<Partial> parts(threads);
   run_workers(search, parts, layouts.size(), options.progress);
-  const Partial all = merge(parts, static_cast<size_t>(options.top_k));
+  const Partial all = merge(parts, kept_layouts(options));
 
   r.pruned_for_memory = all.pruned;
   r.fitting = all.fitting;
@@ -286,9 +303,10 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
     return Ranked{l, estimate(model, cluster, training, l, options.execution), k.objective,
                   k.index};
   };
-  // Kept on the tensors' peak; the full estimate adds the allocator's reserve, over which a layout
-  // at the edge no longer fits.
+  // Kept on the tensors' peak; the full estimate adds the allocator's reserve (replayed for these
+  // alone: about a millisecond a layout), over which a layout at the edge no longer fits.
   for (const Key& k : all.top) {
+    if (r.top.size() == static_cast<size_t>(options.top_k)) break;
     Ranked kept = ranked(k);
     if (kept.estimate.fits) {
       r.top.push_back(std::move(kept));
@@ -316,8 +334,7 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
   for (const MissKey& k : options.keep_pruned ? all.all_misses : all.closest) {
     const Layout& l = layouts[static_cast<size_t>(k.index)];
     r.pruned.push_back(
-        {l, worst_stage_memory(model, training, l, cluster.device, options.execution).memory,
-         k.index});
+        {l, pruning_memory(model, cluster, training, l, options.execution), k.index});
   }
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;

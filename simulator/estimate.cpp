@@ -575,6 +575,7 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
   e.options = x;
 
   e.stages = stage_memories(m, t, l, c.device, x, cache ? &cache->state().stages : nullptr);
+  add_runtime_memory(e.stages, c, l);
   if (x.caching_allocator && (!cache || cache->replay_allocator))
     add_allocator_cache(e.stages, m, t, l, x);
   pick_worst_memory(e, l);

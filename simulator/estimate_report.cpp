@@ -194,7 +194,7 @@ void append_memory(std::string& out, const Estimate& e) {
     out += note.empty() ? "\n" : fmt::format("  {}\n", note);
   };
   for (const MemoryItem& item : memory_items(r)) line(item.name, item.bytes);
-  line("peak", r.peak_bytes(), "allocated: the items after runtime_reserved, but the cache");
+  line("peak", r.peak_bytes(), "allocated: the items after the runtime's three, but the cache");
   line("reserved", r.reserved_bytes(), "what the caching allocator holds: peak and cache");
   line("capacity", r.capacity_bytes);
   if (e.overflow)

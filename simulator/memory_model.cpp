@@ -133,7 +133,8 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
   if (shape.sequence_parallel)
     r.sp_gather_buffer_bytes =
         x.sp_gather_buffers * dtype_bytes(t.dtype) * shape.tokens() * m.hidden;
-  r.runtime_reserved_bytes = d.reserved_bytes();
+  r.runtime.cuda_context_bytes = d.reserved_bytes();
+  r.runtime_reserved_bytes = r.runtime.total();
   r.capacity_bytes = d.memory_bytes();
   return r;
 }
@@ -169,8 +170,10 @@ const std::vector<StageState>& StageStateCache::stages(const Model& m, const Tra
   return entries_.emplace_back(Entry{l.vpp, l.zero, l.stages, stage_states(m, t, l)}).stages;
 }
 
-std::array<MemoryItem, 15> memory_items(const RankMemory& r) {
-  return {{{"runtime_reserved", r.runtime_reserved_bytes},
+std::array<MemoryItem, 17> memory_items(const RankMemory& r) {
+  return {{{"cuda_context", r.runtime.cuda_context_bytes},
+           {"cublas_workspace", r.runtime.cublas_workspace_bytes},
+           {"nccl_buffers", r.runtime.nccl_buffer_bytes},
            {"parameters", r.state.parameters},
            {"gradients", r.state.gradients},
            {"master_weights", r.state.master_weights},
@@ -185,6 +188,13 @@ std::array<MemoryItem, 15> memory_items(const RankMemory& r) {
            {"logits", r.logits_bytes},
            {"recompute_working", r.recompute_working_bytes},
            {"allocator_cache", r.allocator_cache_bytes}}};
+}
+
+void add_runtime_memory(std::vector<RankMemory>& stages, const Cluster& c, const Layout& l) {
+  for (RankMemory& r : stages) {
+    r.runtime = runtime_memory(c, l, r.stage);
+    r.runtime_reserved_bytes = r.runtime.total();
+  }
 }
 
 std::optional<MemoryOverflow> first_overflow(const RankMemory& r) {

@@ -16,6 +16,7 @@
 #include "core/param_shard.h"
 #include "core/training.h"
 #include "simulator/execution_options.h"
+#include "simulator/runtime_memory.h"
 
 namespace shardplan {
 
@@ -59,7 +60,10 @@ struct RankMemory {
   // What the caching allocator reserves beyond the tensors' peak: rounding, and cached blocks that
   // later, larger requests could not use (allocator_replay.h); 0 until replayed.
   int64_t allocator_cache_bytes = 0;
-  int64_t runtime_reserved_bytes = 0;  // CUDA context, NCCL buffers
+  // Outside the framework's tensors: CUDA context, cuBLAS workspaces, NCCL buffers; their total.
+  // Before add_runtime_memory only the context (a lower bound, which the planner prunes on).
+  RuntimeMemory runtime;
+  int64_t runtime_reserved_bytes = 0;
   int64_t capacity_bytes = 0;
 
   int64_t activations_bytes() const {
@@ -81,7 +85,8 @@ RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const
                        const Device& d, const ExecutionOptions& x);
 
 // Every pipeline stage's layers and model state, which the shape (dp, tp, pp, cp, ep), the virtual
-// stages with their split of the layers and the ZeRO stage decide alone (not the micro-batches, recomputation, sp or schedule).
+// stages with their split of the layers and the ZeRO stage decide alone (not the micro-batches,
+// recomputation, sp or schedule).
 struct StageState {
   StageLayers layers;
   ModelStateBytes state;
@@ -127,7 +132,11 @@ struct MemoryItem {
 };
 
 // Every item, in the order a training process allocates them (the reserve first).
-std::array<MemoryItem, 15> memory_items(const RankMemory& r);
+std::array<MemoryItem, 17> memory_items(const RankMemory& r);
+
+// Sets every stage's runtime memory (stages[i] is stage i) to runtime_memory's: its NCCL
+// communicators and cuBLAS workspaces beside the context.
+void add_runtime_memory(std::vector<RankMemory>& stages, const Cluster& c, const Layout& l);
 
 // The first item that does not fit into what the items before it left free.
 struct MemoryOverflow {

@@ -84,8 +84,10 @@ void print_cluster(const Cluster& c) {
   const Device& d = c.device;
   fmt::print("cluster {}: {} nodes x {} devices = {} devices\n", c.name, c.nodes,
              c.devices_per_node, c.world());
-  fmt::print("  device {}: {:g} GiB ({:g} GiB reserved by the runtime), {:g} GB/s memory\n", d.name,
-             d.memory_GiB, d.reserved_GiB, d.memory_GBps);
+  fmt::print(
+      "  device {}: {:g} GiB ({:g} GiB for the CUDA context and driver; NCCL and cuBLAS per "
+      "layout), {:g} GB/s memory\n",
+      d.name, d.memory_GiB, d.reserved_GiB, d.memory_GBps);
   fmt::print("  dense peak: bf16 {:g}, fp16 {:g}, tf32 {:g}, fp32 {:g} TFLOP/s\n",
              d.peak_tflops_bf16, d.peak_tflops_fp16, d.peak_tflops_tf32, d.peak_tflops_fp32);
   const DeviceEfficiency& e = d.efficiency;
