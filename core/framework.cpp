@@ -44,9 +44,10 @@ Framework framework_from_json(const nlohmann::json& j, const std::string& file) 
   f.fused_swiglu = r.boolean("fused_swiglu");
   f.grad_bucket_copy = r.boolean("grad_bucket_copy");
   f.caching_allocator = r.boolean("caching_allocator");
-  f.sp_gather_buffers = static_cast<int>(std::clamp<int64_t>(r.integer("sp_gather_buffers"), -1, 17));
-  if (f.sp_gather_buffers < 0 || f.sp_gather_buffers > 16)
+  const int64_t sp_gather_buffers = r.integer("sp_gather_buffers");
+  if (sp_gather_buffers < 0 || sp_gather_buffers > 16)
     r.fail("sp_gather_buffers", "must be between 0 and 16");
+  f.sp_gather_buffers = static_cast<int>(sp_gather_buffers);
   check_sources(r);
   r.reject_unknown();
   return f;

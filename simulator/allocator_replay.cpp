@@ -105,7 +105,8 @@ class Replay {
       a_.release(a_.allocate(hidden));
     }
     if (!holds_loss(p)) return;
-    for (int64_t b : split(output_bytes(), 2)) kept.push_back(a_.allocate(b));
+    for (int64_t b : split(output_layer_activation_bytes(m_, t_.dtype, shape_), 2))
+      kept.push_back(a_.allocate(b));
     const LossMemory loss = loss_memory(m_, t_.dtype, shape_, x_.cross_entropy);
     const Handle logits = a_.allocate(loss.transient - extra_copy(loss));
     const Handle copy = extra_copy(loss) > 0 ? a_.allocate(extra_copy(loss)) : -1;
@@ -139,11 +140,6 @@ class Replay {
     kept.clear();
   }
 
-  int64_t output_bytes() const { return r_.output_activations_bytes / held_outputs(); }
-  int64_t held_outputs() const {
-    return std::max<int64_t>(1, runs_all_forwards() ? l_.num_microbatches : 1);
-  }
-  bool runs_all_forwards() const { return l_.schedule == Schedule::gpipe; }
   int64_t extra_copy(const LossMemory& loss) const {
     return std::max<int64_t>(
         0, loss.transient - e_ * shape_.tokens() * shard_size(m_.vocab, shape_.tp));
