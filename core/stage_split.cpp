@@ -25,20 +25,32 @@ std::vector<int> balanced_split(int layers, int chunks, int first_extra, int las
   std::vector<int> load(n, 0), stages(n, 0);
   load.front() += first_extra;
   load.back() += last_extra;
-  const auto from_ends = [&](size_t i) { return std::min(i, n - 1 - i); };
-  // Which chunk takes the next layer: the least loaded, then the farthest from the ends, then the
+  // Among equally loaded chunks, which takes the next layer: the farthest from the ends, then the
   // earlier (so that of the two ends the last, which holds the head, stays lighter).
-  const auto takes_before = [&](size_t a, size_t b) {
-    if (load[a] != load[b]) return load[a] < load[b];
-    if (from_ends(a) != from_ends(b)) return from_ends(a) > from_ends(b);
-    return a < b;
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  const auto from_ends = [&](size_t i) { return std::min(i, n - 1 - i); };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return from_ends(a) > from_ends(b); });
+  // Each layer goes to the least loaded chunk. The chunks at the lowest load take one each, in
+  // `order`, before any other does; once all are level, whole rounds of n layers go at once (one
+  // layer at a time cost layers × chunks per call, the planner's hot spot on 1,000-layer models).
+  int left = layers;
+  const auto give = [&](size_t i, int count) {
+    load[i] += count;
+    stages[i] += count;
+    left -= count;
   };
-  for (int layer = 0; layer < layers; ++layer) {
-    size_t best = 0;
-    for (size_t i = 1; i < n; ++i)
-      if (takes_before(i, best)) best = i;
-    ++load[best];
-    ++stages[best];
+  while (left > 0) {
+    const auto [low, high] = std::minmax_element(load.begin(), load.end());
+    const int level = *low;
+    if (*low == *high && left >= chunks) {
+      const int rounds = left / chunks;
+      for (size_t i = 0; i < n; ++i) give(i, rounds);
+      continue;
+    }
+    for (size_t i : order)
+      if (left > 0 && load[i] == level) give(i, 1);
   }
   for (size_t i = 1; i + 1 < n; ++i)
     if (stages[i] == 0) return {};

@@ -73,6 +73,37 @@ TEST_CASE("balanced split: the embedding and the loss counted as layers", "[stag
   }
 }
 
+// The rule as its header states it, one layer at a time: the least loaded chunk, among equals the
+// farthest from the ends, then the earlier.
+std::vector<int> one_layer_at_a_time(int layers, int chunks, int first_extra, int last_extra) {
+  const auto n = static_cast<size_t>(chunks);
+  std::vector<int> load(n, 0), stages(n, 0);
+  load.front() += first_extra;
+  load.back() += last_extra;
+  const auto from_ends = [&](size_t i) { return std::min(i, n - 1 - i); };
+  for (int layer = 0; layer < layers; ++layer) {
+    size_t best = 0;
+    for (size_t i = 1; i < n; ++i)
+      if (load[i] < load[best] || (load[i] == load[best] && from_ends(i) > from_ends(best)))
+        best = i;
+    ++load[best];
+    ++stages[best];
+  }
+  for (size_t i = 1; i + 1 < n; ++i)
+    if (stages[i] == 0) return {};
+  return stages;
+}
+
+TEST_CASE("balanced split: whole levels at once give what one layer at a time gives", "[stages]") {
+  for (int layers : {1, 2, 5, 31, 126, 1000})
+    for (int chunks : {1, 2, 3, 7, 16, 64, 200})
+      for (const auto& [first, last] : {std::pair{0, 0}, {0, 1}, {1, 1}, {0, 3}, {2, 0}}) {
+        INFO(layers << " over " << chunks << ", extras " << first << " and " << last);
+        CHECK(balanced_split(layers, chunks, first, last) ==
+              one_layer_at_a_time(layers, chunks, first, last));
+      }
+}
+
 TEST_CASE("candidate splits: the balanced one first, each once, all valid", "[stages]") {
   const Model l70 = load_model("llama3-70b");  // 80 layers
   const std::vector<std::vector<int>> even = candidate_splits(l70, 4);
