@@ -46,17 +46,7 @@ class Enumerator {
       : model_(model), cluster_(cluster), training_(training), fixed_(fixed), runs_on_(runs_on) {}
 
   Candidates run(int threads) {
-    const int64_t world = cluster_.world();
-    std::vector<Layout> shapes;
-    for (int tp : choices(fixed_.tp, divisors(world)))
-      for (int cp : choices(fixed_.cp, divisors_of_rest(world, tp)))
-        for (int pp : pp_choices(world, tp, cp)) {
-          const int64_t used = int64_t{tp} * cp * pp;
-          const int dp = fixed_.dp.value_or(world % used == 0 ? static_cast<int>(world / used) : 1);
-          for (int ep : choices(fixed_.ep, model_.is_moe() ? divisors(dp) : std::vector<int>{1}))
-            shapes.push_back(Layout{.dp = dp, .tp = tp, .pp = pp, .cp = cp, .ep = ep});
-        }
-    if (shapes.empty()) shapes.push_back(simplest_fixed(world));
+    const std::vector<Layout> shapes = all_shapes();
     std::vector<Candidates> parts(shapes.size());
     std::atomic<size_t> next{0};
     run_threads(
@@ -73,7 +63,30 @@ class Enumerator {
     return std::move(out_);
   }
 
+  // The layouts run() would visit, valid or not, counted without validating any.
+  int64_t count() {
+    counting_ = true;
+    for (const Layout& s : all_shapes()) shape(s);
+    return counted_;
+  }
+
  private:
+  // Every (tp, cp, pp, dp, ep) the fixed fields leave, or the one they name when none is left.
+  std::vector<Layout> all_shapes() const {
+    const int64_t world = cluster_.world();
+    std::vector<Layout> shapes;
+    for (int tp : choices(fixed_.tp, divisors(world)))
+      for (int cp : choices(fixed_.cp, divisors_of_rest(world, tp)))
+        for (int pp : pp_choices(world, tp, cp)) {
+          const int64_t used = int64_t{tp} * cp * pp;
+          const int dp = fixed_.dp.value_or(world % used == 0 ? static_cast<int>(world / used) : 1);
+          for (int ep : choices(fixed_.ep, model_.is_moe() ? divisors(dp) : std::vector<int>{1}))
+            shapes.push_back(Layout{.dp = dp, .tp = tp, .pp = pp, .cp = cp, .ep = ep});
+        }
+    if (shapes.empty()) shapes.push_back(simplest_fixed(world));
+    return shapes;
+  }
+
   // The shapes' candidates one after another, in enumeration order.
   void join(std::vector<Candidates>& parts) {
     size_t layouts = 0, rejections = 0;
@@ -208,10 +221,10 @@ class Enumerator {
   void shape(const Layout& s) {
     ++out_.shapes;
     const Layout first = simplest(s);
-    std::optional<InputError> e = broken_rule(first);
+    std::optional<InputError> e = counting_ ? std::nullopt : broken_rule(first);
     if (e && !on_shape(*e))
       e.reset();  // left to the inner loops, layout by layout
-    else if (!e)
+    else if (!e && !counting_)
       e = unsupported(first);
     if (e) {
       ++out_.shapes_invalid;
@@ -247,6 +260,10 @@ class Enumerator {
         choices(fixed_.zero, sharded ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0});
     const std::vector<Recompute> recomputes =
         choices(fixed_.recompute, {Recompute::none, Recompute::selective, Recompute::full});
+    if (counting_) {
+      counted_ += std::ssize(zeros) * std::ssize(recomputes);
+      return;
+    }
     l.zero = zeros.front();
     l.recompute = recomputes.front();
     const std::optional<InputError> broken = broken_rule(l);
@@ -270,6 +287,8 @@ class Enumerator {
   const LayoutSpec& fixed_;
   std::optional<ExportFormat> runs_on_;
   Candidates out_;
+  bool counting_ = false;  // count(): loops only
+  int64_t counted_ = 0;
 };
 
 }  // namespace
@@ -279,6 +298,11 @@ Candidates enumerate_layouts(const Model& model, const Cluster& cluster, const T
                              int threads) {
   assert(!fixed.global_batch || *fixed.global_batch == training.global_batch);
   return Enumerator(model, cluster, training, fixed, runs_on).run(threads);
+}
+
+int64_t count_layouts(const Model& model, const Cluster& cluster, const Training& training,
+                      const LayoutSpec& fixed) {
+  return Enumerator(model, cluster, training, fixed, std::nullopt).count();
 }
 
 }  // namespace shardplan

@@ -48,4 +48,10 @@ Candidates enumerate_layouts(const Model& model, const Cluster& cluster, const T
                              const LayoutSpec& fixed,
                              std::optional<ExportFormat> runs_on = std::nullopt, int threads = 1);
 
+// How many layouts enumerate_layouts visits (valid or not, before --export's filter), counted
+// from its loops without validating any: what plan_search checks against --max-layouts before
+// doing the work.
+int64_t count_layouts(const Model& model, const Cluster& cluster, const Training& training,
+                      const LayoutSpec& fixed);
+
 }  // namespace shardplan

@@ -16,8 +16,12 @@ std::vector<Resimulated> rerank_by_simulation(const Model& m, const Cluster& c, 
   std::vector<Resimulated> out;
   for (size_t i = 0; i < top.size(); ++i) {
     const Ranked& k = top[i];
-    // A step too long to simulate keeps its estimate's place.
-    if (simulated_actions(m, t, k.layout, true) > kMaxSimulatedActions) continue;
+    const int64_t actions = simulated_actions(m, t, k.layout, true);
+    if (actions > kMaxRerankActions) {
+      out.push_back({k, static_cast<int>(i + 1), actions, false, k.estimate.step_time_s,
+                     k.objective, k.estimate.memory().peak_bytes(), k.estimate.fits});
+      continue;
+    }
     const PlanSimulation s = simulate_plan(m, c, t, k.layout, k.estimate.options, true);
     if (!s.result.ok())
       continue;  // a schedule that cannot finish is a bug the simulate tests catch
@@ -25,7 +29,8 @@ std::vector<Resimulated> rerank_by_simulation(const Model& m, const Cluster& c, 
     Estimate simulated = k.estimate;
     simulated.step_time_s = s.step_time_s;
     simulated.tokens_per_s = s.tokens_per_s;
-    out.push_back({k, static_cast<int>(i + 1), s.step_time_s, objective_value(o, simulated, c, t),
+    out.push_back({k, static_cast<int>(i + 1), actions, true, s.step_time_s,
+                   objective_value(o, simulated, c, t),
                    s.memory[s.worst_memory].peak_bytes(), s.fits});
   }
   std::stable_sort(out.begin(), out.end(), [](const Resimulated& a, const Resimulated& b) {
@@ -46,6 +51,15 @@ std::string format_rerank(const std::vector<Resimulated>& r) {
   for (size_t i = 0; i < r.size(); ++i) {
     const Resimulated& k = r[i];
     const double estimate_s = k.ranked.estimate.step_time_s;
+    if (!k.simulated) {
+      out += fmt::format("{:>3}  {:<{}}  {:>6}  {:>10}  not simulated: {} actions, above the {} the "
+                         "re-rank simulates (shardplan simulate takes it alone)\n",
+                         i + 1, layout_label(k.ranked.layout), width,
+                         fmt::format("#{}", k.search_rank), format_seconds(estimate_s),
+                         format_count(static_cast<double>(k.actions)),
+                         format_count(static_cast<double>(kMaxRerankActions)));
+      continue;
+    }
     out += fmt::format("{:>3}  {:<{}}  {:>6}  {:>10}  {:>10}  {:>+6.1f}%  {:>12.1f}{}\n", i + 1,
                        layout_label(k.ranked.layout), width, fmt::format("#{}", k.search_rank),
                        format_seconds(estimate_s), format_seconds(k.step_time_s),
@@ -56,7 +70,9 @@ std::string format_rerank(const std::vector<Resimulated>& r) {
   const Resimulated& best = r.front();
   const auto first =
       std::find_if(r.begin(), r.end(), [](const Resimulated& k) { return k.search_rank == 1; });
-  if (best.search_rank == 1)
+  if (!best.simulated)
+    out += fmt::format("the search's #{} keeps its place unsimulated\n", best.search_rank);
+  else if (best.search_rank == 1)
     out += "the simulation keeps the search's first layout\n";
   else if (first != r.end())
     out += fmt::format(

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/error.h"
 #include "core/threads.h"
 
 namespace shardplan {
@@ -281,6 +282,13 @@ void run_workers(Search& search, std::vector<Partial>& parts, size_t total, bool
 SearchResult plan_search(const Model& model, const Cluster& cluster, const Training& training,
                          const LayoutSpec& fixed, const SearchOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  const int64_t visited = count_layouts(model, cluster, training, fixed);
+  if (visited > options.max_layouts)
+    throw InputError("--max-layouts", "",
+                     fmt::format("the search spans {} layouts, more than the {} it may visit",
+                                 visited, options.max_layouts),
+                     "pin part of the layout with --fix (e.g. tp=8 or pp=4), or raise "
+                     "--max-layouts");
   SearchResult r;
   r.candidates =
       enumerate_layouts(model, cluster, training, fixed, options.runs_on, options.threads);

@@ -36,6 +36,7 @@ struct PlanOptions {
   bool explain = false;
   bool no_simulate = false;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int64_t max_layouts = kDefaultMaxLayouts;
 };
 
 void print_export(ExportFormat format, const Plan& p) {
@@ -112,6 +113,7 @@ int run_plan(const PlanOptions& o) {
     search.runs_on = enum_from_name(o.export_format, kExportFormatNames);
   search.keep_pruned = o.explain;
   search.threads = o.threads;
+  search.max_layouts = o.max_layouts;
   search.progress = isatty(fileno(stderr)) != 0;
   search.execution = priced_execution(o.framework, in.training, profile);
 
@@ -192,6 +194,11 @@ Subcommand add_plan(CLI::App& root) {
       "--no-simulate", o->no_simulate,
       "Keep the closed form's order: do not re-rank the top layouts by simulating their steps");
   app->add_option("--threads", o->threads, "Threads pricing layouts (default: every core)")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--max-layouts", o->max_layouts,
+                  "Refuse a search that spans more layouts than this, before pricing any (about "
+                  "1 s per 300,000 layouts on 2 cores); pin fields with --fix to narrow it")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app->footer(
       "MFU counts model FLOPs (Narayanan et al. 2021 eq. 3, without recomputation) over the dense "

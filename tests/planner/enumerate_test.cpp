@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/stage_split.h"
+#include "tests/core/thrown_input_error.h"
 #include "tests/planner/planner_case.h"
 
 using namespace shardplan;
@@ -86,6 +87,24 @@ TEST_CASE("fields pinned by --fix stay, the rest still vary", "[planner][enumera
   const Candidates dp2 = planner_case("gpt-tiny", 1, 16, 64, "dp=2").enumerate();
   REQUIRE_FALSE(dp2.layouts.empty());
   for (const Layout& l : dp2.layouts) CHECK(l.tp * l.cp * l.pp == 4);
+}
+
+TEST_CASE("count_layouts counts what the search visits, and --max-layouts refuses past it",
+          "[planner][enumerate]") {
+  // Every shape valid (tp=2 leaves pp 1, 2 or 4 of 8): each layout visited is kept or rejected.
+  const PlannerCase c = planner_case("gpt-tiny", 1, 16, 64, "tp=2");
+  const Candidates cand = c.enumerate();
+  REQUIRE(cand.shapes_invalid == 0);
+  const int64_t visited = count_layouts(c.model, c.cluster, c.training, c.fixed);
+  CHECK(visited == std::ssize(cand.layouts) + cand.layouts_invalid);
+
+  SearchOptions o;
+  o.max_layouts = visited;
+  CHECK_FALSE(c.search(o).top.empty());
+  o.max_layouts = visited - 1;
+  const InputError e = testing::thrown_input_error([&] { c.search(o); });
+  CHECK(e.file == "--max-layouts");
+  CHECK_THAT(e.reason, Catch::Matchers::Contains(std::to_string(visited) + " layouts"));
 }
 
 TEST_CASE("a fixed split stays, in canonical form; a wrong one is refused naming layout.stages",
