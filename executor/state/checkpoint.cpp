@@ -80,7 +80,7 @@ Manifest read_manifest(const fs::path& path) {
 std::string save_checkpoint(const std::string& dir, const CheckpointInfo& info,
                             const FullState& state) {
   const std::string name = "step-" + std::to_string(info.step);
-  const fs::path final_path = fs::path(dir) / name, tmp = fs::path(dir) / (name + ".tmp");
+  const fs::path tmp = fs::path(dir) / (name + ".tmp");
   fs::create_directories(dir);
   fs::remove_all(tmp);
   fs::create_directory(tmp);
@@ -93,16 +93,29 @@ std::string save_checkpoint(const std::string& dir, const CheckpointInfo& info,
                                                {"adam_step", state.adam_step},
                                                {"seed", info.seed},
                                                {"layout", info.layout}});
-  fs::remove_all(final_path);
+  // An earlier run into this folder may have left step-N (or step-N-K), which latest may name: the
+  // new one takes the first free name of step-N, step-N-2, ... and the earlier ones go only once
+  // latest names it, so a kill at any point leaves latest naming a whole checkpoint.
+  fs::path final_path = fs::path(dir) / name;
+  for (int copy = 2; fs::exists(final_path); ++copy)
+    final_path = fs::path(dir) / (name + "-" + std::to_string(copy));
+  std::vector<fs::path> replaced;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    const std::string other = e.path().filename().string();
+    const bool copy = other.starts_with(name + "-") &&
+                      other.find_first_not_of("0123456789", name.size() + 1) == std::string::npos;
+    if (other == name || copy) replaced.push_back(e.path());
+  }
   fs::rename(tmp, final_path);
   const fs::path latest_tmp = fs::path(dir) / "latest.tmp";
   {
     std::ofstream f(latest_tmp, std::ios::trunc);
-    f << name << "\n";
+    f << final_path.filename().string() << "\n";
     f.close();
     if (!f) throw InputError(latest_tmp.string(), "", "cannot write the checkpoint pointer");
   }
   fs::rename(latest_tmp, fs::path(dir) / "latest");
+  for (const fs::path& earlier : replaced) fs::remove_all(earlier);
   return final_path.string();
 }
 

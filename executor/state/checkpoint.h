@@ -18,9 +18,10 @@ struct CheckpointInfo {
   std::string layout;      // the layout it was saved under (any layout loads it)
 };
 
-// Writes DIR/step-N.tmp, renames it to DIR/step-N, then points DIR/latest at it (latest.tmp +
-// rename): a crash at any point leaves the last good checkpoint whole and DIR/latest naming it.
-// Returns the checkpoint's folder.
+// Writes DIR/step-N.tmp, renames it to DIR/step-N (DIR/step-N-2, -3, ... where an earlier run
+// left step-N), then points DIR/latest at it (latest.tmp + rename), and only then removes the
+// earlier run's step-N: a crash at any point leaves DIR/latest naming a whole checkpoint. Returns
+// the checkpoint's folder.
 std::string save_checkpoint(const std::string& dir, const CheckpointInfo& info,
                             const FullState& state);
 
