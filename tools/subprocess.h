@@ -9,7 +9,8 @@
 namespace shardplan::cli {
 
 // Runs `shardplan args...` (this very executable) with stdout and stderr written to `log_file`
-// (replaced), waits, and returns its exit code (128 + the signal when a signal ended it).
+// (replaced), waits, and returns its exit code (128 + the signal when a signal ended it). It ends
+// with this process (spawn_tied_child).
 // InputError when it cannot be started.
 int run_shardplan(const std::vector<std::string>& args, const std::string& log_file);
 

@@ -1,8 +1,5 @@
 #include "executor/runtime/mpi_launch.h"
 
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,8 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
-
-extern char** environ;
+#include "executor/runtime/child_process.h"
 
 namespace shardplan {
 
@@ -58,18 +54,12 @@ int rerun_under_mpirun(int ranks) {
     args.push_back("--oversubscribe");
 #endif
   for (auto& a : own_command_line()) args.push_back(std::move(a));
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::fflush(nullptr);
-  pid_t pid = 0;
-  if (posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
+  const pid_t pid = spawn_tied_child(args);
+  if (pid < 0)
     throw InputError("mpirun", "", "cannot run " + args[0],
                      "install Open MPI, or start shardplan under mpirun -np N yourself");
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-    return static_cast<int>(ExitCode::internal_error);
-  return WEXITSTATUS(status);
+  const ChildExit end = wait_for_exit(pid);
+  return end.signal != 0 ? static_cast<int>(ExitCode::internal_error) : end.code;
 }
 
 }  // namespace shardplan

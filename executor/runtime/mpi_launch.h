@@ -29,7 +29,8 @@ class MpiSession {
 
 // Runs this process's own command line (/proc/self/cmdline, the executable from /proc/self/exe)
 // again as `mpirun -np ranks ...` (with --oversubscribe under Open MPI when ranks exceed the
-// cores), waits for it and returns its exit code (2 when it was killed). InputError naming
+// cores), waits for it and returns its exit code (2 when it was killed). mpirun ends with this
+// process (spawn_tied_child): killing the command ends mpirun and its ranks. InputError naming
 // "mpirun" when mpirun cannot be run.
 int rerun_under_mpirun(int ranks);
 
