@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -217,11 +218,19 @@ double ObjectReader::number_or(std::string_view key, double fallback) {
 
 int64_t ObjectReader::integer(std::string_view key) {
   const auto& v = require(key);
+  // Past int64_t's range: an unsigned above its top would wrap to a negative, and casting a double
+  // at or past 2^63 is undefined.
+  const auto out_of_range = [&] {
+    fail(key, fmt::format("{} is outside the range of a 64-bit integer", json_excerpt(v)));
+  };
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()})
+    out_of_range();
   if (v.is_number_integer()) return v.get<int64_t>();
   // 4096.0 is an integer written as a float; 40.5 is not.
-  if (v.is_number_float() &&
-      v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())))
+  if (v.is_number_float() && v.get<double>() == std::trunc(v.get<double>())) {
+    if (!(v.get<double>() >= -0x1p63 && v.get<double>() < 0x1p63)) out_of_range();
     return static_cast<int64_t>(v.get<double>());
+  }
   wrong_type(*this, key, "an integer", v);
 }
 

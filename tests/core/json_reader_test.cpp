@@ -73,3 +73,18 @@ TEST_CASE("a positive figure too small to measure is refused", "[json]") {
   CHECK_THAT(tiny.reason, Catch::Contains("too small"));
   CHECK(r.positive_number("tflops") == 1e-300);
 }
+
+// Found by tests/fuzz (fuzz_model): "hidden_size": 1e126 was cast to int64_t, which is undefined.
+TEST_CASE("an integer past 64 bits is refused, written as a float or as an unsigned", "[json]") {
+  std::istringstream in(R"({"float": 1e126, "negative": -1e19, "unsigned": 9223372036854775808,
+                            "top": 9223372036854775807, "whole": 4096.0})");
+  const nlohmann::json j = parse_json(in, "model.json");
+  ObjectReader r(j, "model.json");
+  for (const char* key : {"float", "negative", "unsigned"}) {
+    const InputError e = thrown_input_error([&] { r.integer(key); });
+    CHECK(e.field == key);
+    CHECK_THAT(e.reason, Catch::Contains("outside the range of a 64-bit integer"));
+  }
+  CHECK(r.integer("top") == 9223372036854775807);
+  CHECK(r.integer("whole") == 4096);
+}
