@@ -4,8 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# clang and libclang-rt-14-dev (libFuzzer's runtime) build tools/fuzz.sh's targets.
 packages=(build-essential cmake nlohmann-json3-dev libeigen3-dev libfmt-dev catch2 libcli11-dev
-          libopenmpi-dev openmpi-bin)
+          libopenmpi-dev openmpi-bin clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

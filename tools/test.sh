@@ -16,3 +16,6 @@ ctest --preset release -j "$(nproc)"
 cmake --preset debug >/dev/null
 cmake --build build-debug -j "$(nproc)"
 ctest --preset debug -j "$(nproc)"
+# Every loader's libFuzzer target (tests/fuzz) for 15 s under ASan and UBSan: a crash, a leak, a
+# hang or an exception other than InputError on any input fails the run.
+tools/fuzz.sh -t 15
