@@ -375,14 +375,23 @@ void RankState<T>::prefetch(size_t next) {
 template <class T>
 void RankState<T>::inject_fault(size_t action) {
   const InjectedFault& f = settings.fault;
-  if (f.rank != program.rank || f.step != step || action != program.actions.size() / 2) return;
-  if (f.kill) std::raise(SIGKILL);
+  // At the first action the loop reaches from halfway on: it moves a unit's actions at a time.
+  if (f.rank != program.rank || f.step != step || action < program.actions.size() / 2 ||
+      fault_injected)
+    return;
+  fault_injected = true;
+  if (f.kind == FaultKind::kill) std::raise(SIGKILL);
+  if (f.kind == FaultKind::stop) {
+    std::raise(SIGSTOP);
+    return;  // continued (SIGCONT): the step goes on
+  }
   throw std::runtime_error("injected fault in step " + std::to_string(step));
 }
 
 template <class T>
 StepMeasurement RankState<T>::run_step(int64_t step_index) {
   step = step_index;
+  note_watchdog_step(step_index + 1);
   loss_sum = 0;
   streams.select(Stream::compute);
   for (Buffer<T>* b : {&grads, &grad_shard})

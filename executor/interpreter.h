@@ -33,11 +33,12 @@
 namespace shardplan {
 
 // A fault to inject, for the fault-handling tests: rank `rank` fails halfway through step `step`,
-// by throwing (kill = false) or by SIGKILL.
+// by throwing, by SIGKILL, or by SIGSTOP (it hangs: the others' watchdog ends the job).
+enum class FaultKind { throw_error, kill, stop };
 struct InjectedFault {
   int64_t rank = -1;
   int64_t step = -1;
-  bool kill = false;
+  FaultKind kind = FaultKind::throw_error;
 };
 
 class RankRuntime;

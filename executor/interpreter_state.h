@@ -205,6 +205,7 @@ struct RankState final : InterpreterState {
   void own_shard(const float* flat, Buffer<float>& into);
 
   void inject_fault(size_t action);
+  bool fault_injected = false;  // settings.fault's, once
 };
 
 }  // namespace shardplan

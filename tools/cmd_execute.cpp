@@ -7,13 +7,16 @@
 // Faults: an exception on any rank prints "shardplan: error: rank R: <cause>" and calls
 // MPI_Abort(MPI_COMM_WORLD, 1), which ends every rank (none is left waiting in a collective) and
 // makes mpirun exit 1. A rank that dies without a word (SIGKILL, a crash) makes Open MPI's mpirun
-// kill the others and exit non-zero.
+// kill the others and exit non-zero. A rank that stops or hangs leaves the others waiting: their
+// watchdog (executor/runtime/watchdog.h) ends the job past --timeout, naming the wait and the
+// ranks that had not arrived.
 //
 // Checkpoints (--checkpoint-dir, --checkpoint-every, --resume; executor/state/checkpoint.h) hold
 // the full model in the single-rank layout, gathered to rank 0, so a run resumes under any layout.
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -29,8 +32,10 @@
 #include "executor/interpreter.h"
 #include "executor/runtime/cuda_devices.h"
 #include "executor/runtime/mpi_launch.h"
+#include "executor/runtime/watchdog.h"
 #include "executor/state/checkpoint.h"
 #include "executor/state/param_layout.h"
+#include "simulator/estimate.h"
 #include "tools/cli_inputs.h"
 #include "tools/execute_report.h"
 #include "tools/output_file.h"
@@ -53,7 +58,8 @@ struct ExecuteOptions {
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;  // 0: never
   bool resume = false;
-  std::string inject_fault;  // hidden, for the fault tests: "rank:step:throw|kill"
+  std::string inject_fault;  // hidden, for the fault tests: "rank:step:throw|kill|stop"
+  double timeout_s = 0;      // 0: derived from the predicted step (watchdog_deadline)
 };
 
 // "rank:step:kind" with step counted from 1 as printed; InjectedFault counts steps from 0.
@@ -62,17 +68,21 @@ InjectedFault parse_fault(const std::string& spec) {
   if (spec.empty()) return f;
   const size_t a = spec.find(':'), b = spec.find(':', a == std::string::npos ? a : a + 1);
   const InputError bad("--inject-fault", "", "'" + spec + "' is not rank:step:kind",
-                       "e.g. 1:2:throw or 0:1:kill");
+                       "e.g. 1:2:throw, 0:1:kill or 1:2:stop");
   if (b == std::string::npos) throw bad;
   const std::string kind = spec.substr(b + 1);
-  if (kind != "throw" && kind != "kill") throw bad;
+  if (kind == "kill")
+    f.kind = FaultKind::kill;
+  else if (kind == "stop")
+    f.kind = FaultKind::stop;
+  else if (kind != "throw")
+    throw bad;
   try {
     f.rank = std::stoll(spec.substr(0, a));
     f.step = std::stoll(spec.substr(a + 1, b - a - 1)) - 1;
   } catch (const std::exception&) {
     throw bad;
   }
-  f.kill = kind == "kill";
   return f;
 }
 
@@ -188,6 +198,21 @@ void execute_steps(const ExecuteOptions& o, const Plan& p, int rank) {
   }
 }
 
+// The watchdog's deadline on every wait: --timeout, or 20 steps as predicted (the plan's
+// prediction, else the estimate on its cluster) and at least a minute, which no healthy wait
+// reaches: the first step also allocates every buffer, and ranks oversubscribing the cores run in
+// turns. Throws what estimate() throws.
+std::pair<double, std::string> watchdog_deadline(const ExecuteOptions& o, const Plan& p) {
+  constexpr double kSteps = 20, kAtLeast_s = 60;
+  if (o.timeout_s > 0) return {o.timeout_s, fmt::format("--timeout {:g}", o.timeout_s)};
+  double step_s = p.prediction.value("step_time_s", 0.0);
+  if (!(step_s > 0)) step_s = estimate(p.model, p.cluster, p.training, p.layout, {}).step_time_s;
+  const double deadline_s = std::max(kAtLeast_s, kSteps * step_s);
+  return {deadline_s, fmt::format("the deadline: {:g} predicted steps of {}, at least {:g} s; "
+                                  "--timeout sets it",
+                                  kSteps, format_seconds(step_s), kAtLeast_s)};
+}
+
 // One rank of the job. Errors end the whole job at once (see the top of the file).
 int run_rank(const ExecuteOptions& o, const Plan& p) {
   MpiSession mpi;
@@ -199,7 +224,11 @@ int run_rank(const ExecuteOptions& o, const Plan& p) {
                     mpi.size()),
         fmt::format("run it under mpirun -np {}, or without mpirun", p.layout.world()));
   }
-  abort_job_on_error(mpi.rank(), [&] { execute_steps(o, p, mpi.rank()); });
+  abort_job_on_error(mpi.rank(), [&] {
+    const auto [deadline_s, reason] = watchdog_deadline(o, p);
+    const Watchdog watchdog(deadline_s, reason);
+    execute_steps(o, p, mpi.rank());
+  });
   return 0;
 }
 
@@ -281,8 +310,14 @@ Subcommand add_execute(CLI::App& root) {
   app->add_flag("--resume", o->resume,
                 "Continue from the latest checkpoint in --checkpoint-dir (its seed and step; "
                 "--steps more steps), under this layout");
+  app->add_option("--timeout", o->timeout_s,
+                  "Seconds a rank may wait in one collective or receive before the job is ended, "
+                  "naming the wait and the ranks that had not arrived (default: 20 predicted "
+                  "steps, at least 60)")
+      ->check(CLI::PositiveNumber);
   app->add_option("--inject-fault", o->inject_fault,
-                  "rank:step:throw|kill — make a rank fail halfway through a step (tests)")
+                  "rank:step:throw|kill|stop — make a rank fail or stop halfway through a step "
+                  "(tests)")
       ->group("");
   return {app, [o] { return run_execute(*o); }};
 }

@@ -17,6 +17,7 @@ std::vector<std::vector<ActionTiming>> gather_timings(const std::vector<ActionTi
   const int n = world_size();
   const int count = static_cast<int>(2 * mine.size());
   std::vector<int> counts(root ? static_cast<size_t>(n) : 0), offsets(counts.size());
+  const WaitScope wait(world_wait(WaitKind::gather));
   MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
   for (size_t r = 1; r < counts.size(); ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
   std::vector<double> all(root ? static_cast<size_t>(offsets.back() + counts.back()) : 0);
@@ -34,6 +35,7 @@ std::vector<std::vector<ActionTiming>> gather_timings(const std::vector<ActionTi
 void gather_gemms(const MatmulStats& mine, std::vector<MeasuredGemms>& record) {
   const double sent[2] = {mine.flops, mine.seconds};
   std::vector<double> all(world_rank() == 0 ? 2 * static_cast<size_t>(world_size()) : 0);
+  const WaitScope wait(world_wait(WaitKind::gather));
   MPI_Gather(sent, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   if (all.empty()) return;
   record.resize(all.size() / 2);
@@ -50,6 +52,7 @@ std::vector<MeasuredMemory> gather_memory(const TensorAllocator& alloc) {
                             m[MemoryCategory::optimizer],  m[MemoryCategory::activations],
                             m[MemoryCategory::buffers],    alloc.peak_bytes()};
   std::vector<MeasuredMemory> all(world_rank() == 0 ? static_cast<size_t>(world_size()) : 0);
+  const WaitScope wait(world_wait(WaitKind::gather));
   MPI_Gather(&mine, 6, MPI_INT64_T, all.data(), 6, MPI_INT64_T, 0, MPI_COMM_WORLD);
   return all;
 }

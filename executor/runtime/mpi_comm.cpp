@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <climits>
 #include <cstddef>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
 #include "executor/bf16.h"
+#include "executor/runtime/wait_scope.h"
 
 namespace shardplan {
 
@@ -47,10 +49,19 @@ MpiGroups::~MpiGroups() {
   if (embedding_ != MPI_COMM_NULL) MPI_Comm_free(&embedding_);
 }
 
-MpiGroupComm::MpiGroupComm(MPI_Comm comm, Group group, StepStreams& streams)
-    : comm_(comm), group_(group), streams_(streams) {
+MpiGroupComm::MpiGroupComm(MPI_Comm comm, Group group, std::string label, StepStreams& streams)
+    : comm_(comm), group_(group), label_(std::move(label)), streams_(streams) {
   MPI_Comm_size(comm_, &size_);
   MPI_Comm_rank(comm_, &rank_);
+  MPI_Group mine = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  MPI_Comm_group(comm_, &mine);
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  std::vector<int> positions(static_cast<size_t>(size_));
+  std::iota(positions.begin(), positions.end(), 0);
+  members_.resize(positions.size());
+  MPI_Group_translate_ranks(mine, size_, positions.data(), world, members_.data());
+  MPI_Group_free(&mine);
+  MPI_Group_free(&world);
 }
 
 namespace {
@@ -106,8 +117,31 @@ MPI_Op mpi_op(Dtype type, ReduceOp op) {
   unsupported(type);
 }
 
+namespace {
+
+WaitKind wait_kind(Collective op) {
+  switch (op) {
+    case Collective::all_reduce:
+      return WaitKind::all_reduce;
+    case Collective::all_gather:
+      return WaitKind::all_gather;
+    case Collective::reduce_scatter:
+      return WaitKind::reduce_scatter;
+    case Collective::broadcast:
+      return WaitKind::broadcast;
+    case Collective::all_to_all:
+    case Collective::send_recv:
+      break;
+  }
+  throw std::logic_error("the CPU backend's groups run no " +
+                         std::string(enum_name(op, kCollectiveNames)));
+}
+
+}  // namespace
+
 template <class Call>
 void MpiGroupComm::timed(Collective op, int64_t bytes, Call&& call) {
+  const WaitScope wait({wait_kind(op), label_, members_, ++calls_made_});
   if (calls == nullptr) return call();
   const Stamp start = streams_.stamp();
   call();
@@ -162,21 +196,25 @@ void MpiP2p::send(Buffer<std::byte> message, int64_t peer, int64_t tag, Pass) {
   MPI_Request r = MPI_REQUEST_NULL;
   MPI_Isend(message.data(), to_int(message.size()), MPI_BYTE, to_int(peer),
             static_cast<int>(tag % 32768), MPI_COMM_WORLD, &r);
-  sends_.emplace_back(r, std::move(message));
+  sends_.push_back({r, std::move(message), static_cast<int>(peer)});
 }
 
 void MpiP2p::recv(void* into, int64_t bytes, int64_t peer, int64_t tag, Pass) {
+  const WaitScope wait({WaitKind::recv, "pipeline", {static_cast<int>(peer)}, 0});
   MPI_Recv(into, to_int(bytes), MPI_BYTE, to_int(peer), static_cast<int>(tag % 32768),
            MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 
 void MpiP2p::finish_sends(bool wait) {
-  std::erase_if(sends_, [&](auto& s) {
+  std::erase_if(sends_, [&](Send& s) {
     int done = 0;
-    if (wait)
-      MPI_Wait(&s.first, MPI_STATUS_IGNORE), done = 1;
-    else
-      MPI_Test(&s.first, &done, MPI_STATUS_IGNORE);
+    if (wait) {
+      const WaitScope scope({WaitKind::send, "pipeline", {s.peer}, 0});
+      MPI_Wait(&s.request, MPI_STATUS_IGNORE);
+      done = 1;
+    } else {
+      MPI_Test(&s.request, &done, MPI_STATUS_IGNORE);
+    }
     return done != 0;
   });
 }

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -39,7 +40,8 @@ class MpiGroups {
 // `streams`.
 class MpiGroupComm final : public GroupComm {
  public:
-  MpiGroupComm(MPI_Comm comm, Group group, StepStreams& streams);
+  // `label` names the group in the watchdog's reports ("tp", "embedding").
+  MpiGroupComm(MPI_Comm comm, Group group, std::string label, StepStreams& streams);
   int size() const override { return size_; }
   int rank() const override { return rank_; }
   void all_reduce(void* x, int64_t count, Dtype type, ReduceOp op) override;
@@ -57,6 +59,9 @@ class MpiGroupComm final : public GroupComm {
 
   MPI_Comm comm_;
   Group group_;
+  std::string label_;
+  std::vector<int> members_;  // world ranks, in group order
+  int64_t calls_made_ = 0;    // collectives so far, for the watchdog's WaitSite
   StepStreams& streams_;
   int size_ = 1;
   int rank_ = 0;
@@ -85,7 +90,12 @@ class MpiP2p final : public PipelineP2p {
   void finish_sends(bool wait) override;
 
  private:
-  std::vector<std::pair<MPI_Request, Buffer<std::byte>>> sends_;
+  struct Send {
+    MPI_Request request;
+    Buffer<std::byte> message;
+    int peer;
+  };
+  std::vector<Send> sends_;
 };
 
 }  // namespace shardplan

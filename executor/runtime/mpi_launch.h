@@ -10,8 +10,10 @@ namespace shardplan {
 // (OMPI_COMM_WORLD_SIZE), MPICH's and Slurm's (PMI_SIZE), or any PMIx launcher (PMIX_RANK).
 bool started_by_mpirun();
 
-// MPI_Init_thread on construction (funneled: only the main thread calls MPI), MPI_Finalize on
-// destruction. One per process: MPI cannot be initialised twice.
+// MPI_Init_thread on construction, MPI_Finalize on destruction. One per process: MPI cannot be
+// initialised twice. Multiple threads: the main thread runs the work, the watchdog's thread
+// (watchdog.h) answers the other ranks' queries and may abort the job; where MPI does not
+// provide MPI_THREAD_MULTIPLE the watchdog only reports its own rank.
 class MpiSession {
  public:
   MpiSession();

@@ -17,9 +17,9 @@ class MpiRuntime final : public RankRuntime {
  public:
   explicit MpiRuntime(const Program& p) : groups_(p), alloc_("rank " + std::to_string(p.rank)) {
     for (const auto& [g, name] : kGroupNames)
-      comms_[static_cast<size_t>(g)].emplace(groups_.get(g), g, streams_);
+      comms_[static_cast<size_t>(g)].emplace(groups_.get(g), g, std::string(name), streams_);
     if (groups_.embedding() != MPI_COMM_NULL)
-      embedding_.emplace(groups_.embedding(), Group::pp, streams_);
+      embedding_.emplace(groups_.embedding(), Group::pp, "embedding", streams_);
   }
 
   Kernels<float>& f32_kernels() override { return cpu_kernels<float>(); }

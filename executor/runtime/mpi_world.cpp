@@ -24,13 +24,20 @@ int world_rank_or_none() {
   return initialized && !finalized ? world_rank() : -1;
 }
 
+WaitSite world_wait(WaitKind kind) {
+  static int64_t waits = 0;  // the main thread's alone
+  return {kind, "world", {}, ++waits};
+}
+
 void world_barrier() {
+  const WaitScope wait(world_wait(WaitKind::barrier));
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
 namespace {
 double reduced(double x, MPI_Op op) {
   double out = 0;
+  const WaitScope wait(world_wait(WaitKind::all_reduce));
   MPI_Allreduce(&x, &out, 1, MPI_DOUBLE, op, MPI_COMM_WORLD);
   return out;
 }
@@ -45,6 +52,7 @@ double world_sum(double x) {
 }
 
 int64_t world_broadcast(int64_t x, int root) {
+  const WaitScope wait(world_wait(WaitKind::broadcast));
   MPI_Bcast(&x, 1, MPI_INT64_T, root, MPI_COMM_WORLD);
   return x;
 }

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "executor/runtime/wait_scope.h"
+
 namespace shardplan {
 
 // This process's rank in the job and the job's ranks. MPI must be running.
@@ -24,5 +26,9 @@ double world_max(double x);
 double world_sum(double x);
 // Rank `root`'s `x` on every rank.
 int64_t world_broadcast(int64_t x, int root);
+
+// The next wait over every rank, for its WaitScope: group "world", numbered in the order every
+// rank makes them (the collectives above, and the report's and checkpoints' gathers).
+WaitSite world_wait(WaitKind kind);
 
 }  // namespace shardplan

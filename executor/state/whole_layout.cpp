@@ -4,15 +4,9 @@
 
 #include <cassert>
 
-namespace shardplan {
+#include "executor/runtime/world_comm.h"
 
-namespace {
-bool world_root() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r == 0;
-}
-}  // namespace
+namespace shardplan {
 
 std::vector<float> to_whole_layout(const Model& m, const ParamLayout& layout, const RankCoord& c,
                                    const std::vector<float>& flat) {
@@ -26,7 +20,8 @@ std::vector<float> to_whole_layout(const Model& m, const ParamLayout& layout, co
         full[static_cast<size_t>(base + full_index(x, i))] =
             flat[static_cast<size_t>(x.offset + i)];
     }
-  const bool root = world_root();
+  const bool root = world_rank() == 0;
+  const WaitScope wait(world_wait(WaitKind::reduce));
   MPI_Reduce(root ? MPI_IN_PLACE : full.data(), full.data(), static_cast<int>(full.size()),
              MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
   if (!root) full.clear();
@@ -37,10 +32,11 @@ void from_whole_layout(const Model& m, const ParamLayout& layout, const std::vec
                        float* flat) {
   const ParamLayout w = param_layout(m, whole_model(m));
   std::vector<float> full(static_cast<size_t>(w.total));
-  if (world_root()) {
+  if (world_rank() == 0) {
     assert(whole.size() == full.size());
     full = whole;
   }
+  const WaitScope wait(world_wait(WaitKind::broadcast));
   MPI_Bcast(full.data(), static_cast<int>(full.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
   for (const ParamTensor& x : layout.tensors) {
     const int64_t base = w.get(w.has(x.name) ? x.name : x.init_name).offset;

@@ -37,7 +37,7 @@ bool same_bits(const std::vector<bf16>& a, const std::vector<bf16>& b) {
 TEST_CASE("mpi collectives: bf16 sums and maxima in fp32, rounded once", "[interpreter]") {
   if (test::world_size() != 2) return;
   HostStreams streams;
-  MpiGroupComm mpi(MPI_COMM_WORLD, Group::dp, streams);
+  MpiGroupComm mpi(MPI_COMM_WORLD, Group::dp, "dp", streams);
   GroupComm& comm = mpi;  // the typed calls are the interface's
   const int rank = comm.rank();
   const size_t n = 1000;
@@ -71,7 +71,7 @@ TEST_CASE("mpi collectives: bf16 sums and maxima in fp32, rounded once", "[inter
 TEST_CASE("mpi collectives: bf16 gathers move the bits, in place too", "[interpreter]") {
   if (test::world_size() != 2) return;
   HostStreams streams;
-  MpiGroupComm mpi(MPI_COMM_WORLD, Group::tp, streams);
+  MpiGroupComm mpi(MPI_COMM_WORLD, Group::tp, "tp", streams);
   GroupComm& comm = mpi;
   const int rank = comm.rank();
   const size_t n = 333;  // odd: no alignment to 4 bytes to lean on
