@@ -8,6 +8,7 @@
 #include "executor/cuda/cuda_check.h"
 #include "executor/cuda/kernel_launch.h"
 #include "executor/layers/norm.h"
+#include "executor/runtime/wait_scope.h"
 
 namespace shardplan {
 
@@ -272,6 +273,7 @@ void CudaKernels<T>::copy_from_host(void* device, const void* host, int64_t byte
 }
 template <class T>
 void CudaKernels<T>::synchronize() {
+  const WaitScope wait({WaitKind::device, "device", {}, 0});
   SHARDPLAN_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
 }
 

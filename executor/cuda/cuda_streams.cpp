@@ -3,6 +3,7 @@
 #include <cassert>
 
 #include "executor/cuda/cuda_check.h"
+#include "executor/runtime/wait_scope.h"
 
 namespace shardplan {
 
@@ -41,7 +42,10 @@ void CudaStreams::wait(Stamp s) {
 double CudaStreams::end_step() {
   for (size_t s = 1; s < side_.size(); ++s) ctx_.wait(ctx_.compute(), side_[s].get());
   end_.record(ctx_.compute());
-  SHARDPLAN_CUDA_CHECK(cudaEventSynchronize(end_.get()));
+  {
+    const WaitScope wait({WaitKind::device, "device", {}, 0});
+    SHARDPLAN_CUDA_CHECK(cudaEventSynchronize(end_.get()));
+  }
   float ms = 0;
   SHARDPLAN_CUDA_CHECK(cudaEventElapsedTime(&ms, start_.get(), end_.get()));
   select(Stream::compute);

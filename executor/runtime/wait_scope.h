@@ -1,5 +1,6 @@
 // What a rank's main thread waits in, for the watchdog (watchdog.h): every blocking collective,
-// receive and barrier of the CPU backend is marked with a WaitScope. MPI-free, so that the
+// receive and barrier of the CPU backend is marked with a WaitScope, and the CUDA backend's host
+// waits on its streams (where a hung NCCL collective holds it). MPI-free, so that the
 // interpreter's seam (world_comm.h) can name its waits without naming MPI.
 #pragma once
 
@@ -20,6 +21,7 @@ enum class WaitKind : int32_t {
   barrier,
   recv,
   send,
+  device,  // the CUDA backend's host waiting on its streams: kernels and NCCL collectives
 };
 
 // What the main thread waits in. Members are world ranks; none (empty) means every rank.

@@ -30,7 +30,7 @@ double now_s() {
 std::string_view kind_name(WaitKind k) {
   constexpr std::string_view names[] = {"no wait", "all_reduce", "all_gather", "reduce_scatter",
                                         "broadcast", "reduce", "gather", "barrier",
-                                        "recv", "send"};
+                                        "recv", "send", "device synchronize"};
   return names[static_cast<size_t>(k)];
 }
 
@@ -43,6 +43,7 @@ std::string describe(WaitKind kind, std::string_view group, int64_t sequence, in
                      const std::vector<int>& members) {
   if (kind == WaitKind::recv) return fmt::format("recv from rank {}", peer);
   if (kind == WaitKind::send) return fmt::format("send to rank {}", peer);
+  if (kind == WaitKind::device) return "device synchronize (the step's kernels and collectives)";
   std::string out = fmt::format("{} #{} of group {}", kind_name(kind), sequence, group);
   if (!members.empty()) {
     out += " (ranks";
