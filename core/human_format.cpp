@@ -22,6 +22,37 @@ std::string format_mib(double bytes) {
   return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024));
 }
 
+std::vector<std::string> wrap_after(std::string_view text, size_t width, char separator) {
+  std::vector<std::string> lines(1);
+  while (!text.empty()) {
+    const size_t cut = text.find(separator);
+    const std::string_view piece = text.substr(0, cut == std::string_view::npos ? cut : cut + 1);
+    if (!lines.back().empty() && lines.back().size() + piece.size() > width) lines.emplace_back();
+    lines.back() += piece;
+    text.remove_prefix(piece.size());
+  }
+  if (separator == ' ')  // words: no line ends in the space it was cut after
+    for (std::string& line : lines)
+      if (line.ends_with(' ')) line.pop_back();
+  return lines;
+}
+
+std::string wrap_words(std::string_view text, size_t columns, size_t indent) {
+  std::string out;
+  for (const std::string& line : wrap_after(text, columns > indent ? columns - indent : 1, ' '))
+    out += (out.empty() ? "" : std::string(indent, ' ')) + line + "\n";
+  return out;
+}
+
+std::string row_with_wrapped_last(const std::string& cells, std::string_view last,
+                                  size_t columns) {
+  const size_t width = columns > cells.size() ? columns - cells.size() : 1;
+  std::string out;
+  for (const std::string& line : wrap_after(last, width))
+    out += (out.empty() ? cells : std::string(cells.size(), ' ')) + line + "\n";
+  return out;
+}
+
 std::string format_seconds(double s) {
   const double a = std::fabs(s);
   if (a >= 1.0 || a == 0.0) return fmt::format("{:.3f} s", s);

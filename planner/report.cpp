@@ -47,16 +47,17 @@ std::string layout_label(const Layout& l) {
 std::string format_counts(const SearchResult& r) {
   const Candidates& c = r.candidates;
   const auto valid = static_cast<int64_t>(c.layouts.size());
-  std::string out = fmt::format(
-      "{} shapes (tp, cp, pp, dp, ep): {} invalid; their {} layouts: {} invalid, {} over "
-      "device memory, {} fit\n",
-      c.shapes, c.shapes_invalid, valid + c.layouts_invalid, c.layouts_invalid, r.pruned_for_memory,
-      r.fitting);
-  out += fmt::format(
-      "searched {} layouts in {} ({:.0f} layouts/s on {} thread{}): of those that fit, {} timed "
-      "in full, {} ruled out by their lower bound\n",
-      valid, format_seconds(r.wall_s), static_cast<double>(valid) / r.wall_s, r.threads,
-      r.threads == 1 ? "" : "s", r.timed, r.bounded);
+  // One figure's line each, so that lines fit kTableColumns and none breaks where a time's
+  // digits fall.
+  std::string out = fmt::format("{} shapes (tp, cp, pp, dp, ep), {} of them invalid\n", c.shapes,
+                                c.shapes_invalid);
+  out += fmt::format("their {} layouts: {} invalid, {} over device memory, {} fit\n",
+                     valid + c.layouts_invalid, c.layouts_invalid, r.pruned_for_memory, r.fitting);
+  out += fmt::format("searched {} layouts in {} ({:.0f} layouts/s on {} thread{})\n", valid,
+                     format_seconds(r.wall_s), static_cast<double>(valid) / r.wall_s, r.threads,
+                     r.threads == 1 ? "" : "s");
+  out += fmt::format("of the {} that fit: {} timed in full, {} ruled out by their lower bound\n",
+                     r.fitting, r.timed, r.bounded);
   return out;
 }
 
@@ -81,25 +82,42 @@ nlohmann::json search_to_json(const SearchResult& r) {
           {"top", top}};
 }
 
-std::string format_top(const SearchResult& r) {
+std::string format_top(const SearchResult& r, bool wide) {
   size_t width = 6;
   for (const Ranked& k : r.top) width = std::max(width, layout_label(k.layout).size());
+  const auto memory = [](const RankMemory& m) {
+    return fmt::format("{:.1f} / {:.1f}", static_cast<double>(m.reserved_bytes()) / kGiB,
+                       static_cast<double>(m.capacity_bytes - m.runtime_reserved_bytes) / kGiB);
+  };
+  // Wide: the layout first and TFLOP/s; else the figures first and the layout last, wrapped at
+  // its commas, so that the table fits kTableColumns.
   std::string out =
-      fmt::format("{:>3}  {:<{}}  {:>17}  {:>10}  {:>8}  {:>6}  {:>12}  {:>6}\n", "#", "layout",
-                  width, "memory (GiB)", "step time", "TFLOP/s", "MFU", "exposed comm", "bubble");
+      wide ? fmt::format("{:>3}  {:<{}}  {:>17}  {:>10}  {:>8}  {:>6}  {:>12}  {:>6}\n", "#",
+                         "layout", width, "memory (GiB)", "step time", "TFLOP/s", "MFU",
+                         "exposed comm", "bubble")
+           : fmt::format("{:>3}  {:>13}  {:>10}  {:>6}  {:>12}  {:>6}  {}\n", "#", "memory (GiB)",
+                         "step time", "MFU", "exposed comm", "bubble", "layout");
   for (size_t i = 0; i < r.top.size(); ++i) {
     const Estimate& e = r.top[i].estimate;
-    const RankMemory& m = e.memory();
-    out += fmt::format(
-        "{:>3}  {:<{}}  {:>17}  {:>10}  {:>8.3g}  {:>6}  {:>12}  {:>6}\n", i + 1,
-        layout_label(r.top[i].layout), width,
-        fmt::format("{:.1f} / {:.1f}", static_cast<double>(m.reserved_bytes()) / kGiB,
-                    static_cast<double>(m.capacity_bytes - m.runtime_reserved_bytes) / kGiB),
-        format_seconds(e.step_time_s), e.tflops_per_device, format_percent(e.mfu),
-        format_seconds(e.exposed_comm_s), format_percent(e.bubble_fraction));
+    const std::string label = layout_label(r.top[i].layout);
+    if (wide) {
+      out += fmt::format("{:>3}  {:<{}}  {:>17}  {:>10}  {:>8.3g}  {:>6}  {:>12}  {:>6}\n", i + 1,
+                         label, width, memory(e.memory()), format_seconds(e.step_time_s),
+                         e.tflops_per_device, format_percent(e.mfu),
+                         format_seconds(e.exposed_comm_s), format_percent(e.bubble_fraction));
+      continue;
+    }
+    out += row_with_wrapped_last(
+        fmt::format("{:>3}  {:>13}  {:>10}  {:>6}  {:>12}  {:>6}  ", i + 1, memory(e.memory()),
+                    format_seconds(e.step_time_s), format_percent(e.mfu),
+                    format_seconds(e.exposed_comm_s), format_percent(e.bubble_fraction)),
+        label);
   }
-  if (!r.top.empty() && r.top.front().estimate.mfu_above_published())
-    out += "\n" + mfu_caution(r.top.front().estimate);
+  if (!r.top.empty() && r.top.front().estimate.mfu_above_published()) {
+    const std::string caution = mfu_caution(r.top.front().estimate);
+    out += "\n" + (wide ? caution : wrap_words(caution.substr(0, caution.size() - 1),
+                                               kTableColumns, 11));
+  }
   return out;
 }
 

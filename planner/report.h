@@ -23,9 +23,10 @@ std::string format_counts(const SearchResult& r);
 // The same counts, the speed and the top layouts with their predictions, for machines.
 nlohmann::json search_to_json(const SearchResult& r);
 
-// The top layouts: layout, memory per device against what it can use, step time, TFLOP/s per
-// device, MFU, exposed communication, pipeline bubble.
-std::string format_top(const SearchResult& r);
+// The top layouts: memory per device against what it can use, step time, MFU, exposed
+// communication, pipeline bubble and the layout, wrapped to fit kTableColumns; `wide`: the layout
+// first on one line, and TFLOP/s per device too.
+std::string format_top(const SearchResult& r, bool wide = false);
 
 // Every rejected layout, one a line: invalid shapes and layouts with the rule, then the layouts
 // over memory with the item that overflows.

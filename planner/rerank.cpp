@@ -40,32 +40,48 @@ std::vector<Resimulated> rerank_by_simulation(const Model& m, const Cluster& c, 
   return out;
 }
 
-std::string format_rerank(const std::vector<Resimulated>& r) {
+std::string format_rerank(const std::vector<Resimulated>& r, bool wide) {
   if (r.empty()) return "";
   size_t width = 6;
   for (const Resimulated& k : r) width = std::max(width, layout_label(k.ranked.layout).size());
-  std::string out = fmt::format(
-      "simulated event by event, the same layouts:\n{:>3}  {:<{}}  {:>6}  {:>10}  {:>10}  {:>7}  "
-      "{:>12}\n",
-      "#", "layout", width, "search", "estimate", "simulated", "diff", "memory (GiB)");
+  std::string out = "simulated event by event, the same layouts:\n";
+  out += wide ? fmt::format("{:>3}  {:<{}}  {:>6}  {:>10}  {:>10}  {:>7}  {:>12}\n", "#", "layout",
+                            width, "search", "estimate", "simulated", "diff", "memory (GiB)")
+              : fmt::format("{:>3}  {:>6}  {:>10}  {:>10}  {:>7}  {:>12}  {}\n", "#", "search",
+                            "estimate", "simulated", "diff", "memory (GiB)", "layout");
+  std::string unsimulated;
   for (size_t i = 0; i < r.size(); ++i) {
     const Resimulated& k = r[i];
     const double estimate_s = k.ranked.estimate.step_time_s;
-    if (!k.simulated) {
-      out += fmt::format("{:>3}  {:<{}}  {:>6}  {:>10}  not simulated: {} actions, above the {} the "
-                         "re-rank simulates (shardplan simulate takes it alone)\n",
-                         i + 1, layout_label(k.ranked.layout), width,
-                         fmt::format("#{}", k.search_rank), format_seconds(estimate_s),
-                         format_count(static_cast<double>(k.actions)),
-                         format_count(static_cast<double>(kMaxRerankActions)));
+    const std::string label = layout_label(k.ranked.layout);
+    const std::string simulated = k.simulated ? format_seconds(k.step_time_s) : "-";
+    const std::string diff =
+        k.simulated ? fmt::format("{:+.1f}%", (k.step_time_s / estimate_s - 1) * 100) : "-";
+    const std::string memory =
+        k.simulated ? fmt::format("{:.1f}", static_cast<double>(k.peak_bytes) / (1024.0 * 1024 * 1024))
+                    : "-";
+    const std::string fit = k.fits ? "" : "  does not fit";
+    if (!k.simulated)
+      unsimulated += fmt::format("{}#{} ({} actions)", unsimulated.empty() ? "" : ", ",
+                                 k.search_rank, format_count(static_cast<double>(k.actions)));
+    if (wide) {
+      out += fmt::format("{:>3}  {:<{}}  {:>6}  {:>10}  {:>10}  {:>7}  {:>12}{}\n", i + 1, label,
+                         width, fmt::format("#{}", k.search_rank), format_seconds(estimate_s),
+                         simulated, diff, memory, fit);
       continue;
     }
-    out += fmt::format("{:>3}  {:<{}}  {:>6}  {:>10}  {:>10}  {:>+6.1f}%  {:>12.1f}{}\n", i + 1,
-                       layout_label(k.ranked.layout), width, fmt::format("#{}", k.search_rank),
-                       format_seconds(estimate_s), format_seconds(k.step_time_s),
-                       (k.step_time_s / estimate_s - 1) * 100,
-                       static_cast<double>(k.peak_bytes) / (1024.0 * 1024 * 1024),
-                       k.fits ? "" : "  does not fit");
+    out += row_with_wrapped_last(
+        fmt::format("{:>3}  {:>6}  {:>10}  {:>10}  {:>7}  {:>12}  ", i + 1,
+                    fmt::format("#{}", k.search_rank), format_seconds(estimate_s), simulated, diff,
+                    memory),
+        label + (k.fits ? "" : " (does not fit)"));
+  }
+  if (!unsimulated.empty()) {
+    const std::string note = fmt::format(
+        "not simulated, above the {} actions the re-rank simulates (shardplan simulate takes "
+        "each alone): {}",
+        format_count(static_cast<double>(kMaxRerankActions)), unsimulated);
+    out += wide ? note + "\n" : wrap_words(note);
   }
   const Resimulated& best = r.front();
   const auto first =

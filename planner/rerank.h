@@ -38,6 +38,7 @@ std::vector<Resimulated> rerank_by_simulation(const Model& m, const Cluster& c, 
                                               const std::vector<Ranked>& top, Objective o);
 
 // The re-ranked layouts beside their estimates, and which one the simulation puts first.
-std::string format_rerank(const std::vector<Resimulated>& r);
+// Wrapped to fit kTableColumns as format_top is; `wide`: the layout first, on one line.
+std::string format_rerank(const std::vector<Resimulated>& r, bool wide = false);
 
 }  // namespace shardplan

@@ -37,6 +37,7 @@ struct PlanOptions {
   bool no_simulate = false;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int64_t max_layouts = kDefaultMaxLayouts;
+  bool wide = false;
 };
 
 void print_export(ExportFormat format, const Plan& p) {
@@ -118,11 +119,17 @@ int run_plan(const PlanOptions& o) {
   search.execution = priced_execution(o.framework, in.training, profile);
 
   const Cluster& c = in.cluster;
-  fmt::print(
-      "plan {} on {} ({} node{} x {} {} = {} devices), gbs {}, seq {}, {}, {}; objective: {}\n",
-      in.model.name, c.name, c.nodes, c.nodes == 1 ? "" : "s", c.devices_per_node, c.device.name,
-      c.world(), in.training.global_batch, in.training.seq_len,
-      enum_name(in.training.dtype, kDtypeNames), search.execution.framework, o.objective);
+  // Sentences and counts fit kTableColumns unless --wide.
+  const auto paragraph = [&](const std::string& text) {
+    return o.wide ? text + "\n" : wrap_words(text);
+  };
+  fmt::print("{}", paragraph(fmt::format(
+                       "plan {} on {} ({} node{} x {} {} = {} devices), gbs {}, seq {}, {}, {}; "
+                       "objective: {}",
+                       in.model.name, c.name, c.nodes, c.nodes == 1 ? "" : "s",
+                       c.devices_per_node, c.device.name, c.world(), in.training.global_batch,
+                       in.training.seq_len, enum_name(in.training.dtype, kDtypeNames),
+                       search.execution.framework, o.objective)));
   SearchResult r;
   if (search.objective == Objective::cost) {
     std::vector<NodeCountSearch> runs = search_node_counts(in.model, c, in.training, fixed, search);
@@ -141,14 +148,14 @@ int run_plan(const PlanOptions& o) {
   if (!o.json.empty()) write_json_file(o.json, search_to_json(r));
   if (r.top.empty()) return report_nothing_fits(r, in, fixed, search);
 
-  fmt::print("\n{}\n", format_top(r));
-  for (const std::string& sentence : explain_ranking(r)) fmt::print("{}\n", sentence);
+  fmt::print("\n{}\n", format_top(r, o.wide));
+  for (const std::string& sentence : explain_ranking(r)) fmt::print("{}", paragraph(sentence));
 
   // The closed form ranks every layout; the step simulator orders the best few.
   std::vector<Resimulated> simulated;
   if (!o.no_simulate) {
     simulated = rerank_by_simulation(in.model, c, in.training, r.top, search.objective);
-    fmt::print("\n{}", format_rerank(simulated));
+    fmt::print("\n{}", format_rerank(simulated, o.wide));
   }
   const Plan plan = chosen_plan(in.model, c, in.training,
                                 simulated.empty() ? r.top.front() : simulated.front().ranked);
@@ -195,6 +202,9 @@ Subcommand add_plan(CLI::App& root) {
       "Keep the closed form's order: do not re-rank the top layouts by simulating their steps");
   app->add_option("--threads", o->threads, "Threads pricing layouts (default: every core)")
       ->check(CLI::PositiveNumber);
+  app->add_flag("--wide", o->wide,
+                "Print tables and sentences whole, one line each, however wide (default: "
+                "they fit 100 columns, the layout wrapped at its commas)");
   app->add_option("--max-layouts", o->max_layouts,
                   "Refuse a search that spans more layouts than this, before pricing any (about "
                   "1 s per 300,000 layouts on 2 cores); pin fields with --fix to narrow it")
