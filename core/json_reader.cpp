@@ -124,14 +124,14 @@ void check_writable(const std::string& path) {
   std::filesystem::remove(probe, ec);
 }
 
-void write_json_file(const std::string& path, const nlohmann::json& j, JsonStyle style) {
+void write_text_file(const std::string& path, const std::string& text) {
   refuse_folder(path);  // the temp file's own write finds a folder that cannot be written
   const std::string tmp = path + ".tmp";
   std::error_code ec;
   {
     std::ofstream out(tmp, std::ios::trunc);
     if (!out) throw InputError(path, "", "cannot write file", "check that the folder exists");
-    out << j.dump(style == JsonStyle::indented ? 2 : -1) << '\n';
+    out << text;
     if (!out.flush()) {
       out.close();
       std::filesystem::remove(tmp, ec);  // a full disk leaves no half-written file behind
@@ -143,6 +143,10 @@ void write_json_file(const std::string& path, const nlohmann::json& j, JsonStyle
     std::filesystem::remove(tmp, ec);
     throw InputError(path, "", "cannot replace file: " + ec.message());
   }
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& j, JsonStyle style) {
+  write_text_file(path, j.dump(style == JsonStyle::indented ? 2 : -1) + '\n');
 }
 
 ObjectReader::ObjectReader(const nlohmann::json& j, std::string file, std::string prefix)

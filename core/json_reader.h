@@ -31,8 +31,11 @@ std::string json_excerpt(const nlohmann::json& v);
 // whose result goes there. A folder, a missing or read-only folder are InputErrors naming it.
 void check_writable(const std::string& path);
 
-// Writes JSON atomically (temp file + rename): a failure never leaves a half-written file.
-// Indented for people by default; JsonStyle::compact for large machine files (traces).
+// Writes `text` atomically (temp file + rename): a failure never leaves a half-written file.
+void write_text_file(const std::string& path, const std::string& text);
+
+// write_text_file of JSON, indented for people by default; JsonStyle::compact for large machine
+// files (traces).
 enum class JsonStyle { indented, compact };
 void write_json_file(const std::string& path, const nlohmann::json& j,
                      JsonStyle style = JsonStyle::indented);

@@ -143,6 +143,8 @@ std::vector<StepPart> parts_of(const Estimate& lo, const Estimate& wi) {
   return parts;
 }
 
+}  // namespace
+
 std::string value_text(const Alternative& a) {
   if (a.field == "recompute")
     return "recompute=" + std::string(enum_name(static_cast<Recompute>(a.value), kRecomputeNames));
@@ -150,6 +152,8 @@ std::string value_text(const Alternative& a) {
     return "schedule=" + std::string(enum_name(static_cast<Schedule>(a.value), kScheduleNames));
   return fmt::format("{}={}", a.field, a.value);
 }
+
+namespace {
 
 // The runner-up and the best layouts one value away from the winner's on each field, nearest in
 // objective first, each layout once.

@@ -20,4 +20,7 @@ std::vector<std::string> explain_ranking(const SearchResult& r, size_t max_alter
 // gets on nvlink)".
 std::string why_slower(const Estimate& loser, const Estimate& winner);
 
+// The field and value an alternative differs from the winner in: "tp=16", "recompute=full".
+std::string value_text(const Alternative& a);
+
 }  // namespace shardplan

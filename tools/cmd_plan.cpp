@@ -17,7 +17,10 @@
 #include "planner/rerank.h"
 #include "planner/search.h"
 #include "planner/suggest.h"
+#include "simulator/estimate_report.h"
 #include "tools/cli_inputs.h"
+#include "tools/cmd_report.h"
+#include "tools/output_file.h"
 #include "tools/subcommand.h"
 
 namespace shardplan::cli {
@@ -32,6 +35,7 @@ struct PlanOptions {
   std::string objective = "time";
   std::string out;
   std::string json;
+  std::string report_page;  // --report: the HTML page
   std::string export_format;
   bool explain = false;
   bool no_simulate = false;
@@ -49,6 +53,21 @@ void print_export(ExportFormat format, const Plan& p) {
              deepspeed_config(p).dump(2));
   fmt::print("\nwith these Megatron-DeepSpeed flags for what the config does not hold:\n{}\n",
              format_flags(megatron_parallel_flags(p)));
+}
+
+// plan --json's file: the search's counts and top layouts, and where something fits, why the
+// winner wins and the best layout of each other value of each field (the report draws them).
+nlohmann::json search_json(const SearchResult& r) {
+  nlohmann::json j = search_to_json(r);
+  if (r.top.empty()) return j;
+  j["explanation"] = explain_ranking(r);
+  j["alternatives"] = nlohmann::json::array();
+  for (const Alternative& a : r.alternatives)
+    j["alternatives"].push_back({{"change", value_text(a)},
+                                 {"layout", layout_label(a.best.layout)},
+                                 {"objective", a.best.objective},
+                                 {"prediction", estimate_to_json(a.best.estimate)}});
+  return j;
 }
 
 int report_nothing_fits(const SearchResult& r, const Inputs& in, const LayoutSpec& fixed,
@@ -97,6 +116,7 @@ void print_node_counts(const std::vector<NodeCountSearch>& runs, std::optional<s
 }
 
 int run_plan(const PlanOptions& o) {
+  if (!o.report_page.empty()) check_output_folder(o.report_page);
   Inputs in = resolve_inputs(o.inputs);
   const LayoutSpec fixed = parse_layout_string(o.fix, "--fix");
   if (fixed.global_batch) in.training.global_batch = *fixed.global_batch;
@@ -145,7 +165,7 @@ int run_plan(const PlanOptions& o) {
   if (o.explain) fmt::print("\nrejected layouts:\n{}", format_rejections(r));
   require_valid(r, in.model, c, in.training, fixed);
   fmt::print("{}", format_counts(r));
-  if (!o.json.empty()) write_json_file(o.json, search_to_json(r));
+  if (!o.json.empty()) write_json_file(o.json, search_json(r));
   if (r.top.empty()) return report_nothing_fits(r, in, fixed, search);
 
   fmt::print("\n{}\n", format_top(r, o.wide));
@@ -164,6 +184,8 @@ int run_plan(const PlanOptions& o) {
     fmt::print("\nwrote {} (estimate, simulate, execute and compare take it as their plan)\n",
                o.out);
   }
+  if (!o.report_page.empty())
+    write_plan_report_page(o.report_page, search_json(r), plan, search.execution);
   if (search.runs_on) print_export(*search.runs_on, plan);
   return static_cast<int>(ExitCode::ok);
 }
@@ -196,6 +218,7 @@ Subcommand add_plan(CLI::App& root) {
          "--export", o->export_format,
          "Search only layouts this framework runs and print the winner as its flags or config")
       ->check(CLI::IsMember({"megatron", "deepspeed"}));
+  add_report_page_option(app, o->report_page);
   app->add_flag("--explain", o->explain, "List every rejected layout with its reason");
   app->add_flag(
       "--no-simulate", o->no_simulate,

@@ -13,6 +13,8 @@
 #include "core/json_reader.h"
 #include "core/presets.h"
 #include "tools/cli_inputs.h"
+#include "tools/cmd_report.h"
+#include "tools/output_file.h"
 #include "tools/subcommand.h"
 #include "validate/pricing.h"
 #include "validate/sets.h"
@@ -27,9 +29,11 @@ struct ValidateOptions {
   std::string data_folder;
   std::string rows_file;
   ReportOptions report;
+  std::string report_page;  // --report: the HTML page
 };
 
 int run_validate(const ValidateOptions& o) {
+  if (!o.report_page.empty()) check_output_folder(o.report_page);
   const auto start = std::chrono::steady_clock::now();
   std::vector<const SetEntry*> chosen;
   for (const auto& name : o.sets) chosen.push_back(&find_set(name));
@@ -46,15 +50,20 @@ int run_validate(const ValidateOptions& o) {
     const std::vector<PricedRow> priced = price_set(set);
     scores.push_back(score_set(set, priced));
     rows += scores.back().rows;
-    if (!o.rows_file.empty())
+    if (!o.rows_file.empty() || !o.report_page.empty())
       for (auto& r : rows_to_json(set, priced)) row_results.push_back(std::move(r));
   }
   if (!o.rows_file.empty()) write_json_file(o.rows_file, row_results);
   const double elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  emit_report(o.report, scores_to_json(scores),
+  const nlohmann::json scores_json = scores_to_json(scores);
+  emit_report(o.report, scores_json,
               format_scores_table(scores) +
                   fmt::format("\n{} rows of {} sets in {:.1f} s\n", rows, scores.size(), elapsed_s));
+  if (!o.report_page.empty())
+    write_report_page(o.report_page,
+                      {{"validate --json", report::InputKind::validate, scores_json},
+                       {"validate --rows", report::InputKind::validate_rows, row_results}});
   return static_cast<int>(ExitCode::ok);
 }
 
@@ -79,6 +88,7 @@ Subcommand add_validate(CLI::App& root) {
                   "Also write every row beside its prediction (layout, measured and predicted "
                   "step time and memory, error, or why it was refused) as a JSON array to this file");
   add_report_options(app, o->report);
+  add_report_page_option(app, o->report_page);
   return {app, [o] { return run_validate(*o); }};
 }
 

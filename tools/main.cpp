@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
       cli::add_plan(app),      cli::add_estimate(app), cli::add_simulate(app),
       cli::add_execute(app),   cli::add_compare(app),  cli::add_demo(app),
       cli::add_calibrate(app), cli::add_describe(app), cli::add_validate(app),
+      cli::add_report(app),
   };
 
   try {

@@ -21,5 +21,6 @@ Subcommand add_execute(CLI::App& root);
 Subcommand add_compare(CLI::App& root);
 Subcommand add_demo(CLI::App& root);
 Subcommand add_validate(CLI::App& root);
+Subcommand add_report(CLI::App& root);
 
 }  // namespace shardplan::cli
