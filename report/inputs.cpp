@@ -18,7 +18,7 @@ struct Signature {
   std::array<std::string_view, 4> keys;  // "" past the last
 };
 constexpr std::array<Signature, 9> kSignatures{{
-    {InputKind::trace, "a --trace of simulate, execute or compare", {"traceEvents"}},
+    {InputKind::trace, "--trace", {"traceEvents"}},
     {InputKind::plan, "plan --out", {"model", "cluster", "training", "layout"}},
     {InputKind::search, "plan --json", {"top", "fitting", "layouts"}},
     {InputKind::demo, "demo --json", {"rows", "order"}},

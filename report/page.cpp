@@ -20,11 +20,13 @@ h2 { font-size: 17px; margin: 28px 0 8px; border-bottom: 1px solid #d5dae1; padd
 .note { background: #f6f7f9; border-left: 3px solid #c9ced6; padding: 4px 10px; margin: 4px 0; }
 .row { display: flex; gap: 20px; flex-wrap: wrap; align-items: flex-start; }
 .row > * { flex: 1 1 560px; min-width: 0; }
+.row > .wide { flex: 3 1 760px; }
+.row > .side { flex: 2 1 440px; }
 .chart { position: relative; height: 360px; }
 table { border-collapse: collapse; font-size: 12.5px; width: 100%; }
-th, td { padding: 3px 8px; text-align: right; border-bottom: 1px solid #eceef2; white-space: nowrap; }
+th, td { padding: 3px 6px; text-align: right; border-bottom: 1px solid #eceef2; white-space: nowrap; }
 th { cursor: pointer; user-select: none; background: #f6f7f9; position: sticky; top: 0; }
-td.layout, th.layout { text-align: left; white-space: normal; overflow-wrap: anywhere; min-width: 240px;
+td.layout, th.layout { text-align: left; white-space: normal; overflow-wrap: anywhere; min-width: 220px;
                       font-family: ui-monospace, monospace; }
 tr.pareto td.layout::after { content: " \25C6"; color: #c2410c; }
 .scroll { max-height: 420px; overflow: auto; }
@@ -65,12 +67,12 @@ std::string report_page(const nlohmann::json& data) {
           std::string(kContentSecurityPolicy) + "\">\n";
   page += "<title>shardplan report: " + title + "</title>\n<style>" + std::string(kStyle) +
           "</style>\n</head>\n";
-  page += "<body data-status=\"loading\">\n<h1>" + title + "</h1>\n<main id=\"report\"></main>\n";
+  // report.js first: it records errors and blocked fetches from the start, and draws on load.
+  page += "<body data-status=\"loading\">\n<script>\n" + std::string(kReportJs) + "</script>\n";
+  page += "<h1>" + title + "</h1>\n<main id=\"report\"></main>\n";
   page += "<script type=\"application/json\" id=\"report-data\">" +
           script_safe(data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) +
           "</script>\n";
-  // report.js first: it records errors and blocked fetches from the start, and draws on load.
-  page += "<script>\n" + std::string(kReportJs) + "</script>\n";
   page += "<script>\n" + std::string(kChartJs) + "</script>\n</body>\n</html>\n";
   return page;
 }

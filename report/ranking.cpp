@@ -17,7 +17,6 @@ nlohmann::json layout_row(const nlohmann::json& entry, int rank, const std::stri
           {"alternative", alternative},
           {"layout", entry.at("layout")},
           {"step_time_s", p.at("step_time_s")},
-          {"tokens_per_s", p.at("tokens_per_s")},
           {"mfu", p.at("mfu")},
           {"exposed_comm_s", p.at("exposed_comm_s")},
           {"bubble_fraction", p.at("bubble_fraction")},

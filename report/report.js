@@ -1,8 +1,9 @@
 // Draws a shardplan report page from its JSON blob (report/report_data.h) with Chart.js 3, and
 // records the page's state on <body> for tests/report/render_test.sh: data-status ("loading",
-// "ok" or "error: ..."), data-charts (charts drawn) and data-empty-charts (charts with no data).
-// It runs before Chart.js is loaded, so that an error anywhere, or a fetch the page's
-// Content-Security-Policy blocks, is recorded; it draws on "load".
+// "ok" or "error: ..."), data-charts (charts drawn), data-empty-charts (charts with no data) and
+// data-draw-ms (the time drawing them took).
+// It is the page's first script, so that an error anywhere, or a fetch the page's
+// Content-Security-Policy blocks, is recorded; it draws on "load", once Chart.js is parsed.
 'use strict';
 (function () {
   const body = document.body;
@@ -64,7 +65,7 @@
     for (const c of children) e.append(c);
     return e;
   }
-  const main = document.getElementById('report');
+  let main = null;  // <main>, parsed after this script
   function section(title) {
     main.append(el('h2', {textContent: title}));
     const s = el('section');
@@ -107,7 +108,7 @@
       },
     })));
     fill();
-    return el('div', {className: 'scroll'}, el('table', {}, el('thead', {}, head), tbody));
+    return el('div', {className: 'scroll wide'}, el('table', {}, el('thead', {}, head), tbody));
   }
 
   // ---- (1) ranked layouts ----
@@ -126,7 +127,6 @@
       {title: '#', value: (l) => l.rank || 1e9, text: (l) => l.rank || l.alternative},
       {title: 'layout', layout: true, value: (l) => l.layout, text: (l) => l.layout},
       {title: 'step time', value: (l) => l.step_time_s, text: (l) => seconds(l.step_time_s)},
-      {title: 'tokens/s', value: (l) => l.tokens_per_s, text: (l) => Math.round(l.tokens_per_s).toLocaleString('en')},
       {title: 'MFU', value: (l) => l.mfu, text: (l) => percent(l.mfu)},
       {title: 'memory (GiB)', value: (l) => l.reserved_bytes,
        text: (l) => (l.reserved_bytes / GiB).toFixed(1) + ' / ' + (l.usable_bytes / GiB).toFixed(1)},
@@ -135,7 +135,7 @@
     ], (l) => (l.pareto ? 'pareto' : '')));
     const point = (l) => ({x: l.step_time_s, y: l.reserved_bytes / GiB, layout: l.layout});
     const frontier = r.layouts.filter((l) => l.pareto).map(point).sort((a, b) => a.x - b.x);
-    const holder = el('div');
+    const holder = el('div', {className: 'side'});
     row.append(holder);
     chart(holder, 400, {
       type: 'scatter',
@@ -312,9 +312,11 @@
   }
 
   function draw() {
+    main = document.getElementById('report');
     const data = JSON.parse(document.getElementById('report-data').textContent);
     main.append(el('p', {className: 'inputs', textContent: 'From ' +
-      data.inputs.map((i) => `${i.file} (${i.source})`).join(', ') + '.'}));
+      data.inputs.map((i) => (i.file.includes(i.source) ? i.file : `${i.file} (${i.source})`)).join(', ') +
+      '.'}));
     for (const n of data.notes) main.append(el('p', {className: 'note', textContent: 'Not shown: ' + n}));
     if (data.ranking) drawRanking(data.ranking);
     if (data.memory) drawMemory(data.memory);
@@ -324,6 +326,7 @@
   }
 
   window.addEventListener('load', () => {
+    const start = performance.now();
     try {
       draw();
     } catch (e) {
@@ -331,6 +334,7 @@
     }
     body.dataset.charts = charts.length;
     body.dataset.emptyCharts = charts.filter(([, points]) => points === 0).length;
+    body.dataset.drawMs = Math.round(performance.now() - start);
     if (!errors.length) body.dataset.status = 'ok';
   });
 })();

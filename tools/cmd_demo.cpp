@@ -25,6 +25,7 @@
 #include "simulator/comparison_report.h"
 #include "simulator/profile_refit.h"
 #include "tools/cli_inputs.h"
+#include "tools/cmd_report.h"
 #include "tools/compare_run.h"
 #include "tools/output_file.h"
 #include "tools/subcommand.h"
@@ -47,6 +48,7 @@ struct DemoOptions {
   std::string profile;               // use this profile instead of calibrating
   std::string out_dir = "out/demo";
   ReportOptions report;
+  std::string report_page;  // --report: the HTML page
 };
 
 struct Run {
@@ -230,6 +232,7 @@ std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement
 int run_demo(const DemoOptions& o) {
   std::filesystem::create_directories(o.out_dir);
   if (!o.report.json_file.empty()) check_output_folder(o.report.json_file);
+  if (!o.report_page.empty()) check_output_folder(o.report_page);
   const Model model = load_model(o.model);
   Cluster cluster = load_cluster(o.cluster, std::nullopt);
   Training training = with_compute_dtype(Training{}, *enum_from_name(o.dtype, kDtypeNames));
@@ -331,6 +334,14 @@ int run_demo(const DemoOptions& o) {
                            {"agreeing_pairs", order.agreeing_pairs}}},
                          {"profile", priced_with}};
   emit_report(o.report, j, "\n" + format_demo_table(runs, order));
+  if (!o.report_page.empty()) {
+    // The best layout's plan and measured timeline, and every layout's comparison.
+    std::vector<std::string> files{runs.front().plan_file,
+                                   o.out_dir + "/layout-1-measured-trace.json"};
+    for (size_t i = 0; i < runs.size(); ++i)
+      files.push_back(fmt::format("{}/layout-{}-compare.json", o.out_dir, i + 1));
+    write_report_page(o.report_page, {{"demo --json", report::InputKind::demo, j}}, files);
+  }
   return static_cast<int>(ExitCode::ok);
 }
 
@@ -380,6 +391,7 @@ Subcommand add_demo(CLI::App& root) {
                   "Folder for the profile, plans, measurements, traces, comparisons and logs")
       ->capture_default_str();
   add_report_options(app, o->report);
+  add_report_page_option(app, o->report_page);
   return {app, [o] { return run_demo(*o); }};
 }
 

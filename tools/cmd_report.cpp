@@ -55,7 +55,7 @@ void write_plan_report_page(const std::string& path, const nlohmann::json& searc
   if (simulated_actions(plan.model, plan.training, plan.layout, true) <= kMaxRerankActions) {
     const PlanSimulation s = simulate_plan(plan.model, plan.cluster, plan.training, plan.layout, x, true);
     require_finished(s.result);
-    inputs.push_back({"simulated step", report::InputKind::trace,
+    inputs.push_back({"simulate --trace of the chosen plan", report::InputKind::trace,
                       chrome_trace(s.step.programs, s.result.timings, s.result.ranks_per_program)});
   }
   write_report_page(path, std::move(inputs));
