@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/schedule.h"
+
 namespace shardplan::report {
 namespace {
 
@@ -23,8 +25,6 @@ struct Process {
 };
 
 struct Lane {
-  int64_t pid = 0;
-  int tid = 0;
   bool compute = false;  // idle time on it is drawn
   std::vector<Event> events;
 };
@@ -32,15 +32,32 @@ struct Lane {
 // "predicted rank 3 (stands for 32 identical ranks)" (simulator/trace.h) -> {"predicted", "rank 3 ×32"}.
 Process parse_process(const std::string& name, const std::string& label) {
   Process p{label, name};
-  for (const char* group : {"predicted ", "measured "})
-    if (name.rfind(group, 0) == 0) p = {std::string(group, std::char_traits<char>::length(group) - 1),
-                                       name.substr(std::char_traits<char>::length(group))};
-  const size_t paren = p.rank.find(" (stands for ");
+  for (const std::string group : {"predicted", "measured"})
+    if (name.rfind(group + " ", 0) == 0) p = {group, name.substr(group.size() + 1)};
+  const std::string stands_for = " (stands for ";
+  const size_t paren = p.rank.find(stands_for);
   if (paren != std::string::npos) {
-    const std::string count = p.rank.substr(paren + 13, p.rank.find(' ', paren + 13) - paren - 13);
-    p.rank = p.rank.substr(0, paren) + " \u00d7" + count;
+    const size_t count = paren + stands_for.size();
+    p.rank = p.rank.substr(0, paren) + " \u00d7" + p.rank.substr(count, p.rank.find(' ', count) - count);
   }
   return p;
+}
+
+// A stream's name: the trace's thread_name, else simulator/trace.h's tid (core/schedule.h).
+std::string stream_name(const std::map<std::pair<int64_t, int>, std::string>& names, int64_t pid,
+                        int tid) {
+  if (auto it = names.find({pid, tid}); it != names.end()) return it->second;
+  if (tid >= 0 && tid < kNumStreams) return std::string(enum_name(static_cast<Stream>(tid), kStreamNames));
+  return "stream " + std::to_string(tid);
+}
+
+using Ranks = std::map<int64_t, std::map<int, Lane>>;  // by pid, then tid
+
+// The group's lanes, groups in the order the trace first names them (predicted, then measured).
+Ranks& group_lanes(std::vector<std::pair<std::string, Ranks>>& groups, const std::string& name) {
+  for (auto& [group, ranks] : groups)
+    if (group == name) return ranks;
+  return groups.emplace_back(name, Ranks{}).second;
 }
 
 double rounded(double s) { return std::round(s * 1e7) / 1e7; }  // 0.1 us: keeps the page small
@@ -121,15 +138,16 @@ nlohmann::json timeline_from_trace(const nlohmann::json& trace, const std::strin
 
   // Lanes by group, then rank, then stream; the kinds in the order met.
   std::vector<std::string> kinds;
-  std::map<std::string, std::map<int64_t, std::map<int, Lane>>> groups;
+  std::vector<std::pair<std::string, Ranks>> groups;
   for (const auto& e : trace.at("traceEvents")) {
     if (e.value("ph", "") != "X") continue;
     const int64_t pid = e.at("pid").get<int64_t>();
     const int tid = e.at("tid").get<int>();
-    auto [it, added] = processes.try_emplace(pid, Process{label, "rank " + std::to_string(pid)});
-    const std::string& stream = streams[{pid, tid}];
-    Lane& lane = groups[it->second.group][pid][tid];
-    lane.pid = pid, lane.tid = tid, lane.compute = stream == "compute";
+    const Process& process =
+        processes.try_emplace(pid, Process{label, "rank " + std::to_string(pid)}).first->second;
+    const std::string stream = stream_name(streams, pid, tid);
+    Lane& lane = group_lanes(groups, process.group)[pid][tid];
+    lane.compute = stream == "compute";
     // On the compute stream the action's first word (forward, backward, recompute,
     // optimizer_step); elsewhere the stream (tp-comm, dp-comm, pp-comm, ...).
     const std::string name = e.value("name", "");
@@ -170,7 +188,7 @@ nlohmann::json timeline_from_trace(const nlohmann::json& trace, const std::strin
         const bool exact = 2 * lane.events.size() <= bins;
         out["lanes"].push_back(
             {{"group", group},
-             {"label", processes[pid].rank + " " + streams[{pid, tid}]},
+             {"label", processes[pid].rank + " " + stream_name(streams, pid, tid)},
              {"bars", exact ? exact_bars(lane, origin_s, span_s / static_cast<double>(bins), idle)
                             : binned_bars(lane, origin_s, span_s, bins, kinds.size(), idle)}});
       }
