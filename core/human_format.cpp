@@ -38,9 +38,18 @@ std::vector<std::string> wrap_after(std::string_view text, size_t width, char se
 }
 
 std::string wrap_words(std::string_view text, size_t columns, size_t indent) {
-  std::string out;
-  for (const std::string& line : wrap_after(text, columns > indent ? columns - indent : 1, ' '))
-    out += (out.empty() ? "" : std::string(indent, ' ')) + line + "\n";
+  std::string out, line;
+  const auto finish = [&] {
+    out += line + "\n";
+    line.assign(indent, ' ');
+  };
+  for (const std::string& word : wrap_after(text, 0, ' ')) {  // one word a line
+    const bool fresh = line.find_first_not_of(' ') == std::string::npos;
+    if (!fresh && line.size() + 1 + word.size() > columns) finish();
+    if (line.find_first_not_of(' ') != std::string::npos) line += ' ';
+    line += word;
+  }
+  if (line.find_first_not_of(' ') != std::string::npos) finish();
   return out;
 }
 

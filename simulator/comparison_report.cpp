@@ -82,7 +82,10 @@ nlohmann::json comparison_to_json(const Comparison& c) {
           {"gaps", gaps}};
 }
 
-std::string format_comparison_table(const Comparison& c) {
+std::string format_comparison_table(const Comparison& c, bool wide) {
+  const auto paragraph = [&](const std::string& text) {
+    return wide ? text + "\n" : wrap_words(text, kTableColumns, 2);
+  };
   std::string out =
       fmt::format("{:<34} {:>12} {:>12} {:>8}\n", "", "predicted", "measured", "error");
   out +=
@@ -94,25 +97,35 @@ std::string format_comparison_table(const Comparison& c) {
                      mib(c.predicted_peak_bytes), mib(c.measured_peak_bytes),
                      format_signed_percent(c.peak_error()));
 
-  out +=
-      "\nTime per step by action kind and rank (measured: each action's median, summed; waiting: "
-      "in a collective until its group's last rank arrived, in a recv until its message was "
-      "sent)\n";
-  out += fmt::format("  {:>4}  {:<34} {:>7} {:>12} {:>12} {:>8} {:>12} {:>12} {:>8}\n", "rank",
-                     "action", "actions", "predicted", "measured", "error", "waiting", "waiting",
-                     "error");
-  out += fmt::format("  {:>4}  {:<34} {:>7} {:>12} {:>12} {:>8} {:>12} {:>12} {:>8}\n", "", "", "",
-                     "", "", "", "predicted", "measured", "w/o wait");
+  out += "\n" + paragraph(
+                     "Time per step by action kind and rank (measured: each action's median, "
+                     "summed; waiting: in a collective until its group's last rank arrived, in a "
+                     "recv until its message was sent)");
+  // Narrow: without the count of actions (in the JSON) and with tighter figures, to fit
+  // kTableColumns.
+  const auto row = [&](std::string_view rank, std::string_view action, std::string_view actions,
+                       std::string_view predicted, std::string_view measured,
+                       std::string_view error) {
+    return wide ? fmt::format("  {:>4}  {:<34} {:>7} {:>12} {:>12} {:>8}", rank, action, actions,
+                              predicted, measured, error)
+                : fmt::format("  {:>4}  {:<30} {:>9} {:>9} {:>7}", rank, action, predicted,
+                              measured, error);
+  };
+  const auto waits = [&](std::string_view predicted, std::string_view measured,
+                         std::string_view error) {
+    return wide ? fmt::format(" {:>12} {:>12} {:>8}", predicted, measured, error)
+                : fmt::format(" {:>9} {:>9} {:>8}", predicted, measured, error);
+  };
+  out += row("rank", "action", "actions", "predicted", "measured", "error") +
+         waits("waiting", "waiting", "error") + "\n";
+  out += row("", "", "", "", "", "") + waits("predicted", "measured", "w/o wait") + "\n";
   for (const KindTime& k : c.kinds) {
-    const bool waits = k.predicted_wait_s > 0 || k.measured_wait_s > 0;
-    out += fmt::format("  {:>4}  {:<34} {:>7} {:>12} {:>12} {:>8}", k.rank, k.name, k.actions,
-                       format_seconds(k.predicted_s), format_seconds(k.measured_s),
-                       error_text(k.predicted_s, k.measured_s));
-    if (waits)
-      out += fmt::format(
-          " {:>12} {:>12} {:>8}", format_seconds(k.predicted_wait_s),
-          format_seconds(k.measured_wait_s),
-          error_text(k.predicted_s - k.predicted_wait_s, k.measured_s - k.measured_wait_s));
+    out += row(std::to_string(k.rank), k.name, std::to_string(k.actions),
+               format_seconds(k.predicted_s), format_seconds(k.measured_s),
+               error_text(k.predicted_s, k.measured_s));
+    if (k.predicted_wait_s > 0 || k.measured_wait_s > 0)
+      out += waits(format_seconds(k.predicted_wait_s), format_seconds(k.measured_wait_s),
+                   error_text(k.predicted_s - k.predicted_wait_s, k.measured_s - k.measured_wait_s));
     out += "\n";
   }
 
@@ -146,18 +159,19 @@ std::string format_comparison_table(const Comparison& c) {
   const double step_gap_s = c.measured_step_time_s - c.predicted_step_time_s;
   out += fmt::format(
       "\nWhere the time went differently (rank {}, the longest measured; measured - predicted per "
-      "step; the step: {})\n",
-      c.gap_rank, format_seconds(step_gap_s));
+      "step)\n  {:<34} {:>1}{:>11}\n",
+      c.gap_rank, "the step", step_gap_s >= 0 ? "+" : "", format_seconds(step_gap_s));
   constexpr size_t kShown = 5;
   for (size_t i = 0; i < c.gaps.size() && i < kShown; ++i)
     out += fmt::format("  {:<34} {:>1}{:>11}\n", c.gaps[i].name, c.gaps[i].gap_s >= 0 ? "+" : "",
                        format_seconds(c.gaps[i].gap_s));
-  out += fmt::format(
-      "Noise inside the steps: the measured median step exceeds the sum of its parts' medians by "
-      "{} ({} of it; mean over the ranks), of which the cost model, pricing medians, carries only "
-      "the profile's noise\n",
-      format_seconds(c.step_noise_s),
-      format_signed_percent(c.step_noise_s / c.measured_step_time_s));
+  out += fmt::format("Noise inside the steps: {} ({} of the step; mean over the ranks)\n",
+                     format_seconds(c.step_noise_s),
+                     format_signed_percent(c.step_noise_s / c.measured_step_time_s));
+  const std::string noise =
+      "the measured median step less the sum of its parts' medians, of which the cost model, "
+      "pricing medians, carries only the profile's noise";
+  out += "  " + (wide ? noise + "\n" : wrap_words(noise, kTableColumns - 2, 2));
   return out;
 }
 

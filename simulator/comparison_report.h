@@ -19,6 +19,8 @@ nlohmann::json comparison_row_json(const Comparison& c);
 // {"rows": [row], "actions": [...], "memory": [...], "gap_rank", "gaps": [...]}.
 nlohmann::json comparison_to_json(const Comparison& c);
 
-std::string format_comparison_table(const Comparison& c);
+// Fits kTableColumns (the action counts left to the JSON, sentences wrapped); `wide`: every
+// column, one line each.
+std::string format_comparison_table(const Comparison& c, bool wide = false);
 
 }  // namespace shardplan

@@ -56,6 +56,9 @@ void add_report_options(CLI::App* app, ReportOptions& o) {
   app->add_option("--json", o.json_file, "Also write every figure as JSON to this file");
   app->add_option("--format", o.format, "table (default) or json on stdout")
       ->check(CLI::IsMember({"table", "json"}));
+  app->add_flag("--wide", o.wide,
+                "Print tables whole, one line a row, however wide (default: they fit 100 "
+                "columns, long cells wrapped)");
 }
 
 void emit_report(const ReportOptions& o, const nlohmann::json& j, const std::string& text) {

@@ -43,6 +43,7 @@ void add_plan_options(CLI::App* app, InputOptions& o);
 struct ReportOptions {
   std::string json_file;
   std::string format = "table";
+  bool wide = false;  // tables whole, one line a row (default: they fit kTableColumns)
 };
 void add_report_options(CLI::App* app, ReportOptions& o);
 

@@ -51,7 +51,7 @@ int run_compare(const CompareOptions& o) {
   std::string table = fmt::format("{}: {} on {} ranks ({}), predicted {}\n\n", c.layout,
                                   measured.plan.model.name, measured.plan.layout.world(),
                                   enum_name(measured.backend, kBackendNames), predicted.source);
-  table += format_comparison_table(c);
+  table += format_comparison_table(c, o.report.wide);
   if (!o.trace_file.empty())
     table += fmt::format("\nTrace: {} (predicted ranks, then measured ranks from pid {})\n",
                          o.trace_file, measured.plan.layout.world());

@@ -2,6 +2,7 @@
 // with the measured profile, execute the best plan and the runners-up, compare each with its
 // prediction — and one table: layout, predicted and measured step time and peak memory, the
 // errors, and both rankings. Every file it reads or writes stays in --out-dir.
+#include <fmt/args.h>
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
@@ -12,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/error.h"
@@ -168,64 +170,101 @@ void execute(const DemoOptions& o, const std::string& dir, size_t i, int round, 
                        format_seconds(step_time_spread_s(m))));
 }
 
-std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement& order) {
+std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement& order,
+                              bool wide) {
   std::vector<double> predicted, measured;
   for (const Run& r : runs) {
     predicted.push_back(r.comparison.predicted_step_time_s);
     measured.push_back(r.comparison.measured_step_time_s);
   }
   const std::vector<int> predicted_rank = ranks_by(predicted), measured_rank = ranks_by(measured);
-  size_t width = 6;
-  for (const Run& r : runs) width = std::max(width, layout_label(r.planned.layout).size());
-  const char* row =
-      "{:<{}}  {:>10} {:>20} {:>7}  {:>10} {:>7}  {:>7} {:>7} {:>7}  {:>11} {:>11} {:>7}  "
-      "{:>4} {:>4}\n";
-  std::string out = fmt::format(fmt::runtime(row), "layout", width, "predicted",
-                                "measured (± spread)", "error", "refit", "error", "GEMM", "skew",
-                                "step", "pred. peak", "meas. peak", "error", "pred", "meas");
-  out += fmt::format(fmt::runtime(row), "", width, "step", "step", "", "others", "", "error",
-                     "waits", "noise", "memory", "memory", "", "rank", "rank");
+  // A run's cells: the step time's (prediction, measurement, the refit, the orders), then what
+  // explains its error (GEMM rate, skew, noise) and the memory's.
+  struct Cells {
+    std::vector<std::string> time, why;
+  };
+  std::vector<Cells> rows;
   for (size_t i = 0; i < runs.size(); ++i) {
     const Run& r = runs[i];
     const Comparison& c = r.comparison;
     const bool refit = r.refit_predicted_s > 0;
-    out += fmt::format(
-        fmt::runtime(row), layout_label(r.planned.layout), width,
-        format_seconds(c.predicted_step_time_s),
-        format_seconds(c.measured_step_time_s) + " ± " + format_seconds(r.spread_s),
-        format_signed_percent(c.step_time_error()),
-        refit ? format_seconds(r.refit_predicted_s) : "-",
-        refit ? format_signed_percent(relative_error(r.refit_predicted_s, c.measured_step_time_s))
-              : "-",
-        std::isnan(c.gemm_time_error()) ? "-" : format_signed_percent(c.gemm_time_error()),
-        format_signed_percent(c.excess_wait_s / c.measured_step_time_s),
-        format_signed_percent(c.step_noise_s / c.measured_step_time_s),
-        format_mib(static_cast<double>(c.predicted_peak_bytes)),
-        format_mib(static_cast<double>(c.measured_peak_bytes)),
-        format_signed_percent(c.peak_error()), predicted_rank[i], measured_rank[i]);
+    rows.push_back(
+        {{format_seconds(c.predicted_step_time_s),
+          format_seconds(c.measured_step_time_s) + " ± " + format_seconds(r.spread_s),
+          format_signed_percent(c.step_time_error()),
+          refit ? format_seconds(r.refit_predicted_s) : "-",
+          refit ? format_signed_percent(relative_error(r.refit_predicted_s, c.measured_step_time_s))
+                : "-",
+          std::to_string(predicted_rank[i]), std::to_string(measured_rank[i])},
+         {std::isnan(c.gemm_time_error()) ? "-" : format_signed_percent(c.gemm_time_error()),
+          format_signed_percent(c.excess_wait_s / c.measured_step_time_s),
+          format_signed_percent(c.step_noise_s / c.measured_step_time_s),
+          format_mib(static_cast<double>(c.predicted_peak_bytes)),
+          format_mib(static_cast<double>(c.measured_peak_bytes)),
+          format_signed_percent(c.peak_error())}});
   }
-  out += fmt::format(
-      "\norder: the prediction orders {} of the {} pairs of layouts whose measured step times "
-      "differ by more than their spreads as measured\n",
-      order.agreeing_pairs, order.distinguishable_pairs);
+  const auto cells = [](const char* row, const std::vector<std::string>& v) {
+    fmt::dynamic_format_arg_store<fmt::format_context> args;
+    for (const std::string& x : v) args.push_back(x);
+    return fmt::vformat(row, args);
+  };
+  const char* time_row = "{:>10} {:>20} {:>7}  {:>10} {:>7}  {:>4} {:>4}  ";
+  const char* why_row = "{:>7} {:>7} {:>7}  {:>11} {:>11} {:>7}  ";
+  const std::vector<std::string> time_head{"predicted", "measured (± spread)", "error", "refit",
+                                           "error", "pred", "meas"},
+      time_head2{"step", "step", "", "others", "", "rank", "rank"},
+      why_head{"GEMM", "skew", "step", "pred. peak", "meas. peak", "error"},
+      why_head2{"error", "waits", "noise", "memory", "memory", ""};
+  std::string out;
+  if (wide) {
+    size_t width = 6;
+    for (const Run& r : runs) width = std::max(width, layout_label(r.planned.layout).size());
+    const auto line = [&](const std::string& layout, size_t row) {
+      const Cells& c = rows[row];
+      return fmt::format("{:<{}}  {}{}\n", layout, width, cells(time_row, c.time),
+                         cells(why_row, c.why));
+    };
+    out += fmt::format("{:<{}}  {}{}\n", "layout", width, cells(time_row, time_head),
+                       cells(why_row, why_head));
+    out += fmt::format("{:<{}}  {}{}\n", "", width, cells(time_row, time_head2),
+                       cells(why_row, why_head2));
+    for (size_t i = 0; i < runs.size(); ++i) out += line(layout_label(runs[i].planned.layout), i);
+  } else {
+    // Two tables that fit kTableColumns, the layout last in each, wrapped at its commas.
+    for (const auto& [row, head, head2, part] :
+         {std::tuple{time_row, &time_head, &time_head2, &Cells::time},
+          std::tuple{why_row, &why_head, &why_head2, &Cells::why}}) {
+      if (!out.empty()) out += "\n";
+      std::string second = cells(row, *head2);
+      second.erase(second.find_last_not_of(' ') + 1);
+      out += cells(row, *head) + "layout\n" + second + "\n";
+      for (size_t i = 0; i < runs.size(); ++i)
+        out += row_with_wrapped_last(cells(row, rows[i].*part), layout_label(runs[i].planned.layout));
+    }
+  }
+  std::vector<std::string> notes{fmt::format(
+      "order: the prediction orders {} of the {} pairs of layouts whose measured step times "
+      "differ by more than their spreads as measured",
+      order.agreeing_pairs, order.distinguishable_pairs)};
   for (const auto& [i, j] : order.disagreeing)
-    out += fmt::format("  measured {} faster than {}, predicted not\n",
-                       layout_label(runs[i].planned.layout), layout_label(runs[j].planned.layout));
-  out += "spread: half the interquartile range of the measured steps (after the warm-up)\n";
-  out +=
-      "GEMM error: the profile's time for the run's GEMMs against their time measured in the run "
-      "(every rank): how far the machine's GEMM rate in the run strayed from the calibration's\n";
-  out +=
-      "skew waits: the ranks' time in collectives waiting for slower ranks beyond the "
-      "prediction's, as a share of the measured step (mean over the ranks): how far the ranks' "
-      "speeds in the run strayed apart\n";
-  out +=
-      "step noise: the measured median step less the sum of its parts' medians (each action's "
-      "and the time outside them), as a share of the step (mean over the ranks): noise inside "
-      "the steps, of which the cost model, pricing medians, carries only the profile's noise\n";
-  out +=
-      "refit others: predicted with the profile refitted (calibrate --from) on the other "
-      "layouts' runs\n";
+    notes.push_back(fmt::format("  measured {} faster than {}, predicted not",
+                                layout_label(runs[i].planned.layout),
+                                layout_label(runs[j].planned.layout)));
+  notes.insert(
+      notes.end(),
+      {"spread: half the interquartile range of the measured steps (after the warm-up)",
+       "GEMM error: the profile's time for the run's GEMMs against their time measured in the run "
+       "(every rank): how far the machine's GEMM rate in the run strayed from the calibration's",
+       "skew waits: the ranks' time in collectives waiting for slower ranks beyond the "
+       "prediction's, as a share of the measured step (mean over the ranks): how far the ranks' "
+       "speeds in the run strayed apart",
+       "step noise: the measured median step less the sum of its parts' medians (each action's "
+       "and the time outside them), as a share of the step (mean over the ranks): noise inside "
+       "the steps, of which the cost model, pricing medians, carries only the profile's noise",
+       "refit others: predicted with the profile refitted (calibrate --from) on the other "
+       "layouts' runs"});
+  out += "\n";
+  for (const std::string& note : notes) out += wide ? note + "\n" : wrap_words(note, kTableColumns, 2);
   return out;
 }
 
@@ -305,12 +344,12 @@ int run_demo(const DemoOptions& o) {
     const double gemm_error = run.comparison.gemm_time_error();
     const Comparison& c = run.comparison;
     progress(fmt::format(
-        "[compare {}/{}] {}: measured {} ± {} over {} rounds, predicted {} ({}){}; skew waits "
-        "{}; step noise {}",
+        "[compare {}/{}] {}:\n  measured {} ± {} over {} rounds, predicted {} ({})\n  {}skew "
+        "waits {}; step noise {}",
         i + 1, runs.size(), layout_label(run.planned.layout),
         format_seconds(c.measured_step_time_s), format_seconds(run.spread_s), o.rounds,
         format_seconds(c.predicted_step_time_s), format_signed_percent(c.step_time_error()),
-        std::isnan(gemm_error) ? "" : fmt::format("; GEMMs {}", format_signed_percent(gemm_error)),
+        std::isnan(gemm_error) ? "" : fmt::format("GEMMs {}; ", format_signed_percent(gemm_error)),
         format_signed_percent(c.excess_wait_s / c.measured_step_time_s),
         format_signed_percent(c.step_noise_s / c.measured_step_time_s)));
   }
@@ -333,7 +372,7 @@ int run_demo(const DemoOptions& o) {
                           {{"distinguishable_pairs", order.distinguishable_pairs},
                            {"agreeing_pairs", order.agreeing_pairs}}},
                          {"profile", priced_with}};
-  emit_report(o.report, j, "\n" + format_demo_table(runs, order));
+  emit_report(o.report, j, "\n" + format_demo_table(runs, order, o.report.wide));
   if (!o.report_page.empty()) {
     // The best layout's plan and measured timeline, and every layout's comparison.
     std::vector<std::string> files{runs.front().plan_file,
