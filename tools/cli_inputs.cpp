@@ -20,11 +20,11 @@ void add_input_options(CLI::App* app, InputOptions& o, LayoutInput layout) {
   app->add_option("--cluster,-c", o.cluster,
                   "Cluster: preset name from topologies/ or a JSON path");
   app->add_option("--nodes,-n", o.nodes, "Number of nodes of the cluster's node description")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app->add_option("--training", o.training_file,
                   "Training JSON (batch, sequence, dtype, optimizer)");
-  app->add_option("--gbs", o.gbs, "Global batch size in sequences")->check(CLI::PositiveNumber);
-  app->add_option("--seq", o.seq, "Sequence length in tokens")->check(CLI::PositiveNumber);
+  app->add_option("--gbs", o.gbs, "Global batch size in sequences")->check(kPositive);
+  app->add_option("--seq", o.seq, "Sequence length in tokens")->check(kPositive);
   app->add_option("--dtype", o.dtype,
                   "Compute dtype: bf16 (default), fp16, fp32 (with fp32 gradients and no master "
                   "copy)")
@@ -51,6 +51,14 @@ void add_plan_options(CLI::App* app, InputOptions& o) {
   app->add_option("plan", o.plan_file, "A plan JSON (instead of --model/--cluster/--layout)");
   add_input_options(app, o, LayoutInput::optional);
 }
+
+const CLI::Validator kPositive(
+    [](std::string& text) -> std::string {
+      double value = 0;
+      if (CLI::detail::lexical_cast(text, value) && value > 0) return "";
+      return (text.size() > 40 ? text.substr(0, 40) + "..." : text) + " is not a number above 0";
+    },
+    "POSITIVE", "positive");
 
 void add_report_options(CLI::App* app, ReportOptions& o) {
   app->add_option("--json", o.json_file, "Also write every figure as JSON to this file");

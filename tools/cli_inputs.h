@@ -47,6 +47,10 @@ struct ReportOptions {
 };
 void add_report_options(CLI::App* app, ReportOptions& o);
 
+// A number above zero, refused as "--gbs: abc is not a number above 0" (CLI11's PositiveNumber
+// names a range up to 1.8e308, written out in 309 digits).
+extern const CLI::Validator kPositive;
+
 // Writes --json's file and prints the JSON (--format json) or `text`.
 void emit_report(const ReportOptions& o, const nlohmann::json& j, const std::string& text);
 

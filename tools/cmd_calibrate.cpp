@@ -25,6 +25,7 @@
 #include "executor/runtime/cuda_devices.h"
 #include "executor/runtime/mpi_launch.h"
 #include "simulator/profile_refit.h"
+#include "tools/cli_inputs.h"
 #include "tools/output_file.h"
 #include "tools/rank_errors.h"
 #include "tools/subcommand.h"
@@ -157,7 +158,7 @@ Subcommand add_calibrate(CLI::App& root) {
          "--ranks", o->ranks,
          "Ranks to measure on; outside mpirun, re-runs under mpirun -np N (default: one per core, "
          "or per GPU with --backend cuda)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app->add_option("--model,-m", o->models,
                   "Models whose layer GEMM shapes to time (presets or JSON)")
       ->delimiter(',')
@@ -168,10 +169,10 @@ Subcommand add_calibrate(CLI::App& root) {
   app->add_option("--micro-batch", o->calibrate.micro_batches, "Sequences per micro-batch to time")
       ->delimiter(',')
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app->add_option("--seq", o->calibrate.seq,
                   "Tokens per sequence (default: the model's max_position_embeddings)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app->add_flag(
          "--compute-only", o->calibrate.compute_only,
          "cpu: one pass over the GEMMs and kernels, STREAM and the priced noise; no collectives "
@@ -181,7 +182,7 @@ Subcommand add_calibrate(CLI::App& root) {
                   "Largest collective size in bytes (nccl-tests' -e; the sweep starts at 8 B, "
                   "doubling, and ends at this size; default: a model's fp32 gradients, 4 MiB at "
                   "least)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   return {app, [o] { return run_calibrate(*o); }};
 }
 

@@ -399,10 +399,10 @@ Subcommand add_demo(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--gbs", o->gbs, "Global batch in sequences")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app->add_option("--seq", o->seq, "Tokens per sequence")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app->add_option("--dtype", o->dtype,
                   "fp32, or bf16 with fp32 master weights (bf16 weights, activations and "
                   "gradients; the loss and Adam in fp32), calibrated, planned and run as such")
@@ -421,7 +421,7 @@ Subcommand add_demo(CLI::App& root) {
       ->check(CLI::Range(1, 100));
   app->add_option("--top", o->top, "How many of the planner's best layouts to run")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app->add_option("--layout,-l", o->layouts,
                   "Run this layout instead of the planner's best (repeatable, e.g. -l dp=2 -l "
                   "tp=2,sp=1)");

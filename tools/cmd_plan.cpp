@@ -201,7 +201,7 @@ Subcommand add_plan(CLI::App& root) {
   add_input_options(app, o->inputs, LayoutInput::none);
   add_framework_option(app, o->framework);
   app->add_option("--top", o->top_k, "How many of the best layouts to show")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app->add_option(
       "--fix", o->fix,
       "Pin part of the layout, the rest is searched: \"tp=8,recompute=full\" (keys of --layout)");
@@ -224,7 +224,7 @@ Subcommand add_plan(CLI::App& root) {
       "--no-simulate", o->no_simulate,
       "Keep the closed form's order: do not re-rank the top layouts by simulating their steps");
   app->add_option("--threads", o->threads, "Threads pricing layouts (default: every core)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app->add_flag("--wide", o->wide,
                 "Print tables and sentences whole, one line each, however wide (default: "
                 "they fit 100 columns, the layout wrapped at its commas)");
@@ -232,7 +232,7 @@ Subcommand add_plan(CLI::App& root) {
                   "Refuse a search that spans more layouts than this, before pricing any (about "
                   "1 s per 300,000 layouts on 2 cores); pin fields with --fix to narrow it")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app->footer(
       "MFU counts model FLOPs (Narayanan et al. 2021 eq. 3, without recomputation) over the dense "
       "bf16/fp16 "

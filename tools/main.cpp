@@ -41,8 +41,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);  // prints CLI11's message and usage hint
-    return static_cast<int>(ExitCode::user_error);
+    return print_user_error(InputError("", "", e.what(), "shardplan <command> --help lists its options"));
   }
 
   try {
