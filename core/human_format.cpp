@@ -31,9 +31,12 @@ std::vector<std::string> wrap_after(std::string_view text, size_t width, char se
     lines.back() += piece;
     text.remove_prefix(piece.size());
   }
-  if (separator == ' ')  // words: no line ends in the space it was cut after
-    for (std::string& line : lines)
-      if (line.ends_with(' ')) line.pop_back();
+  // No line ends in the spaces before a cut, nor goes on with those after one: words cut after
+  // ' ', or a list cut after ", ".
+  for (size_t i = 0; i < lines.size(); ++i) {
+    lines[i].erase(lines[i].find_last_not_of(' ') + 1);
+    if (i > 0) lines[i].erase(0, lines[i].find_first_not_of(' '));
+  }
   return lines;
 }
 
@@ -53,11 +56,16 @@ std::string wrap_words(std::string_view text, size_t columns, size_t indent) {
   return out;
 }
 
-std::string row_with_wrapped_last(const std::string& cells, std::string_view last,
-                                  size_t columns) {
+std::string paragraph(std::string_view text, bool wide, size_t indent, size_t margin) {
+  return std::string(margin, ' ') +
+         (wide ? std::string(text) + "\n" : wrap_words(text, kTableColumns - margin, indent));
+}
+
+std::string row_with_wrapped_last(const std::string& cells, std::string_view last, size_t columns,
+                                  char separator) {
   const size_t width = columns > cells.size() ? columns - cells.size() : 1;
   std::string out;
-  for (const std::string& line : wrap_after(last, width))
+  for (const std::string& line : wrap_after(last, width, separator))
     out += (out.empty() ? cells : std::string(cells.size(), ' ')) + line + "\n";
   return out;
 }

@@ -83,9 +83,6 @@ nlohmann::json comparison_to_json(const Comparison& c) {
 }
 
 std::string format_comparison_table(const Comparison& c, bool wide) {
-  const auto paragraph = [&](const std::string& text) {
-    return wide ? text + "\n" : wrap_words(text, kTableColumns, 2);
-  };
   std::string out =
       fmt::format("{:<34} {:>12} {:>12} {:>8}\n", "", "predicted", "measured", "error");
   out +=
@@ -97,10 +94,11 @@ std::string format_comparison_table(const Comparison& c, bool wide) {
                      mib(c.predicted_peak_bytes), mib(c.measured_peak_bytes),
                      format_signed_percent(c.peak_error()));
 
-  out += "\n" + paragraph(
-                     "Time per step by action kind and rank (measured: each action's median, "
-                     "summed; waiting: in a collective until its group's last rank arrived, in a "
-                     "recv until its message was sent)");
+  out += '\n';
+  out += paragraph(
+      "Time per step by action kind and rank (measured: each action's median, summed; waiting: in "
+      "a collective until its group's last rank arrived, in a recv until its message was sent)",
+      wide);
   // Narrow: without the count of actions (in the JSON) and with tighter figures, to fit
   // kTableColumns.
   const auto row = [&](std::string_view rank, std::string_view action, std::string_view actions,
@@ -171,7 +169,7 @@ std::string format_comparison_table(const Comparison& c, bool wide) {
   const std::string noise =
       "the measured median step less the sum of its parts' medians, of which the cost model, "
       "pricing medians, carries only the profile's noise";
-  out += "  " + (wide ? noise + "\n" : wrap_words(noise, kTableColumns - 2, 2));
+  out += paragraph(noise, wide, 2, 2);
   return out;
 }
 

@@ -138,12 +138,28 @@ json estimate_to_json(const Estimate& e) {
   return j;
 }
 
-std::string mfu_caution(const Estimate& e) {
+namespace {
+
+std::string caution_sentence(const Estimate& e) {
   return fmt::format(
-      "  caution: {} MFU is above the best published on this GPU ({}): the model is optimistic "
+      "caution: {} MFU is above the best published on this GPU ({}): the model is optimistic "
       "here (unmodelled: memory-bandwidth contention beside communication, the framework's own "
-      "work)\n",
+      "work)",
       format_percent(e.mfu), format_percent(e.best_published_mfu));
+}
+
+}  // namespace
+
+std::string mfu_caution(const Estimate& e) {
+  return fmt::format("  {}\n", caution_sentence(e));
+}
+
+std::string memory_row(std::string_view name, int64_t bytes, std::string_view note, bool wide) {
+  const std::string cells =
+      fmt::format("  {:26} {:>16} B {:>12}", name, bytes, format_gib(static_cast<double>(bytes)));
+  if (note.empty()) return cells + "\n";
+  return wide ? fmt::format("{}  {}\n", cells, note)
+              : row_with_wrapped_last(cells + "  ", note, kTableColumns, ' ');
 }
 
 namespace {
@@ -158,7 +174,7 @@ std::string step_line(const char* label, double s, const std::string& note = "")
   return line.substr(0, line.find_last_not_of(' ') + 1) + "\n";
 }
 
-void append_step(std::string& out, const Estimate& e) {
+void append_step(std::string& out, const Estimate& e, bool wide) {
   const StepTime& t = e.time;
   out += fmt::format("Step ({} devices, {} tokens)\n", e.world, e.tokens_per_step);
   out += fmt::format("  {:22} {:>12}\n", "step time", format_seconds(e.step_time_s));
@@ -182,21 +198,19 @@ void append_step(std::string& out, const Estimate& e) {
   out += fmt::format("  {:22} {:>12}   of {:.4g} TFLOP/s dense peak per device\n", "MFU",
                      format_percent(e.mfu), e.peak_flops_per_device / 1e12);
   out += fmt::format("  {:22} {:>12}\n", "HFU", format_percent(e.hfu));
-  if (e.mfu_above_published()) out += mfu_caution(e);
+  if (e.mfu_above_published()) out += paragraph(caution_sentence(e), wide, 4, 2);
 }
 
-void append_memory(std::string& out, const Estimate& e) {
+void append_memory(std::string& out, const Estimate& e, bool wide) {
   const RankMemory& r = e.memory();
   out += fmt::format("\nMemory of the worst rank (rank {}, stage {}, {} micro-batches in flight)\n",
                      e.worst_rank, r.stage, r.inflight_microbatches);
-  const auto line = [&](std::string_view name, int64_t bytes, std::string_view note = "") {
-    out += fmt::format("  {:26} {:>16} B {:>12}", name, bytes, format_gib(as_double(bytes)));
-    out += note.empty() ? "\n" : fmt::format("  {}\n", note);
-  };
-  for (const MemoryItem& item : memory_items(r)) line(item.name, item.bytes);
-  line("peak", r.peak_bytes(), "allocated: the items after the runtime's three, but the cache");
-  line("reserved", r.reserved_bytes(), "what the caching allocator holds: peak and cache");
-  line("capacity", r.capacity_bytes);
+  for (const MemoryItem& item : memory_items(r)) out += memory_row(item.name, item.bytes);
+  out += memory_row("peak", r.peak_bytes(),
+                    "allocated: the items after the runtime's three, but the cache", wide);
+  out += memory_row("reserved", r.reserved_bytes(),
+                    "what the caching allocator holds: peak and cache", wide);
+  out += memory_row("capacity", r.capacity_bytes);
   if (e.overflow)
     out += fmt::format("  does not fit: {} needs {}, {} free\n", e.overflow->item,
                        format_gib(as_double(e.overflow->needed_bytes)),
@@ -207,13 +221,15 @@ void append_memory(std::string& out, const Estimate& e) {
         format_gib(as_double(r.capacity_bytes - r.runtime_reserved_bytes - r.reserved_bytes())));
 }
 
-void append_compute(std::string& out, const Estimate& e) {
+void append_compute(std::string& out, const Estimate& e, bool wide) {
   const ExecutionOptions& x = e.options;
-  out += fmt::format(
-      "\nCompute of one micro-batch on stage {}, as {} runs it (attention {}, dropout {}, host "
-      "{:g} us per kernel)\n",
-      e.slowest_stage, x.framework, enum_name(x.attention, kAttentionKernelNames),
-      x.dropout ? "on" : "off", x.host_s_per_kernel * 1e6);
+  out += '\n';
+  out += paragraph(
+      fmt::format("Compute of one micro-batch on stage {}, as {} runs it "
+                  "(attention {}, dropout {}, host {:g} us per kernel)",
+                  e.slowest_stage, x.framework, enum_name(x.attention, kAttentionKernelNames),
+                  x.dropout ? "on" : "off", x.host_s_per_kernel * 1e6),
+      wide);
   out +=
       fmt::format("  {:10} {:14} {:>12} {:>12} {:>12}\n", "pass", "kind", "FLOPs", "bytes", "time");
   const std::pair<const char*, const PassCost*> passes[] = {{"forward", &e.compute.forward},
@@ -232,37 +248,63 @@ void append_compute(std::string& out, const Estimate& e) {
   out += fmt::format("  optimizer step moves {:.4e} bytes\n", e.optimizer_bytes);
 }
 
-void append_collectives(std::string& out, const Estimate& e) {
-  out += fmt::format(
-      "\nCollectives of stage {} per step (busbw as nccl-tests, GB/s; a ZeRO reduce-scatter's "
-      "total "
-      "adds its own memory traffic after each call)\n",
-      e.slowest_stage);
-  out +=
-      fmt::format("  {:32} {:>9} {:>13} {:>12} {:>6} {:>10} {:>7} {:>10} {:>10}\n", "name", "group",
-                  "level", "size (B)", "calls", "per call", "busbw", "total", "exposed");
-  for (const CollectiveEstimate& c : e.collectives)
-    out += fmt::format("  {:32} {:>5}({:>3}) {:>13} {:>12} {:>6} {:>10} {:>7.1f} {:>10} {:>10}\n",
-                       c.name(), enum_name(c.action.group, kGroupNames), c.span.size, c.level_name,
-                       c.action.bytes, c.calls_per_step, format_seconds(c.cost.time_s),
-                       c.cost.busbw_GBps, format_seconds(c.total_s), format_seconds(c.exposed_s));
+// Narrow, to fit kTableColumns: without the time per call (total / calls but for a ZeRO
+// reduce-scatter's traffic; in --wide and the JSON), and the group by its size alone (the name
+// says which, but for a pipeline send's pp), so that the longest names (an expert_dp
+// reduce-scatter's) fit too.
+void append_collectives(std::string& out, const Estimate& e, bool wide) {
+  out += '\n';
+  out += paragraph(
+      fmt::format("Collectives of stage {} per step (busbw as nccl-tests, GB/s; "
+                  "{}a ZeRO reduce-scatter's total adds its own memory traffic "
+                  "after each call)",
+                  e.slowest_stage,
+                  wide ? ""
+                       : "ranks: in the group its name gives, pp for a send; the time per call in "
+                         "--wide and the JSON; "),
+      wide);
+  const auto row = [&](std::string_view name, std::string_view group, std::string_view level,
+                       std::string_view bytes, std::string_view calls, std::string_view per_call,
+                       std::string_view busbw, std::string_view total, std::string_view exposed) {
+    return wide ? fmt::format("  {:32} {:>9} {:>13} {:>12} {:>6} {:>10} {:>7} {:>10} {:>10}\n",
+                              name, group, level, bytes, calls, per_call, busbw, total, exposed)
+                : fmt::format("  {:36} {:>5} {:>10} {:>10} {:>5} {:>6} {:>9} {:>9}\n", name, group,
+                              level, bytes, calls, busbw, total, exposed);
+  };
+  out += row("name", wide ? "group" : "ranks", "level", "size (B)", "calls", "per call", "busbw",
+             "total", "exposed");
+  for (const CollectiveEstimate& c : e.collectives) {
+    const std::string group =
+        wide ? fmt::format("{:>5}({:>3})", enum_name(c.action.group, kGroupNames), c.span.size)
+             : std::to_string(c.span.size);
+    out += row(c.name(), group, c.level_name, std::to_string(c.action.bytes),
+               std::to_string(c.calls_per_step), format_seconds(c.cost.time_s),
+               fmt::format("{:.1f}", c.cost.busbw_GBps), format_seconds(c.total_s),
+               format_seconds(c.exposed_s));
+  }
   out += fmt::format("  exposed in all {}\n", format_seconds(e.exposed_comm_s));
-  if (const Profile* p = e.options.profile)
-    out += fmt::format(
-        "\nPriced with the profile of {}: GEMMs, memory-bound kernels and the optimizer at its "
-        "measured rates,\n  {} of {} collectives by its fits (the rest by the model on its "
-        "measured links), attention from the datasheet\n",
-        p->device, collectives_from_profile(e), e.collectives.size());
+  if (const Profile* p = e.options.profile) {
+    const std::string rates = fmt::format(
+        "Priced with the profile of {}: GEMMs, memory-bound kernels and the optimizer at its "
+        "measured rates,",
+        p->device);
+    const std::string rest = fmt::format(
+        "{} of {} collectives by its fits (the rest by the model on its measured links), "
+        "attention from the datasheet",
+        collectives_from_profile(e), e.collectives.size());
+    out += wide ? fmt::format("\n{}\n  {}\n", rates, rest)
+                : fmt::format("\n{}", wrap_words(rates + " " + rest, kTableColumns, 2));
+  }
 }
 
 }  // namespace
 
-std::string format_estimate_table(const Estimate& e) {
+std::string format_estimate_table(const Estimate& e, bool wide) {
   std::string out;
-  append_step(out, e);
-  append_memory(out, e);
-  append_compute(out, e);
-  append_collectives(out, e);
+  append_step(out, e, wide);
+  append_memory(out, e, wide);
+  append_compute(out, e, wide);
+  append_collectives(out, e, wide);
   if (e.train_time_s > 0)
     out += fmt::format("\nTraining run: {} ({:.2f} days), cost {:.2f} at the given price\n",
                        format_seconds(e.train_time_s), e.train_time_s / 86400, e.train_cost);

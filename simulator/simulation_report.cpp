@@ -100,21 +100,25 @@ json simulation_to_json(const PlanSimulation& s) {
 
 namespace {
 
-void append_step(std::string& out, const PlanSimulation& s) {
+void append_step(std::string& out, const PlanSimulation& s, bool wide) {
   const Estimate& e = s.estimate;
   const SimResult& r = s.result;
   out += r.symmetry.empty() ? fmt::format("Simulated every one of the {} ranks.\n", r.world)
-                            : fmt::format("Symmetry: {}.\n", r.symmetry);
+                            : paragraph(fmt::format("Symmetry: {}.", r.symmetry), wide);
+  // Narrow: the build time on a line of its own, so that no line's length hangs on a time.
   out += fmt::format(
-      "  {} actions simulated in {} ({:.1f} M events/s); programs and prices built in {}\n",
+      "  {} actions simulated in {} ({:.1f} M events/s){}programs and prices built in {}\n",
       r.events, format_seconds(s.simulate_s),
-      as_double(r.events) / std::max(s.simulate_s, 1e-9) / 1e6, format_seconds(s.build_s));
+      as_double(r.events) / std::max(s.simulate_s, 1e-9) / 1e6, wide ? "; " : "\n  ",
+      format_seconds(s.build_s));
   out += fmt::format("\nStep ({} devices, {} tokens)  {:>14} {:>14}\n", e.world, e.tokens_per_step,
                      "simulated", "estimate");
   const auto row = [&](const char* label, const std::string& sim, const std::string& est,
                        const std::string& note = "") {
-    const std::string line = fmt::format("  {:22} {:>14} {:>14}   {}", label, sim, est, note);
-    out += line.substr(0, line.find_last_not_of(' ') + 1) + "\n";
+    const std::string cells = fmt::format("  {:22} {:>14} {:>14}", label, sim, est);
+    out += note.empty() ? cells + "\n"
+           : wide       ? fmt::format("{}   {}\n", cells, note)
+                        : row_with_wrapped_last(cells + "   ", note, kTableColumns, ' ');
   };
   row("step time", format_seconds(s.step_time_s), format_seconds(e.step_time_s),
       fmt::format("{:+.1f}%", (s.step_time_s / e.step_time_s - 1) * 100));
@@ -137,23 +141,32 @@ void append_step(std::string& out, const PlanSimulation& s) {
 }
 
 // Consecutive ranks whose rows read the same share one row ("16-31").
-void append_ranks(std::string& out, const PlanSimulation& s) {
+void append_ranks(std::string& out, const PlanSimulation& s, bool wide) {
   const SimResult& r = s.result;
   out += r.ranks_per_program > 1
              ? fmt::format("\nRanks (one per pipeline stage, each standing for {} ranks)\n",
                            r.ranks_per_program)
              : std::string("\nRanks (consecutive ranks with the same figures on one row)\n");
-  out += fmt::format("  {:>11} {:>5} {:>11} {:>11} {:>12} {:>11} {:>6} {:>12} {:>12}\n", "rank",
-                     "stage", "busy", "idle", "exposed comm", "bubble", "chunks", "activations",
-                     "peak memory");
+  // Narrow: times and sizes in the widths they print in (9 and 11), to fit kTableColumns.
+  const auto cells = [&](std::string_view stage, std::string_view busy, std::string_view idle,
+                         std::string_view exposed, std::string_view bubble, std::string_view chunks,
+                         std::string_view activations, std::string_view peak) {
+    return wide ? fmt::format("{:>5} {:>11} {:>11} {:>12} {:>11} {:>6} {:>12} {:>12}", stage, busy,
+                              idle, exposed, bubble, chunks, activations, peak)
+                : fmt::format("{:>5} {:>10} {:>10} {:>12} {:>10} {:>6} {:>11} {:>11}", stage, busy,
+                              idle, exposed, bubble, chunks, activations, peak);
+  };
+  out += fmt::format("  {:>11} {}\n", "rank",
+                     cells("stage", "busy", "idle", "exposed comm", "bubble", "chunks",
+                           "activations", "peak memory"));
   const auto figures = [&](size_t i) {
     const RankStats& k = r.ranks[i];
     const SimulatedMemory& m = s.memory[i];
-    return fmt::format("{:>5} {:>11} {:>11} {:>12} {:>11} {:>6} {:>12} {:>12}", m.stage,
-                       format_seconds(k.busy_s), format_seconds(k.idle_s),
-                       format_seconds(k.exposed_comm_s), format_seconds(k.bubble_s),
-                       m.peak_activation_chunks, format_gib(as_double(m.activations_bytes())),
-                       format_gib(as_double(m.peak_bytes())));
+    return cells(std::to_string(m.stage), format_seconds(k.busy_s), format_seconds(k.idle_s),
+                 format_seconds(k.exposed_comm_s), format_seconds(k.bubble_s),
+                 std::to_string(m.peak_activation_chunks),
+                 format_gib(as_double(m.activations_bytes())),
+                 format_gib(as_double(m.peak_bytes())));
   };
   for (size_t i = 0; i < r.ranks.size();) {
     const std::string row = figures(i);
@@ -172,7 +185,7 @@ void append_ranks(std::string& out, const PlanSimulation& s) {
       "  alive at the peak\n";
 }
 
-void append_critical_path(std::string& out, const PlanSimulation& s) {
+void append_critical_path(std::string& out, const PlanSimulation& s, bool wide) {
   const CriticalPathSummary c = summarize_critical_path(s.step, s.result);
   out +=
       fmt::format("\nCritical path ({} actions, {})\n", c.actions, format_seconds(s.step_time_s));
@@ -183,13 +196,15 @@ void append_critical_path(std::string& out, const PlanSimulation& s) {
     streams += fmt::format("{}{} {} ({})", streams.empty() ? "" : ", ", name, format_seconds(t),
                            format_percent(t / s.step_time_s));
   }
-  out += fmt::format("  by stream: {}\n", streams);
+  out += wide ? fmt::format("  by stream: {}\n", streams)
+              : row_with_wrapped_last("  by stream: ", streams);
   std::string visits;
   for (size_t i = 0; i < c.ranks.size() && i < kCriticalPathVisits; ++i)
     visits += fmt::format("{}{}", i == 0 ? "" : " > ", c.ranks[i]);
   if (c.ranks.size() > kCriticalPathVisits)
     visits += fmt::format(" > ... ({} visits)", c.ranks.size());
-  out += fmt::format("  through ranks: {}\n", visits);
+  out += wide ? fmt::format("  through ranks: {}\n", visits)
+              : row_with_wrapped_last("  through ranks: ", visits, kTableColumns, '>');
   out += fmt::format("  {:32} {:>10} {:>11} {:>7} {:>8}\n", "action", "stream", "on path", "share",
                      "actions");
   for (size_t i = 0; i < c.by_name.size() && i < kCriticalPathRows; ++i) {
@@ -202,14 +217,13 @@ void append_critical_path(std::string& out, const PlanSimulation& s) {
     out += fmt::format("  ({} more kinds of action)\n", c.by_name.size() - kCriticalPathRows);
 }
 
-void append_memory(std::string& out, const PlanSimulation& s) {
+void append_memory(std::string& out, const PlanSimulation& s, bool wide) {
   const SimulatedMemory& m = s.memory[s.worst_memory];
   out += fmt::format(
       "\nMemory of the worst rank (rank {}, stage {}, {} micro-batch chunks alive at the peak)\n",
       m.rank, m.stage, m.peak_activation_chunks);
   const auto line = [&](std::string_view name, int64_t bytes, std::string_view note = "") {
-    out += fmt::format("  {:26} {:>16} B {:>12}", name, bytes, format_gib(as_double(bytes)));
-    out += note.empty() ? "\n" : fmt::format("  {}\n", note);
+    out += memory_row(name, bytes, note, wide);
   };
   line("parameters", m.state.parameters, "memory model");
   line("gradients", m.state.gradients, "memory model");
@@ -230,12 +244,12 @@ void append_memory(std::string& out, const PlanSimulation& s) {
 
 }  // namespace
 
-std::string format_simulation_table(const PlanSimulation& s) {
+std::string format_simulation_table(const PlanSimulation& s, bool wide) {
   std::string out;
-  append_step(out, s);
-  append_ranks(out, s);
-  append_critical_path(out, s);
-  append_memory(out, s);
+  append_step(out, s, wide);
+  append_ranks(out, s, wide);
+  append_critical_path(out, s, wide);
+  append_memory(out, s, wide);
   return out;
 }
 

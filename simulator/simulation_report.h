@@ -12,6 +12,8 @@ namespace shardplan {
 
 nlohmann::json simulation_to_json(const PlanSimulation& s);
 
-std::string format_simulation_table(const PlanSimulation& s);
+// Fits kTableColumns (notes and lists wrapped, tighter columns) unless `wide` (--wide: one line a
+// row).
+std::string format_simulation_table(const PlanSimulation& s, bool wide = false);
 
 }  // namespace shardplan

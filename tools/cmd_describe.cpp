@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/cluster.h"
 #include "core/error.h"
@@ -24,6 +25,7 @@ struct DescribeOptions {
   std::string target;
   std::optional<int> nodes;
   std::string format = "table";
+  bool wide = false;
 };
 
 bool is_preset(const std::string& folder, const std::string& name) {
@@ -40,15 +42,19 @@ bool looks_like_cluster(const std::string& target) {
   return j.is_object() && (j.contains("levels") || j.contains("devices_per_node"));
 }
 
-void print_model(const Model& m) {
+void print_model(const Model& m, bool wide) {
   const ParamCounts p = count_parameters(m);
   fmt::print("model {}\n", m.name);
   fmt::print("  layers {}, hidden {}, heads {} (kv heads {}, head dim {}), ffn hidden {}\n",
              m.num_layers, m.hidden, m.num_heads, m.num_kv_heads, m.head_dim, m.ffn_hidden);
-  fmt::print("  vocab {}, max sequence {}, {} MLP, {}, {} positions, embeddings {}\n", m.vocab,
-             m.max_seq, enum_name(m.activation, kActivationNames), enum_name(m.norm, kNormNames),
-             enum_name(m.position_embedding, kPositionEmbeddingNames),
-             m.tied_embeddings ? "tied to the LM head" : "untied");
+  fmt::print("{}",
+             paragraph(fmt::format("vocab {}, max sequence {}, {} MLP, {}, {} positions, "
+                                   "embeddings {}",
+                                   m.vocab, m.max_seq, enum_name(m.activation, kActivationNames),
+                                   enum_name(m.norm, kNormNames),
+                                   enum_name(m.position_embedding, kPositionEmbeddingNames),
+                                   m.tied_embeddings ? "tied to the LM head" : "untied"),
+                       wide, 4, 2));
   if (m.is_moe())
     fmt::print("  MoE: {} experts, top-{}, expert ffn hidden {}, {} of {} layers\n",
                m.moe.num_experts, m.moe.top_k, m.moe.expert_ffn_hidden, m.num_moe_layers(),
@@ -72,22 +78,47 @@ void print_model(const Model& m) {
   if (m.is_moe()) row("active per token", p.active);
 }
 
-std::string level_bandwidth(const Cluster& c, const InterconnectLevel& l) {
-  if (!l.is_scale_out()) return fmt::format("{:g} GB/s per device", l.bandwidth_GBps);
-  return fmt::format(
-      "{} NICs x {:g} GB/s per node = {:g} GB/s per device{}", l.nics_per_node, l.nic_GBps,
-      l.nics_per_node * l.nic_GBps / c.devices_per_node,
-      l.oversubscription > 1 ? fmt::format(", {:g}:1 oversubscribed", l.oversubscription) : "");
+// A level's bandwidth in lines: per device, or for a scale-out level the NICs', what that is per
+// device and any oversubscription. Wide prints them on one line (", " before the
+// oversubscription).
+std::vector<std::string> level_bandwidth(const Cluster& c, const InterconnectLevel& l) {
+  if (!l.is_scale_out()) return {fmt::format("{:g} GB/s per device", l.bandwidth_GBps)};
+  std::vector<std::string> lines{
+      fmt::format("{} NICs x {:g} GB/s per node", l.nics_per_node, l.nic_GBps),
+      fmt::format("= {:g} GB/s per device", l.nics_per_node * l.nic_GBps / c.devices_per_node)};
+  if (l.oversubscription > 1)
+    lines.push_back(fmt::format("{:g}:1 oversubscribed", l.oversubscription));
+  return lines;
 }
 
-void print_cluster(const Cluster& c) {
+// Narrow: the latency before the bandwidth, whose lines go on under it, to fit kTableColumns.
+void print_level(const Cluster& c, size_t i, bool wide) {
+  const InterconnectLevel& l = c.levels[i];
+  const std::string cells = fmt::format("  {} {:<12} {:<13} spans {:>6} devices  ", i, l.name,
+                                        enum_name(l.kind, kLinkKindNames), c.level_span(i));
+  const std::string latency = fmt::format("latency {:g} us", l.latency_us);
+  const std::vector<std::string> bandwidth = level_bandwidth(c, l);
+  if (wide) {
+    std::string joined = bandwidth[0];
+    for (size_t k = 1; k < bandwidth.size(); ++k) joined += (k == 1 ? " " : ", ") + bandwidth[k];
+    fmt::print("{}{}  {}\n", cells, joined, latency);
+    return;
+  }
+  const std::string first = cells + latency + "  ";
+  fmt::print("{}{}\n", first, bandwidth[0]);
+  for (size_t k = 1; k < bandwidth.size(); ++k)
+    fmt::print("{}{}\n", std::string(first.size(), ' '), bandwidth[k]);
+}
+
+void print_cluster(const Cluster& c, bool wide) {
   const Device& d = c.device;
   fmt::print("cluster {}: {} nodes x {} devices = {} devices\n", c.name, c.nodes,
              c.devices_per_node, c.world());
-  fmt::print(
-      "  device {}: {:g} GiB ({:g} GiB for the CUDA context and driver; NCCL and cuBLAS per "
-      "layout), {:g} GB/s memory\n",
+  const std::string device = fmt::format(
+      "device {}: {:g} GiB ({:g} GiB for the CUDA context and driver; NCCL and cuBLAS per "
+      "layout), {:g} GB/s memory",
       d.name, d.memory_GiB, d.reserved_GiB, d.memory_GBps);
+  fmt::print("{}", paragraph(device, wide, 4, 2));
   fmt::print("  dense peak: bf16 {:g}, fp16 {:g}, tf32 {:g}, fp32 {:g} TFLOP/s\n",
              d.peak_tflops_bf16, d.peak_tflops_fp16, d.peak_tflops_tf32, d.peak_tflops_fp32);
   const DeviceEfficiency& e = d.efficiency;
@@ -96,12 +127,7 @@ void print_cluster(const Cluster& c) {
              format_percent(e.attention_backward), format_percent(e.memory),
              e.sm_count ? fmt::format(", {} SMs", e.sm_count) : "");
   fmt::print("\n  interconnect levels, innermost first:\n");
-  for (size_t i = 0; i < c.levels.size(); ++i) {
-    const auto& l = c.levels[i];
-    const int64_t span = c.level_span(i);
-    fmt::print("  {} {:<12} {:<13} spans {:>6} devices  {}  latency {:g} us\n", i, l.name,
-               enum_name(l.kind, kLinkKindNames), span, level_bandwidth(c, l), l.latency_us);
-  }
+  for (size_t i = 0; i < c.levels.size(); ++i) print_level(c, i, wide);
 }
 
 int run_describe(const DescribeOptions& o) {
@@ -111,7 +137,7 @@ int run_describe(const DescribeOptions& o) {
     if (json)
       fmt::print("{}\n", cluster_to_json(c).dump(2));
     else
-      print_cluster(c);
+      print_cluster(c, o.wide);
     return 0;
   }
   if (o.nodes)
@@ -127,7 +153,7 @@ int run_describe(const DescribeOptions& o) {
                        {"total", p.total()},       {"active", p.active}};
     fmt::print("{}\n", j.dump(2));
   } else {
-    print_model(m);
+    print_model(m, o.wide);
   }
   return 0;
 }
@@ -148,6 +174,9 @@ Subcommand add_describe(CLI::App& root) {
       ->check(CLI::PositiveNumber);
   app->add_option("--format", o->format, "table (default) or json")
       ->check(CLI::IsMember({"table", "json"}));
+  app->add_flag("--wide", o->wide,
+                "Print lines whole, however wide (default: they fit 100 columns, long ones "
+                "wrapped)");
   return {app, [o] { return run_describe(*o); }};
 }
 

@@ -24,7 +24,8 @@ int run_estimate(const EstimateOptions& o) {
   const std::optional<Profile> profile = apply_profile_option(o.inputs, p.cluster, p.training);
   const ExecutionOptions x = priced_execution(o.framework, p.training, profile);
   const Estimate e = estimate(p.model, p.cluster, p.training, p.layout, x);
-  return print_report(o.report, p, estimate_to_json(e), format_estimate_table(e), e.fits);
+  return print_report(o.report, p, estimate_to_json(e), format_estimate_table(e, o.report.wide),
+                      e.fits);
 }
 
 }  // namespace

@@ -101,18 +101,17 @@ std::string precision_label(const Training& t, const ExecuteOptions& o) {
   return o.tf32 && o.backend == "cuda" ? "fp32, tf32 GEMMs" : "fp32";
 }
 
+// Every rank's measured memory as a table, one row a rank, to fit kTableColumns.
 void print_memory(const std::vector<MeasuredMemory>& memory) {
+  fmt::print("memory (peak = parameters + gradients + optimizer + activations + other)\n");
+  fmt::print("  {:>4} {:>13} {:>13} {:>13} {:>13} {:>13} {:>13}\n", "rank", "peak", "parameters",
+             "gradients", "optimizer", "activations", "other");
+  const auto mib = [](int64_t bytes) { return format_mib(static_cast<double>(bytes)); };
   for (size_t r = 0; r < memory.size(); ++r) {
     const MeasuredMemory& m = memory[r];
-    fmt::print(
-        "rank {} peak {} = parameters {} + gradients {} + optimizer {} + activations {} + "
-        "other {}\n",
-        r, format_mib(static_cast<double>(m.peak_bytes)),
-        format_mib(static_cast<double>(m.parameters_bytes)),
-        format_mib(static_cast<double>(m.gradients_bytes)),
-        format_mib(static_cast<double>(m.optimizer_bytes)),
-        format_mib(static_cast<double>(m.activations_bytes)),
-        format_mib(static_cast<double>(m.other_bytes)));
+    fmt::print("  {:>4} {:>13} {:>13} {:>13} {:>13} {:>13} {:>13}\n", r, mib(m.peak_bytes),
+               mib(m.parameters_bytes), mib(m.gradients_bytes), mib(m.optimizer_bytes),
+               mib(m.activations_bytes), mib(m.other_bytes));
   }
 }
 

@@ -34,7 +34,7 @@ int run_simulate(const SimulateOptions& o) {
   const PlanSimulation s =
       simulate_plan(p.model, p.cluster, p.training, p.layout, x, !o.no_symmetry);
   require_finished(s.result);
-  std::string table = format_simulation_table(s);
+  std::string table = format_simulation_table(s, o.report.wide);
   if (!o.trace_file.empty()) {
     write_json_file(o.trace_file,
                     chrome_trace(s.step.programs, s.result.timings, s.result.ranks_per_program),

@@ -58,7 +58,7 @@ int run_validate(const ValidateOptions& o) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const nlohmann::json scores_json = scores_to_json(scores);
   emit_report(o.report, scores_json,
-              format_scores_table(scores) +
+              format_scores_table(scores, o.report.wide) +
                   fmt::format("\n{} rows of {} sets in {:.1f} s\n", rows, scores.size(), elapsed_s));
   if (!o.report_page.empty())
     write_report_page(o.report_page,

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/human_format.h"
 #include "core/layout.h"
 
 namespace shardplan {
@@ -72,7 +73,7 @@ std::string stats_line(const std::string& what, const ErrorStats& s) {
                      s.mape_pct, s.median_abs_pct, s.max_abs_pct, s.signed_mean_pct);
 }
 
-std::string set_table(const SetScores& s) {
+std::string set_table(const SetScores& s, bool wide) {
   std::string out = fmt::format("{} ({}, {}): {} rows, {} priced, {} refused\n", s.name,
                                 s.framework, s.figure_field, s.rows, s.priced, s.refused);
   out += fmt::format("  {:<38} {:>5} {:>8} {:>8} {:>8} {:>9}\n", "step time", "rows", "MAPE",
@@ -89,16 +90,19 @@ std::string set_table(const SetScores& s) {
                       *s.memory);
   for (const auto& slice : s.slices)
     out += stats_line(slice.dimension + ": " + slice.label, slice.step_time);
+  // Narrow: each sentence cut at a fixed place, not where its counts happen to reach the edge.
+  const char* cut = wide ? " " : "\n        ";
   out += fmt::format(
-      "  fits: predicted fits & ran {}, fits & crashed {} (false fits), no fit & ran {}, "
+      "  fits: predicted fits & ran {}, fits & crashed {} (false fits),{}no fit & ran {}, "
       "no fit & crashed {}; accuracy {:.1f}%\n",
-      s.fits.fits_ran, s.fits.fits_crashed, s.fits.no_fit_ran, s.fits.no_fit_crashed,
+      s.fits.fits_ran, s.fits.fits_crashed, cut, s.fits.no_fit_ran, s.fits.no_fit_crashed,
       100 * s.fits.accuracy());
   out += fmt::format(
-      "  planner: pick regret {:.1f}% (mean of {} groups), Spearman {:.2f} (mean of {} groups)\n",
-      s.planner.mean_regret_pct, s.planner.regret_groups, s.planner.mean_spearman,
-      s.planner.spearman_groups);
-  for (const auto& r : s.refusals) out += fmt::format("  refused {}: {}\n", r.count, r.reason);
+      "  planner: pick regret {:.1f}% (mean of {} groups),{}Spearman {:.2f} (mean of {} groups)\n",
+      s.planner.mean_regret_pct, s.planner.regret_groups, wide ? " " : "\n           ",
+      s.planner.mean_spearman, s.planner.spearman_groups);
+  for (const auto& r : s.refusals)
+    out += paragraph(fmt::format("refused {}: {}", r.count, r.reason), wide, 4, 2);
   return out;
 }
 
@@ -110,9 +114,9 @@ nlohmann::json scores_to_json(const std::vector<SetScores>& sets) {
   return out;
 }
 
-std::string format_scores_table(const std::vector<SetScores>& sets) {
-  std::string out = std::string(kErrorDefinition) + "\n";
-  for (const auto& s : sets) out += "\n" + set_table(s);
+std::string format_scores_table(const std::vector<SetScores>& sets, bool wide) {
+  std::string out = paragraph(kErrorDefinition, wide);
+  for (const auto& s : sets) out += fmt::format("\n{}", set_table(s, wide));
   return out;
 }
 

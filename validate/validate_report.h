@@ -16,7 +16,8 @@ inline constexpr const char* kErrorDefinition =
     "imply); positive = predicted too slow";
 
 nlohmann::json scores_to_json(const std::vector<SetScores>& sets);
-std::string format_scores_table(const std::vector<SetScores>& sets);
+// Fits kTableColumns (sentences wrapped or cut in two) unless `wide` (--wide: one line each).
+std::string format_scores_table(const std::vector<SetScores>& sets, bool wide = false);
 
 // Every row of a set beside its prediction (`validate --rows`): where it is in the file, its group,
 // layout and framework, measured and predicted step time and memory, the error, whether it was
