@@ -15,6 +15,7 @@
 #include "core/json_reader.h"
 #include "core/model.h"
 #include "core/presets.h"
+#include "tools/cli_inputs.h"
 #include "tools/subcommand.h"
 
 namespace shardplan::cli {
@@ -171,7 +172,7 @@ Subcommand add_describe(CLI::App& root) {
                   "Face config.json or its folder")
       ->required();
   app->add_option("--nodes", o->nodes, "Scale a cluster's node description to N nodes")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app->add_option("--format", o->format, "table (default) or json")
       ->check(CLI::IsMember({"table", "json"}));
   app->add_flag("--wide", o->wide,

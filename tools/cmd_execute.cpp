@@ -282,7 +282,7 @@ Subcommand add_execute(CLI::App& root) {
   add_input_options(app, o->inputs, LayoutInput::optional);
   app->add_option("--steps", o->steps, "Training steps to run")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app->add_option("--data", o->data,
                   std::string("Text to train on, one token per byte (default: ") +
                       kDefaultTextFile + " in the data folder)");
@@ -305,7 +305,7 @@ Subcommand add_execute(CLI::App& root) {
   app->add_option(
          "--checkpoint-every", o->checkpoint_every,
          "Save a checkpoint every K steps (atomically: a crash mid-save keeps the last one)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app->add_flag("--resume", o->resume,
                 "Continue from the latest checkpoint in --checkpoint-dir (its seed and step; "
                 "--steps more steps), under this layout");
@@ -313,7 +313,7 @@ Subcommand add_execute(CLI::App& root) {
                   "Seconds a rank may wait in one collective or receive before the job is ended, "
                   "naming the wait and the ranks that had not arrived (default: 20 predicted "
                   "steps, at least 60)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app->add_option("--inject-fault", o->inject_fault,
                   "rank:step:throw|kill|stop — make a rank fail or stop halfway through a step "
                   "(tests)")
