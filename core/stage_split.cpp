@@ -183,15 +183,25 @@ std::string megatron_layout_string(const std::vector<int>& stages) {
 
 namespace {
 
+// Far past any layout of a model shardplan plans (at most 4,096 layers, validate_model): counts
+// multiply through nested parentheses, so "((t*999999)*999999)" would unroll to 10^12 characters,
+// and each parenthesis is a level of recursion.
+constexpr size_t kMaxUnrolled = size_t{1} << 20;
+constexpr int kMaxNesting = 64;
+
 // Unrolls "(...)*n" and "x*n" from `at` up to the closing parenthesis or the end. Empty `why` on
 // success.
-std::string unroll(const std::string& s, size_t& at, std::string& why) {
+std::string unroll(const std::string& s, size_t& at, std::string& why, int depth = 0) {
   std::string out;
   while (at < s.size() && s[at] != ')' && why.empty()) {
     std::string atom;
     if (s[at] == '(') {
+      if (depth == kMaxNesting) {
+        why = fmt::format("parentheses nested deeper than {} levels", kMaxNesting);
+        return out;
+      }
       ++at;
-      atom = unroll(s, at, why);
+      atom = unroll(s, at, why, depth + 1);
       if (at >= s.size()) why = "an unclosed parenthesis";
       ++at;
     } else {
@@ -207,6 +217,10 @@ std::string unroll(const std::string& s, size_t& at, std::string& why) {
       }
       times = std::stoi(n);
       at = digits == std::string::npos ? s.size() : digits;
+    }
+    if (out.size() + atom.size() * static_cast<size_t>(times) > kMaxUnrolled) {
+      why = fmt::format("unrolls to more than {} entries", kMaxUnrolled);
+      return out;
     }
     for (int i = 0; i < times; ++i) out += atom;
   }

@@ -291,6 +291,26 @@ TEST_CASE("Megatron-Core's pipeline layout string: written and read back", "[sta
   CHECK(spec.stages == llama3_405b_pp16());
 }
 
+// Found by tests/fuzz (fuzz_megatron_flags): counts multiplied through nested parentheses, and
+// "E(t*999999)*9999L" asked for 10^10 characters (out of memory; bad_alloc, exit 2, in the CLI).
+TEST_CASE("Megatron-Core's pipeline layout string: unrolling and nesting are bounded", "[stages]") {
+  std::string why;
+  CHECK(parse_megatron_layout_string("E(t*999999)*9999L", why).empty());
+  CHECK_THAT(why, Contains("unrolls to more than 1048576 entries"));
+  why.clear();
+  CHECK(parse_megatron_layout_string("E(((t*1000)*1000)*1000)*1000L", why).empty());
+  CHECK_THAT(why, Contains("unrolls to more than"));
+  why.clear();
+  CHECK(parse_megatron_layout_string(
+            "E" + std::string(100, '(') + "t" + std::string(100, ')') + "L", why)
+            .empty());
+  CHECK_THAT(why, Contains("nested deeper than 64 levels"));
+  why.clear();
+  CHECK(parse_megatron_layout_string("E" + std::string(64, '(') + "t" + std::string(64, ')') + "L",
+                                     why) == std::vector<int>{1});
+  CHECK(why.empty());
+}
+
 TEST_CASE("layout JSON: stages written when uneven, read and checked", "[stages]") {
   Layout l;
   l.pp = 16;
