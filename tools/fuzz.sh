@@ -13,8 +13,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-loaders=(model hf_config cluster layout_string megatron_flags deepspeed_config plan measurement
-         profile checkpoint)
+loaders=()
+for source in tests/fuzz/fuzz_*.cpp; do
+  name=${source##*/fuzz_}
+  loaders+=("${name%.cpp}")
+done
 budget=(-max_total_time=15)
 while getopts "t:r:" opt; do
   case $opt in
