@@ -27,6 +27,9 @@ SimulatedMemory simulated_memory(const Program& p, const RankStats& s, const Ran
   m.state = model.state;
   m.peak_activation_chunks = s.peak_activation_chunks;
   m.chunk_activations_bytes = s.peak_activation_bytes;
+  m.peak_activation_s = s.peak_activation_s;
+  m.peak_micro_batch = s.peak_micro_batch;
+  m.peak_chunk = s.peak_chunk;
   m.recompute_working_bytes = model.recompute_working_bytes;
   m.other_bytes = model.other_bytes();
   m.allocator_cache_bytes = model.allocator_cache_bytes;

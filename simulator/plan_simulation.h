@@ -29,6 +29,9 @@ struct SimulatedMemory {
   ModelStateBytes state;
   int peak_activation_chunks = 0;
   int64_t chunk_activations_bytes = 0;  // simulated peak
+  double peak_activation_s = 0;         // when it is first reached, into the step
+  int peak_micro_batch = -1;            // by the forward of this micro-batch and chunk
+  int peak_chunk = -1;
   int64_t recompute_working_bytes = 0;
   int64_t other_bytes = 0;  // logits, ZeRO-3 gathered units, gradient bucket (memory model)
   int64_t allocator_cache_bytes = 0;  // the caching allocator's reserve beyond the peak

@@ -32,6 +32,9 @@ json memory_to_json(const SimulatedMemory& m) {
               {"chunk_activations_bytes", m.chunk_activations_bytes},
               {"recompute_working_bytes", m.recompute_working_bytes},
               {"peak_activation_chunks", m.peak_activation_chunks},
+              {"peak_activation_s", m.peak_activation_s},
+              {"peak_micro_batch", m.peak_micro_batch},
+              {"peak_chunk", m.peak_chunk},
               {"runtime_reserved_bytes", m.runtime_reserved_bytes},
               {"capacity_bytes", m.capacity_bytes},
               {"fits", m.fits()}};
@@ -222,6 +225,11 @@ void append_memory(std::string& out, const PlanSimulation& s, bool wide) {
   out += fmt::format(
       "\nMemory of the worst rank (rank {}, stage {}, {} micro-batch chunks alive at the peak)\n",
       m.rank, m.stage, m.peak_activation_chunks);
+  if (m.peak_micro_batch >= 0)
+    out += fmt::format(
+        "  activations peak at {} into the step, as the forward of micro-batch {} (chunk {}) "
+        "begins\n",
+        format_seconds(m.peak_activation_s), m.peak_micro_batch, m.peak_chunk);
   const auto line = [&](std::string_view name, int64_t bytes, std::string_view note = "") {
     out += memory_row(name, bytes, note, wide);
   };

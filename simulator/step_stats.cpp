@@ -45,14 +45,15 @@ void peak_activations(const Program& p, const std::vector<ActionTiming>& timings
     double time_s;
     int chunks;
     int64_t bytes;
+    const Action* action;
   };
   std::vector<Change> changes;
   for (size_t i = 0; i < p.actions.size(); ++i) {
     const Action& a = p.actions[i];
     if (a.flags & kAllocatesActivations)
-      changes.push_back({timings[i].start_s, 1, activation_bytes(a.chunk)});
+      changes.push_back({timings[i].start_s, 1, activation_bytes(a.chunk), &a});
     if (a.flags & kFreesActivations)
-      changes.push_back({timings[i].end_s, -1, -activation_bytes(a.chunk)});
+      changes.push_back({timings[i].end_s, -1, -activation_bytes(a.chunk), &a});
   }
   // At equal times frees come first: a backward's activations are gone before the next forward's.
   std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
@@ -63,8 +64,14 @@ void peak_activations(const Program& p, const std::vector<ActionTiming>& timings
   for (const Change& c : changes) {
     chunks += c.chunks;
     bytes += c.bytes;
+    s.activations.push_back({c.time_s, chunks, bytes});
     s.peak_activation_chunks = std::max(s.peak_activation_chunks, chunks);
-    s.peak_activation_bytes = std::max(s.peak_activation_bytes, bytes);
+    if (bytes > s.peak_activation_bytes) {
+      s.peak_activation_bytes = bytes;
+      s.peak_activation_s = c.time_s;
+      s.peak_micro_batch = c.action->micro_batch;
+      s.peak_chunk = c.action->chunk;
+    }
   }
 }
 

@@ -12,6 +12,14 @@
 
 namespace shardplan {
 
+// Activations alive on a rank after a change: a micro-batch chunk's forward began keeping its
+// activations, or its backward freed them.
+struct ActivationPoint {
+  double time_s = 0;
+  int chunks = 0;  // micro-batch chunks alive
+  int64_t bytes = 0;
+};
+
 struct RankStats {
   int64_t rank = 0;
   double busy_s = 0;          // compute stream busy
@@ -21,6 +29,11 @@ struct RankStats {
   std::array<double, kNumStreams> stream_busy_s{};  // time each stream has an action running
   int peak_activation_chunks = 0;  // most micro-batch chunk activations alive at once
   int64_t peak_activation_bytes = 0;
+  // The first moment the bytes peak, and the forward whose activations brought them there.
+  double peak_activation_s = 0;
+  int peak_micro_batch = -1;
+  int peak_chunk = -1;
+  std::vector<ActivationPoint> activations;  // every change, in time order
 };
 
 // A micro-batch chunk's activations are alive from the start of its action flagged

@@ -3,6 +3,8 @@
 
 #include <cassert>
 
+#include "simulator/step_stats.h"
+
 namespace shardplan {
 namespace {
 
@@ -36,7 +38,8 @@ nlohmann::json action_args(const Action& a) {
 
 nlohmann::json chrome_trace(const std::vector<Program>& programs,
                             const std::vector<std::vector<ActionTiming>>& timings,
-                            int64_t ranks_per_program, const TraceProcesses& processes) {
+                            int64_t ranks_per_program, const TraceProcesses& processes,
+                            const std::vector<RankStats>* activations) {
   assert(programs.size() == timings.size());
   nlohmann::json events = nlohmann::json::array();
   for (const Program& p : programs) {
@@ -64,6 +67,19 @@ nlohmann::json chrome_trace(const std::vector<Program>& programs,
                         {"tid", static_cast<int>(a.stream)},
                         {"args", action_args(a)}});
     }
+  }
+  if (activations != nullptr) {
+    assert(activations->size() == programs.size());
+    constexpr double kGiB = 1024.0 * 1024 * 1024;
+    for (size_t i = 0; i < programs.size(); ++i)
+      for (const ActivationPoint& a : (*activations)[i].activations)
+        events.push_back({{"name", "activations held"},
+                          {"ph", "C"},
+                          {"ts", a.time_s * kMicrosecondsPerSecond},
+                          {"pid", programs[i].rank + processes.pid_offset},
+                          {"args",
+                           {{"GiB", static_cast<double>(a.bytes) / kGiB},
+                            {"micro-batch chunks", a.chunks}}}});
   }
   return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
 }

@@ -22,8 +22,13 @@ struct TraceProcesses {
   std::string label;  // "" or "predicted", "measured"
   int64_t pid_offset = 0;
 };
+struct RankStats;  // simulator/step_stats.h
+// With `activations` (per program, as SimResult::ranks holds them), each rank also gets a counter
+// track "activations held" ("ph": "C"; GiB and micro-batch chunks alive, at every change), so that
+// the trace shows where the memory peaks against the passes that make and free it.
 nlohmann::json chrome_trace(const std::vector<Program>& programs,
                             const std::vector<std::vector<ActionTiming>>& timings,
-                            int64_t ranks_per_program = 1, const TraceProcesses& processes = {});
+                            int64_t ranks_per_program = 1, const TraceProcesses& processes = {},
+                            const std::vector<RankStats>* activations = nullptr);
 
 }  // namespace shardplan

@@ -37,7 +37,8 @@ int run_simulate(const SimulateOptions& o) {
   std::string table = format_simulation_table(s, o.report.wide);
   if (!o.trace_file.empty()) {
     write_json_file(o.trace_file,
-                    chrome_trace(s.step.programs, s.result.timings, s.result.ranks_per_program),
+                    chrome_trace(s.step.programs, s.result.timings, s.result.ranks_per_program, {},
+                                 &s.result.ranks),
                     JsonStyle::compact);
     table += fmt::format("\nTrace: {} ({} actions; open it in ui.perfetto.dev)\n", o.trace_file,
                          s.result.events);

@@ -153,6 +153,40 @@ TEST_CASE("in-flight activations: p − stage under 1F1B, m under GPipe", "[even
     }
 }
 
+TEST_CASE("the activations' timeline: one chunk more or less a change, the peak's moment and pass",
+          "[event]") {
+  UniformPricer pricer;
+  pricer.chunk_activation_bytes = 1000;
+  for (int pp : {2, 4})
+    for (int m : {pp, 3 * pp})
+      for (Schedule schedule : {Schedule::one_f_one_b, Schedule::gpipe}) {
+        const SimResult r = run(small_gpt(), layout(1, 1, pp, m, schedule), pricer);
+        INFO("pp=" << pp << " m=" << m << " " << enum_name(schedule, kScheduleNames));
+        for (int stage = 0; stage < pp; ++stage) {
+          const RankStats& k = r.ranks[size_t(stage)];
+          REQUIRE(std::ssize(k.activations) == 2 * m);  // each micro-batch kept, then freed
+          int chunks = 0;
+          double time_s = 0;
+          for (const ActivationPoint& a : k.activations) {
+            CHECK(std::abs(a.chunks - chunks) == 1);
+            CHECK(a.bytes == 1000 * a.chunks);
+            CHECK(a.time_s >= time_s);
+            chunks = a.chunks;
+            time_s = a.time_s;
+          }
+          CHECK(chunks == 0);  // all freed by the step's end
+          // 1F1B: the stage's warm-up forwards, then the first steady one; GPipe: every forward.
+          const int peak = schedule == Schedule::gpipe ? m : std::min(pp - stage, m);
+          CHECK(k.peak_micro_batch == peak - 1);
+          CHECK(k.peak_chunk == 0);
+          const auto first = std::find_if(k.activations.begin(), k.activations.end(),
+                                           [&](const ActivationPoint& a) { return a.chunks == peak; });
+          REQUIRE(first != k.activations.end());
+          CHECK(k.peak_activation_s == first->time_s);
+        }
+      }
+}
+
 TEST_CASE("a transfer takes its time on the sender; the recv ends when the data has arrived",
           "[event]") {
   UniformPricer pricer;
