@@ -217,6 +217,25 @@
         }}}},
       },
     }, bars);
+    // The activations each rank holds over the same step (simulate's counter track): the line's
+    // peak is the memory's worst moment, and the bars above say which pass made it.
+    const held = (t.activations || []).filter((a) => a.points.length);
+    if (!held.length) return;
+    s.append(el('p', {className: 'caption', textContent: 'Activations held per rank over the ' +
+      'step (GiB): each forward keeps its micro-batch\u2019s until the backward frees them.'}));
+    chart(s, 240, {
+      type: 'line',
+      data: {datasets: held.map((a, i) => ({
+        label: (several ? a.group + ' ' : '') + a.label, borderColor: color(i),
+        backgroundColor: color(i), stepped: true, pointRadius: 0, borderWidth: 1.5,
+        data: a.points.map(([x, y]) => ({x, y})),
+      }))},
+      options: {
+        scales: {x: axis('time in the step (s)', {type: 'linear', min: 0, max: span}),
+                 y: axis('activations held (GiB)', {beginAtZero: true})},
+        plugins: {tooltip: {callbacks: {label: (ctx) => `${ctx.dataset.label}: ${ctx.raw.y.toFixed(2)} GiB at ${seconds(ctx.raw.x)}`}}},
+      },
+    }, held.reduce((n, a) => n + a.points.length, 0));
   }
 
   // ---- (4) predicted against measured ----

@@ -121,6 +121,30 @@ nlohmann::json binned_bars(const Lane& lane, double origin_s, double span_s, siz
   return bars;
 }
 
+// A counter's (time, value) points from the group's origin, at most kMaxCounterPoints: past that,
+// each equal slice of the step keeps its largest value (the peak is what the line must show).
+nlohmann::json counter_points(std::vector<std::pair<double, double>> points, double origin_s,
+                              double span_s) {
+  std::sort(points.begin(), points.end());
+  nlohmann::json out = nlohmann::json::array();
+  if (points.size() <= kMaxCounterPoints) {
+    for (const auto& [t, v] : points) out.push_back({t - origin_s, v});
+    return out;
+  }
+  std::vector<double> largest(kMaxCounterPoints, -1);
+  for (const auto& [t, v] : points) {
+    const double at = span_s > 0 ? (t - origin_s) / span_s : 0;
+    const auto slice = std::min(kMaxCounterPoints - 1,
+                                static_cast<size_t>(at * static_cast<double>(kMaxCounterPoints)));
+    largest[slice] = std::max(largest[slice], v);
+  }
+  for (size_t i = 0; i < kMaxCounterPoints; ++i)
+    if (largest[i] >= 0)
+      out.push_back({span_s * static_cast<double>(i) / static_cast<double>(kMaxCounterPoints),
+                     largest[i]});
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json timeline_from_trace(const nlohmann::json& trace, const std::string& label,
@@ -139,7 +163,13 @@ nlohmann::json timeline_from_trace(const nlohmann::json& trace, const std::strin
   // Lanes by group, then rank, then stream; the kinds in the order met.
   std::vector<std::string> kinds;
   std::vector<std::pair<std::string, Ranks>> groups;
+  std::map<int64_t, std::vector<std::pair<double, double>>> held;  // by pid: (time_s, GiB)
   for (const auto& e : trace.at("traceEvents")) {
+    if (e.value("ph", "") == "C" && e.value("name", "") == "activations held") {
+      held[e.at("pid").get<int64_t>()].emplace_back(
+          e.at("ts").get<double>() * kSecondsPerMicrosecond, e.at("args").at("GiB").get<double>());
+      continue;
+    }
     if (e.value("ph", "") != "X") continue;
     const int64_t pid = e.at("pid").get<int64_t>();
     const int tid = e.at("tid").get<int>();
@@ -167,7 +197,9 @@ nlohmann::json timeline_from_trace(const nlohmann::json& trace, const std::strin
   }
   const size_t bins = std::max<size_t>(50, max_bars / std::max<size_t>(1, lanes_shown));
 
-  nlohmann::json out{{"groups", nlohmann::json::array()}, {"lanes", nlohmann::json::array()}};
+  nlohmann::json out{{"groups", nlohmann::json::array()},
+                     {"lanes", nlohmann::json::array()},
+                     {"activations", nlohmann::json::array()}};
   for (auto& [group, ranks] : groups) {
     double origin_s = INFINITY, end_s = 0;
     for (auto& [pid, lanes] : ranks)
@@ -182,6 +214,10 @@ nlohmann::json timeline_from_trace(const nlohmann::json& trace, const std::strin
     size_t shown = 0;
     for (auto& [pid, lanes] : ranks) {
       if (shown++ == kMaxTimelineRanks) break;
+      if (auto it = held.find(pid); it != held.end())
+        out["activations"].push_back({{"group", group},
+                                      {"label", processes[pid].rank},
+                                      {"points", counter_points(it->second, origin_s, span_s)}});
       for (auto& [tid, lane] : lanes) {
         std::sort(lane.events.begin(), lane.events.end(),
                   [](const Event& a, const Event& b) { return a.start_s < b.start_s; });

@@ -56,7 +56,8 @@ void write_plan_report_page(const std::string& path, const nlohmann::json& searc
     const PlanSimulation s = simulate_plan(plan.model, plan.cluster, plan.training, plan.layout, x, true);
     require_finished(s.result);
     inputs.push_back({"simulate --trace of the chosen plan", report::InputKind::trace,
-                      chrome_trace(s.step.programs, s.result.timings, s.result.ranks_per_program)});
+                      chrome_trace(s.step.programs, s.result.timings, s.result.ranks_per_program,
+                                   {}, &s.result.ranks)});
   }
   write_report_page(path, std::move(inputs));
 }

@@ -67,3 +67,30 @@ TEST_CASE("predicted and measured processes are two groups each from 0 s in the 
   CHECK(t["lanes"][1]["label"] == "rank 0 compute");
   CHECK(t["lanes"][1]["bars"][0] == nlohmann::json({0.0, 1.2e-5, 0}));
 }
+
+TEST_CASE("a rank's activations line: its counter's points from the group's start, and the peak "
+          "kept where there are more points than the line draws") {
+  const auto held = [](double ts_us, double gib) {
+    return nlohmann::json{{"name", "activations held"}, {"ph", "C"}, {"pid", 0},
+                          {"ts", ts_us}, {"args", {{"GiB", gib}, {"micro-batch chunks", 1}}}};
+  };
+  nlohmann::json events = {action("forward", 0, 0, 100, 10), action("backward", 0, 0, 110, 10),
+                           held(100, 2.0), held(120, 0.0)};
+  const nlohmann::json t = report::timeline_from_trace({{"traceEvents", events}}, "sim", 1000);
+  REQUIRE(t["activations"].size() == 1);
+  const nlohmann::json& two = t["activations"][0]["points"];
+  REQUIRE(two.size() == 2);
+  CHECK(two[0] == nlohmann::json({0.0, 2.0}));
+  CHECK(two[1][0].get<double>() == Approx(2e-5));
+  CHECK(two[1][1].get<double>() == 0.0);
+
+  // 4,000 changes over 4 ms, one of them the peak: at most kMaxCounterPoints, the peak among them.
+  nlohmann::json many = {action("forward", 0, 0, 0, 4000)};
+  for (int i = 0; i < 4000; ++i) many.push_back(held(i, i == 2345 ? 9.0 : (i % 2) * 1.0));
+  const nlohmann::json points =
+      report::timeline_from_trace({{"traceEvents", many}}, "sim", 1000)["activations"][0]["points"];
+  CHECK(points.size() <= report::kMaxCounterPoints);
+  double peak = 0;
+  for (const auto& p : points) peak = std::max(peak, p[1].get<double>());
+  CHECK(peak == 9.0);
+}
