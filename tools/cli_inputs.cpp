@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/human_format.h"
 #include "core/json_reader.h"
 #include "core/layout.h"
 #include "core/presets.h"
@@ -79,9 +80,12 @@ void emit_report(const ReportOptions& o, const nlohmann::json& j, const std::str
 
 int print_report(const ReportOptions& o, const Plan& p, const nlohmann::json& j,
                  const std::string& table, bool fits) {
+  // The title's full layout string runs past 100 columns: wrapped at its commas unless --wide.
+  const std::string title = fmt::format("{}: {} on {} x {} ({} devices)", to_string(p.layout),
+                                        p.model.name, p.cluster.name, p.cluster.nodes,
+                                        p.cluster.world());
   emit_report(o, j,
-              fmt::format("{}: {} on {} x {} ({} devices)\n\n{}", to_string(p.layout), p.model.name,
-                          p.cluster.name, p.cluster.nodes, p.cluster.world(), table));
+              (o.wide ? title + "\n" : row_with_wrapped_last("", title)) + "\n" + table);
   return static_cast<int>(fits ? ExitCode::ok : ExitCode::nothing_fits);
 }
 
