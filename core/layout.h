@@ -96,6 +96,10 @@ LayoutSpec parse_layout_string(std::string_view s, const std::string& source = "
 // "--flag value" and "--flag=value"; unknown flags are errors. Errors name the flag.
 LayoutSpec parse_megatron_flags(const std::vector<std::string>& args, const Model& model);
 
+// The words of a flag string given as one argument (--megatron "--tp 8 --pp 4"), split at white
+// space as a shell splits unquoted words.
+std::vector<std::string> split_words(const std::string& s);
+
 // A DeepSpeed config: zero_optimization.stage, train_micro_batch_size_per_gpu,
 // gradient_accumulation_steps, train_batch_size, bf16.enabled / fp16.enabled ("auto" leaves a value
 // to be derived). DeepSpeed's runtime-only keys are skipped by a named list (layout_deepspeed.cpp);

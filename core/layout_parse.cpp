@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <limits>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/layout.h"
@@ -398,6 +399,13 @@ LayoutSpec parse_layout_string(std::string_view s, const std::string& source) {
     setting->set(spec, value, at);
   }
   return spec;
+}
+
+std::vector<std::string> split_words(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
 }
 
 LayoutSpec parse_megatron_flags(const std::vector<std::string>& args, const Model& model) {

@@ -3,7 +3,6 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -96,13 +95,6 @@ void add_framework_option(CLI::App* app, std::string& framework) {
 }
 
 namespace {
-
-std::vector<std::string> split_words(const std::string& s) {
-  std::istringstream in(s);
-  std::vector<std::string> words;
-  for (std::string w; in >> w;) words.push_back(w);
-  return words;
-}
 
 Training resolve_training(const InputOptions& o, const Model& model) {
   Training t;
