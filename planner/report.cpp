@@ -115,8 +115,7 @@ std::string format_top(const SearchResult& r, bool wide) {
   }
   if (!r.top.empty() && r.top.front().estimate.mfu_above_published()) {
     const std::string caution = mfu_caution(r.top.front().estimate);
-    out += "\n" + (wide ? caution : wrap_words(caution.substr(0, caution.size() - 1),
-                                               kTableColumns, 11));
+    out += "\n" + paragraph(std::string_view(caution).substr(0, caution.size() - 1), wide, 11);
   }
   return out;
 }
@@ -134,8 +133,8 @@ std::string format_rejections(const SearchResult& r) {
     assert(overflow);  // a pruned layout's worst stage is over its capacity
     out += fmt::format("memory   {}: {} needs {}, {} free (needs {} of {})\n",
                        layout_label(miss.layout), overflow->item, gib(overflow->needed_bytes),
-                       gib(overflow->free_bytes), gib(m.reserved_bytes() + m.runtime_reserved_bytes),
-                       gib(m.capacity_bytes));
+                       gib(overflow->free_bytes),
+                       gib(m.reserved_bytes() + m.runtime_reserved_bytes), gib(m.capacity_bytes));
   }
   return out;
 }

@@ -30,8 +30,8 @@ std::vector<Resimulated> rerank_by_simulation(const Model& m, const Cluster& c, 
     simulated.step_time_s = s.step_time_s;
     simulated.tokens_per_s = s.tokens_per_s;
     out.push_back({k, static_cast<int>(i + 1), actions, true, s.step_time_s,
-                   objective_value(o, simulated, c, t),
-                   s.memory[s.worst_memory].peak_bytes(), s.fits});
+                   objective_value(o, simulated, c, t), s.memory[s.worst_memory].peak_bytes(),
+                   s.fits});
   }
   std::stable_sort(out.begin(), out.end(), [](const Resimulated& a, const Resimulated& b) {
     if (a.fits != b.fits) return a.fits;
@@ -58,8 +58,9 @@ std::string format_rerank(const std::vector<Resimulated>& r, bool wide) {
     const std::string diff =
         k.simulated ? fmt::format("{:+.1f}%", (k.step_time_s / estimate_s - 1) * 100) : "-";
     const std::string memory =
-        k.simulated ? fmt::format("{:.1f}", static_cast<double>(k.peak_bytes) / (1024.0 * 1024 * 1024))
-                    : "-";
+        k.simulated
+            ? fmt::format("{:.1f}", static_cast<double>(k.peak_bytes) / (1024.0 * 1024 * 1024))
+            : "-";
     const std::string fit = k.fits ? "" : "  does not fit";
     if (!k.simulated)
       unsimulated += fmt::format("{}#{} ({} actions)", unsimulated.empty() ? "" : ", ",
@@ -70,18 +71,17 @@ std::string format_rerank(const std::vector<Resimulated>& r, bool wide) {
                          simulated, diff, memory, fit);
       continue;
     }
-    out += row_with_wrapped_last(
-        fmt::format("{:>3}  {:>6}  {:>10}  {:>10}  {:>7}  {:>12}  ", i + 1,
-                    fmt::format("#{}", k.search_rank), format_seconds(estimate_s), simulated, diff,
-                    memory),
-        label + (k.fits ? "" : " (does not fit)"));
+    out += row_with_wrapped_last(fmt::format("{:>3}  {:>6}  {:>10}  {:>10}  {:>7}  {:>12}  ", i + 1,
+                                             fmt::format("#{}", k.search_rank),
+                                             format_seconds(estimate_s), simulated, diff, memory),
+                                 label + (k.fits ? "" : " (does not fit)"));
   }
   if (!unsimulated.empty()) {
     const std::string note = fmt::format(
         "not simulated, above the {} actions the re-rank simulates (shardplan simulate takes "
         "each alone): {}",
         format_count(static_cast<double>(kMaxRerankActions)), unsimulated);
-    out += wide ? note + "\n" : wrap_words(note);
+    out += paragraph(note, wide, 0);
   }
   const Resimulated& best = r.front();
   const auto first =

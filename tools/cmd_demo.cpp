@@ -210,8 +210,8 @@ std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement
   };
   const char* time_row = "{:>10} {:>20} {:>7}  {:>10} {:>7}  {:>4} {:>4}  ";
   const char* why_row = "{:>7} {:>7} {:>7}  {:>11} {:>11} {:>7}  ";
-  const std::vector<std::string> time_head{"predicted", "measured (± spread)", "error", "refit",
-                                           "error", "pred", "meas"},
+  const std::vector<std::string> time_head{
+      "predicted", "measured (± spread)", "error", "refit", "error", "pred", "meas"},
       time_head2{"step", "step", "", "others", "", "rank", "rank"},
       why_head{"GEMM", "skew", "step", "pred. peak", "meas. peak", "error"},
       why_head2{"error", "waits", "noise", "memory", "memory", ""};
@@ -239,7 +239,8 @@ std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement
       second.erase(second.find_last_not_of(' ') + 1);
       out += cells(row, *head) + "layout\n" + second + "\n";
       for (size_t i = 0; i < runs.size(); ++i)
-        out += row_with_wrapped_last(cells(row, rows[i].*part), layout_label(runs[i].planned.layout));
+        out +=
+            row_with_wrapped_last(cells(row, rows[i].*part), layout_label(runs[i].planned.layout));
     }
   }
   std::vector<std::string> notes{fmt::format(
@@ -264,7 +265,7 @@ std::string format_demo_table(const std::vector<Run>& runs, const OrderAgreement
        "refit others: predicted with the profile refitted (calibrate --from) on the other "
        "layouts' runs"});
   out += "\n";
-  for (const std::string& note : notes) out += wide ? note + "\n" : wrap_words(note, kTableColumns, 2);
+  for (const std::string& note : notes) out += paragraph(note, wide);
   return out;
 }
 
@@ -400,9 +401,7 @@ Subcommand add_demo(CLI::App& root) {
   app->add_option("--gbs", o->gbs, "Global batch in sequences")
       ->capture_default_str()
       ->check(kPositive);
-  app->add_option("--seq", o->seq, "Tokens per sequence")
-      ->capture_default_str()
-      ->check(kPositive);
+  app->add_option("--seq", o->seq, "Tokens per sequence")->capture_default_str()->check(kPositive);
   app->add_option("--dtype", o->dtype,
                   "fp32, or bf16 with fp32 master weights (bf16 weights, activations and "
                   "gradients; the loss and Adam in fp32), calibrated, planned and run as such")

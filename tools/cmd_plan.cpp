@@ -139,17 +139,15 @@ int run_plan(const PlanOptions& o) {
   search.execution = priced_execution(o.framework, in.training, profile);
 
   const Cluster& c = in.cluster;
-  // Sentences and counts fit kTableColumns unless --wide.
-  const auto paragraph = [&](const std::string& text) {
-    return o.wide ? text + "\n" : wrap_words(text);
-  };
-  fmt::print("{}", paragraph(fmt::format(
-                       "plan {} on {} ({} node{} x {} {} = {} devices), gbs {}, seq {}, {}, {}; "
-                       "objective: {}",
-                       in.model.name, c.name, c.nodes, c.nodes == 1 ? "" : "s",
-                       c.devices_per_node, c.device.name, c.world(), in.training.global_batch,
-                       in.training.seq_len, enum_name(in.training.dtype, kDtypeNames),
-                       search.execution.framework, o.objective)));
+  fmt::print(
+      "{}", paragraph(fmt::format(
+                          "plan {} on {} ({} node{} x {} {} = {} devices), gbs {}, seq {}, {}, {}; "
+                          "objective: {}",
+                          in.model.name, c.name, c.nodes, c.nodes == 1 ? "" : "s",
+                          c.devices_per_node, c.device.name, c.world(), in.training.global_batch,
+                          in.training.seq_len, enum_name(in.training.dtype, kDtypeNames),
+                          search.execution.framework, o.objective),
+                      o.wide, 0));
   SearchResult r;
   if (search.objective == Objective::cost) {
     std::vector<NodeCountSearch> runs = search_node_counts(in.model, c, in.training, fixed, search);
@@ -169,7 +167,8 @@ int run_plan(const PlanOptions& o) {
   if (r.top.empty()) return report_nothing_fits(r, in, fixed, search);
 
   fmt::print("\n{}\n", format_top(r, o.wide));
-  for (const std::string& sentence : explain_ranking(r)) fmt::print("{}", paragraph(sentence));
+  for (const std::string& sentence : explain_ranking(r))
+    fmt::print("{}", paragraph(sentence, o.wide, 0));
 
   // The closed form ranks every layout; the step simulator orders the best few.
   std::vector<Resimulated> simulated;
@@ -200,8 +199,7 @@ Subcommand add_plan(CLI::App& root) {
       "rank what fits and explain the choice");
   add_input_options(app, o->inputs, LayoutInput::none);
   add_framework_option(app, o->framework);
-  app->add_option("--top", o->top_k, "How many of the best layouts to show")
-      ->check(kPositive);
+  app->add_option("--top", o->top_k, "How many of the best layouts to show")->check(kPositive);
   app->add_option(
       "--fix", o->fix,
       "Pin part of the layout, the rest is searched: \"tp=8,recompute=full\" (keys of --layout)");
