@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 #include "core/error.h"
@@ -28,9 +29,9 @@ double now_s() {
 }
 
 std::string_view kind_name(WaitKind k) {
-  constexpr std::string_view names[] = {"no wait", "all_reduce", "all_gather", "reduce_scatter",
-                                        "broadcast", "reduce", "gather", "barrier",
-                                        "recv", "send", "device synchronize"};
+  constexpr std::string_view names[] = {
+      "no wait", "all_reduce", "all_gather", "reduce_scatter", "broadcast",         "reduce",
+      "gather",  "barrier",    "recv",       "send",           "device synchronize"};
   return names[static_cast<size_t>(k)];
 }
 
@@ -154,6 +155,29 @@ void Watchdog::answer_queries() {
   }
 }
 
+std::vector<std::optional<Watchdog::Position>> Watchdog::ask_where(const std::vector<int>& ranks) {
+  const size_t n = ranks.size();
+  std::vector<Position> answers(n);
+  std::vector<MPI_Request> receives(n), queries(n);
+  const int32_t query = 0;
+  for (size_t i = 0; i < n; ++i) {
+    MPI_Irecv(&answers[i], sizeof(Position), MPI_BYTE, ranks[i], kAnswerTag, comm_, &receives[i]);
+    MPI_Isend(&query, 1, MPI_INT32_T, ranks[i], kQueryTag, comm_, &queries[i]);
+  }
+  std::vector<std::optional<Position>> where(n);
+  size_t waiting = n;
+  for (const double until = now_s() + kAnswerWait_s; waiting > 0 && now_s() < until;) {
+    answer_queries();  // another rank may be asking this one at the same time
+    for (size_t i = 0; i < n; ++i) {
+      int done = 0;
+      if (!where[i]) MPI_Test(&receives[i], &done, MPI_STATUS_IGNORE);
+      if (done != 0) where[i] = answers[i], --waiting;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return where;
+}
+
 void Watchdog::report_and_abort(const WaitSite& site, double waited_s) {
   int64_t step = 0;
   {
@@ -173,47 +197,30 @@ void Watchdog::report_and_abort(const WaitSite& site, double waited_s) {
   const size_t left_out = asked.size() > kMostAsked ? asked.size() - kMostAsked : 0;
   asked.resize(std::min(asked.size(), kMostAsked));
 
-  std::string text = fmt::format(
-      "shardplan: error: rank {}: watchdog: waited {:.1f} s ({}) in {} at step {}\n", rank_,
-      waited_s, reason_,
-      describe(site.kind, site.group, site.sequence,
-               site.members.empty() ? -1 : site.members.front(), site.members),
-      step);
+  std::string text =
+      fmt::format("shardplan: error: rank {}: watchdog: waited {:.1f} s ({}) in {} at step {}\n",
+                  rank_, waited_s, reason_,
+                  describe(site.kind, site.group, site.sequence,
+                           site.members.empty() ? -1 : site.members.front(), site.members),
+                  step);
   if (can_ask_) {
-    const size_t n = asked.size();
-    std::vector<Position> answers(n);
-    std::vector<MPI_Request> receives(n), queries(n);
-    const int32_t query = 0;
-    for (size_t i = 0; i < n; ++i) {
-      MPI_Irecv(&answers[i], sizeof(Position), MPI_BYTE, asked[i], kAnswerTag, comm_, &receives[i]);
-      MPI_Isend(&query, 1, MPI_INT32_T, asked[i], kQueryTag, comm_, &queries[i]);
-    }
-    std::vector<bool> answered(n, false);
-    const double until = now_s() + kAnswerWait_s;
-    while (now_s() < until &&
-           std::count(answered.begin(), answered.end(), true) < static_cast<ptrdiff_t>(n)) {
-      answer_queries();  // another rank may be asking this one at the same time
-      for (size_t i = 0; i < n; ++i) {
-        int done = 0;
-        if (!answered[i]) MPI_Test(&receives[i], &done, MPI_STATUS_IGNORE);
-        if (done != 0) answered[i] = true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    for (size_t i = 0; i < n; ++i) {
-      const Position& p = answers[i];
-      const auto kind = static_cast<WaitKind>(p.kind);
-      const std::string_view group(p.group);
-      const std::string_view state = !waited_on(asked[i])         ? "(not waited on)"
+    const std::vector<std::optional<Position>> where = ask_where(asked);
+    for (size_t i = 0; i < asked.size(); ++i) {
+      const std::string_view state = !waited_on(asked[i])           ? "(not waited on)"
                                      : is_point_to_point(site.kind) ? "has not sent"
                                                                     : "has not arrived";
-      if (!answered[i]) {
+      if (!where[i]) {
         text += fmt::format(
             "  rank {} {}: no answer within {:.0f} s (stopped, hung with all its threads, or "
             "gone)\n",
             asked[i], state, kAnswerWait_s);
-      } else if (waited_on(asked[i]) && !is_point_to_point(site.kind) && kind == site.kind &&
-                 group == site.group && p.sequence == site.sequence) {
+        continue;
+      }
+      const Position& p = *where[i];
+      const auto kind = static_cast<WaitKind>(p.kind);
+      const std::string_view group(p.group);
+      if (waited_on(asked[i]) && !is_point_to_point(site.kind) && kind == site.kind &&
+          group == site.group && p.sequence == site.sequence) {
         text += fmt::format("  rank {} arrived: waiting {:.1f} s in the same {}\n", asked[i],
                             p.waited_s, kind_name(kind));
       } else if (kind == WaitKind::none) {
@@ -226,8 +233,9 @@ void Watchdog::report_and_abort(const WaitSite& site, double waited_s) {
     }
     if (left_out > 0) text += fmt::format("  ({} more ranks not asked)\n", left_out);
   } else {
-    text += "  (the other ranks cannot be asked where they are: MPI runs without "
-            "MPI_THREAD_MULTIPLE here)\n";
+    text +=
+        "  (the other ranks cannot be asked where they are: MPI runs without "
+        "MPI_THREAD_MULTIPLE here)\n";
   }
   text +=
       "  hint: a rank that stops stalls every rank that waits on it; if healthy steps are this "

@@ -16,8 +16,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "executor/runtime/wait_scope.h"
 
@@ -53,6 +55,9 @@ class Watchdog {
   Position position() const;  // under mutex_
   void watch();
   void answer_queries();
+  // Where each of `ranks` is, as it answers within kAnswerWait_s (none: no answer), this rank
+  // answering the others' queries meanwhile.
+  std::vector<std::optional<Position>> ask_where(const std::vector<int>& ranks);
   [[noreturn]] void report_and_abort(const WaitSite& site, double waited_s);
 
   const double deadline_s_;
