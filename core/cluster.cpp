@@ -51,7 +51,8 @@ constexpr auto kDeviceKeys = std::to_array<std::string_view>(
      "peak_tflops", "efficiency"});
 constexpr auto kEfficiencyKeys = std::to_array<std::string_view>(
     {"source", "matmul", "attention_forward", "attention_backward", "flash2_forward",
-     "flash2_backward", "memory", "sm_count", "kernel_overhead_us", "sustained_clock"});
+     "flash2_backward", "flash1_forward", "flash1_backward", "memory", "sm_count",
+     "kernel_overhead_us", "sustained_clock"});
 constexpr auto kPeakKeys =
     std::to_array<std::string_view>({"source", "fp32", "tf32", "bf16", "fp16"});
 constexpr auto kLevelKeys = std::to_array<std::string_view>(
@@ -84,6 +85,8 @@ Device device_from_json(ObjectReader r) {
   d.efficiency.attention_backward = eff.number("attention_backward");
   d.efficiency.flash2_forward = eff.number_or("flash2_forward", d.efficiency.attention_forward);
   d.efficiency.flash2_backward = eff.number_or("flash2_backward", d.efficiency.attention_backward);
+  d.efficiency.flash1_forward = eff.number_or("flash1_forward", d.efficiency.flash2_forward);
+  d.efficiency.flash1_backward = eff.number_or("flash1_backward", d.efficiency.flash2_backward);
   d.efficiency.memory = eff.number("memory");
   d.efficiency.sm_count = int_field_or(eff, "sm_count", 0);
   d.efficiency.kernel_overhead_us = eff.number_or("kernel_overhead_us", 0);
@@ -154,6 +157,8 @@ void validate_device(const Device& d, const std::string& file) {
                                    {e.attention_backward, "attention_backward"},
                                    {e.flash2_forward, "flash2_forward"},
                                    {e.flash2_backward, "flash2_backward"},
+                                   {e.flash1_forward, "flash1_forward"},
+                                   {e.flash1_backward, "flash1_backward"},
                                    {e.sustained_clock, "sustained_clock"},
                                    {e.memory, "memory"}})
     if (!(value > 0 && value <= 1))
@@ -338,6 +343,8 @@ nlohmann::json cluster_to_json(const Cluster& c) {
               {"attention_backward", d.efficiency.attention_backward},
               {"flash2_forward", d.efficiency.flash2_forward},
               {"flash2_backward", d.efficiency.flash2_backward},
+              {"flash1_forward", d.efficiency.flash1_forward},
+              {"flash1_backward", d.efficiency.flash1_backward},
               {"memory", d.efficiency.memory},
               {"sm_count", d.efficiency.sm_count},
               {"kernel_overhead_us", d.efficiency.kernel_overhead_us},

@@ -23,6 +23,10 @@ struct DeviceEfficiency {
   // FlashAttention-2 where it is not the best kernel (Hopper); absent: the same as the above.
   double flash2_forward = 0;
   double flash2_backward = 0;
+  // FlashAttention-1-class kernels (FlashAttention 1 and the Triton kernels derived from it);
+  // absent: the same as FlashAttention-2's.
+  double flash1_forward = 0;
+  double flash1_backward = 0;
   double memory = 0;  // achievable memory bandwidth ÷ memory_GBps
   int sm_count = 0;   // streaming multiprocessors for wave quantization (0: none)
   // The SM clock a training run sustains under the part's power and thermal limits ÷ the clock

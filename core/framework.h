@@ -14,11 +14,15 @@ namespace shardplan {
 
 // unfused: QKᵀ and the product with V as batched GEMMs around a fused scale/mask/softmax kernel,
 // the s×s scores materialised (Megatron-LM before 2022, Korthikanti et al. 2022 eq. 1).
+// flash1: FlashAttention (Dao et al. 2022) and the Triton kernels derived from it (Tri Dao's
+// flash_attn_triton.py, which MPT ships as attn_impl 'triton'), tiled like FlashAttention-2 but
+// without its work partitioning, so at about half its rate (Dao 2023, §1 and §4.1).
 // flash2, flash3: FlashAttention-2 (Dao 2023) and FlashAttention-3 (Shah et al. 2024, Hopper
 // only; cuDNN's fused attention in TransformerEngine reaches the same class of rates).
-enum class AttentionKernel { unfused, flash2, flash3 };
-inline constexpr EnumNames<AttentionKernel, 3> kAttentionKernelNames{
+enum class AttentionKernel { unfused, flash1, flash2, flash3 };
+inline constexpr EnumNames<AttentionKernel, 4> kAttentionKernelNames{
     {{AttentionKernel::unfused, "unfused"},
+     {AttentionKernel::flash1, "flash1"},
      {AttentionKernel::flash2, "flash2"},
      {AttentionKernel::flash3, "flash3"}}};
 

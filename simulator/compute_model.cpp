@@ -179,15 +179,16 @@ struct PassBuilder {
 
   void flash_attention(AttentionKernel kernel, double flops_fwd, bool recomputed) {
     const double flops_bwd = kFlashBackwardFactor * flops_fwd;
-    const bool fa2 = kernel == AttentionKernel::flash2;
+    const auto [forward_rate, backward_rate] =
+        kernel == AttentionKernel::flash1
+            ? std::pair{rates.flash1_forward_flops_per_s, rates.flash1_backward_flops_per_s}
+        : kernel == AttentionKernel::flash2
+            ? std::pair{rates.flash2_forward_flops_per_s, rates.flash2_backward_flops_per_s}
+            : std::pair{rates.attention_forward_flops_per_s, rates.attention_backward_flops_per_s};
     const Launches launches{1, kFlashBackwardKernels};
     // Each launch pays the device's fixed cost, as gemm_time_s and kernel_time_s add it.
-    const double fwd_s =
-        launches.forward * rates.kernel_overhead_s +
-        flops_fwd / (fa2 ? rates.flash2_forward_flops_per_s : rates.attention_forward_flops_per_s);
-    const double bwd_s = launches.backward * rates.kernel_overhead_s +
-                         flops_bwd / (fa2 ? rates.flash2_backward_flops_per_s
-                                          : rates.attention_backward_flops_per_s);
+    const double fwd_s = launches.forward * rates.kernel_overhead_s + flops_fwd / forward_rate;
+    const double bwd_s = launches.backward * rates.kernel_overhead_s + flops_bwd / backward_rate;
     record({.pass = Pass::forward, .kind = OpKind::attention, .time_s = fwd_s}, recomputed);
     record({.pass = Pass::backward, .kind = OpKind::attention, .time_s = bwd_s}, false);
     add(OpKind::attention, flops_fwd, flops_bwd, 0, 0, fwd_s, bwd_s, recomputed, launches);

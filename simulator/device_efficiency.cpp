@@ -44,6 +44,8 @@ DeviceRates device_rates(const Device& d, Dtype dtype, const Profile* profile) {
                      .attention_backward_flops_per_s = peak * eff.attention_backward,
                      .flash2_forward_flops_per_s = peak * eff.flash2_forward,
                      .flash2_backward_flops_per_s = peak * eff.flash2_backward,
+                     .flash1_forward_flops_per_s = peak * eff.flash1_forward,
+                     .flash1_backward_flops_per_s = peak * eff.flash1_backward,
                      .memory_bytes_per_s = memory_bytes_per_s,
                      .sm_count = eff.sm_count,
                      .kernel_overhead_s = profile ? 0 : eff.kernel_overhead_us * 1e-6,

@@ -24,6 +24,8 @@ struct DeviceRates {
   double attention_backward_flops_per_s = 0;
   double flash2_forward_flops_per_s = 0;  // FlashAttention-2
   double flash2_backward_flops_per_s = 0;
+  double flash1_forward_flops_per_s = 0;  // FlashAttention-1 class (FA1, its Triton kernels)
+  double flash1_backward_flops_per_s = 0;
   double memory_bytes_per_s = 0;
   int sm_count = 0;
   double kernel_overhead_s = 0;  // per kernel, on the device (none with a profile: it measured)

@@ -243,7 +243,7 @@ TEST_CASE("kernels counted by hand, and an action waits for the host only beyond
 }
 
 TEST_CASE(
-    "FlashAttention-2 and the device's best kernel have their own rates; the sustained "
+    "FlashAttention-1 and -2 and the device's best kernel have their own rates; the sustained "
     "clock slows tensor cores, not memory",
     "[compute][attention]") {
   Device d;
@@ -252,6 +252,8 @@ TEST_CASE(
                   .attention_backward = 0.56,
                   .flash2_forward = 0.35,
                   .flash2_backward = 0.35,
+                  .flash1_forward = 0.19,
+                  .flash1_backward = 0.17,
                   .memory = 0.9,
                   .sm_count = 132,
                   .sustained_clock = 0.5};
@@ -265,12 +267,21 @@ TEST_CASE(
   const Model m = test::preset_model("gpt-tiny");
   const Training t = test::training(4, 32);
   const Layout l;
-  ExecutionOptions fa2, fa3;
+  ExecutionOptions fa1, fa2, fa3;
+  fa1.attention = AttentionKernel::flash1;
   fa2.attention = AttentionKernel::flash2;
   fa3.attention = AttentionKernel::flash3;
+  const MicrobatchCompute c1 = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, fa1);
   const MicrobatchCompute c2 = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, fa2);
   const MicrobatchCompute c3 = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, fa3);
   CHECK(c2.forward[OpKind::attention].flops == c3.forward[OpKind::attention].flops);
-  CHECK(c2.forward[OpKind::attention].time_s ==
-        Approx(c3.forward[OpKind::attention].time_s * 0.75 / 0.35));
+  CHECK(c1.backward[OpKind::attention].flops == c3.backward[OpKind::attention].flops);
+  // Each launch's fixed device cost is the same whatever the kernel; the rest follows the rate.
+  const auto work_s = [&](const MicrobatchCompute& c, bool forward) {
+    const KindCost& k = (forward ? c.forward : c.backward)[OpKind::attention];
+    return k.time_s - k.kernels * r.kernel_overhead_s;
+  };
+  CHECK(work_s(c2, true) == Approx(work_s(c3, true) * 0.75 / 0.35));
+  CHECK(work_s(c1, true) == Approx(work_s(c3, true) * 0.75 / 0.19));
+  CHECK(work_s(c1, false) == Approx(work_s(c3, false) * 0.56 / 0.17));
 }
