@@ -15,7 +15,7 @@ constexpr auto kSourcedKeys =
     std::to_array<std::string_view>(
     {"attention", "dropout", "fused_bias", "host_us_per_kernel", "cross_entropy",
      "overlap_grad_reduce", "fused_swiglu", "grad_bucket_copy", "sp_gather_buffers",
-     "caching_allocator"});
+     "caching_allocator", "expandable_segments"});
 
 // A measured or published figure per field, as the topologies give one: a field without one is
 // an error, and so is a source for a field that does not exist.
@@ -44,6 +44,10 @@ Framework framework_from_json(const nlohmann::json& j, const std::string& file) 
   f.fused_swiglu = r.boolean("fused_swiglu");
   f.grad_bucket_copy = r.boolean("grad_bucket_copy");
   f.caching_allocator = r.boolean("caching_allocator");
+  f.expandable_segments = r.boolean("expandable_segments");
+  if (f.expandable_segments && !f.caching_allocator)
+    r.fail("expandable_segments", "is a setting of PyTorch's caching allocator",
+           "set caching_allocator to true, or expandable_segments to false");
   const int64_t sp_gather_buffers = r.integer("sp_gather_buffers");
   if (sp_gather_buffers < 0 || sp_gather_buffers > 16)
     r.fail("sp_gather_buffers", "must be between 0 and 16");

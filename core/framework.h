@@ -77,6 +77,10 @@ struct Framework {
   // PyTorch's CUDA caching allocator holds the tensors, so a rank reserves more than it allocates
   // (simulator/allocator_replay.h); false: the framework allocates each buffer itself.
   bool caching_allocator = true;
+  // The caching allocator maps one growing range per pool instead of a segment per size
+  // (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; simulator/caching_allocator.h). Only with
+  // caching_allocator.
+  bool expandable_segments = false;
 
   bool operator==(const Framework&) const = default;
 };

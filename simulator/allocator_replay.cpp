@@ -44,7 +44,8 @@ class Replay {
         r_(r),
         x_(x),
         shape_(rank_shape(t, l)),
-        e_(dtype_bytes(t.dtype)) {
+        e_(dtype_bytes(t.dtype)),
+        a_(x.expandable_segments) {
     const ParamShard p = param_shard(m, l, s);
     const int64_t ends = p.embedding + p.head;
     // The state items in blocks as PyTorch holds them: a block per layer and per end of the model

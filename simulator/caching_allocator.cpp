@@ -27,6 +27,30 @@ CachingAllocator::Handle CachingAllocator::new_segment(int64_t rounded, bool sma
   return static_cast<Handle>(blocks_.size() - 1);
 }
 
+CachingAllocator::Handle CachingAllocator::grow_pool(int64_t rounded, bool small) {
+  const int64_t page = small ? kSmallBuffer : kLargeBuffer;  // ExpandableSegment's segment_size
+  Handle& last = last_[small ? 1 : 0];
+  int64_t& end = mapped_end_[small ? 1 : 0];
+  if (last >= 0 && blocks_[static_cast<size_t>(last)].free) {
+    Block& b = blocks_[static_cast<size_t>(last)];
+    uncache(last);
+    const int64_t mapped = round_up(rounded - b.size, page);
+    b.size += mapped;
+    end += mapped;
+    reserved_ += mapped;
+  } else {
+    const int64_t mapped = round_up(rounded, page);
+    blocks_.push_back(Block{.address = end, .size = mapped, .small_pool = small, .prev = last});
+    const auto h = static_cast<Handle>(blocks_.size() - 1);
+    if (last >= 0) blocks_[static_cast<size_t>(last)].next = h;
+    last = h;
+    end += mapped;
+    reserved_ += mapped;
+  }
+  peak_reserved_ = std::max(peak_reserved_, reserved_);
+  return last;
+}
+
 void CachingAllocator::cache(Handle h) {
   const Block& b = blocks_[static_cast<size_t>(h)];
   pool(b.small_pool).emplace(b.size, b.address, h);
@@ -45,15 +69,16 @@ CachingAllocator::Handle CachingAllocator::allocate(int64_t bytes) {
   const auto fit = free.lower_bound({rounded, std::numeric_limits<int64_t>::min(), 0});
   Handle h;
   if (fit == free.end()) {
-    h = new_segment(rounded, small);
+    h = expandable_ ? grow_pool(rounded, small) : new_segment(rounded, small);
   } else {
     h = std::get<2>(*fit);
     free.erase(fit);
   }
-  // should_split: a small block whenever a minimum block is left over, a large one only when
-  // more than a small request would be (the rest of a large block is not worth caching).
+  // should_split: a small block (or any, with expandable segments) whenever a minimum block is
+  // left over, a large one only when more than a small request would be (the rest of a large
+  // block is not worth caching).
   const int64_t remaining = blocks_[static_cast<size_t>(h)].size - rounded;
-  if (small ? remaining >= kMinBlockSize : remaining > kSmallSize) {
+  if (small || expandable_ ? remaining >= kMinBlockSize : remaining > kSmallSize) {
     const Block& b = blocks_[static_cast<size_t>(h)];
     blocks_.push_back(Block{.address = b.address + rounded,
                             .size = remaining,
@@ -65,6 +90,7 @@ CachingAllocator::Handle CachingAllocator::allocate(int64_t bytes) {
     if (split.next >= 0) blocks_[static_cast<size_t>(split.next)].prev = rest;
     split.next = rest;
     split.size = rounded;
+    if (last_[small ? 1 : 0] == h) last_[small ? 1 : 0] = rest;
     cache(rest);
   }
   Block& b = blocks_[static_cast<size_t>(h)];
@@ -85,6 +111,7 @@ void CachingAllocator::absorb(Handle h, Handle other) {
   } else {
     b.next = o.next;
     if (b.next >= 0) blocks_[static_cast<size_t>(b.next)].prev = h;
+    if (last_[b.small_pool ? 1 : 0] == other) last_[b.small_pool ? 1 : 0] = h;
   }
   b.size += o.size;
   o.size = 0;

@@ -5,7 +5,14 @@
 // the step that asks for larger blocks than an earlier phase freed grows the reserve even though
 // less is allocated (pytorch c10/cuda/CUDACachingAllocator.cpp: round_size, get_allocation_size,
 // get_free_block, should_split, free_block's merging of neighbours; one stream, no
-// max_split_size, no expandable segments, memory never given back).
+// max_split_size, memory never given back).
+//
+// With expandable_segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) each pool is one
+// virtual range that is mapped page by page (2 MiB pages for the small pool, 20 MiB for the
+// large): when no cached block fits, the free block at the end of the mapped range is extended by
+// mapping just enough pages (try_allocate_expandable_block, map_block; since nothing is unmapped
+// the unmapped space is always past the end), and any block is split when 512 B are left over
+// (should_split). The reserve then grows with the live bytes, not with a new segment per size.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +25,9 @@ namespace shardplan {
 class CachingAllocator {
  public:
   using Handle = int64_t;
+
+  explicit CachingAllocator(bool expandable_segments = false)
+      : expandable_(expandable_segments) {}
 
   // Reserves (when no cached block fits) and hands out a block of `bytes`.
   Handle allocate(int64_t bytes);
@@ -49,13 +59,21 @@ class CachingAllocator {
 
   Free& pool(bool small) { return small ? small_free_ : large_free_; }
   Handle new_segment(int64_t rounded, bool small);
+  // Expandable segments: maps pages past the end of the pool's range until its last block, if
+  // free, or a new one holds `rounded`; returns that block, uncached.
+  Handle grow_pool(int64_t rounded, bool small);
   void cache(Handle h);
   void uncache(Handle h);
   // Joins h's free neighbour `other` into h (other is next to h in its segment).
   void absorb(Handle h, Handle other);
 
+  bool expandable_ = false;
   std::vector<Block> blocks_;
   Free small_free_, large_free_;
+  // Expandable segments: each pool's last block (-1: none yet) and the end of its mapped range
+  // (the small pool's range starts at 0, the large pool's far above it).
+  Handle last_[2] = {-1, -1};
+  int64_t mapped_end_[2] = {0, int64_t{1} << 50};
   int64_t next_address_ = 0;
   int64_t allocated_ = 0, reserved_ = 0, peak_allocated_ = 0, peak_reserved_ = 0;
 };

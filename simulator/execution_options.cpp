@@ -14,6 +14,7 @@ ExecutionOptions execution_options(const Framework& f) {
   x.grad_bucket_copy = f.grad_bucket_copy;
   x.sp_gather_buffers = f.sp_gather_buffers;
   x.caching_allocator = f.caching_allocator;
+  x.expandable_segments = f.expandable_segments;
   return x;
 }
 

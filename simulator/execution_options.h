@@ -36,6 +36,7 @@ struct ExecutionOptions {
   bool grad_bucket_copy = false;
   int sp_gather_buffers = 0;
   bool caching_allocator = true;
+  bool expandable_segments = false;
   // The framework profile these options come from (core/framework.h), for the reports.
   std::string framework = kDefaultFramework;
   // How a rank's streams run: concurrently, each an ordered queue (CUDA streams, NCCL on its own

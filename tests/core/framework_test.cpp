@@ -18,11 +18,11 @@ json unfused_json() {
     "name": "test", "attention": "unfused", "dropout": true, "fused_bias": false,
     "host_us_per_kernel": 8, "cross_entropy": "megatron", "overlap_grad_reduce": false,
     "fused_swiglu": false, "grad_bucket_copy": true, "sp_gather_buffers": 2,
-    "caching_allocator": false,
+    "caching_allocator": false, "expandable_segments": false,
     "source": {"attention": "a", "dropout": "b", "fused_bias": "c", "host_us_per_kernel": "d",
                "cross_entropy": "f", "overlap_grad_reduce": "e",
                "fused_swiglu": "g", "grad_bucket_copy": "h", "sp_gather_buffers": "i",
-               "caching_allocator": "j"}})");
+               "caching_allocator": "j", "expandable_segments": "k"}})");
 }
 
 std::string error_field(const json& j) {
@@ -46,6 +46,7 @@ TEST_CASE("framework JSON is read field by field", "[framework]") {
   CHECK(f.grad_bucket_copy);
   CHECK(f.sp_gather_buffers == 2);
   CHECK_FALSE(f.caching_allocator);
+  CHECK_FALSE(f.expandable_segments);
   Training t;
   CHECK(t.overlap_grad_reduce);
   CHECK_FALSE(run_by(t, f).overlap_grad_reduce);
@@ -80,6 +81,10 @@ TEST_CASE("a framework field without a source, or with a bad value, names the fi
   j = unfused_json();
   j.erase("overlap_grad_reduce");
   CHECK(error_field(j) == "overlap_grad_reduce");
+
+  j = unfused_json();
+  j["expandable_segments"] = true;  // without PyTorch's caching allocator
+  CHECK(error_field(j) == "expandable_segments");
 
   j = unfused_json();
   j["cuda_graphs"] = true;

@@ -53,6 +53,24 @@ TEST_CASE("a loss larger than any block the layers freed grows the reserve",
   CHECK(last_peaks.reserved - last_peaks.allocated > first_peaks.reserved - first_peaks.allocated);
 }
 
+TEST_CASE("expandable segments hold the same tensors in a reserve of about their own size",
+          "[memory][allocator]") {
+  // The last stage's loss blocks, larger than any the layers freed, grow the default reserve; an
+  // expandable range only maps the pages the live bytes reach (20 MiB for the large pool, 2 MiB
+  // for the small one, at most one of each left unused at the end).
+  const Layout l = test::layout(8, 64, 1, 2, 1, 1);
+  ExecutionOptions expandable;
+  expandable.expandable_segments = true;
+  const auto [r, classic] = replay(l, 1, {});
+  const auto [same, grown] = replay(l, 1, expandable);
+  // The same tensors; only the default allocator's unsplit rests (up to 1 MiB a large block)
+  // count as allocated beyond them.
+  CHECK(grown.allocated <= classic.allocated);
+  CHECK(static_cast<double>(grown.allocated) > 0.999 * static_cast<double>(classic.allocated));
+  CHECK(grown.reserved < classic.reserved);
+  CHECK(grown.reserved - grown.allocated < classic.reserved - classic.allocated);
+}
+
 TEST_CASE("the estimate adds the allocator's cache only where PyTorch's allocator holds tensors",
           "[memory][allocator]") {
   const Model m = test::preset_model("llama3-8b");

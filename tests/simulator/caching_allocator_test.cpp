@@ -52,3 +52,42 @@ TEST_CASE("a large block's rest of at most 1 MiB is not split off", "[memory][al
   a.allocate(1);  // the small pool has its own segments
   CHECK(a.reserved_bytes() == 14 * kMiB);
 }
+
+TEST_CASE("with expandable segments the pool's range grows page by page at its end",
+          "[memory][allocator]") {
+  // The pattern that fragments the default allocator: a freed block too small for the next,
+  // larger request.
+  CachingAllocator classic, expandable(true);
+  for (CachingAllocator* a : {&classic, &expandable}) {
+    a->release(a->allocate(30 * kMiB));
+    a->allocate(40 * kMiB);
+  }
+  CHECK(classic.reserved_bytes() == 70 * kMiB);  // a second segment
+  // 30 MiB mapped as two 20 MiB pages; freed, the 40 MiB end of the range holds the request.
+  CHECK(expandable.reserved_bytes() == 40 * kMiB);
+
+  CachingAllocator a(true);
+  a.allocate(10 * kMiB);  // one 20 MiB page; 10 MiB left free at the end
+  CHECK(a.reserved_bytes() == 20 * kMiB);
+  a.allocate(25 * kMiB);  // the free 10 MiB end plus one more page: 15 MiB must be mapped
+  CHECK(a.reserved_bytes() == 40 * kMiB);
+  CHECK(a.allocated_bytes() == 35 * kMiB);
+  a.allocate(5 * kMiB);  // the 5 MiB end: no new page
+  CHECK(a.reserved_bytes() == 40 * kMiB);
+  a.allocate(1);  // the small pool maps 2 MiB pages of its own
+  CHECK(a.reserved_bytes() == 42 * kMiB);
+}
+
+TEST_CASE("with expandable segments a large block is split whenever 512 B are left",
+          "[memory][allocator]") {
+  CachingAllocator a(true);
+  const auto b = a.allocate(12 * kMiB);
+  a.release(b);
+  const auto c = a.allocate(11 * kMiB + 512 * 1024);
+  CHECK(a.allocated_bytes() == 11 * kMiB + 512 * 1024);  // split, unlike the default allocator
+  a.allocate(512 * 1024 + 1);  // a small-pool request: the large pool's rest is not used
+  CHECK(a.reserved_bytes() == 22 * kMiB);
+  a.release(c);
+  a.allocate(20 * kMiB);  // the whole freed page range, merged again
+  CHECK(a.reserved_bytes() == 22 * kMiB);
+}
