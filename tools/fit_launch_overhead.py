@@ -14,9 +14,10 @@ nothing into the repository: copy the chosen pair into the files by hand, with t
 
   tools/fit_launch_overhead.py [--shardplan build/tools/shardplan]
 """
-import argparse, json, os, shutil, subprocess, tempfile
+import argparse, json, os
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from fidelity_fit import SHARDPLAN, data_copy, device_files, validate
+
 HOST_GRID = [0, 20, 40, 60, 70, 76, 80, 82, 84, 86, 88, 90, 100]
 KERNEL_GRID = [0, 3, 5, 8, 10]
 KERNEL_PRIOR = (3, 10)
@@ -28,36 +29,21 @@ def write_pair(data, host, kernel):
         j = json.load(open(path))
         j["host_us_per_kernel"] = host
         json.dump(j, open(path, "w"))
-    for folder in ("topologies", os.path.join("data", "fidelity")):
-        for name in os.listdir(os.path.join(data, folder)):
-            path = os.path.join(data, folder, name)
-            j = json.load(open(path))
-            if "device" in j and "efficiency" in j["device"] and "cpu" not in name:
-                j["device"]["efficiency"]["kernel_overhead_us"] = kernel
-                json.dump(j, open(path, "w"))
+    for path, j in device_files(data):
+        j["device"]["efficiency"]["kernel_overhead_us"] = kernel
+        json.dump(j, open(path, "w"))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shardplan", default=os.path.join(ROOT, "build", "tools", "shardplan"))
+    ap.add_argument("--shardplan", default=SHARDPLAN)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        data = os.path.join(tmp, "data_dir")
-        os.makedirs(data)
-        os.symlink(os.path.join(ROOT, "models"), os.path.join(data, "models"))
-        for folder in ("frameworks", "topologies"):
-            shutil.copytree(os.path.join(ROOT, folder), os.path.join(data, folder))
-        os.makedirs(os.path.join(data, "data"))
-        shutil.copytree(os.path.join(ROOT, "data", "fidelity"), os.path.join(data, "data", "fidelity"))
+    with data_copy() as data:
         best = None
         for host in HOST_GRID:
             for kernel in KERNEL_GRID:
                 write_pair(data, host, kernel)
-                out = subprocess.run(
-                    [args.shardplan, "validate", "--set", "vtrain_single_a100", "--format", "json"],
-                    capture_output=True, text=True, check=True,
-                    env=dict(os.environ, SHARDPLAN_DATA_DIR=data))
-                step = json.loads(out.stdout)["sets"][0]["step_time"]
+                step = validate(args.shardplan, data, ["vtrain_single_a100"])["sets"][0]["step_time"]
                 print(f"host_us_per_kernel {host:5.1f}  kernel_overhead_us {kernel:4.1f}  "
                       f"MAPE {step['mape_pct']:5.1f}%  signed {step['signed_mean_pct']:+6.1f}%")
                 if KERNEL_PRIOR[0] <= kernel <= KERNEL_PRIOR[1] and (

@@ -1,0 +1,42 @@
+"""Shared by the fit scripts: a scratch copy of the data folder whose device and framework files a
+grid rewrites, and `shardplan validate` run on it (SHARDPLAN_DATA_DIR)."""
+import contextlib, json, os, shutil, subprocess, tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARDPLAN = os.path.join(ROOT, "build", "tools", "shardplan")
+
+
+@contextlib.contextmanager
+def data_copy():
+    """A copy of frameworks/, topologies/ and data/fidelity/ (models/ linked), removed after."""
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "data_dir")
+        os.makedirs(os.path.join(data, "data"))
+        os.symlink(os.path.join(ROOT, "models"), os.path.join(data, "models"))
+        for folder in ("frameworks", "topologies"):
+            shutil.copytree(os.path.join(ROOT, folder), os.path.join(data, folder))
+        shutil.copytree(os.path.join(ROOT, "data", "fidelity"), os.path.join(data, "data", "fidelity"))
+        yield data
+
+
+def device_files(data):
+    """Every device description in the copy (GPU clusters of topologies/ and data/fidelity/)."""
+    for folder in ("topologies", os.path.join("data", "fidelity")):
+        for name in sorted(os.listdir(os.path.join(data, folder))):
+            path = os.path.join(data, folder, name)
+            j = json.load(open(path))
+            if "device" in j and "efficiency" in j["device"] and "cpu" not in name:
+                yield path, j
+
+
+def validate(shardplan, data, sets, rows=False):
+    """validate's JSON figures for `sets`, or with rows=True its rows (--rows)."""
+    args = [shardplan, "validate", "--format", "json"]
+    for s in sets:
+        args += ["--set", s]
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        if rows:
+            args += ["--rows", f.name]
+        out = subprocess.run(args, capture_output=True, text=True, check=True,
+                             env=dict(os.environ, SHARDPLAN_DATA_DIR=data))
+        return json.load(open(f.name)) if rows else json.loads(out.stdout)
