@@ -1,9 +1,17 @@
 """Shared by the fit scripts: a scratch copy of the data folder whose device and framework files a
 grid rewrites, and `shardplan validate` run on it (SHARDPLAN_DATA_DIR)."""
-import contextlib, json, os, shutil, subprocess, tempfile
+import argparse, contextlib, json, os, shutil, subprocess, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARDPLAN = os.path.join(ROOT, "build", "tools", "shardplan")
+
+
+def shardplan_binary(doc):
+    """The shardplan binary the script runs: --shardplan, else the build's; `doc` is the script's
+    docstring, whose first line is its --help."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--shardplan", default=SHARDPLAN)
+    return ap.parse_args().shardplan
 
 
 @contextlib.contextmanager

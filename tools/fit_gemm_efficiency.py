@@ -16,9 +16,9 @@ It writes nothing into the repository: copy the value into the files by hand, wi
 
   tools/fit_gemm_efficiency.py [--shardplan build/tools/shardplan]
 """
-import argparse, json, statistics
+import json, statistics
 
-from fidelity_fit import SHARDPLAN, data_copy, device_files, validate
+from fidelity_fit import data_copy, device_files, shardplan_binary, validate
 
 GRID = [round(0.60 + 0.01 * i, 2) for i in range(26)]  # 0.60 .. 0.85
 PRIOR = (0.70, 0.82)
@@ -37,9 +37,7 @@ def fitted_rows(rows):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shardplan", default=SHARDPLAN)
-    args = ap.parse_args()
+    shardplan = shardplan_binary(__doc__)
     with data_copy() as data:
         best = None
         for value in GRID:
@@ -47,7 +45,7 @@ def main():
                 if j["device"].get("arch") == "hopper":
                     j["device"]["efficiency"]["matmul"] = value
                     json.dump(j, open(path, "w"))
-            rows = list(fitted_rows(validate(args.shardplan, data,
+            rows = list(fitted_rows(validate(shardplan, data,
                                              ["mosaicml_benchmarks", "ultrascale_dev"], rows=True)))
             errors = [r["step_time_error"] for r in rows]
             mape = 100 * statistics.mean(abs(e) for e in errors)

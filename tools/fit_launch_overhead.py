@@ -14,9 +14,9 @@ nothing into the repository: copy the chosen pair into the files by hand, with t
 
   tools/fit_launch_overhead.py [--shardplan build/tools/shardplan]
 """
-import argparse, json, os
+import json, os
 
-from fidelity_fit import SHARDPLAN, data_copy, device_files, validate
+from fidelity_fit import data_copy, device_files, shardplan_binary, validate
 
 HOST_GRID = [0, 20, 40, 60, 70, 76, 80, 82, 84, 86, 88, 90, 100]
 KERNEL_GRID = [0, 3, 5, 8, 10]
@@ -35,15 +35,13 @@ def write_pair(data, host, kernel):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shardplan", default=SHARDPLAN)
-    args = ap.parse_args()
+    shardplan = shardplan_binary(__doc__)
     with data_copy() as data:
         best = None
         for host in HOST_GRID:
             for kernel in KERNEL_GRID:
                 write_pair(data, host, kernel)
-                step = validate(args.shardplan, data, ["vtrain_single_a100"])["sets"][0]["step_time"]
+                step = validate(shardplan, data, ["vtrain_single_a100"])["sets"][0]["step_time"]
                 print(f"host_us_per_kernel {host:5.1f}  kernel_overhead_us {kernel:4.1f}  "
                       f"MAPE {step['mape_pct']:5.1f}%  signed {step['signed_mean_pct']:+6.1f}%")
                 if KERNEL_PRIOR[0] <= kernel <= KERNEL_PRIOR[1] and (
