@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "core/presets.h"
+#include "core/stage_split.h"
 #include "validate/set_reader.h"
 #include "validate/sets.h"
 
@@ -18,6 +19,27 @@ namespace {
 constexpr int64_t kVocab = 250880;
 constexpr int kSeq = 2048;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr std::string_view kPartitionByType = "--pp-partition-method 'type:transformer|embedding'";
+// DeepSpeed's BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py) accumulates the gradients in
+// fp32 buffers of every parameter, not partitioned over dp (its fp32 master weights and moments
+// are): the 02-28 rows' flag.
+constexpr std::string_view kFp32Accumulation =
+    "BF16 optimizer with fp32 gradient accumulation (not sharded)";
+
+// The layers of each pipeline stage as DeepSpeed's PipelineModule partitions them, where the
+// layers do not divide over pp (an even split is the layout's default). Megatron-DeepSpeed's
+// GPTModelPipe puts the tied embedding at both ends of the layer list. With
+// --pp-partition-method 'type:transformer|embedding' each embedding counts as one layer (the
+// set's pipeline_partition: layers + 2 divide pp), Megatron's accounted split; by DeepSpeed's
+// default, partition_method 'parameters' (deepspeed/runtime/pipe/module.py), the stages balance
+// parameters, and each end's embedding weighs its V·h weights in layers (head_layers).
+std::vector<int> deepspeed_split(const Model& m, int pp, bool by_type) {
+  if (pp <= 1 || m.num_layers % pp == 0) return {};
+  std::string why;
+  if (by_type) return megatron_accounted_split(m.num_layers, pp, 1, true, true, why);
+  const int ends = head_layers(m);
+  return balanced_split(m.num_layers, pp, ends, ends);
+}
 
 FidelityRow bloom_row(ObjectReader& r, const Cluster& node) {
   FidelityRow row;
@@ -46,11 +68,19 @@ FidelityRow bloom_row(ObjectReader& r, const Cluster& node) {
                          .vocab = kVocab,
                          .max_seq = kSeq});
   row.model.position_embedding = PositionEmbedding::rope;
+  const nlohmann::json& flags = r.raw("flags");
+  const auto flagged = [&](std::string_view flag) {
+    return std::any_of(flags.begin(), flags.end(), [&](const nlohmann::json& f) {
+      return f.is_string() && f.get<std::string>() == flag;
+    });
+  };
+  if (layers) row.layout.stages = deepspeed_split(row.model, d.pp, flagged(kPartitionByType));
   row.cluster = with_nodes(node, nodes, node.name);
   const std::string precision = r.string("precision");
   if (precision != "fp16" && precision != "bf16")
     r.fail("precision", "expected fp16 or bf16, found \"" + precision + "\"");
   row.training = with_compute_dtype(Training{}, precision == "fp16" ? Dtype::fp16 : Dtype::bf16);
+  if (flagged(kFp32Accumulation)) row.training.grad_dtype = Dtype::fp32;
   row.training.global_batch = gbs;
   row.training.seq_len = kSeq;
   row.ran = !r.boolean("oom");
@@ -60,7 +90,7 @@ FidelityRow bloom_row(ObjectReader& r, const Cluster& node) {
     row.measured_memory_bytes = *gb * kGiB;
   row.group = fmt::format("{} on {} nodes, gbs {}", row.model.name, nodes, gbs);
   r.ignore({"table", "line", "section", "date", "notes", "dims_status", "sec_source", "tflops",
-            "flags", "repeat"});
+            "repeat"});
   r.reject_unknown();
   return row;
 }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/json_reader.h"
+#include "core/stage_split.h"
 #include "validate/pricing.h"
 #include "validate/sets.h"
 #include "validate/validate_report.h"
@@ -141,4 +142,28 @@ TEST_CASE("validate --rows: each row beside its prediction, or why it was refuse
 
 TEST_CASE("an unknown set is an error naming the choices", "[readers]") {
   CHECK_THROWS_AS(find_set("vtrain"), InputError);
+}
+
+TEST_CASE("bloom: stages that pp does not divide, as DeepSpeed partitions them", "[readers]") {
+  const FidelitySet s = read("bloom_chronicles");
+  const auto first = [&](int layers, bool bf16) {
+    for (const FidelityRow& r : s.rows)
+      if (r.model.num_layers == layers && r.layout.pp == 12 &&
+          (r.training.dtype == Dtype::bf16) == bf16)
+        return r;
+    FAIL("no row of " << layers << " layers over 12 stages");
+    return FidelityRow{};
+  };
+  // 02-28, --pp-partition-method 'type:transformer|embedding': (70 + 2) / 12 = 6 a stage, the
+  // embedding one of them on each end; and DeepSpeed's BF16 optimizer's fp32 accumulation.
+  const FidelityRow typed = first(70, true);
+  CHECK(typed.layout.stages == std::vector<int>{5, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 5});
+  CHECK(typed.training.grad_dtype == Dtype::fp32);
+  // 02-26, DeepSpeed's default 'parameters': the ends also hold the tied embedding's V·h
+  // weights, worth head_layers of a layer's, so they take fewer layers.
+  const FidelityRow parameters = first(78, false);
+  const int ends = head_layers(parameters.model);
+  CHECK(parameters.layout.stages == balanced_split(78, 12, ends, ends));
+  CHECK(parameters.layout.stages.front() < parameters.layout.stages[5]);
+  CHECK(parameters.training.grad_dtype != Dtype::fp32);
 }
