@@ -29,8 +29,8 @@ CachingAllocator::Handle CachingAllocator::new_segment(int64_t rounded, bool sma
 
 CachingAllocator::Handle CachingAllocator::grow_pool(int64_t rounded, bool small) {
   const int64_t page = small ? kSmallBuffer : kLargeBuffer;  // ExpandableSegment's segment_size
-  Handle& last = last_[small ? 1 : 0];
-  int64_t& end = mapped_end_[small ? 1 : 0];
+  Handle& last = last_[slot(small)];
+  int64_t& end = mapped_end_[slot(small)];
   if (last >= 0 && blocks_[static_cast<size_t>(last)].free) {
     Block& b = blocks_[static_cast<size_t>(last)];
     uncache(last);
@@ -90,7 +90,7 @@ CachingAllocator::Handle CachingAllocator::allocate(int64_t bytes) {
     if (split.next >= 0) blocks_[static_cast<size_t>(split.next)].prev = rest;
     split.next = rest;
     split.size = rounded;
-    if (last_[small ? 1 : 0] == h) last_[small ? 1 : 0] = rest;
+    if (last_[slot(small)] == h) last_[slot(small)] = rest;
     cache(rest);
   }
   Block& b = blocks_[static_cast<size_t>(h)];
@@ -111,7 +111,7 @@ void CachingAllocator::absorb(Handle h, Handle other) {
   } else {
     b.next = o.next;
     if (b.next >= 0) blocks_[static_cast<size_t>(b.next)].prev = h;
-    if (last_[b.small_pool ? 1 : 0] == other) last_[b.small_pool ? 1 : 0] = h;
+    if (last_[slot(b.small_pool)] == other) last_[slot(b.small_pool)] = h;
   }
   b.size += o.size;
   o.size = 0;

@@ -15,6 +15,7 @@
 // (should_split). The reserve then grows with the live bytes, not with a new segment per size.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <set>
 #include <tuple>
@@ -58,6 +59,7 @@ class CachingAllocator {
   using Free = std::set<std::tuple<int64_t, int64_t, Handle>>;
 
   Free& pool(bool small) { return small ? small_free_ : large_free_; }
+  static std::size_t slot(bool small) { return small ? 1 : 0; }  // of last_ and mapped_end_
   Handle new_segment(int64_t rounded, bool small);
   // Expandable segments: maps pages past the end of the pool's range until its last block, if
   // free, or a new one holds `rounded`; returns that block, uncached.

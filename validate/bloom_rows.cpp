@@ -33,9 +33,9 @@ constexpr std::string_view kFp32Accumulation =
 // set's pipeline_partition: layers + 2 divide pp), Megatron's accounted split; by DeepSpeed's
 // default, partition_method 'parameters' (deepspeed/runtime/pipe/module.py), the stages balance
 // parameters, and each end's embedding weighs its V·h weights in layers (head_layers).
-std::vector<int> deepspeed_split(const Model& m, int pp, bool by_type) {
+// `why`: the reason when DeepSpeed would refuse the layers.
+std::vector<int> deepspeed_split(const Model& m, int pp, bool by_type, std::string& why) {
   if (pp <= 1 || m.num_layers % pp == 0) return {};
-  std::string why;
   if (by_type) return megatron_accounted_split(m.num_layers, pp, 1, true, true, why);
   const int ends = head_layers(m);
   return balanced_split(m.num_layers, pp, ends, ends);
@@ -74,7 +74,11 @@ FidelityRow bloom_row(ObjectReader& r, const Cluster& node) {
       return f.is_string() && f.get<std::string>() == flag;
     });
   };
-  if (layers) row.layout.stages = deepspeed_split(row.model, d.pp, flagged(kPartitionByType));
+  if (layers) {
+    std::string why;
+    row.layout.stages = deepspeed_split(row.model, d.pp, flagged(kPartitionByType), why);
+    if (!why.empty()) row.refused = why;
+  }
   row.cluster = with_nodes(node, nodes, node.name);
   const std::string precision = r.string("precision");
   if (precision != "fp16" && precision != "bf16")
