@@ -14,7 +14,7 @@ namespace {
 constexpr auto kSourcedKeys =
     std::to_array<std::string_view>(
     {"attention", "dropout", "fused_bias", "host_us_per_kernel", "cross_entropy",
-     "overlap_grad_reduce", "fused_swiglu", "grad_bucket_copy", "sp_gather_buffers",
+     "overlap_grad_reduce", "overlap_param_gather", "fused_swiglu", "grad_bucket_copy", "sp_gather_buffers",
      "caching_allocator", "expandable_segments"});
 
 // A measured or published figure per field, as the topologies give one: a field without one is
@@ -41,6 +41,7 @@ Framework framework_from_json(const nlohmann::json& j, const std::string& file) 
     r.fail("host_us_per_kernel", "must be between 0 and 1000 microseconds");
   f.cross_entropy = enum_field(r, "cross_entropy", kCrossEntropyKernelNames);
   f.overlap_grad_reduce = r.boolean("overlap_grad_reduce");
+  f.overlap_param_gather = r.boolean("overlap_param_gather");
   f.fused_swiglu = r.boolean("fused_swiglu");
   f.grad_bucket_copy = r.boolean("grad_bucket_copy");
   f.caching_allocator = r.boolean("caching_allocator");
@@ -59,6 +60,7 @@ Framework framework_from_json(const nlohmann::json& j, const std::string& file) 
 
 Training run_by(Training t, const Framework& f) {
   t.overlap_grad_reduce = f.overlap_grad_reduce;
+  t.overlap_param_gather = f.overlap_param_gather;
   return t;
 }
 

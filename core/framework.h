@@ -62,6 +62,10 @@ struct Framework {
   // overlap_grad_reduce), or runs after the whole backward (Megatron-LM of 2021, DeepSpeed's
   // overlap_comm off). ZeRO-2 and -3 reduce within every backward and always overlap it.
   bool overlap_grad_reduce = true;
+  // Whether ZeRO-1/2's gather of the updated parameters overlaps the next forward, bucket by
+  // bucket (Megatron-Core's overlap_param_gather), or runs whole when the optimizer step ends
+  // (DeepSpeed's ZeRO-1/2, nanotron's ZeRO-1): then the step waits for it.
+  bool overlap_param_gather = true;
   // SwiGLU as one kernel that recomputes silu(gate) in its backward (Megatron-Core's
   // bias_swiglu_fusion): the MLP keeps its gate and up outputs and their product. false: eager
   // `silu(gate) * up`, two kernels each way, which also keeps silu's output for the product's

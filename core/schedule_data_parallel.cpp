@@ -69,6 +69,7 @@ DataParallel plan_data_parallel(const Training& t, const Layout& l,
   DataParallel dp;
   dp.zero = l.zero;
   dp.overlap = t.overlap_grad_reduce || reduces_every_microbatch(l.zero);
+  dp.overlap_param_gather = t.overlap_param_gather;
   dp.dtype = t.dtype;
   dp.grad_dtype = t.grad_dtype;
   dp.dense_members = group_size(l, dense_dp_group(l));
@@ -93,7 +94,8 @@ DataParallel plan_data_parallel(const Training& t, const Layout& l,
 }
 
 Action step_start_gather(const DataParallel& dp, const Chunk& c, const Bucket& b) {
-  return bucket_action(dp, c, b, ActionKind::param_gather, Stream::zero_comm,
+  return bucket_action(dp, c, b, ActionKind::param_gather,
+                       dp.overlap_param_gather ? Stream::zero_comm : Stream::compute,
                        Collective::all_gather, dtype_bytes(dp.dtype), /*with_borrowed=*/false);
 }
 
@@ -118,7 +120,8 @@ Action bucket_reduction(const DataParallel& dp, const Chunk& c, const Bucket& b,
 // ZeRO-1/2 update only the owned shard, so each step starts by gathering the parameters the
 // previous step updated, bucket by bucket in the order the forward first uses them, each
 // overlapping the forward before its first use (Megatron-LM's distributed optimizer with
-// overlap_param_gather).
+// overlap_param_gather), or, where the framework gathers them whole as its optimizer step ends,
+// on the compute stream before the first forward.
 void emit_step_start_gathers(Program& p, DataParallel& dp, const std::vector<Chunk>& chunks) {
   if (dp.zero != 1 && dp.zero != 2) return;
   for (const Chunk& c : chunks) {

@@ -64,6 +64,9 @@ struct DataParallel {
   // The accumulated gradients' reduction overlaps the backward on the dp-comm stream; false: it
   // runs after the whole backward, on the compute stream (Training::overlap_grad_reduce).
   bool overlap = true;
+  // ZeRO-1/2's step-start gathers overlap the forward on the zero-comm stream; false: they run
+  // on the compute stream before it (Training::overlap_param_gather).
+  bool overlap_param_gather = true;
   Dtype dtype = Dtype::bf16, grad_dtype = Dtype::bf16;
   int dense_members = 1, expert_members = 1;  // ranks ZeRO shards the dense and expert weights over
   std::vector<std::vector<Bucket>> buckets;   // per chunk

@@ -26,6 +26,10 @@ struct Training {
   // Framework::overlap_grad_reduce); false: it runs after the whole backward, on the compute
   // stream.
   bool overlap_grad_reduce = true;
+  // ZeRO-1/2's gather of the parameters the previous step updated overlaps the forward, bucket by
+  // bucket (core/framework.h, Framework::overlap_param_gather); false: it runs at the step's
+  // start on the compute stream, before the first forward.
+  bool overlap_param_gather = true;
   double tokens_to_train = 0;        // whole run, for time and cost (0: not asked)
   double price_per_device_hour = 0;  // in the user's currency (0: not asked)
 
@@ -38,7 +42,7 @@ struct Training {
 Training with_compute_dtype(Training t, Dtype d);
 
 // Keys: global_batch, seq_len, dtype, grad_dtype, master_weights, optimizer, overlap_grad_reduce,
-// tokens_to_train, price_per_device_hour. Unknown keys rejected; validated (seq_len <= model max is checked with
+// overlap_param_gather, tokens_to_train, price_per_device_hour. Unknown keys rejected; validated (seq_len <= model max is checked with
 // the model by validate_training).
 Training training_from_json(const nlohmann::json& j, const std::string& file);
 nlohmann::json training_to_json(const Training& t);

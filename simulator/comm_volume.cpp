@@ -17,6 +17,9 @@ CommWindow comm_window(const Action& a) {
       // tied embedding (over dp, then the pp pair) wait for every bucket.
       return a.stream == Stream::dp_comm ? CommWindow::backward : CommWindow::none;
     case ActionKind::param_gather:
+      // ZeRO-1/2's step-start gathers on the compute stream (a framework that gathers the
+      // updated parameters whole) hide behind nothing.
+      if (a.stream == Stream::compute) return CommWindow::none;
       return a.pass == Pass::backward ? CommWindow::backward : CommWindow::forward;
     case ActionKind::collective:
       return CommWindow::none;

@@ -17,10 +17,11 @@ json unfused_json() {
   return json::parse(R"({
     "name": "test", "attention": "unfused", "dropout": true, "fused_bias": false,
     "host_us_per_kernel": 8, "cross_entropy": "megatron", "overlap_grad_reduce": false,
-    "fused_swiglu": false, "grad_bucket_copy": true, "sp_gather_buffers": 2,
+    "overlap_param_gather": false, "fused_swiglu": false, "grad_bucket_copy": true,
+    "sp_gather_buffers": 2,
     "caching_allocator": false, "expandable_segments": false,
     "source": {"attention": "a", "dropout": "b", "fused_bias": "c", "host_us_per_kernel": "d",
-               "cross_entropy": "f", "overlap_grad_reduce": "e",
+               "cross_entropy": "f", "overlap_grad_reduce": "e", "overlap_param_gather": "l",
                "fused_swiglu": "g", "grad_bucket_copy": "h", "sp_gather_buffers": "i",
                "caching_allocator": "j", "expandable_segments": "k"}})");
 }
@@ -50,6 +51,8 @@ TEST_CASE("framework JSON is read field by field", "[framework]") {
   Training t;
   CHECK(t.overlap_grad_reduce);
   CHECK_FALSE(run_by(t, f).overlap_grad_reduce);
+  CHECK(t.overlap_param_gather);
+  CHECK_FALSE(run_by(t, f).overlap_param_gather);
 }
 
 TEST_CASE("a framework field without a source, or with a bad value, names the field",

@@ -62,6 +62,7 @@ TEST_CASE("a folded program counts every action of the built program", "[schedul
           check_fold(m, l, rank_of(l, c));
           Training not_overlapped = small_training();
           not_overlapped.overlap_grad_reduce = false;
+          not_overlapped.overlap_param_gather = false;
           check_fold(m, l, rank_of(l, c), not_overlapped);
           ++checked;
         }

@@ -366,6 +366,42 @@ TEST_CASE("a framework that does not overlap the reduction runs it after the who
     if (a.kind == ActionKind::grad_reduce) CHECK(a.stream == Stream::dp_comm);
 }
 
+TEST_CASE("a framework that gathers the updated parameters whole runs them before the forward",
+          "[schedule]") {
+  const Model m = load_model("llama3-8b");
+  Training t = small_training();
+  t.overlap_param_gather = false;
+  for (int zero : {1, 2}) {
+    Layout l = layout(2, 1, 2, 4);
+    l.zero = zero;
+    const Program overlapped = build_program(m, small_training(), l, 0);
+    const Program p = build_program(m, t, l, 0);
+    INFO("zero " << zero);
+    const auto gathers = [](const Program& q) {
+      std::vector<Action> out;
+      for (const Action& a : q.actions)
+        if (a.kind == ActionKind::param_gather) out.push_back(a);
+      return out;
+    };
+    // The same gathers, each on the compute stream ahead of the first compute action instead of
+    // on the zero-comm stream beside the forward.
+    const std::vector<Action> before = gathers(overlapped), after = gathers(p);
+    REQUIRE(before.size() > 1);
+    REQUIRE(after.size() == before.size());
+    const auto first_compute = std::find_if(p.actions.begin(), p.actions.end(), [](const Action& a) {
+      return a.kind == ActionKind::compute;
+    });
+    for (size_t i = 0; i < after.size(); ++i) {
+      CHECK(before[i].stream == Stream::zero_comm);
+      CHECK(after[i].stream == Stream::compute);
+      CHECK(after[i].bytes == before[i].bytes);
+    }
+    CHECK(std::count_if(p.actions.begin(), first_compute, [](const Action& a) {
+            return a.kind == ActionKind::param_gather;
+          }) == static_cast<std::ptrdiff_t>(after.size()));
+  }
+}
+
 TEST_CASE("gradient buckets close at Megatron-LM's size, in backward order", "[schedule]") {
   // Llama 3 8B layers hold 218M parameters, more than max(40M, 10⁶·dp): one bucket per unit,
   // each reduced right after that unit's backward.

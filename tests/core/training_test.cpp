@@ -33,6 +33,7 @@ TEST_CASE("training JSON: every key, and back", "[training]") {
                             {"master_weights", false},
                             {"optimizer", "sgd"},
                             {"overlap_grad_reduce", false},
+                            {"overlap_param_gather", false},
                             {"tokens_to_train", 3e11},
                             {"price_per_device_hour", 2.5},
                             {"source", "GPT-3 2.7B recipe, Brown et al. 2020 Table 2.1"}};
@@ -42,6 +43,7 @@ TEST_CASE("training JSON: every key, and back", "[training]") {
   CHECK_FALSE(t.master_weights);
   CHECK(t.optimizer == Optimizer::sgd);
   CHECK_FALSE(t.overlap_grad_reduce);
+  CHECK_FALSE(t.overlap_param_gather);
   CHECK(t.tokens_to_train == 3e11);
   CHECK(t.price_per_device_hour == 2.5);
   nlohmann::json without_source = j;

@@ -35,7 +35,8 @@ struct Family {
   int nodes;
   const char* layout;
   int64_t gbs, seq;
-  bool overlap_grad_reduce = true;  // false: the reduction after the whole backward
+  // false: the reduction after the whole backward, ZeRO-1/2's gathers before the first forward
+  bool overlapped = true;
 };
 
 // The simulation's step relative to the estimate's.
@@ -43,7 +44,8 @@ double relative_gap(const Family& f) {
   const Model m = test::preset_model(f.model);
   const Cluster c = test::preset_cluster(f.cluster, f.nodes);
   Training t = test::training(f.gbs, f.seq);
-  t.overlap_grad_reduce = f.overlap_grad_reduce;
+  t.overlap_grad_reduce = f.overlapped;
+  t.overlap_param_gather = f.overlapped;
   const Layout l = resolve_layout(parse_layout_string(f.layout), m, c, t, "test");
   const PlanSimulation s = simulate_plan(m, c, t, l, {}, true);
   REQUIRE(s.result.ok());
@@ -58,6 +60,7 @@ TEST_CASE("estimate against event simulation, every layout family", "[estimate][
       {"pp 1F1B", 0.01, "llama3-8b", "dgx-h100", 4, "tp=8,pp=4,mbs=1", 32, 4096},
       {"pp 1F1B, dp ZeRO-1", 0.01, "llama3-8b", "dgx-h100", 8, "tp=4,pp=4,dp=4,zero=1,mbs=1", 64, 4096},
       {"1F1B, dp not overlapped", 0.01, "llama3-8b", "dgx-h100", 8, "tp=4,pp=4,dp=4,mbs=1", 64, 4096, false},
+      {"1F1B, ZeRO-1 not overlapped", 0.01, "llama3-8b", "dgx-h100", 8, "tp=4,pp=4,dp=4,zero=1,mbs=1", 64, 4096, false},
       {"pp GPipe", 0.01, "llama3-8b", "dgx-h100", 4, "tp=8,pp=4,mbs=1,schedule=gpipe", 32, 4096},
       {"pp interleaved, m = p", 0.01, "llama3-8b", "dgx-h100", 4, "tp=8,pp=4,mbs=1,vpp=2,schedule=interleaved", 32, 4096},
       {"pp interleaved", 0.01, "llama3-8b", "dgx-h100", 4, "tp=8,pp=4,mbs=1,vpp=2,schedule=interleaved", 128, 4096},
