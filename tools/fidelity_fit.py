@@ -37,6 +37,23 @@ def device_files(data):
                 yield path, j
 
 
+def set_host_us_per_kernel(data, host):
+    """Every framework profile of the copy issues a kernel in `host` microseconds."""
+    for name in os.listdir(os.path.join(data, "frameworks")):
+        path = os.path.join(data, "frameworks", name)
+        j = json.load(open(path))
+        j["host_us_per_kernel"] = host
+        json.dump(j, open(path, "w"))
+
+
+def set_device_efficiency(data, key, value, devices=lambda device: True):
+    """device.efficiency[key] = value in every device of the copy that `devices` accepts."""
+    for path, j in device_files(data):
+        if devices(j["device"]):
+            j["device"]["efficiency"][key] = value
+            json.dump(j, open(path, "w"))
+
+
 def validate(shardplan, data, sets, rows=False):
     """validate's JSON figures for `sets`, or with rows=True its rows (--rows)."""
     args = [shardplan, "validate", "--format", "json"]

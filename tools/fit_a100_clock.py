@@ -18,26 +18,15 @@ writes nothing into the repository: copy the pair into the files by hand, with t
 
   tools/fit_a100_clock.py [--shardplan build/tools/shardplan]
 """
-import json, os, statistics
+import statistics
 
-from fidelity_fit import data_copy, device_files, shardplan_binary, validate
+from fidelity_fit import (data_copy, set_device_efficiency, set_host_us_per_kernel,
+                          shardplan_binary, validate)
 
 CLOCK_GRID = [round(0.80 + 0.01 * i, 2) for i in range(21)]  # 0.80 .. 1.00
 HOST_GRID = [40, 48, 56, 64, 70, 76, 82]
 PRIOR = (0.85, 1.0)
 SETS = ["vtrain_single_a100", "bloom_chronicles", "mosaicml_benchmarks"]
-
-
-def write_pair(data, clock, host):
-    for name in os.listdir(os.path.join(data, "frameworks")):
-        path = os.path.join(data, "frameworks", name)
-        j = json.load(open(path))
-        j["host_us_per_kernel"] = host
-        json.dump(j, open(path, "w"))
-    for path, j in device_files(data):
-        if j["device"].get("arch") == "ampere" and j["device"]["name"].startswith("A100"):
-            j["device"]["efficiency"]["sustained_clock"] = clock
-            json.dump(j, open(path, "w"))
 
 
 def by_set(rows):
@@ -58,7 +47,9 @@ def main():
         best = None
         for clock in CLOCK_GRID:
             for host in HOST_GRID:
-                write_pair(data, clock, host)
+                set_host_us_per_kernel(data, host)
+                set_device_efficiency(data, "sustained_clock", clock,
+                                      lambda device: device["name"].startswith("A100"))
                 errors = by_set(validate(shardplan, data, SETS, rows=True))
                 mapes = {s: 100 * statistics.mean(abs(e) for e in errors[s]) for s in SETS}
                 signed = {s: 100 * statistics.mean(errors[s]) for s in SETS}

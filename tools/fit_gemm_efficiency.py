@@ -16,9 +16,9 @@ It writes nothing into the repository: copy the value into the files by hand, wi
 
   tools/fit_gemm_efficiency.py [--shardplan build/tools/shardplan]
 """
-import json, statistics
+import statistics
 
-from fidelity_fit import data_copy, device_files, shardplan_binary, validate
+from fidelity_fit import data_copy, set_device_efficiency, shardplan_binary, validate
 
 GRID = [round(0.60 + 0.01 * i, 2) for i in range(26)]  # 0.60 .. 0.85
 PRIOR = (0.70, 0.82)
@@ -41,10 +41,8 @@ def main():
     with data_copy() as data:
         best = None
         for value in GRID:
-            for path, j in device_files(data):
-                if j["device"].get("arch") == "hopper":
-                    j["device"]["efficiency"]["matmul"] = value
-                    json.dump(j, open(path, "w"))
+            set_device_efficiency(data, "matmul", value,
+                                  lambda device: device.get("arch") == "hopper")
             rows = list(fitted_rows(validate(shardplan, data,
                                              ["mosaicml_benchmarks", "ultrascale_dev"], rows=True)))
             errors = [r["step_time_error"] for r in rows]

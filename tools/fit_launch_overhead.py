@@ -14,24 +14,12 @@ nothing into the repository: copy the chosen pair into the files by hand, with t
 
   tools/fit_launch_overhead.py [--shardplan build/tools/shardplan]
 """
-import json, os
-
-from fidelity_fit import data_copy, device_files, shardplan_binary, validate
+from fidelity_fit import (data_copy, set_device_efficiency, set_host_us_per_kernel,
+                          shardplan_binary, validate)
 
 HOST_GRID = [0, 20, 40, 60, 70, 76, 80, 82, 84, 86, 88, 90, 100]
 KERNEL_GRID = [0, 3, 5, 8, 10]
 KERNEL_PRIOR = (3, 10)
-
-
-def write_pair(data, host, kernel):
-    for name in os.listdir(os.path.join(data, "frameworks")):
-        path = os.path.join(data, "frameworks", name)
-        j = json.load(open(path))
-        j["host_us_per_kernel"] = host
-        json.dump(j, open(path, "w"))
-    for path, j in device_files(data):
-        j["device"]["efficiency"]["kernel_overhead_us"] = kernel
-        json.dump(j, open(path, "w"))
 
 
 def main():
@@ -40,7 +28,8 @@ def main():
         best = None
         for host in HOST_GRID:
             for kernel in KERNEL_GRID:
-                write_pair(data, host, kernel)
+                set_host_us_per_kernel(data, host)
+                set_device_efficiency(data, "kernel_overhead_us", kernel)
                 step = validate(shardplan, data, ["vtrain_single_a100"])["sets"][0]["step_time"]
                 print(f"host_us_per_kernel {host:5.1f}  kernel_overhead_us {kernel:4.1f}  "
                       f"MAPE {step['mape_pct']:5.1f}%  signed {step['signed_mean_pct']:+6.1f}%")
