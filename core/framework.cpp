@@ -14,8 +14,8 @@ namespace {
 constexpr auto kSourcedKeys =
     std::to_array<std::string_view>(
     {"attention", "dropout", "fused_bias", "host_us_per_kernel", "cross_entropy",
-     "overlap_grad_reduce", "overlap_param_gather", "fused_swiglu", "grad_bucket_copy", "sp_gather_buffers",
-     "caching_allocator", "expandable_segments"});
+     "overlap_grad_reduce", "overlap_param_gather", "fused_swiglu", "grad_bucket_copy",
+     "sp_gather_buffers", "caching_allocator", "expandable_segments"});
 
 // A measured or published figure per field, as the topologies give one: a field without one is
 // an error, and so is a source for a field that does not exist.

@@ -42,8 +42,8 @@ struct Training {
 Training with_compute_dtype(Training t, Dtype d);
 
 // Keys: global_batch, seq_len, dtype, grad_dtype, master_weights, optimizer, overlap_grad_reduce,
-// overlap_param_gather, tokens_to_train, price_per_device_hour. Unknown keys rejected; validated (seq_len <= model max is checked with
-// the model by validate_training).
+// overlap_param_gather, tokens_to_train, price_per_device_hour. Unknown keys rejected; validated
+// (seq_len <= model max is checked with the model by validate_training).
 Training training_from_json(const nlohmann::json& j, const std::string& file);
 nlohmann::json training_to_json(const Training& t);
 void validate_training(const Training& t, const std::string& file);

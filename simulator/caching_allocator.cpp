@@ -30,23 +30,20 @@ CachingAllocator::Handle CachingAllocator::new_segment(int64_t rounded, bool sma
 CachingAllocator::Handle CachingAllocator::grow_pool(int64_t rounded, bool small) {
   const int64_t page = small ? kSmallBuffer : kLargeBuffer;  // ExpandableSegment's segment_size
   Handle& last = last_[slot(small)];
-  int64_t& end = mapped_end_[slot(small)];
-  if (last >= 0 && blocks_[static_cast<size_t>(last)].free) {
-    Block& b = blocks_[static_cast<size_t>(last)];
+  int64_t mapped = 0;
+  if (last >= 0 && at(last).free) {
     uncache(last);
-    const int64_t mapped = round_up(rounded - b.size, page);
-    b.size += mapped;
-    end += mapped;
-    reserved_ += mapped;
+    mapped = round_up(rounded - at(last).size, page);
   } else {
-    const int64_t mapped = round_up(rounded, page);
-    blocks_.push_back(Block{.address = end, .size = mapped, .small_pool = small, .prev = last});
+    const int64_t end = last < 0 ? (small ? 0 : kLargePoolBase) : at(last).address + at(last).size;
+    blocks_.push_back(Block{.address = end, .small_pool = small, .prev = last});
     const auto h = static_cast<Handle>(blocks_.size() - 1);
-    if (last >= 0) blocks_[static_cast<size_t>(last)].next = h;
+    if (last >= 0) at(last).next = h;
     last = h;
-    end += mapped;
-    reserved_ += mapped;
+    mapped = round_up(rounded, page);
   }
+  at(last).size += mapped;
+  reserved_ += mapped;
   peak_reserved_ = std::max(peak_reserved_, reserved_);
   return last;
 }

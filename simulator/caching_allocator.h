@@ -46,6 +46,8 @@ class CachingAllocator {
   static constexpr int64_t kLargeBuffer = 20 << 20;    // segment for a 1–10 MiB request
   static constexpr int64_t kMinLargeAlloc = 10 << 20;  // from here segments are request-sized
   static constexpr int64_t kRoundLarge = 2 << 20;      // ... rounded up to 2 MiB
+  // Expandable segments: where the large pool's range starts, apart from the small pool's.
+  static constexpr int64_t kLargePoolBase = int64_t{1} << 50;
 
  private:
   struct Block {
@@ -59,7 +61,8 @@ class CachingAllocator {
   using Free = std::set<std::tuple<int64_t, int64_t, Handle>>;
 
   Free& pool(bool small) { return small ? small_free_ : large_free_; }
-  static std::size_t slot(bool small) { return small ? 1 : 0; }  // of last_ and mapped_end_
+  static std::size_t slot(bool small) { return small ? 1 : 0; }  // of last_
+  Block& at(Handle h) { return blocks_[static_cast<std::size_t>(h)]; }
   Handle new_segment(int64_t rounded, bool small);
   // Expandable segments: maps pages past the end of the pool's range until its last block, if
   // free, or a new one holds `rounded`; returns that block, uncached.
@@ -72,10 +75,9 @@ class CachingAllocator {
   bool expandable_ = false;
   std::vector<Block> blocks_;
   Free small_free_, large_free_;
-  // Expandable segments: each pool's last block (-1: none yet) and the end of its mapped range
-  // (the small pool's range starts at 0, the large pool's far above it).
+  // Expandable segments: each pool's last block, which ends where its mapped range ends (-1: none
+  // yet, the range starts at 0 for the small pool and far above it for the large one).
   Handle last_[2] = {-1, -1};
-  int64_t mapped_end_[2] = {0, int64_t{1} << 50};
   int64_t next_address_ = 0;
   int64_t allocated_ = 0, reserved_ = 0, peak_allocated_ = 0, peak_reserved_ = 0;
 };

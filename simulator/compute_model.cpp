@@ -179,12 +179,7 @@ struct PassBuilder {
 
   void flash_attention(AttentionKernel kernel, double flops_fwd, bool recomputed) {
     const double flops_bwd = kFlashBackwardFactor * flops_fwd;
-    const auto [forward_rate, backward_rate] =
-        kernel == AttentionKernel::flash1
-            ? std::pair{rates.flash1_forward_flops_per_s, rates.flash1_backward_flops_per_s}
-        : kernel == AttentionKernel::flash2
-            ? std::pair{rates.flash2_forward_flops_per_s, rates.flash2_backward_flops_per_s}
-            : std::pair{rates.attention_forward_flops_per_s, rates.attention_backward_flops_per_s};
+    const auto [forward_rate, backward_rate] = flash_attention_flops_per_s(rates, kernel);
     const Launches launches{1, kFlashBackwardKernels};
     // Each launch pays the device's fixed cost, as gemm_time_s and kernel_time_s add it.
     const double fwd_s = launches.forward * rates.kernel_overhead_s + flops_fwd / forward_rate;

@@ -52,6 +52,19 @@ DeviceRates device_rates(const Device& d, Dtype dtype, const Profile* profile) {
                      .profile = profile};
 }
 
+std::pair<double, double> flash_attention_flops_per_s(const DeviceRates& r, AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::flash1:
+      return {r.flash1_forward_flops_per_s, r.flash1_backward_flops_per_s};
+    case AttentionKernel::flash2:
+      return {r.flash2_forward_flops_per_s, r.flash2_backward_flops_per_s};
+    case AttentionKernel::unfused:
+    case AttentionKernel::flash3:
+      break;
+  }
+  return {r.attention_forward_flops_per_s, r.attention_backward_flops_per_s};
+}
+
 double gemm_time_s(const DeviceRates& r, int64_t m, int64_t k, int64_t n, int64_t elem_bytes,
                    int64_t count) {
   const double flops =

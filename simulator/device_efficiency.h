@@ -9,9 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "core/cluster.h"
 #include "core/dtype.h"
+#include "core/framework.h"
 #include "core/memory_kernel.h"
 #include "core/profile.h"
 
@@ -33,6 +35,11 @@ struct DeviceRates {
   // when pricing from the datasheet. Not owned.
   const Profile* profile = nullptr;
 };
+
+// A flash attention kernel's forward and backward FLOP/s: FlashAttention-1 and -2 at their own
+// rates, FlashAttention-3 at the device's best (unfused attention is GEMMs and a softmax, priced
+// as those).
+std::pair<double, double> flash_attention_flops_per_s(const DeviceRates& r, AttentionKernel k);
 
 // From the datasheet peaks × Device::efficiency; with a profile, memory_bytes_per_s is the
 // profile's memory_GBps as measured, and GEMMs are priced from its rates (gemm_time_s), every

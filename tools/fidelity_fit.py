@@ -1,6 +1,6 @@
 """Shared by the fit scripts: a scratch copy of the data folder whose device and framework files a
 grid rewrites, and `shardplan validate` run on it (SHARDPLAN_DATA_DIR)."""
-import argparse, contextlib, json, os, shutil, subprocess, tempfile
+import argparse, contextlib, json, os, shutil, statistics, subprocess, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARDPLAN = os.path.join(ROOT, "build", "tools", "shardplan")
@@ -52,6 +52,11 @@ def set_device_efficiency(data, key, value, devices=lambda device: True):
         if devices(j["device"]):
             j["device"]["efficiency"][key] = value
             json.dump(j, open(path, "w"))
+
+
+def mape_and_signed(errors):
+    """MAPE and signed mean, in percent, of relative errors (predicted / measured - 1)."""
+    return 100 * statistics.mean(abs(e) for e in errors), 100 * statistics.mean(errors)
 
 
 def validate(shardplan, data, sets, rows=False):

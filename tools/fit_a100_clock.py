@@ -20,8 +20,8 @@ writes nothing into the repository: copy the pair into the files by hand, with t
 """
 import statistics
 
-from fidelity_fit import (data_copy, set_device_efficiency, set_host_us_per_kernel,
-                          shardplan_binary, validate)
+from fidelity_fit import (data_copy, mape_and_signed, set_device_efficiency,
+                          set_host_us_per_kernel, shardplan_binary, validate)
 
 CLOCK_GRID = [round(0.80 + 0.01 * i, 2) for i in range(21)]  # 0.80 .. 1.00
 HOST_GRID = [40, 48, 56, 64, 70, 76, 82]
@@ -51,8 +51,9 @@ def main():
                 set_device_efficiency(data, "sustained_clock", clock,
                                       lambda device: device["name"].startswith("A100"))
                 errors = by_set(validate(shardplan, data, SETS, rows=True))
-                mapes = {s: 100 * statistics.mean(abs(e) for e in errors[s]) for s in SETS}
-                signed = {s: 100 * statistics.mean(errors[s]) for s in SETS}
+                figures = {s: mape_and_signed(errors[s]) for s in SETS}
+                mapes = {s: figures[s][0] for s in SETS}
+                signed = {s: figures[s][1] for s in SETS}
                 score = statistics.mean(mapes.values())
                 print(f"clock {clock:.2f}  host {host:3d} us  score {score:5.1f}%  " + "  ".join(
                     f"{s.split('_')[0]} {mapes[s]:4.1f}% ({signed[s]:+5.1f}%)" for s in SETS))

@@ -16,9 +16,8 @@ It writes nothing into the repository: copy the value into the files by hand, wi
 
   tools/fit_gemm_efficiency.py [--shardplan build/tools/shardplan]
 """
-import statistics
-
-from fidelity_fit import data_copy, set_device_efficiency, shardplan_binary, validate
+from fidelity_fit import (data_copy, mape_and_signed, set_device_efficiency, shardplan_binary,
+                          validate)
 
 GRID = [round(0.60 + 0.01 * i, 2) for i in range(26)]  # 0.60 .. 0.85
 PRIOR = (0.70, 0.82)
@@ -46,8 +45,7 @@ def main():
             rows = list(fitted_rows(validate(shardplan, data,
                                              ["mosaicml_benchmarks", "ultrascale_dev"], rows=True)))
             errors = [r["step_time_error"] for r in rows]
-            mape = 100 * statistics.mean(abs(e) for e in errors)
-            signed = 100 * statistics.mean(errors)
+            mape, signed = mape_and_signed(errors)
             print(f"matmul {value:.2f}  rows {len(errors)}  MAPE {mape:5.1f}%  signed {signed:+6.1f}%")
             if PRIOR[0] <= value <= PRIOR[1] and (best is None or mape < best[0]):
                 best = (mape, value, signed)

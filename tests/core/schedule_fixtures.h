@@ -2,10 +2,13 @@
 // pp·vpp, tp and cp the tests sweep, and the layouts that sweep goes over.
 #pragma once
 
+#include <algorithm>
+#include <iterator>
 #include <vector>
 
 #include "core/layout.h"
 #include "core/model.h"
+#include "core/schedule.h"
 #include "core/training.h"
 
 namespace shardplan::test {
@@ -39,6 +42,26 @@ inline Model small_moe() {
   m.tied_embeddings = false;
   m.moe = Moe{.num_experts = 8, .top_k = 2, .expert_ffn_hidden = 128, .layer_freq = 2};
   return m;
+}
+
+// Actions in [first, last) matching `pred`.
+template <class It, class Pred>
+int count_in(It first, It last, Pred pred) {
+  return static_cast<int>(std::count_if(first, last, pred));
+}
+
+// Actions of `p` matching `pred`.
+template <class Pred>
+int count(const Program& p, Pred pred) {
+  return count_in(p.actions.begin(), p.actions.end(), pred);
+}
+
+// Actions of `p` matching `pred`, in program order.
+template <class Pred>
+std::vector<Action> actions_where(const Program& p, Pred pred) {
+  std::vector<Action> out;
+  std::copy_if(p.actions.begin(), p.actions.end(), std::back_inserter(out), pred);
+  return out;
 }
 
 // The tests set each layout's num_microbatches directly; the global batch is not read.
