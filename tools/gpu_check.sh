@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The checks that need a GPU, in one pass, for a machine with at least one CUDA device and a build
+# with the CUDA backend (tools/setup.sh builds it where nvcc is found):
+#   1. the CUDA tests (CTest's "cuda" tests: kernels against the CPU's, the interpreter on one rank
+#      against the CPU backend, the CLI's execute and calibrate on one GPU);
+#   2. calibrate one GPU in bf16 at a ~1B GPT's layer shapes, plan that model for one GPU with the
+#      profile, execute the plan on the GPU and compare it with the prediction, with the profile
+#      and with the datasheet figures (the loop on a GPU);
+#   3. calibrate Llama 3 8B's layer GEMMs in bf16 at tp 1, 2, 4, 8 (cuBLAS's rate at a training
+#      run's shapes, to set beside device.efficiency.matmul).
+# Each step runs whatever the one before it did; the summary at the end says which failed.
+# usage: tools/gpu_check.sh [BUILD_DIR=build] [OUT_DIR=out/gpu_check]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+out=${2:-out/gpu_check}
+mkdir -p "$out"
+sp=$build/tools/shardplan
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+declare -a failed=()
+step() {  # step NAME TIMEOUT_S COMMAND...: runs and logs one check, noting a failure
+  local name=$1 limit=$2
+  shift 2
+  echo "=== $name: $*"
+  local start=$SECONDS
+  timeout "$limit" "$@" 2>&1 | tee "$out/$name.log"
+  local rc=${PIPESTATUS[0]}
+  echo "=== $name: exit $rc after $((SECONDS - start)) s"
+  [[ $rc == 0 ]] || failed+=("$name (exit $rc)")
+}
+
+nvidia-smi -L || { echo "gpu_check: no CUDA device (nvidia-smi -L failed)"; exit 1; }
+
+step ctest 240 ctest --test-dir "$build" -R cuda --output-on-failure --timeout 120
+
+# One GPU as a cluster: the DGX H100 description with one device per node (an H100 SXM).
+python3 - "$out" <<'EOF'
+import json, sys
+out = sys.argv[1]
+cluster = json.load(open("topologies/dgx-h100.json"))
+cluster["name"] = "one-h100"
+cluster["devices_per_node"] = 1
+json.dump(cluster, open(f"{out}/one-h100.json", "w"), indent=1)
+# A 1.3B GPT (GPT-3 XL's shape, Brown et al. 2020 table 2.1) on byte tokens: hidden 2048, 24 layers.
+model = {"name": "gpt-xl-bytes", "num_hidden_layers": 24, "hidden_size": 2048,
+         "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 8192,
+         "vocab_size": 256, "max_position_embeddings": 1024, "hidden_act": "gelu",
+         "norm": "layernorm", "position_embedding": "learned", "tie_word_embeddings": True,
+         "qkv_bias": True, "out_bias": True, "mlp_bias": True}
+json.dump(model, open(f"{out}/gpt-xl-bytes.json", "w"), indent=1)
+EOF
+model=$out/gpt-xl-bytes.json
+cluster=$out/one-h100.json
+shape=(--model "$model" --cluster "$cluster" --gbs 16 --seq 1024 --dtype bf16)
+step calibrate_xl 120 "$sp" calibrate --backend cuda --dtype bf16 --ranks 1 --model "$model" --tp 1 \
+  --micro-batch 1 2 4 8 16 --seq 1024 --out "$out/profile_xl.json"
+step plan_xl 30 "$sp" plan "${shape[@]}" --fix tp=1,pp=1 --profile "$out/profile_xl.json" \
+  --out "$out/plan_xl.json"
+step execute_xl 120 "$sp" execute "$out/plan_xl.json" --backend cuda --steps 6 \
+  --out "$out/measured_xl.json"
+step compare_xl_profile 30 "$sp" compare "$out/plan_xl.json" "$out/measured_xl.json" \
+  --profile "$out/profile_xl.json"
+step compare_xl_datasheet 30 "$sp" compare "$out/plan_xl.json" "$out/measured_xl.json"
+step calibrate_llama3_8b 120 "$sp" calibrate --backend cuda --dtype bf16 --ranks 1 \
+  --model llama3-8b --tp 1 2 4 8 --micro-batch 1 --seq 4096 --out "$out/profile_llama3_8b.json"
+
+echo "=== gpu_check: ${#failed[@]} failed${failed:+: ${failed[*]}}"
+[[ ${#failed[@]} == 0 ]]
