@@ -27,8 +27,8 @@ struct KernelTiming {
 };
 
 // Times the kernels of one rank share `d` of a model's layer (its norm, activation, biases,
-// residual, attention softmax, embedding, cross entropy over `vocab_rows` rows, Adam over the
-// share's `parameters`) on `dev`, with operands from `alloc` (the device's memory); `label` names
+// residual, attention softmax, embedding, cross entropy over `vocab_rows` rows, Adam over
+// `parameters`, none if 0) on `dev`, with operands from `alloc` (the device's memory); `label` names
 // the shape. Every rank of `comm` calls it at once. The softmax only where `dev` times its GEMMs
 // (MatmulStats seconds), the rest of attention's calls being its GEMMs.
 // T: the storage type the kernels run on (float, or bf16 for a mixed-precision profile, with the
@@ -38,7 +38,8 @@ std::vector<KernelTiming> time_kernels(const LayerDims& d, int64_t vocab_rows, i
                                        const std::string& label, const TimingOptions& t,
                                        MPI_Comm comm, Kernels<T>& dev, TensorAllocator& alloc);
 
-// time_kernels over every share (calibrate_options.h's layer_shares).
+// time_kernels over every share (calibrate_options.h's layer_shares), Adam once per distinct size
+// of a share's parameters, at most kMaxOptimizerElements.
 template <class T>
 std::vector<KernelTiming> model_kernel_timings(const std::vector<LayerShare>& shares,
                                                const TimingOptions& t, MPI_Comm comm,

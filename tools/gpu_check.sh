@@ -23,7 +23,9 @@ step() {  # step NAME TIMEOUT_S COMMAND...: runs and logs one check, noting a fa
   shift 2
   echo "=== $name: $*"
   local start=$SECONDS
-  timeout "$limit" "$@" 2>&1 | tee "$out/$name.log"
+  # Line-buffered (stdbuf, inherited through mpirun), so that a check cut off by its limit has
+  # logged how far it got.
+  timeout "$limit" stdbuf -oL -eL "$@" 2>&1 | tee "$out/$name.log"
   local rc=${PIPESTATUS[0]}
   echo "=== $name: exit $rc after $((SECONDS - start)) s"
   [[ $rc == 0 ]] || failed+=("$name (exit $rc)")
