@@ -8,6 +8,7 @@
 
 #include "calibrate/calibrate_memory.h"
 #include "calibrate/layer_gemms.h"
+#include "calibrate/operand_values.h"
 
 namespace shardplan {
 
@@ -55,8 +56,10 @@ std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, cons
       for (int64_t j = 0; j < (cold[i] ? copies : 1); ++j) {
         Buffer<T>& x = operands[i].emplace_back(
             alloc.allocate<T>(MemoryCategory::buffers, sizes[i], names[i]));
-        // Small values keep repeated accumulation (wgrad's +=) far from overflow.
-        dev.fill(x.data(), x.size(), T(i < 2 ? 1e-3f : 0.0f));
+        if (i < 2)
+          fill_operand(dev, x.data(), x.size());
+        else
+          dev.fill(x.data(), x.size(), T(0.0f));  // C: overwritten, or accumulated into
       }
     size_t next = 0;
     const auto run = [&] {

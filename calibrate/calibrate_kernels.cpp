@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
 
+#include "calibrate/operand_values.h"
 #include "executor/layers/attention.h"
 #include "executor/layers/embedding.h"
 #include "executor/state/adam.h"
@@ -16,35 +16,11 @@ namespace shardplan {
 
 namespace {
 
-// Values of the size a layer sees (|x| < 1, none zero), so no kernel takes a special path: a
-// pattern of kPatternElements, repeated. A host vector the size of the buffer would make the
-// calibration of a 1B model's optimizer spend a minute in sin() and its copy (seen on an H100,
-// 2026-11-26: --micro-batch 1 2 4 8 16 of a 1.3B GPT outran 120 s).
-constexpr int64_t kPatternElements = int64_t{1} << 20;
-
 // The most elements Adam is timed over: 2^26, 1 GiB of parameters, gradients, moments and master
-// weights (16 B an element in fp32 and in bf16 alike), far beyond any cache (a GPU's L2 is 50-60 MiB), so the
-// rate is memory's and holds for larger shares too (kernel_rate_per_s keeps the largest size's
-// rate beyond it). Llama 3 8B's whole state would not fit an 80 GiB GPU.
+// weights (16 B an element in fp32 and in bf16 alike), far beyond any cache (a GPU's L2 is
+// 50-60 MiB), so the rate is memory's and holds for larger shares too (kernel_rate_per_s keeps
+// the largest size's rate beyond it). Llama 3 8B's whole state would not fit an 80 GiB GPU.
 constexpr int64_t kMaxOptimizerElements = int64_t{1} << 26;
-
-template <class U>
-std::vector<U> pattern(int64_t n) {
-  std::vector<U> v(static_cast<size_t>(std::min(n, kPatternElements)));
-  for (size_t i = 0; i < v.size(); ++i)
-    v[i] = U(0.5f * std::sin(0.37f * static_cast<float>(i)) + 0.01f);
-  return v;
-}
-
-// Fills `count` values of U at `device` with the pattern, one host-to-device copy a repeat.
-template <class U, class T>
-void fill_pattern(Kernels<T>& dev, U* device, int64_t count) {
-  const std::vector<U> host = pattern<U>(count);
-  const auto size = static_cast<int64_t>(host.size());
-  for (int64_t at = 0; at < count; at += size)
-    dev.copy_from_host(device + at, host.data(),
-                       std::min(size, count - at) * static_cast<int64_t>(sizeof(U)));
-}
 
 template <class T>
 struct KernelTimer {
@@ -67,7 +43,7 @@ struct KernelTimer {
 template <class U, class T>
 Buffer<U> device_buffer(Kernels<T>& dev, TensorAllocator& alloc, int64_t count, bool zero = false) {
   Buffer<U> b = alloc.allocate<U>(MemoryCategory::buffers, count, "kernel operand");
-  if (!zero) fill_pattern(dev, b.data(), count);
+  if (!zero) fill_operand(dev, b.data(), count);
   return b;
 }
 
@@ -174,7 +150,7 @@ std::vector<KernelTiming> time_kernels(const LayerDims& d, int64_t vocab_rows, i
     Buffer<T> params = buffer(parameters), grads = buffer(parameters);
     const bool master = !std::is_same_v<T, float>;
     AdamState adam = adam_state(alloc, parameters, master);
-    if (master) fill_pattern(dev, adam.master.data(), parameters);
+    if (master) fill_operand(dev, adam.master.data(), parameters);
     timer.time(MemoryKernel::optimizer_step, parameters,
                [&] { adam_step<T>(dev, AdamConfig{}, adam, params.span(), grads.span()); });
   }
@@ -188,8 +164,7 @@ std::vector<KernelTiming> model_kernel_timings(const std::vector<LayerShare>& sh
   std::vector<KernelTiming> timings;
   std::set<int64_t> optimizer_sizes;  // timed once each: the micro-batch does not change them
   for (const LayerShare& s : shares) {
-    int64_t parameters =
-        std::min(count_parameters(s.model).total() / s.tp, kMaxOptimizerElements);
+    int64_t parameters = std::min(count_parameters(s.model).total() / s.tp, kMaxOptimizerElements);
     if (!optimizer_sizes.insert(parameters).second) parameters = 0;
     for (KernelTiming& k :
          time_kernels(s.dims, s.vocab_rows, parameters, s.label, t, comm, dev, alloc))

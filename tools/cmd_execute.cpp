@@ -146,6 +146,7 @@ void execute_steps(const ExecuteOptions& o, const Plan& p, int rank) {
   }
   Measurement record;
   record.plan = p;
+  record.backend = settings.backend;
   if (root) {
     for (int64_t r = 0; r < p.layout.world(); ++r)
       record.programs.push_back(build_program(p.model, p.training, p.layout, r));

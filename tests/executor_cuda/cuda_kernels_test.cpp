@@ -322,5 +322,26 @@ TEMPLATE_TEST_CASE("cuda kernels: adam update, conversions, strided fill and cop
   CHECK_ERROR(packed, 0.0);
 }
 
+TEST_CASE("cuda kernels: a contiguous copy beyond 2 GiB", "[cuda]") {
+  SHARDPLAN_SKIP_WITHOUT_CUDA_DEVICE(1);
+  test::CudaRank rank;
+  // 2^29 + 3 floats (2 GiB and 12 B), over cudaMemcpy2D's largest pitch (2^31 - 1 B); the first
+  // and last MiB checked.
+  const int64_t n = (int64_t{1} << 29) + 3, edge = int64_t{1} << 18;
+  Buffer<float> from = rank.alloc.allocate<float>(MemoryCategory::buffers, n, "copy source");
+  Buffer<float> to = rank.alloc.allocate<float>(MemoryCategory::buffers, n, "copy target");
+  const std::vector<float> head = random_values<float>(edge, 7),
+                           tail = random_values<float>(edge, 8);
+  rank.kernels.fill(to.data(), n, 0.0f);
+  rank.kernels.copy_from_host(from.data(), head.data(), edge * 4);
+  rank.kernels.copy_from_host(from.data() + n - edge, tail.data(), edge * 4);
+  rank.kernels.copy(to.data(), from.data(), n);
+  std::vector<float> got_head(static_cast<size_t>(edge)), got_tail(static_cast<size_t>(edge));
+  rank.kernels.copy_to_host(got_head.data(), to.data(), edge * 4);
+  rank.kernels.copy_to_host(got_tail.data(), to.data() + n - edge, edge * 4);
+  CHECK(got_head == head);
+  CHECK(got_tail == tail);
+}
+
 }  // namespace
 }  // namespace shardplan
