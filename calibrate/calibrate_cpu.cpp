@@ -60,7 +60,6 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
                world_size == 1 ? "" : "s", p.device, enum_name(o.dtype, kDtypeNames));
 
   const std::vector<LayerShare> shares = layer_shares(o);
-  const std::vector<GemmCall> calls = model_gemm_calls(shares);
   TensorAllocator alloc("calibration");
   // Operands from memory, as in a training step, where a layer's weights and saved activations
   // were last touched a pass ago (STREAM's rule for its arrays, halved, as the collectives'
@@ -69,7 +68,8 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
   std::vector<std::vector<GemmTiming>> gemm_passes;
   std::vector<std::vector<KernelTiming>> kernel_passes;
   const auto timed_in = [&](auto& dev) {
-    gemm_passes.push_back(time_gemm_calls(calls, o.timing, world, dev, alloc, cold_bytes));
+    gemm_passes.push_back(time_gemm_calls(model_gemm_calls(shares, heads_per_call_of(dev)),
+                                          o.timing, world, dev, alloc, cold_bytes));
     kernel_passes.push_back(model_kernel_timings(shares, o.timing, world, dev, alloc));
   };
   const auto compute_pass = [&] {

@@ -13,8 +13,9 @@
 namespace shardplan {
 
 std::vector<GemmCall> layer_gemm_calls(const LayerDims& d, int64_t vocab_rows,
-                                       const std::string& label) {
-  LayerGemms recorded = record_layer_gemms(d, vocab_rows);
+                                       const std::string& label,
+                                       const HeadsPerCall& heads_per_call) {
+  LayerGemms recorded = record_layer_gemms(d, vocab_rows, heads_per_call);
   std::vector<GemmCall> calls = std::move(recorded.layer);
   calls.insert(calls.end(), recorded.head.begin(), recorded.head.end());
   for (GemmCall& c : calls) c.what = label + " " + c.what;
@@ -39,10 +40,11 @@ std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, cons
     const int64_t b_rows = g.op_b == Op::none ? g.k : g.n, b_cols = g.op_b == Op::none ? g.n : g.k;
     const int64_t rows[3] = {a_rows, b_rows, g.m}, cols[3] = {a_cols, b_cols, g.n};
     const int64_t given[3] = {g.stride_a, g.stride_b, g.stride_c};
+    const int64_t apart[3] = {g.batch_stride_a, g.batch_stride_b, g.batch_stride_c};
     int64_t strides[3], sizes[3];
     for (int i = 0; i < 3; ++i) {
       strides[i] = given[i] > 0 ? given[i] : cols[i];
-      sizes[i] = rows[i] * strides[i];
+      sizes[i] = (g.batch - 1) * apart[i] + rows[i] * strides[i];
     }
     const bool cold[3] = {g.cold_a, g.cold_b, g.cold_c};
     int64_t cold_set_bytes = 0;
@@ -67,10 +69,12 @@ std::vector<GemmTiming> time_gemm_calls(const std::vector<GemmCall>& calls, cons
       dev.run_gemm_batched(matrix(copy(2), g.m, g.n, strides[2]),
                            matrix<const T>(copy(0), a_rows, a_cols, strides[0]), g.op_a,
                            matrix<const T>(copy(1), b_rows, b_cols, strides[1]), g.op_b, g.acc,
-                           GemmBatch{}, nullptr);
+                           GemmBatch{g.batch, apart[0], apart[1], apart[2]}, nullptr);
       ++next;
     };
-    out.push_back({g, median_time_s(run, t, comm, {}, [&] { dev.synchronize(); })});
+    // A GEMM's share of its batch's time.
+    const double batch_s = median_time_s(run, t, comm, {}, [&] { dev.synchronize(); });
+    out.push_back({g, batch_s / static_cast<double>(g.batch)});
   }
   return out;
 }
@@ -104,9 +108,10 @@ void print_gemm_timings(std::FILE* out, const std::vector<GemmTiming>& timings) 
   fmt::print(out, "# {:>6} {:>6} {:>6} {:>4} {:>10} {:>8}\n", "", "", "", "", "(us)", "");
   for (const auto& t : timings) {
     const GemmCall& g = t.call;
-    fmt::print(out, "  {:>6} {:>6} {:>6} {:>2}{}{} {:>10.1f} {:>8.1f}  {}\n", g.m, g.n, g.k,
+    fmt::print(out, "  {:>6} {:>6} {:>6} {:>2}{}{} {:>10.1f} {:>8.1f}  {}{}\n", g.m, g.n, g.k,
                op(g.op_a), op(g.op_b), g.acc == Accumulate::add ? '+' : ' ', t.time_s * 1e6,
-               g.flops() / t.time_s / 1e9, g.what);
+               g.flops() / t.time_s / 1e9, g.what,
+               g.batch > 1 ? fmt::format(" (one of a batch of {})", g.batch) : "");
   }
   fmt::print(out, "\n");
 }

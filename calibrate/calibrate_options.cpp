@@ -34,10 +34,11 @@ std::vector<LayerShare> layer_shares(const CalibrateOptions& o) {
   return shares;
 }
 
-std::vector<GemmCall> model_gemm_calls(const std::vector<LayerShare>& shares) {
+std::vector<GemmCall> model_gemm_calls(const std::vector<LayerShare>& shares,
+                                       const HeadsPerCall& heads_per_call) {
   std::vector<GemmCall> calls;
   for (const LayerShare& s : shares)
-    add_distinct(calls, layer_gemm_calls(s.dims, s.vocab_rows, s.label));
+    add_distinct(calls, layer_gemm_calls(s.dims, s.vocab_rows, s.label, heads_per_call));
   return calls;
 }
 

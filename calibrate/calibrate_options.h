@@ -21,7 +21,7 @@ struct CalibrateOptions {
   // Sequences per micro-batch: the sizes a plan of up to 8 sequences per micro-batch runs at (the
   // GEMM rates and kernel rates change with the shape as it leaves the caches).
   std::vector<int64_t> micro_batches = {1, 2, 4, 8};
-  int64_t seq = 0;              // tokens per sequence; 0: each model's max_position_embeddings
+  int64_t seq = 0;  // tokens per sequence; 0: each model's max_position_embeddings
   // The GEMMs' and kernels' storage type: fp32, or bf16 as mixed-precision training runs them
   // (fp32 accumulation, the loss and Adam in fp32). The profile prices plans of this dtype.
   Dtype dtype = Dtype::fp32;
@@ -76,7 +76,9 @@ struct LayerShare {
 // Every (model, tp, micro-batch) of the options.
 std::vector<LayerShare> layer_shares(const CalibrateOptions& o);
 
-// The distinct GEMM calls of those shares' layers and heads.
-std::vector<GemmCall> model_gemm_calls(const std::vector<LayerShare>& shares);
+// The distinct GEMM calls of those shares' layers and heads, attention batched as the device to
+// be timed batches it.
+std::vector<GemmCall> model_gemm_calls(const std::vector<LayerShare>& shares,
+                                       const HeadsPerCall& heads_per_call);
 
 }  // namespace shardplan

@@ -43,13 +43,13 @@ class SilentTpComm final : public TpComm<float> {
 };
 
 // Kernels that compute nothing: only the GEMMs' calls matter, and Kernels::gemm_batched records
-// them before it calls run_gemm_batched. Attention one head a call, as the CPU backend makes it
-// (the calls calibration times on every device).
+// them before it calls run_gemm_batched. Attention batched as the device to be timed batches it.
 class NoKernels final : public Kernels<float> {
  public:
+  explicit NoKernels(const HeadsPerCall& heads_per_call) : heads_per_call_(heads_per_call) {}
   void run_gemm_batched(MatrixRef<float>, MatrixRef<const float>, Op, MatrixRef<const float>, Op,
                         Accumulate, const GemmBatch&, MatmulStats*) override {}
-  int64_t attention_heads_per_call(int64_t) const override { return 1; }
+  int64_t attention_heads_per_call(int64_t heads) const override { return heads_per_call_(heads); }
   void bias_forward(float*, const float*, int64_t, int64_t) override {}
   void residual_add(float*, const float*, const float*, int64_t, int64_t) override {}
   void bias_backward(const float*, int64_t, int64_t, float*) override {}
@@ -85,16 +85,20 @@ class NoKernels final : public Kernels<float> {
   void copy_to_host(void*, const void*, int64_t) override {}
   void copy_from_host(void*, const void*, int64_t) override {}
   void synchronize() override {}
+
+ private:
+  const HeadsPerCall& heads_per_call_;
 };
 
 }  // namespace
 
-LayerGemms record_layer_gemms(const LayerDims& d, int64_t vocab_rows) {
+LayerGemms record_layer_gemms(const LayerDims& d, int64_t vocab_rows,
+                              const HeadsPerCall& heads_per_call) {
   assert(d.cp == 1 && "a cp rank's attention gathers its keys over the cp group");
   AddressOnlyMemory memory;
   TensorAllocator alloc("GEMM recording", 0, &memory);
   SilentTpComm tp(d.tp);
-  NoKernels kernels;
+  NoKernels kernels(heads_per_call);
   LayerGemms out;
   MatmulStats stats{.calls = &out.layer};
   LayerContext<float> c{alloc, tp, &stats, nullptr, &kernels};

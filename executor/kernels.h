@@ -63,7 +63,7 @@ struct ScoreBlocks {
 // One GEMM of a batch as a layer made it at `site`.
 template <class T>
 GemmCall gemm_call(const GemmSite& site, MatrixRef<const T> c, MatrixRef<const T> a, Op op_a,
-                   MatrixRef<const T> b, Op op_b, Accumulate acc) {
+                   MatrixRef<const T> b, Op op_b, Accumulate acc, const GemmBatch& batch) {
   const auto stride = [](MatrixRef<const T> x) { return x.stride == x.cols ? 0 : x.stride; };
   return {.m = c.rows,
           .n = c.cols,
@@ -77,7 +77,11 @@ GemmCall gemm_call(const GemmSite& site, MatrixRef<const T> c, MatrixRef<const T
           .cold_c = site.cold_c,
           .stride_a = stride(a),
           .stride_b = stride(b),
-          .stride_c = stride(c)};
+          .stride_c = stride(c),
+          .batch = batch.count,
+          .batch_stride_a = batch.count > 1 ? batch.stride_a : 0,
+          .batch_stride_b = batch.count > 1 ? batch.stride_b : 0,
+          .batch_stride_c = batch.count > 1 ? batch.stride_c : 0};
 }
 
 template <class T>
@@ -99,7 +103,7 @@ class Kernels {
                     MatmulStats* stats) {
     if (stats != nullptr && stats->calls != nullptr)
       for (int64_t i = 0; i < batch.count; ++i)
-        stats->calls->push_back(gemm_call<T>(site, c, a, op_a, b, op_b, acc));
+        stats->calls->push_back(gemm_call<T>(site, c, a, op_a, b, op_b, acc, batch));
     run_gemm_batched(c, a, op_a, b, op_b, acc, batch, stats);
   }
   void gemm(const GemmSite& site, MatrixRef<T> c, MatrixRef<const T> a, Op op_a,

@@ -71,12 +71,14 @@ Profile calibrate_cuda(const CalibrateOptions& o, const CudaSettings& settings, 
   const std::vector<LayerShare> shares = layer_shares(o);
   // The GEMMs and kernels in the profile's dtype (bf16: cublasGemmEx on CUDA_R_16BF, fp32
   // accumulation), operands from device memory as in a training step (calibrate_cpu.cpp's rule,
-  // with the L2).
+  // with the L2), attention's GEMMs in the strided batches the backend runs them in (before
+  // 2026-11-26 one head a call: 27-32 TFLOP/s at a 1.3B GPT's 1024 x 1024 x 128 head GEMMs on an
+  // H100, and a profile that priced its executed step 63% slow).
   std::vector<GemmTiming> gemm;
   std::vector<KernelTiming> kernel_timings;
   const auto timed_in = [&](auto& dev) {
-    gemm = time_gemm_calls(model_gemm_calls(shares), o.one_pass_timing(), world, dev, alloc,
-                           2 * l2_cache_bytes(ctx.device()));
+    gemm = time_gemm_calls(model_gemm_calls(shares, heads_per_call_of(dev)), o.one_pass_timing(),
+                           world, dev, alloc, 2 * l2_cache_bytes(ctx.device()));
     kernel_timings = model_kernel_timings(shares, o.one_pass_timing(), world, dev, alloc);
   };
   if (o.dtype == Dtype::bf16)

@@ -251,14 +251,6 @@ void CudaKernels<T>::copy(MatrixRef<T> to, MatrixRef<const T> from) {
   // widen and narrow of fp32 copy; in place they have nothing to do.
   if (to.rows * to.cols == 0 || (to.data == from.data && to.stride == from.stride)) return;
   constexpr size_t e = sizeof(T);
-  // Contiguous as one block: cudaMemcpy2D refuses a pitch above cudaDevAttrMaxPitch (2^31 - 1 B;
-  // seen on an H100: a 2.1 GB copy of Llama 3 8B's logits failed with cudaErrorInvalidValue).
-  if (to.rows == 1 || (to.stride == to.cols && from.stride == from.cols)) {
-    SHARDPLAN_CUDA_CHECK(cudaMemcpyAsync(to.data, from.data,
-                                         static_cast<size_t>(to.rows * to.cols) * e,
-                                         cudaMemcpyDeviceToDevice, ctx_.stream()));
-    return;
-  }
   SHARDPLAN_CUDA_CHECK(
       cudaMemcpy2DAsync(to.data, static_cast<size_t>(to.stride) * e, from.data,
                         static_cast<size_t>(from.stride) * e, static_cast<size_t>(to.cols) * e,

@@ -35,12 +35,18 @@ struct GemmCall {
   // Elements between consecutive rows of A, B and C as stored (0: packed): an attention head's
   // q, k and v columns inside the QKV activation's rows, its context columns inside the context's.
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  // The batched call it was one of (kernels.h's GemmBatch): a GPU runs attention's heads as one
+  // strided batch, far faster a GEMM than one head a call, so calibration times the batch whole.
+  int64_t batch = 1;
+  int64_t batch_stride_a = 0, batch_stride_b = 0, batch_stride_c = 0;
 
   // Calls equal in all but `what` are the same GEMM.
   auto operator<=>(const GemmCall& o) const {
-    return std::tie(m, n, k, op_a, op_b, acc, cold_a, cold_b, cold_c, stride_a, stride_b,
-                    stride_c) <=> std::tie(o.m, o.n, o.k, o.op_a, o.op_b, o.acc, o.cold_a, o.cold_b,
-                                           o.cold_c, o.stride_a, o.stride_b, o.stride_c);
+    return std::tie(m, n, k, op_a, op_b, acc, cold_a, cold_b, cold_c, stride_a, stride_b, stride_c,
+                    batch, batch_stride_a, batch_stride_b, batch_stride_c) <=>
+           std::tie(o.m, o.n, o.k, o.op_a, o.op_b, o.acc, o.cold_a, o.cold_b, o.cold_c, o.stride_a,
+                    o.stride_b, o.stride_c, o.batch, o.batch_stride_a, o.batch_stride_b,
+                    o.batch_stride_c);
   }
   bool operator==(const GemmCall& o) const { return (*this <=> o) == 0; }
   double flops() const {

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <vector>
 
+#include "executor/cpu_kernels.h"
 #include "executor/interpreter.h"
 #include "executor/layers/lm_head.h"
 #include "tests/executor/mpi/interpreter_fixtures.h"
@@ -35,7 +36,8 @@ TEST_CASE("calibration's GEMMs are those a step of the interpreter makes", "[cal
 
   const RankShard shard = rank_shard(m, l, run.program().coord);
   const LayerDims d = layer_dims(m, shard, l.micro_batch, test::kSeq, false);
-  const LayerGemms recorded = record_layer_gemms(d, head_vocab(param_layout(m, shard)).count());
+  const LayerGemms recorded = record_layer_gemms(d, head_vocab(param_layout(m, shard)).count(),
+                                                 heads_per_call_of(cpu_kernels<float>()));
   std::vector<GemmCall> expected;
   for (int mb = 0; mb < l.num_microbatches; ++mb) {
     for (int layer = 0; layer < m.num_layers; ++layer)
