@@ -33,8 +33,13 @@ struct KernelTimer {
   void time(MemoryKernel k, int64_t elements, const std::function<void()>& op,
             const MatmulStats* excluded = nullptr) {
     const auto gemm_s = [excluded] { return excluded->seconds; };
-    const double s = median_time_s(op, t, comm, excluded ? gemm_s : std::function<double()>{},
-                                   [this] { dev.synchronize(); });
+    const double s =
+        measuring(fmt::format("timing {} over {} elements of {}", enum_name(k, kMemoryKernelNames),
+                              elements, label),
+                  [&] {
+                    return median_time_s(op, t, comm, excluded ? gemm_s : std::function<double()>{},
+                                         [this] { dev.synchronize(); });
+                  });
     out.push_back({k, static_cast<double>(elements), s, label});
   }
 };
@@ -166,8 +171,9 @@ std::vector<KernelTiming> model_kernel_timings(const std::vector<LayerShare>& sh
   for (const LayerShare& s : shares) {
     int64_t parameters = std::min(count_parameters(s.model).total() / s.tp, kMaxOptimizerElements);
     if (!optimizer_sizes.insert(parameters).second) parameters = 0;
-    for (KernelTiming& k :
-         time_kernels(s.dims, s.vocab_rows, parameters, s.label, t, comm, dev, alloc))
+    for (KernelTiming& k : measuring("the kernels of " + s.label, [&] {
+           return time_kernels(s.dims, s.vocab_rows, parameters, s.label, t, comm, dev, alloc);
+         }))
       timings.push_back(std::move(k));
   }
   return timings;

@@ -7,7 +7,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
+
+#include "executor/runtime/device_error.h"
 
 namespace shardplan {
 
@@ -37,6 +40,18 @@ double median_single_call_s(const std::function<void()>& op, const std::function
 // `iterations` of it, and as many as take `seconds` at least. A core busy so is busy as a compute
 // kernel keeps it, and its time varies only with what takes the core away.
 float register_work(int64_t iterations);
+
+// f(), a device's error in it named by what was being measured ("timing gemm 4096 x 4096 x 128 of
+// llama3-8b tp=1 mbs=1 attn scores: cudaMemcpyAsync(...) at ...: invalid argument"), so that a
+// calibration that fails says where.
+template <class F>
+decltype(auto) measuring(const std::string& what, F&& f) {
+  try {
+    return f();
+  } catch (const DeviceError& e) {
+    throw DeviceError(what + ": " + e.what(), e.rank);
+  }
+}
 void busy_for(double seconds);
 
 }  // namespace shardplan

@@ -91,7 +91,9 @@ Profile calibrate_cuda(const CalibrateOptions& o, const CudaSettings& settings, 
   p.kernels = kernel_rates(kernel_timings);
 
   const int64_t elements = o.stream_elements > 0 ? o.stream_elements : kCopyElements;
-  p.memory_GBps = copy_GBps(kernels, alloc, elements, o.one_pass_timing(), world);
+  p.memory_GBps = measuring("timing a device copy", [&] {
+    return copy_GBps(kernels, alloc, elements, o.one_pass_timing(), world);
+  });
   if (rank == 0)
     fmt::print(out, "# device memory: copy of {} floats ({:.0f} MiB), {:.1f} GB/s a GPU\n\n",
                elements, static_cast<double>(elements) * sizeof(float) / (1 << 20), p.memory_GBps);
