@@ -61,7 +61,9 @@ std::vector<KernelTiming> time_kernels(const LayerDims& d, int64_t vocab_rows, i
   using C = compute_t<T>;
   KernelTimer<T> timer{t, comm, label, dev, {}};
   const int64_t N = d.tokens(), L = d.local_tokens(), H = d.hidden, F = d.ffn;
-  const int64_t widest = std::max(d.fc1_width(), d.qkv_width());
+  // Wide enough for a row of every kernel's operands: the hidden size too, which a tp share's MLP
+  // and QKV columns can fall under (Llama 3 8B at tp=8: 3584 and 768 of 4096).
+  const int64_t widest = std::max({d.fc1_width(), d.qkv_width(), d.hidden});
   const auto buffer = [&](int64_t count, bool zero = false) {
     return device_buffer<T>(dev, alloc, count, zero);
   };
