@@ -5,6 +5,7 @@
 #include <cassert>
 #include <cmath>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 #include "calibrate/calibrate_gemm.h"
@@ -90,6 +91,14 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
   std::vector<NoiseTiming> noise = time_noise(
       world, {o.timing.min_sample_s}, static_cast<int>(std::ceil(1.0 / o.timing.min_sample_s)));
   p.noise = noise_share(noise.front());
+  // A mean of twice the median is no longer noise a step's median meets (core/profile.cpp's
+  // range): the cores were shared with other work (seen on this 2-core machine while it built).
+  if (!(p.noise < 1))
+    throw std::runtime_error(fmt::format(
+        "calibration: these cores were busy with other work: fixed work quanta took {:.2f} times "
+        "their median on average (noise {:+.0f}%), and the rates measured with them carry that "
+        "load; calibrate on an idle machine",
+        1 + p.noise, 100 * p.noise));
   if (!o.compute_only) {
     const std::vector<NoiseTiming> longer = time_noise(world, {1e-3, 3e-3}, 100);
     noise.insert(noise.end(), longer.begin(), longer.end());
