@@ -8,7 +8,7 @@
 #      and with the datasheet figures (the loop on a GPU);
 #   3. calibrate Llama 3 8B's layer GEMMs in bf16 at tp 1, 2, 4, 8 (cuBLAS's rate at a training
 #      run's shapes, to set beside device.efficiency.matmul).
-# Each step runs whatever the one before it did; the summary at the end says which failed.
+# Every step runs even when one before it failed; the summary at the end says which failed.
 # usage: tools/gpu_check.sh [BUILD_DIR=build] [OUT_DIR=out/gpu_check]
 set -uo pipefail
 cd "$(dirname "$0")/.."
