@@ -92,7 +92,7 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
       world, {o.timing.min_sample_s}, static_cast<int>(std::ceil(1.0 / o.timing.min_sample_s)));
   p.noise = noise_share(noise.front());
   // A mean of twice the median is no longer noise a step's median meets (core/profile.cpp's
-  // range): the cores were shared with other work (seen on this 2-core machine while it built).
+  // range): the cores were shared with other work (seen on a 2-core CI machine beside a build).
   if (!(p.noise < 1))
     throw std::runtime_error(fmt::format(
         "calibration: these cores were busy with other work: fixed work quanta took {:.2f} times "

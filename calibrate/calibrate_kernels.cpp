@@ -33,13 +33,11 @@ struct KernelTimer {
   void time(MemoryKernel k, int64_t elements, const std::function<void()>& op,
             const MatmulStats* excluded = nullptr) {
     const auto gemm_s = [excluded] { return excluded->seconds; };
-    const double s =
-        measuring(fmt::format("timing {} over {} elements of {}", enum_name(k, kMemoryKernelNames),
-                              elements, label),
-                  [&] {
-                    return median_time_s(op, t, comm, excluded ? gemm_s : std::function<double()>{},
-                                         [this] { dev.synchronize(); });
-                  });
+    const double s = measuring(
+        fmt::format("timing {} over {} elements", enum_name(k, kMemoryKernelNames), elements), [&] {
+          return median_time_s(op, t, comm, excluded ? gemm_s : std::function<double()>{},
+                               [this] { dev.synchronize(); });
+        });
     out.push_back({k, static_cast<double>(elements), s, label});
   }
 };

@@ -40,6 +40,7 @@ double median_single_call_s(const std::function<void()>& op, const std::function
 // `iterations` of it, and as many as take `seconds` at least. A core busy so is busy as a compute
 // kernel keeps it, and its time varies only with what takes the core away.
 float register_work(int64_t iterations);
+void busy_for(double seconds);
 
 // f(), a device's error in it named by what was being measured ("timing gemm 4096 x 4096 x 128 of
 // llama3-8b tp=1 mbs=1 attn scores: cudaMemcpyAsync(...) at ...: invalid argument"), so that a
@@ -52,6 +53,5 @@ decltype(auto) measuring(const std::string& what, F&& f) {
     throw DeviceError(what + ": " + e.what(), e.rank);
   }
 }
-void busy_for(double seconds);
 
 }  // namespace shardplan

@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <cstdint>
+#include <utility>
 
 #include "executor/layers/block.h"
 #include "executor/layers/lm_head.h"
@@ -46,7 +47,7 @@ class SilentTpComm final : public TpComm<float> {
 // them before it calls run_gemm_batched. Attention batched as the device to be timed batches it.
 class NoKernels final : public Kernels<float> {
  public:
-  explicit NoKernels(const HeadsPerCall& heads_per_call) : heads_per_call_(heads_per_call) {}
+  explicit NoKernels(HeadsPerCall heads_per_call) : heads_per_call_(std::move(heads_per_call)) {}
   void run_gemm_batched(MatrixRef<float>, MatrixRef<const float>, Op, MatrixRef<const float>, Op,
                         Accumulate, const GemmBatch&, MatmulStats*) override {}
   int64_t attention_heads_per_call(int64_t heads) const override { return heads_per_call_(heads); }
@@ -87,7 +88,7 @@ class NoKernels final : public Kernels<float> {
   void synchronize() override {}
 
  private:
-  const HeadsPerCall& heads_per_call_;
+  HeadsPerCall heads_per_call_;
 };
 
 }  // namespace

@@ -58,7 +58,7 @@ step calibrate_xl 120 "$sp" calibrate --backend cuda --dtype bf16 --ranks 1 --mo
   --micro-batch 1 2 4 8 16 --seq 1024 --out "$out/profile_xl.json"
 step plan_xl 30 "$sp" plan "${shape[@]}" --fix tp=1,pp=1 --profile "$out/profile_xl.json" \
   --out "$out/plan_xl.json"
-step execute_xl 120 "$sp" execute "$out/plan_xl.json" --backend cuda --steps 6 \
+step execute_xl 120 "$sp" execute "$out/plan_xl.json" --backend cuda --steps 4 \
   --out "$out/measured_xl.json"
 step compare_xl_profile 30 "$sp" compare "$out/plan_xl.json" "$out/measured_xl.json" \
   --profile "$out/profile_xl.json"

@@ -71,9 +71,8 @@ Profile calibrate_cuda(const CalibrateOptions& o, const CudaSettings& settings, 
   const std::vector<LayerShare> shares = layer_shares(o);
   // The GEMMs and kernels in the profile's dtype (bf16: cublasGemmEx on CUDA_R_16BF, fp32
   // accumulation), operands from device memory as in a training step (calibrate_cpu.cpp's rule,
-  // with the L2), attention's GEMMs in the strided batches the backend runs them in (before
-  // 2026-11-26 one head a call: 27-32 TFLOP/s at a 1.3B GPT's 1024 x 1024 x 128 head GEMMs on an
-  // H100, and a profile that priced its executed step 63% slow).
+  // with the L2), attention's GEMMs in the strided batches the backend runs them in (one head a
+  // call is several times slower a GEMM on a GPU: docs/measurements.md).
   std::vector<GemmTiming> gemm;
   std::vector<KernelTiming> kernel_timings;
   const auto timed_in = [&](auto& dev) {

@@ -325,8 +325,9 @@ TEMPLATE_TEST_CASE("cuda kernels: adam update, conversions, strided fill and cop
 TEST_CASE("cuda kernels: a contiguous copy beyond 2 GiB", "[cuda]") {
   SHARDPLAN_SKIP_WITHOUT_CUDA_DEVICE(1);
   test::CudaRank rank;
-  // 2^29 + 3 floats (2 GiB and 12 B: a byte count past int32, as Llama 3 8B's fp32 logits at 4096
-  // tokens); the first and last MiB checked.
+  // 2^29 + 3 floats, 2 GiB and 12 B: one row wider than int32 counts, through copy's
+  // cudaMemcpy2DAsync (on the H100 this test ran on ef1555a's one-block cudaMemcpyAsync; a 2D copy
+  // of that width ran there through CuPy). The first and last MiB checked.
   const int64_t n = (int64_t{1} << 29) + 3, edge = int64_t{1} << 18;
   Buffer<float> from = rank.alloc.allocate<float>(MemoryCategory::buffers, n, "copy source");
   Buffer<float> to = rank.alloc.allocate<float>(MemoryCategory::buffers, n, "copy target");

@@ -3,7 +3,8 @@
 // GEMM shares the GPU with communication and runs at a lower sustained clock, so the model may
 // price it slower than that lone measurement but never faster — where the roofline says the shape
 // is compute-bound. Where it says memory-bound (attention's k = 128 GEMMs), the measured time sits
-// above the roofline's max(compute, memory): printed, not held to it.
+// above the roofline's max(compute, memory) (4096 x 4096 x 128: 300 TFLOP/s measured, about 360
+// priced): not held to it.
 #include <catch2/catch.hpp>
 
 #include "core/presets.h"

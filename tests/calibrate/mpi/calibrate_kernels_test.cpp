@@ -65,6 +65,7 @@ TEST_CASE("kernel timings: a tp=8 share narrower than the hidden size, Adam once
   const auto residual = std::find_if(timings.begin(), timings.end(), [](const KernelTiming& t) {
     return t.kernel == MemoryKernel::residual_backward;
   });
+  REQUIRE(residual != timings.end());
   CHECK(residual->elements == static_cast<double>(16 * d.hidden));  // a sequence of 16 tokens
 }
 
