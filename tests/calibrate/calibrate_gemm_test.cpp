@@ -62,40 +62,6 @@ TEST_CASE("GEMM calls of a layer: gpt-tiny's tp=2 share, 2 sequences of 64 token
   CHECK(fc1->flops() == 2.0 * 128 * 128 * 64);
 }
 
-TEST_CASE("GEMM calls of a layer: attention in a GPU's strided batches", "[calibrate]") {
-  // Llama-style grouped-query attention: 8 heads over 2 kv heads (G = 4), head_dim 16, 2 sequences
-  // of 32 tokens. Batched as a GPU batches it (all kv groups a call), each attention GEMM is one of
-  // a batch of 2: the heads j and G + j of a sequence, G·D = 64 columns apart in the query rows, D
-  // = 16 in the key rows, G·S·K = 4096 elements apart in the probabilities.
-  const LayerDims d{.batch = 2,
-                    .seq = 32,
-                    .hidden = 128,
-                    .heads = 8,
-                    .kv_heads = 2,
-                    .head_dim = 16,
-                    .ffn = 256,
-                    .tp = 1};
-  const auto all_groups = [](int64_t kv_heads) { return kv_heads; };
-  const auto calls = layer_gemm_calls(d, 64, "gqa", all_groups);
-  const auto scores = std::find_if(calls.begin(), calls.end(),
-                                   [](const GemmCall& c) { return c.what == "gqa attn scores"; });
-  REQUIRE(scores != calls.end());
-  CHECK(scores->m == 32);
-  CHECK(scores->n == 32);
-  CHECK(scores->k == 16);
-  CHECK(scores->batch == 2);
-  CHECK(scores->batch_stride_a == 4 * 16);
-  CHECK(scores->batch_stride_b == 16);
-  CHECK(scores->batch_stride_c == 4 * 32 * 32);
-  // The same layer one head a call (a CPU core's): the same shapes, none batched.
-  const auto one_head = layer_gemm_calls(d, 64, "gqa", heads_per_call_of(cpu_kernels<float>()));
-  CHECK(one_head.size() == calls.size());
-  CHECK(std::all_of(one_head.begin(), one_head.end(),
-                    [](const GemmCall& c) { return c.batch == 1; }));
-  CHECK(std::count_if(calls.begin(), calls.end(), [](const GemmCall& c) { return c.batch == 2; }) ==
-        6);
-}
-
 TEST_CASE("GEMM rates: variants of one shape combine as FLOPs over summed time", "[calibrate]") {
   const auto N = Op::none, T = Op::transpose;
   const std::vector<GemmTiming> timings{
