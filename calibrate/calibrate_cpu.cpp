@@ -66,11 +66,13 @@ Profile calibrate_cpu(const CalibrateOptions& o, MPI_Comm world, std::FILE* out)
   // were last touched a pass ago (STREAM's rule for its arrays, halved, as the collectives'
   // buffers; calibrate_collective.cpp).
   const int64_t cold_bytes = 2 * largest_cache_bytes();
+  // Recorded once for every pass: CpuKernels<T> makes attention one head a call whatever T is.
+  const std::vector<GemmCall> calls =
+      model_gemm_calls(shares, heads_per_call_of(cpu_kernels<float>()));
   std::vector<std::vector<GemmTiming>> gemm_passes;
   std::vector<std::vector<KernelTiming>> kernel_passes;
   const auto timed_in = [&](auto& dev) {
-    gemm_passes.push_back(time_gemm_calls(model_gemm_calls(shares, heads_per_call_of(dev)),
-                                          o.timing, world, dev, alloc, cold_bytes));
+    gemm_passes.push_back(time_gemm_calls(calls, o.timing, world, dev, alloc, cold_bytes));
     kernel_passes.push_back(model_kernel_timings(shares, o.timing, world, dev, alloc));
   };
   const auto compute_pass = [&] {
