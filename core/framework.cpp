@@ -15,7 +15,7 @@ constexpr auto kSourcedKeys =
     std::to_array<std::string_view>(
     {"attention", "dropout", "fused_bias", "host_us_per_kernel", "cross_entropy",
      "overlap_grad_reduce", "overlap_param_gather", "fused_swiglu", "grad_bucket_copy",
-     "sp_gather_buffers", "caching_allocator", "expandable_segments"});
+     "sp_gather_buffers", "caching_allocator", "expandable_segments", "layer_split"});
 
 // A measured or published figure per field, as the topologies give one: a field without one is
 // an error, and so is a source for a field that does not exist.
@@ -49,6 +49,7 @@ Framework framework_from_json(const nlohmann::json& j, const std::string& file) 
   if (f.expandable_segments && !f.caching_allocator)
     r.fail("expandable_segments", "is a setting of PyTorch's caching allocator",
            "set caching_allocator to true, or expandable_segments to false");
+  f.layer_split = enum_field(r, "layer_split", kLayerSplitNames);
   const int64_t sp_gather_buffers = r.integer("sp_gather_buffers");
   if (sp_gather_buffers < 0 || sp_gather_buffers > 16)
     r.fail("sp_gather_buffers", "must be between 0 and 16");
@@ -61,6 +62,7 @@ Framework framework_from_json(const nlohmann::json& j, const std::string& file) 
 Training run_by(Training t, const Framework& f) {
   t.overlap_grad_reduce = f.overlap_grad_reduce;
   t.overlap_param_gather = f.overlap_param_gather;
+  t.layer_split = f.layer_split;
   return t;
 }
 

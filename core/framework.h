@@ -85,11 +85,14 @@ struct Framework {
   // (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; simulator/caching_allocator.h). Only with
   // caching_allocator.
   bool expandable_segments = false;
+  // Who splits the decoder layers over the pipeline stages (core/training.h: LayerSplit).
+  LayerSplit layer_split = LayerSplit::layout;
 
   bool operator==(const Framework&) const = default;
 };
 
-// The training as `f` runs it: its data-parallel reduction overlapped or not.
+// The training as `f` runs it: its data-parallel reduction overlapped or not, its layers split
+// over the pipeline stages by the layout or by the framework.
 Training run_by(Training t, const Framework& f);
 
 // Every field is required, and `source` must give the source of each.

@@ -82,14 +82,34 @@ void check_batch(const Layout& l, const Training& t, const std::string& source) 
          "gradient_accumulation_steps × data-parallel size");
 }
 
+// A framework that splits the layers itself (Training::layer_split) runs its own split, empty
+// ranks after the layers included, and no virtual stages.
+void check_framework_split(const Layout& l, const Model& m, const std::string& source) {
+  if (l.vpp > 1)
+    fail(source, "layout.vpp",
+         fmt::format("is {}, but the framework splits the layers itself and runs no interleaved "
+                     "pipeline",
+                     l.vpp),
+         "use vpp=1");
+  const std::vector<int> own = cost_balanced_split(m, l.pp);
+  if (canonical_split(own) != l.stages)
+    fail(source, "layout.stages",
+         fmt::format("is {}, but the framework splits the layers itself: stages={}",
+                     l.stages.empty() ? "even" : split_string(l.stages), split_string(own)),
+         "leave stages out");
+}
+
 // Megatron-LM (arguments.py, schedules.py): layers split over pp·vpp model chunks, evenly unless
 // the layout gives each chunk's layers (check_split); virtual stages only with pp > 1 and the
 // interleaved schedule, which needs num_microbatches to be a multiple of pp.
-void check_pipeline(const Layout& l, const Model& m, const std::string& source) {
+void check_pipeline(const Layout& l, const Model& m, const Training& t,
+                    const std::string& source) {
   if (l.vpp > 1 && l.pp == 1)
     fail(source, "layout.vpp", fmt::format("vpp={} needs pp > 1, found pp=1", l.vpp));
   const int64_t chunks = int64_t{l.pp} * l.vpp;
-  if (!l.stages.empty()) {
+  if (t.layer_split == LayerSplit::cost_balanced && l.pp > 1) {
+    check_framework_split(l, m, source);
+  } else if (!l.stages.empty()) {
     check_split(l.stages, m, l, source);
   } else if (m.num_layers % chunks != 0) {
     const std::vector<int> balanced = chunks <= m.num_layers
@@ -219,7 +239,7 @@ void validate_layout(const Layout& l, const Model& model, const Cluster& cluster
   check_world(l, cluster, source);
   check_tensor_parallel(l, model, source);
   check_batch(l, training, source);
-  check_pipeline(l, model, source);
+  check_pipeline(l, model, training, source);
   check_experts(l, model, source);
   check_sequence(l, model, training, source);
   validate_rank_order(l.rank_order, source);

@@ -103,6 +103,30 @@ void check_split(const std::vector<int>& stages, const Model& m, const Layout& l
                      m.num_layers));
 }
 
+std::vector<int> cost_balanced_split(const Model& m, int pp) {
+  assert(pp > 0);
+  const int64_t layer =
+      4 * int64_t{m.num_heads} * m.head_dim * m.hidden + 3 * m.ffn_hidden * m.hidden;
+  const int64_t total = m.num_layers * layer + m.vocab * m.hidden;
+  std::vector<int> stages(static_cast<size_t>(pp), 0);
+  // nanotron compares float thresholds total·(r+1)/pp; in integers, cost·pp > total·(r+1). The
+  // block that passes a threshold stays on its rank, so every rank takes a layer while any is left.
+  int64_t cost = 0;
+  size_t rank = 0;
+  for (int i = 0; i < m.num_layers; ++i) {
+    ++stages[rank];
+    cost += layer;
+    if (cost * pp > total * static_cast<int64_t>(rank + 1)) ++rank;
+  }
+  return stages;
+}
+
+Layout split_as_run(Layout l, const Model& m, const Training& t) {
+  if (t.layer_split != LayerSplit::cost_balanced || l.pp == 1 || l.vpp > 1) return l;
+  l.stages = canonical_split(cost_balanced_split(m, l.pp));
+  return l;
+}
+
 std::vector<int> megatron_first_last_split(int layers, int pp, int vpp, int first, int last,
                                            std::string& why) {
   if (pp < 2) {

@@ -9,6 +9,7 @@
 
 #include "core/layout.h"
 #include "core/model.h"
+#include "core/training.h"
 
 namespace shardplan {
 
@@ -45,6 +46,21 @@ std::vector<int> canonical_split(std::vector<int> stages);
 // embedding or the loss. Errors name `source` and "layout.stages".
 void check_split(const std::vector<int>& stages, const Model& m, const Layout& l,
                  const std::string& source);
+
+// nanotron's split over `pp` pipeline ranks (src/nanotron/models/base.py build_model, costed by
+// LlamaForTraining.get_block_compute_costs): the blocks in order (the embedding, each decoder
+// layer at 4·heads·head_dim·h + 3·ffn·h, the final norm, the LM head at V·h, the loss; the others
+// cost nothing) go to rank r until their running cost passes (r + 1)/pp of the total, the block
+// that passes it included. The LM head's cost moves layers onto the first ranks, and the last
+// ranks may be left without any: Ultra-Scale's 1B over 8 ranks runs 3,3,2,3,2,3,0,0 (the seventh
+// holds the final norm and the head, the eighth the loss; the schedule puts both on the last).
+std::vector<int> cost_balanced_split(const Model& m, int pp);
+
+// The layout as the training's framework runs it (Training::layer_split): with cost_balanced, a
+// pipelined layout runs cost_balanced_split's split (in canonical form) whatever split it gave, as
+// the framework takes no split from its user. validate_layout refuses what the framework would not
+// run: a split other than its own, virtual stages.
+Layout split_as_run(Layout l, const Model& m, const Training& t);
 
 // Megatron-LM's split from --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers
 // (-1: not given): the remaining layers evenly over the other pipeline ranks, every rank's layers

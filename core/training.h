@@ -12,6 +12,13 @@
 namespace shardplan {
 
 enum class Optimizer { adam, sgd };
+
+// How the framework splits the decoder layers over the pipeline stages. layout: as the layout says
+// (Megatron-LM's and torchtitan's flags; evenly when it says nothing); cost_balanced: the framework
+// decides by the blocks' costs (nanotron's build_model, core/stage_split.h: cost_balanced_split).
+enum class LayerSplit { layout, cost_balanced };
+inline constexpr EnumNames<LayerSplit, 2> kLayerSplitNames{
+    {{LayerSplit::layout, "layout"}, {LayerSplit::cost_balanced, "cost_balanced"}}};
 inline constexpr EnumNames<Optimizer, 2> kOptimizerNames{
     {{Optimizer::adam, "adam"}, {Optimizer::sgd, "sgd"}}};
 
@@ -30,6 +37,9 @@ struct Training {
   // bucket (core/framework.h, Framework::overlap_param_gather); false: it runs at the step's
   // start on the compute stream, before the first forward.
   bool overlap_param_gather = true;
+  // Who splits the layers over the pipeline stages (core/framework.h, Framework::layer_split). Not
+  // in the training JSON: a plan's layout carries the split it gave.
+  LayerSplit layer_split = LayerSplit::layout;
   double tokens_to_train = 0;        // whole run, for time and cost (0: not asked)
   double price_per_device_hour = 0;  // in the user's currency (0: not asked)
 

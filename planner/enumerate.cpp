@@ -164,6 +164,7 @@ class Enumerator {
   // layers: core/stage_split.h).
   std::vector<int> virtual_stages(const Layout& l) const {
     if (fixed_.vpp) return {*fixed_.vpp};
+    if (training_.layer_split == LayerSplit::cost_balanced) return {1};
     if (l.pp == 1 || l.pp > model_.num_layers) return {1};
     return divisors(model_.num_layers / l.pp);
   }
@@ -180,6 +181,8 @@ class Enumerator {
       return {whole ? canonical_split(s) : s};
     }
     if (chunks == 1 || chunks > model_.num_layers) return {{}};
+    if (training_.layer_split == LayerSplit::cost_balanced)
+      return {canonical_split(cost_balanced_split(model_, l.pp))};
     return candidate_splits(model_, static_cast<int>(chunks));
   }
 

@@ -76,7 +76,8 @@ Subcommand add_validate(CLI::App& root) {
       "Score the cost model against published GPU training runs (data/fidelity/): step-time error "
       "(MAPE, median, max, signed mean of predicted / measured - 1) per set and slice, memory, "
       "fits against crashes, the planner's pick regret and Spearman rank correlation within each "
-      "group of measured layouts. Exits 0 whatever the errors.");
+      "group of measured layouts (rows in a pathological slice, degraded runs, left out). Exits 0 "
+      "whatever the errors.");
   app->add_option("--set", o->sets, "Only this set (repeatable): " + [] {
     std::string names;
     for (const auto& s : fidelity_sets()) names += (names.empty() ? "" : ", ") + s.name;

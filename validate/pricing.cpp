@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/stage_split.h"
 #include "core/threads.h"
 #include "simulator/estimate.h"
 #include "validate/sets.h"
@@ -21,8 +22,9 @@ PricedRow price_row(const FidelityRow& row, const ExecutionOptions& x) {
   }
   try {
     validate_model(row.model, row.id);
-    validate_layout(row.layout, row.model, row.cluster, row.training, row.id);
-    const Estimate e = estimate(row.model, row.cluster, row.training, row.layout, x);
+    const Layout layout = split_as_run(row.layout, row.model, row.training);
+    validate_layout(layout, row.model, row.cluster, row.training, row.id);
+    const Estimate e = estimate(row.model, row.cluster, row.training, layout, x);
     p.step_time_s = e.step_time_s;
     p.reserved_bytes = e.memory().reserved_bytes();
     p.first_stage_reserved_bytes = e.stages.front().reserved_bytes();

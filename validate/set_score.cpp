@@ -57,8 +57,11 @@ namespace {
 
 PlannerScores planner_scores(const FidelitySet& s, const std::vector<PricedRow>& priced) {
   std::map<std::string, std::vector<GroupMember>> groups;
+  // A row in a pathological slice measured a degraded run, not what its layout costs: no pick is
+  // charged with it, and no ranking is asked to place it.
   for (size_t i = 0; i < s.rows.size(); ++i)
-    if (priced[i].refusal.empty() && s.rows[i].measured_step_time_s)
+    if (priced[i].refusal.empty() && s.rows[i].measured_step_time_s &&
+        s.rows[i].pathological.empty())
       groups[s.rows[i].group].push_back(
           {priced[i].step_time_s, *s.rows[i].measured_step_time_s, priced[i].fits});
   PlannerScores out;

@@ -27,6 +27,8 @@ struct RefusalCount {
   std::string example;  // the first full message, when validation gave one
 };
 
+// Over each group's rows outside the pathological slices (a degraded run measures the cluster's
+// trouble, not what its layout costs).
 struct PlannerScores {
   int regret_groups = 0;  // groups with ≥ 2 measured layouts and a predicted fit
   double mean_regret_pct = 0;

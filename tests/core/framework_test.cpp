@@ -19,11 +19,11 @@ json unfused_json() {
     "host_us_per_kernel": 8, "cross_entropy": "megatron", "overlap_grad_reduce": false,
     "overlap_param_gather": false, "fused_swiglu": false, "grad_bucket_copy": true,
     "sp_gather_buffers": 2,
-    "caching_allocator": false, "expandable_segments": false,
+    "caching_allocator": false, "expandable_segments": false, "layer_split": "cost_balanced",
     "source": {"attention": "a", "dropout": "b", "fused_bias": "c", "host_us_per_kernel": "d",
                "cross_entropy": "f", "overlap_grad_reduce": "e", "overlap_param_gather": "l",
                "fused_swiglu": "g", "grad_bucket_copy": "h", "sp_gather_buffers": "i",
-               "caching_allocator": "j", "expandable_segments": "k"}})");
+               "caching_allocator": "j", "expandable_segments": "k", "layer_split": "m"}})");
 }
 
 std::string error_field(const json& j) {
@@ -53,6 +53,9 @@ TEST_CASE("framework JSON is read field by field", "[framework]") {
   CHECK_FALSE(run_by(t, f).overlap_grad_reduce);
   CHECK(t.overlap_param_gather);
   CHECK_FALSE(run_by(t, f).overlap_param_gather);
+  CHECK(f.layer_split == LayerSplit::cost_balanced);
+  CHECK(t.layer_split == LayerSplit::layout);
+  CHECK(run_by(t, f).layer_split == LayerSplit::cost_balanced);
 }
 
 TEST_CASE("a framework field without a source, or with a bad value, names the field",

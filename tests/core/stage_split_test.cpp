@@ -227,6 +227,54 @@ TEST_CASE("stages follow the split: layer ranges, a rank's chunks and its parame
   }
 }
 
+// The Ultra-Scale Playbook's 1B (models of tests/validate: 16 layers, hidden 2048, 32 heads, MLP
+// 8192, vocabulary 131072): a layer costs 4·2048² + 3·8192·2048 = 67.1 M, the head 268.4 M, four
+// layers' worth; 20 layers' worth over 8 ranks is 2.5 a rank.
+Model ultrascale_1b() {
+  Model m = load_model("llama3-8b");
+  m.num_layers = 16;
+  m.hidden = 2048;
+  m.num_heads = m.num_kv_heads = 32;
+  m.head_dim = 64;
+  m.ffn_hidden = 8192;
+  m.vocab = 131072;
+  return m;
+}
+
+TEST_CASE("nanotron's cost-balanced split: the head's cost moves layers to the first ranks",
+          "[stages]") {
+  const Model m = ultrascale_1b();
+  // Rank r takes layers until its running cost passes (r + 1) × 2.5 layers, the layer that
+  // passes included: 3 (3 > 2.5), 3 (6 > 5), 2 (8 > 7.5), ...; the head and the loss are left to
+  // the last two ranks, which hold no layer.
+  CHECK(cost_balanced_split(m, 8) == std::vector<int>{3, 3, 2, 3, 2, 3, 0, 0});
+  // Over 2 ranks the threshold is 10 layers: the first takes 11, the second 5 and the head.
+  CHECK(cost_balanced_split(m, 2) == std::vector<int>{11, 5});
+  CHECK(cost_balanced_split(m, 1) == std::vector<int>{16});
+  for (int pp : {2, 4, 8, 16, 32}) CHECK(sum(cost_balanced_split(m, pp)) == 16);
+}
+
+TEST_CASE("a framework that splits the layers itself: its split replaces the layout's, and "
+          "validation holds a layout to it",
+          "[stages]") {
+  const Model m = ultrascale_1b();
+  const Cluster c = test::dgx_h100(1);
+  Training t = test::training(64, 4096);
+  const Layout given = resolve("tp=1,pp=8,stages=2*8", m, c, t);
+  t.layer_split = LayerSplit::cost_balanced;
+  const Layout run = split_as_run(given, m, t);
+  CHECK(run.stages == std::vector<int>{3, 3, 2, 3, 2, 3, 0, 0});
+  CHECK_NOTHROW(validate_layout(run, m, c, t, "--layout"));  // empty ranks after the layers
+  const InputError other = thrown_input_error([&] { validate_layout(given, m, c, t, "x.json"); });
+  CHECK(other.file == "x.json");
+  CHECK(other.field == "layout.stages");
+  CHECK_THAT(other.reason, Contains("stages=3,3,2,3,2,3,0,0"));
+  Layout interleaved = resolve("tp=1,pp=4,vpp=2,schedule=interleaved", m, c, test::training(64, 4096));
+  CHECK(split_as_run(interleaved, m, t) == interleaved);
+  CHECK(thrown_input_error([&] { validate_layout(interleaved, m, c, t, "x.json"); }).field ==
+        "layout.vpp");
+}
+
 TEST_CASE("Megatron-LM flags: first and last pipeline ranks, the embedding and loss counted",
           "[stages]") {
   const Model m = load_model("llama3-405b");

@@ -46,15 +46,18 @@ void check_bounds(const SetScores& s, Bounds b) {
 // vTrain 39.3%, BLOOM 31.3%, Ultra-Scale 67.5%, MosaicML 33.7%, every signed mean −MAPE).
 constexpr Bounds kVtrain{9, 4};        // MAPE 7.4%, signed mean +2.5%
 constexpr Bounds kBloom{20, 20};       // MAPE 17.8%, signed mean −17.8% (135 rows)
-constexpr Bounds kUltrascale{55, 51};  // MAPE 52.7%, signed mean −48.9% (pathological rows in)
+// Ultra-Scale with nanotron's own layer split: every row priced (899 measured, pathological ones
+// in; before, 829 and MAPE 52.7%, signed mean −48.9%).
+constexpr Bounds kUltrascale{55, 54};  // MAPE 52.7%, signed mean −51.8%
 constexpr Bounds kMosaicml{10, 5};     // MAPE 8.2%, signed mean −2.8%
 
 // Memory (the allocator's reserve against the sets' reading), and the false "fits": measured with
 // the frameworks' buffers, loss copies and eager SwiGLU, the caching allocator's replay and the
-// runtime's NCCL buffers (before: BLOOM 25.9%, Ultra-Scale 38.9% and 258 false fits).
+// runtime's NCCL buffers, and nanotron's layer split, which loads its first pipeline rank (before:
+// BLOOM 25.9%, Ultra-Scale 38.9%, then 28.2% and 202 false fits of 711 crashes priced).
 constexpr Bounds kBloomMemory{28, 28};       // MAPE 25.3%, signed mean −25.3% (96 rows)
-constexpr Bounds kUltrascaleMemory{31, 31};  // MAPE 28.2%, signed mean −28.1%
-constexpr int kUltrascaleFalseFits = 225;    // 202
+constexpr Bounds kUltrascaleMemory{21, 21};  // MAPE 18.7%, signed mean −18.5% (899 rows)
+constexpr double kUltrascaleFalseFitShare = 0.30;  // 225 of 807 crashes predicted to fit: 27.9%
 
 void check_memory(const SetScores& s, Bounds b) {
   REQUIRE(s.memory);
@@ -73,7 +76,8 @@ TEST_CASE("the development set's headline figures stay within bounds", "[regress
   const SetScores ultrascale = scores_of("ultrascale_dev");
   check_bounds(ultrascale, kUltrascale);
   check_memory(ultrascale, kUltrascaleMemory);
-  CHECK(ultrascale.fits.fits_crashed < kUltrascaleFalseFits);
+  const FitsConfusion& fits = ultrascale.fits;
+  CHECK(fits.fits_crashed < kUltrascaleFalseFitShare * (fits.fits_crashed + fits.no_fit_crashed));
   check_bounds(scores_of("mosaicml_benchmarks"), kMosaicml);
   // No row of the NeMo set can be priced today (see its refusals): none scored, none lost.
   const SetScores nemo = scores_of("nemo_performance");
