@@ -15,7 +15,8 @@ constexpr auto kSourcedKeys =
     std::to_array<std::string_view>(
     {"attention", "dropout", "fused_bias", "host_us_per_kernel", "cross_entropy",
      "overlap_grad_reduce", "overlap_param_gather", "fused_swiglu", "grad_bucket_copy",
-     "sp_gather_buffers", "caching_allocator", "expandable_segments", "layer_split"});
+     "sp_gather_buffers", "caching_allocator", "expandable_segments", "layer_split", "mha_kv_copied",
+     "param_grads_held"});
 
 // A measured or published figure per field, as the topologies give one: a field without one is
 // an error, and so is a source for a field that does not exist.
@@ -50,6 +51,8 @@ Framework framework_from_json(const nlohmann::json& j, const std::string& file) 
     r.fail("expandable_segments", "is a setting of PyTorch's caching allocator",
            "set caching_allocator to true, or expandable_segments to false");
   f.layer_split = enum_field(r, "layer_split", kLayerSplitNames);
+  f.mha_kv_copied = r.boolean("mha_kv_copied");
+  f.param_grads_held = r.boolean("param_grads_held");
   const int64_t sp_gather_buffers = r.integer("sp_gather_buffers");
   if (sp_gather_buffers < 0 || sp_gather_buffers > 16)
     r.fail("sp_gather_buffers", "must be between 0 and 16");

@@ -85,6 +85,15 @@ struct Framework {
   // (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; simulator/caching_allocator.h). Only with
   // caching_allocator.
   bool expandable_segments = false;
+  // Under multi-head attention (as many K/V heads as Q heads) the attention keeps Q as a view of
+  // the one permuted Q, K, V buffer, whose K and V it copies out for the kernel: K and V are held
+  // twice (nanotron's CausalSelfAttention). false: the kernel's inputs are all that is held.
+  bool mha_kv_copied = false;
+  // Autograd's gradients in the compute dtype are held for every parameter until the whole
+  // backward returns, beside the fp32 buffer they are then added into (nanotron's
+  // FP32GradientAccumulator.backward). false: they go into the buffer as the backward makes them
+  // (Megatron's main_grad, written by the weight-gradient GEMM), or are the buffer.
+  bool param_grads_held = false;
   // Who splits the decoder layers over the pipeline stages (core/training.h: LayerSplit).
   LayerSplit layer_split = LayerSplit::layout;
 

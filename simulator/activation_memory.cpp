@@ -19,7 +19,12 @@ void attention_tensors(LayerTensors& out, const Model& m, int64_t e, const RankS
   out.add(e * t * q);          // Q and K, inputs of QKᵀ: 4sbh
   out.add(e * t * kv);
   out.add(e * t * kv);  // V, input of the product with the probabilities: 2sbh
-  out.add(e * t * q);   // input of the output projection: 2sbh
+  if (x.mha_kv_copied && m.num_kv_heads == m.num_heads) {
+    // K and V again: the permuted QKV buffer Q is a view of (core/framework.h).
+    out.add(e * t * kv);
+    out.add(e * t * kv);
+  }
+  out.add(e * t * q);  // input of the output projection: 2sbh
   if (x.dropout) out.add(kMaskBytes * rt * m.hidden);  // dropout mask after the projection: sbh
   if (is_flash(x.attention)) {
     out.add(kSoftmaxStatBytes * r.batch * heads * r.seq);

@@ -13,6 +13,8 @@ ExecutionOptions execution_options(const Framework& f) {
   x.fused_swiglu = f.fused_swiglu;
   x.grad_bucket_copy = f.grad_bucket_copy;
   x.sp_gather_buffers = f.sp_gather_buffers;
+  x.mha_kv_copied = f.mha_kv_copied;
+  x.param_grads_held = f.param_grads_held;
   x.caching_allocator = f.caching_allocator;
   x.expandable_segments = f.expandable_segments;
   return x;

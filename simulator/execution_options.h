@@ -35,6 +35,8 @@ struct ExecutionOptions {
   // The framework's own buffers (core/framework.h).
   bool grad_bucket_copy = false;
   int sp_gather_buffers = 0;
+  bool mha_kv_copied = false;
+  bool param_grads_held = false;
   bool caching_allocator = true;
   bool expandable_segments = false;
   // The framework profile these options come from (core/framework.h), for the reports.

@@ -133,6 +133,19 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
   if (shape.sequence_parallel)
     r.sp_gather_buffer_bytes =
         x.sp_gather_buffers * dtype_bytes(t.dtype) * shape.tokens() * m.hidden;
+  if (x.param_grads_held && t.grad_dtype != t.dtype) {
+    // At the end of a backward the micro-batch's activations and loss buffers are gone and every
+    // parameter's gradient is there; the peak counted at the loss's forward held those buffers
+    // instead, so the gradients raise it by what exceeds them.
+    int64_t freed = (r.layer_activations_bytes + r.embedding_activations_bytes) /
+                        std::max<int64_t>(1, chunks) +
+                    r.recompute_working_bytes;
+    if (s.last) {
+      const LossMemory loss = loss_memory(m, t.dtype, shape, x.cross_entropy);
+      freed += output_layer_activation_bytes(m, t.dtype, shape) + loss.saved + loss.transient;
+    }
+    r.param_grads_bytes = std::max<int64_t>(0, state.parameters - freed);
+  }
   r.runtime.cuda_context_bytes = d.reserved_bytes();
   r.runtime_reserved_bytes = r.runtime.total();
   r.capacity_bytes = d.memory_bytes();
@@ -170,7 +183,7 @@ const std::vector<StageState>& StageStateCache::stages(const Model& m, const Tra
   return entries_.emplace_back(Entry{l.vpp, l.zero, l.stages, stage_states(m, t, l)}).stages;
 }
 
-std::array<MemoryItem, 17> memory_items(const RankMemory& r) {
+std::array<MemoryItem, 18> memory_items(const RankMemory& r) {
   return {{{"cuda_context", r.runtime.cuda_context_bytes},
            {"cublas_workspace", r.runtime.cublas_workspace_bytes},
            {"nccl_buffers", r.runtime.nccl_buffer_bytes},
@@ -187,6 +200,7 @@ std::array<MemoryItem, 17> memory_items(const RankMemory& r) {
            {"output_activations", r.output_activations_bytes},
            {"logits", r.logits_bytes},
            {"recompute_working", r.recompute_working_bytes},
+           {"param_grads", r.param_grads_bytes},
            {"allocator_cache", r.allocator_cache_bytes}}};
 }
 

@@ -57,6 +57,10 @@ struct RankMemory {
   int64_t comm_buffer_bytes = 0;       // gradient bucket awaiting its reduce-scatter (ZeRO-2)
   int64_t grad_bucket_copy_bytes = 0;  // ZeRO-0 DDP buckets apart from the gradients
   int64_t sp_gather_buffer_bytes = 0;  // the framework's kept sequence-parallel gather buffers
+  // Autograd's compute-dtype gradients of the stage's parameters, held at a backward's end
+  // (core/framework.h: param_grads_held) beyond what that backward freed: the micro-batch's
+  // activations and the loss's buffers.
+  int64_t param_grads_bytes = 0;
   // What the caching allocator reserves beyond the tensors' peak: rounding, and cached blocks that
   // later, larger requests could not use (allocator_replay.h); 0 until replayed.
   int64_t allocator_cache_bytes = 0;
@@ -72,7 +76,7 @@ struct RankMemory {
   }
   int64_t other_bytes() const {
     return logits_bytes + zero3_gathered_bytes + comm_buffer_bytes + grad_bucket_copy_bytes +
-           sp_gather_buffer_bytes;
+           sp_gather_buffer_bytes + param_grads_bytes;
   }
   // What the training process allocates at its peak (PyTorch's max_memory_allocated).
   int64_t peak_bytes() const { return state.total() + activations_bytes() + other_bytes(); }
@@ -132,7 +136,7 @@ struct MemoryItem {
 };
 
 // Every item, in the order a training process allocates them (the reserve first).
-std::array<MemoryItem, 17> memory_items(const RankMemory& r);
+std::array<MemoryItem, 18> memory_items(const RankMemory& r);
 
 // Sets every stage's runtime memory (stages[i] is stage i) to runtime_memory's: its NCCL
 // communicators and cuBLAS workspaces beside the context.

@@ -71,6 +71,20 @@ TEST_CASE("activation memory of a Llama layer: GQA, SwiGLU, no dropout, flash",
         142'737'408 + 2 * 8192 * 1792);
 }
 
+TEST_CASE("nanotron's multi-head attention holds K and V twice, GQA once",
+          "[memory][activations]") {
+  const RankShape shape{4096, 4096, 1, 2, true};
+  const ExecutionOptions copied{.mha_kv_copied = true};
+  // Llama 2 7B: 32 K/V heads of 128 as many as Q heads; tp = 2 keeps 16 of them, 2048 wide.
+  const Model mha = test::preset_model("llama2-7b");
+  CHECK(layer_activation_bytes(mha, Dtype::bf16, shape, false, Recompute::none, copied) ==
+        layer_activation_bytes(mha, Dtype::bf16, shape, false, Recompute::none, {}) +
+            2 * (2 * 4096 * 2048));
+  const Model gqa = test::preset_model("llama3-8b");
+  CHECK(layer_activation_bytes(gqa, Dtype::bf16, shape, false, Recompute::none, copied) ==
+        layer_activation_bytes(gqa, Dtype::bf16, shape, false, Recompute::none, {}));
+}
+
 TEST_CASE("an MoE layer keeps top_k copies of each token", "[memory][activations]") {
   const Model m = test::preset_model("mixtral-8x7b");
   const RankShape shape{4096, 4096, 1, 1, false};

@@ -217,3 +217,30 @@ TEST_CASE("ZeRO-3 gather buffers and ZeRO-2 gradient bucket", "[memory][zero]") 
   CHECK(rank_memory(m, t, l, s, d, {}).comm_buffer_bytes == 2 * 40'000'000);
   CHECK(rank_memory(m, t, l, s, d, {}).zero3_gathered_bytes == 0);
 }
+
+TEST_CASE("gradients held to the backward's end raise the peak by what exceeds the freed "
+          "activations",
+          "[memory]") {
+  const Model m = test::preset_model("llama3-8b");
+  Training t = mixed_precision_adam();
+  t.grad_dtype = Dtype::fp32;  // accumulated in fp32: autograd's bf16 gradients are a second set
+  const Device d = test::preset_cluster("dgx-h100", 1).device;
+  const Layout l = test::layout(1, 1, 1, 1);
+  const StageLayers s = stage_layers(m, l, 0);
+  const ExecutionOptions held{.param_grads_held = true};
+  // Short sequences: 16 GB of bf16 gradients outweigh what one micro-batch's backward frees.
+  t.seq_len = 128;
+  const RankMemory r = rank_memory(m, t, l, s, d, held);
+  const int64_t freed = r.layer_activations_bytes + r.embedding_activations_bytes +
+                        r.output_activations_bytes + r.logits_bytes;
+  CHECK(r.param_grads_bytes == r.state.parameters - freed);
+  CHECK(r.param_grads_bytes > r.state.parameters / 2);
+  CHECK(rank_memory(m, t, l, s, d, {}).param_grads_bytes == 0);
+  // bf16 gradients are the buffer itself: nothing is held twice.
+  Training same = t;
+  same.grad_dtype = Dtype::bf16;
+  CHECK(rank_memory(m, same, l, s, d, held).param_grads_bytes == 0);
+  // Long sequences: the micro-batch's activations freed exceed the gradients.
+  t.seq_len = 8192;
+  CHECK(rank_memory(m, t, l, s, d, held).param_grads_bytes == 0);
+}
