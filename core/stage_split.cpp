@@ -109,7 +109,8 @@ std::vector<int> cost_balanced_split(const Model& m, int pp) {
       4 * int64_t{m.num_heads} * m.head_dim * m.hidden + 3 * m.ffn_hidden * m.hidden;
   const int64_t total = m.num_layers * layer + m.vocab * m.hidden;
   std::vector<int> stages(static_cast<size_t>(pp), 0);
-  // nanotron compares float thresholds total·(r+1)/pp; in integers, cost·pp > total·(r+1). The
+  // nanotron compares float thresholds total·(r+1)/pp; in integers, cost·pp > total·(r+1) (the
+  // same but at an exact tie a float may round either way). The
   // block that passes a threshold stays on its rank, so every rank takes a layer while any is left.
   int64_t cost = 0;
   size_t rank = 0;
