@@ -110,8 +110,8 @@ std::vector<int> cost_balanced_split(const Model& m, int pp) {
   const int64_t total = m.num_layers * layer + m.vocab * m.hidden;
   std::vector<int> stages(static_cast<size_t>(pp), 0);
   // nanotron compares float thresholds total·(r+1)/pp; in integers, cost·pp > total·(r+1) (the
-  // same but at an exact tie a float may round either way). The
-  // block that passes a threshold stays on its rank, so every rank takes a layer while any is left.
+  // same but at an exact tie, which a float may round either way). The block that passes a
+  // threshold stays on its rank, so every rank takes a layer while any is left.
   int64_t cost = 0;
   size_t rank = 0;
   for (int i = 0; i < m.num_layers; ++i) {
