@@ -122,6 +122,21 @@ TEST_CASE("a fixed split stays, in canonical form; a wrong one is refused naming
   CHECK_THAT(wrong.rejections.front().reason, Catch::Contains("sums to 10"));
 }
 
+TEST_CASE("a framework that splits the layers itself: only its split, no virtual stages",
+          "[planner][enumerate]") {
+  PlannerCase c = planner_case("llama3-8b", 2, 64, 2048);
+  c.training.layer_split = LayerSplit::cost_balanced;
+  const Candidates found = c.enumerate();
+  REQUIRE_FALSE(found.layouts.empty());
+  std::set<int> pps;
+  for (const Layout& l : found.layouts) {
+    CHECK(l.vpp == 1);
+    CHECK(l.stages == canonical_split(cost_balanced_split(c.model, l.pp)));
+    pps.insert(l.pp);
+  }
+  CHECK(pps.size() > 2);  // pipelines of several depths, each with the framework's split
+}
+
 TEST_CASE("an impossible --fix is rejected with the rule it breaks", "[planner][enumerate]") {
   const Candidates tp3 = planner_case("gpt-tiny", 1, 16, 64, "tp=3").enumerate();
   CHECK(tp3.layouts.empty());
