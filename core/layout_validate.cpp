@@ -102,8 +102,7 @@ void check_framework_split(const Layout& l, const Model& m, const std::string& s
 // Megatron-LM (arguments.py, schedules.py): layers split over pp·vpp model chunks, evenly unless
 // the layout gives each chunk's layers (check_split); virtual stages only with pp > 1 and the
 // interleaved schedule, which needs num_microbatches to be a multiple of pp.
-void check_pipeline(const Layout& l, const Model& m, const Training& t,
-                    const std::string& source) {
+void check_pipeline(const Layout& l, const Model& m, const Training& t, const std::string& source) {
   if (l.vpp > 1 && l.pp == 1)
     fail(source, "layout.vpp", fmt::format("vpp={} needs pp > 1, found pp=1", l.vpp));
   const int64_t chunks = int64_t{l.pp} * l.vpp;
@@ -206,6 +205,8 @@ Layout resolve_layout(const LayoutSpec& spec, const Model& model, const Cluster&
   const int64_t chunks = int64_t{l.pp} * l.vpp;
   if (spec.stages)
     l.stages = *spec.stages;
+  else if (training.layer_split == LayerSplit::cost_balanced)
+    l = split_as_run(l, model, training);
   else if (model.num_layers % chunks != 0 && chunks <= model.num_layers)
     l.stages = balanced_split(model.num_layers, static_cast<int>(chunks));
 

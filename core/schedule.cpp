@@ -82,7 +82,9 @@ struct PassEmitter {
       }
       sd::after_unit(p, dp, c, u, s.micro_batch, pass, unit_compute, last_backward);
     }
-    if (!s.forward) p.actions[last_compute].flags |= kFreesActivations;
+    // A chunk without units (a rank a framework's own split leaves without layers) passes its
+    // input on: it holds no activations.
+    if (!s.forward && last_compute != sd::kNone) p.actions[last_compute].flags |= kFreesActivations;
     if (s.forward && vs == last_stage) loss_end[{s.micro_batch, c.chunk}] = prev;
     if (to >= 0 && to <= last_stage)
       p2p(ActionKind::send, pass, s, to, message_tag(l, s.micro_batch, vs, pass), prev);

@@ -242,8 +242,7 @@ Chunk build_chunk(const Model& m, const Training& t, const Layout& l, int chunk,
   for (int layer = layers.begin; layer < layers.end; ++layer)
     c.units.push_back(layer_unit(m, l, comm, layer, m.is_moe_layer(layer)));
   if (vs == l.pp * l.vpp - 1) c.units.push_back(head_unit(m, l, comm));
-  assert(!c.units.empty());
-  return c;
+  return c;  // empty on a rank a framework's own split leaves without layers
 }
 
 UnitKinds unit_kinds(const Model& m, const Training& t, const Layout& l, bool steps) {

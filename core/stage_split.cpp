@@ -105,8 +105,9 @@ void check_split(const std::vector<int>& stages, const Model& m, const Layout& l
 
 std::vector<int> cost_balanced_split(const Model& m, int pp) {
   assert(pp > 0);
+  // d_qkv = hidden / num_attention_heads in nanotron's costs, whatever the head dimension.
   const int64_t layer =
-      4 * int64_t{m.num_heads} * m.head_dim * m.hidden + 3 * m.ffn_hidden * m.hidden;
+      4 * int64_t{m.num_heads} * (m.hidden / m.num_heads) * m.hidden + 3 * m.ffn_hidden * m.hidden;
   const int64_t total = m.num_layers * layer + m.vocab * m.hidden;
   std::vector<int> stages(static_cast<size_t>(pp), 0);
   // nanotron compares float thresholds total·(r+1)/pp; in integers, cost·pp > total·(r+1) (the
@@ -123,7 +124,8 @@ std::vector<int> cost_balanced_split(const Model& m, int pp) {
 }
 
 Layout split_as_run(Layout l, const Model& m, const Training& t) {
-  if (t.layer_split != LayerSplit::cost_balanced || l.pp == 1 || l.vpp > 1) return l;
+  if (t.layer_split != LayerSplit::cost_balanced || l.pp == 1 || l.vpp > 1 || !l.stages.empty())
+    return l;
   l.stages = canonical_split(cost_balanced_split(m, l.pp));
   return l;
 }

@@ -49,7 +49,7 @@ void check_split(const std::vector<int>& stages, const Model& m, const Layout& l
 
 // nanotron's split over `pp` pipeline ranks (src/nanotron/models/base.py build_model, costed by
 // LlamaForTraining.get_block_compute_costs): the blocks in order (the embedding, each decoder
-// layer at 4·heads·head_dim·h + 3·ffn·h, the final norm, the LM head at V·h, the loss; the others
+// layer at 4·heads·(h/heads)·h + 3·ffn·h, the final norm, the LM head at V·h, the loss; the others
 // cost nothing) go to rank r until their running cost passes (r + 1)/pp of the total, the block
 // that passes it included. The LM head's cost moves layers onto the first ranks, and the last
 // ranks may be left without any: Ultra-Scale's 1B over 8 ranks runs 3,3,2,3,2,3,0,0 (the seventh
@@ -57,9 +57,9 @@ void check_split(const std::vector<int>& stages, const Model& m, const Layout& l
 std::vector<int> cost_balanced_split(const Model& m, int pp);
 
 // The layout as the training's framework runs it (Training::layer_split): with cost_balanced, a
-// pipelined layout runs cost_balanced_split's split (in canonical form) whatever split it gave, as
-// the framework takes no split from its user. validate_layout refuses what the framework would not
-// run: a split other than its own, virtual stages.
+// pipelined layout that gives no split gets cost_balanced_split's, in canonical form
+// (resolve_layout and validate's rows ask for it). validate_layout refuses what that framework
+// would not run: a split other than its own, virtual stages.
 Layout split_as_run(Layout l, const Model& m, const Training& t);
 
 // Megatron-LM's split from --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers

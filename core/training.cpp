@@ -21,6 +21,7 @@ Training training_from_json(const nlohmann::json& j, const std::string& file) {
   t.optimizer = enum_field_or(r, "optimizer", Optimizer::adam, kOptimizerNames);
   t.overlap_grad_reduce = r.boolean_or("overlap_grad_reduce", true);
   t.overlap_param_gather = r.boolean_or("overlap_param_gather", true);
+  t.layer_split = enum_field_or(r, "layer_split", LayerSplit::layout, kLayerSplitNames);
   t.tokens_to_train = r.number_or("tokens_to_train", 0);
   t.price_per_device_hour = r.number_or("price_per_device_hour", 0);
   r.ignore({"source"});
@@ -38,6 +39,7 @@ nlohmann::json training_to_json(const Training& t) {
           {"optimizer", enum_name(t.optimizer, kOptimizerNames)},
           {"overlap_grad_reduce", t.overlap_grad_reduce},
           {"overlap_param_gather", t.overlap_param_gather},
+          {"layer_split", enum_name(t.layer_split, kLayerSplitNames)},
           {"tokens_to_train", t.tokens_to_train},
           {"price_per_device_hour", t.price_per_device_hour}};
 }

@@ -37,8 +37,8 @@ struct Training {
   // bucket (core/framework.h, Framework::overlap_param_gather); false: it runs at the step's
   // start on the compute stream, before the first forward.
   bool overlap_param_gather = true;
-  // Who splits the layers over the pipeline stages (core/framework.h, Framework::layer_split). Not
-  // in the training JSON: a plan's layout carries the split it gave.
+  // Who splits the layers over the pipeline stages (core/framework.h, Framework::layer_split): a
+  // plan keeps it, so that its layout is checked against the split that framework runs.
   LayerSplit layer_split = LayerSplit::layout;
   double tokens_to_train = 0;        // whole run, for time and cost (0: not asked)
   double price_per_device_hour = 0;  // in the user's currency (0: not asked)
@@ -52,8 +52,8 @@ struct Training {
 Training with_compute_dtype(Training t, Dtype d);
 
 // Keys: global_batch, seq_len, dtype, grad_dtype, master_weights, optimizer, overlap_grad_reduce,
-// overlap_param_gather, tokens_to_train, price_per_device_hour. Unknown keys rejected; validated
-// (seq_len <= model max is checked with the model by validate_training).
+// overlap_param_gather, layer_split, tokens_to_train, price_per_device_hour. Unknown keys rejected;
+// validated (seq_len <= model max is checked with the model by validate_training).
 Training training_from_json(const nlohmann::json& j, const std::string& file);
 nlohmann::json training_to_json(const Training& t);
 void validate_training(const Training& t, const std::string& file);

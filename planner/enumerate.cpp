@@ -164,14 +164,15 @@ class Enumerator {
   // layers: core/stage_split.h).
   std::vector<int> virtual_stages(const Layout& l) const {
     if (fixed_.vpp) return {*fixed_.vpp};
-    if (training_.layer_split == LayerSplit::cost_balanced) return {1};
+    if (training_.layer_split == LayerSplit::cost_balanced) return {1};  // it runs no interleaving
     if (l.pp == 1 || l.pp > model_.num_layers) return {1};
     return divisors(model_.num_layers / l.pp);
   }
 
   // The layers per virtual stage: the fixed split (in canonical form where it is whole, else as
-  // given for validate_layout to name what is wrong), or candidate_splits' (the even one first
-  // when it divides). {{}} where none fits, so that validate_layout names the rule.
+  // given for validate_layout to name what is wrong), the framework's own where it splits them
+  // itself, or candidate_splits' (the even one first when it divides). {{}} where none fits, so
+  // that validate_layout names the rule.
   std::vector<std::vector<int>> splits(const Layout& l) const {
     const int64_t chunks = int64_t{l.pp} * l.vpp;
     if (fixed_.stages) {
@@ -180,9 +181,11 @@ class Enumerator {
                          std::accumulate(s.begin(), s.end(), int64_t{0}) == model_.num_layers;
       return {whole ? canonical_split(s) : s};
     }
-    if (chunks == 1 || chunks > model_.num_layers) return {{}};
+    // A framework that splits the layers itself runs its own split whatever the depth: the only
+    // one there is to price.
     if (training_.layer_split == LayerSplit::cost_balanced)
-      return {canonical_split(cost_balanced_split(model_, l.pp))};
+      return {split_as_run(Layout{.pp = l.pp}, model_, training_).stages};
+    if (chunks == 1 || chunks > model_.num_layers) return {{}};
     return candidate_splits(model_, static_cast<int>(chunks));
   }
 

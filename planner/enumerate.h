@@ -1,7 +1,8 @@
 // Candidate layouts for a model on a cluster: every distinct combination of dp, tp, pp, cp, ep,
 // ZeRO stage, micro-batch size, recompute, sequence parallelism, virtual stages, the split of the
-// layers over them (core/stage_split.h's candidate_splits) and schedule, each
-// checked by core's validate_layout, with the rule that rejects each invalid one.
+// layers over them (core/stage_split.h's candidate_splits, or the one a framework that splits the
+// layers itself runs) and schedule, each checked by core's validate_layout, with the rule that
+// rejects each invalid one.
 #pragma once
 
 #include <cstdint>

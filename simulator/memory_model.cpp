@@ -112,13 +112,18 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
           std::tuple{s.moe_layers, layer.moe_whole, layer.moe}})
       if (layers > 0) r.recompute_working_bytes = std::max(r.recompute_working_bytes, whole - kept);
   }
+  // What one micro-batch's backward frees on this stage: its activations and the loss's buffers.
+  int64_t backward_frees = (r.layer_activations_bytes + r.embedding_activations_bytes) / chunks +
+                           r.recompute_working_bytes;
   if (s.last) {
     // The last stage runs each micro-batch's backward right after its forward unless the
     // schedule runs every forward first.
     const int64_t held = runs_all_forwards_first(l) ? l.num_microbatches : 1;
-    r.output_activations_bytes = held * output_layer_activation_bytes(m, t.dtype, shape);
+    const int64_t output = output_layer_activation_bytes(m, t.dtype, shape);
+    r.output_activations_bytes = held * output;
     const LossMemory loss = loss_memory(m, t.dtype, shape, x.cross_entropy);
     r.logits_bytes = held * loss.saved + loss.transient;
+    backward_frees += output + loss.saved + loss.transient;
   }
   if (l.zero == 3) r.zero3_gathered_bytes = zero3_gathered_bytes(m, t, l, s);
   if (l.zero == 2) {
@@ -133,19 +138,12 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
   if (shape.sequence_parallel)
     r.sp_gather_buffer_bytes =
         x.sp_gather_buffers * dtype_bytes(t.dtype) * shape.tokens() * m.hidden;
-  if (x.param_grads_held && t.grad_dtype != t.dtype) {
-    // At the end of a backward the micro-batch's activations and loss buffers are gone and every
-    // parameter's gradient is there; the peak counted at the loss's forward held those buffers
-    // instead, so the gradients raise it by what exceeds them.
-    int64_t freed = (r.layer_activations_bytes + r.embedding_activations_bytes) /
-                        std::max<int64_t>(1, chunks) +
-                    r.recompute_working_bytes;
-    if (s.last) {
-      const LossMemory loss = loss_memory(m, t.dtype, shape, x.cross_entropy);
-      freed += output_layer_activation_bytes(m, t.dtype, shape) + loss.saved + loss.transient;
-    }
-    r.param_grads_bytes = std::max<int64_t>(0, state.parameters - freed);
-  }
+  // At the end of a backward its buffers are gone and every parameter's gradient is there; the
+  // peak counted at the loss's forward held those buffers instead, so the gradients raise it by
+  // what exceeds them. The frameworks that hold them (nanotron) run neither ZeRO-3 (whose
+  // parameters are shards) nor virtual stages (whose backward makes one chunk's gradients).
+  if (x.param_grads_held && t.grad_dtype != t.dtype && l.zero < 3 && l.vpp == 1)
+    r.param_grads_bytes = std::max<int64_t>(0, state.parameters - backward_frees);
   r.runtime.cuda_context_bytes = d.reserved_bytes();
   r.runtime_reserved_bytes = r.runtime.total();
   r.capacity_bytes = d.memory_bytes();

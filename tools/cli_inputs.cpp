@@ -128,9 +128,10 @@ Inputs resolve_inputs(const InputOptions& o) {
   return in;
 }
 
-Plan resolve_plan(const InputOptions& o) {
+Plan resolve_plan(const InputOptions& o, const std::string& framework) {
   if (!o.plan_file.empty()) return load_plan(o.plan_file);
   Inputs in = resolve_inputs(o);
+  if (!framework.empty()) in.training = run_by(in.training, load_framework(framework));
   LayoutSpec spec;
   std::string source = "--layout";
   if (!o.deepspeed_config.empty()) {

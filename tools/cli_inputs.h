@@ -70,8 +70,9 @@ struct Inputs {
 };
 Inputs resolve_inputs(const InputOptions& o);
 
-// A full plan: from --plan's file, or from the options with the layout resolved and validated.
-Plan resolve_plan(const InputOptions& o);
+// A full plan: from --plan's file, or from the options with the layout resolved and validated as
+// `framework` (a --framework name; empty: none named) runs it, which may split the layers itself.
+Plan resolve_plan(const InputOptions& o, const std::string& framework = "");
 
 // --profile's file, read, checked against the training's dtype (its GEMM rates are for the dtype
 // it measured) and overlaid on `cluster` (apply_profile); none without --profile. Set

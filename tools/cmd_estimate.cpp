@@ -4,7 +4,6 @@
 #include <optional>
 #include <string>
 
-#include "core/stage_split.h"
 #include "simulator/estimate.h"
 #include "simulator/estimate_report.h"
 #include "tools/cli_inputs.h"
@@ -21,11 +20,9 @@ struct EstimateOptions {
 };
 
 int run_estimate(const EstimateOptions& o) {
-  Plan p = resolve_plan(o.inputs);
+  Plan p = resolve_plan(o.inputs, o.framework);
   const std::optional<Profile> profile = apply_profile_option(o.inputs, p.cluster, p.training);
   const ExecutionOptions x = priced_execution(o.framework, p.training, profile);
-  p.layout = split_as_run(p.layout, p.model, p.training);
-  validate_layout(p.layout, p.model, p.cluster, p.training, "--framework");
   const Estimate e = estimate(p.model, p.cluster, p.training, p.layout, x);
   return print_report(o.report, p, estimate_to_json(e), format_estimate_table(e, o.report.wide),
                       e.fits);

@@ -9,7 +9,6 @@
 #include <string>
 
 #include "core/json_reader.h"
-#include "core/stage_split.h"
 #include "simulator/plan_simulation.h"
 #include "simulator/simulation_report.h"
 #include "simulator/trace.h"
@@ -29,11 +28,9 @@ struct SimulateOptions {
 };
 
 int run_simulate(const SimulateOptions& o) {
-  Plan p = resolve_plan(o.inputs);
+  Plan p = resolve_plan(o.inputs, o.framework);
   const std::optional<Profile> profile = apply_profile_option(o.inputs, p.cluster, p.training);
   const ExecutionOptions x = priced_execution(o.framework, p.training, profile);
-  p.layout = split_as_run(p.layout, p.model, p.training);
-  validate_layout(p.layout, p.model, p.cluster, p.training, "--framework");
   const PlanSimulation s =
       simulate_plan(p.model, p.cluster, p.training, p.layout, x, !o.no_symmetry);
   require_finished(s.result);

@@ -254,9 +254,10 @@ TEST_CASE("nanotron's cost-balanced split: the head's cost moves layers to the f
   for (int pp : {2, 4, 8, 16, 32}) CHECK(sum(cost_balanced_split(m, pp)) == 16);
 }
 
-TEST_CASE("a framework that splits the layers itself: its split replaces the layout's, and "
-          "validation holds a layout to it",
-          "[stages]") {
+TEST_CASE(
+    "a framework that splits the layers itself: its split replaces the layout's, and "
+    "validation holds a layout to it",
+    "[stages]") {
   const Model m = ultrascale_1b();
   const Cluster c = test::dgx_h100(1);
   Training t = test::training(64, 4096);
@@ -269,7 +270,8 @@ TEST_CASE("a framework that splits the layers itself: its split replaces the lay
   CHECK(other.file == "x.json");
   CHECK(other.field == "layout.stages");
   CHECK_THAT(other.reason, Contains("stages=3,3,2,3,2,3,0,0"));
-  Layout interleaved = resolve("tp=1,pp=4,vpp=2,schedule=interleaved", m, c, test::training(64, 4096));
+  Layout interleaved =
+      resolve("tp=1,pp=4,vpp=2,schedule=interleaved", m, c, test::training(64, 4096));
   CHECK(split_as_run(interleaved, m, t) == interleaved);
   CHECK(thrown_input_error([&] { validate_layout(interleaved, m, c, t, "x.json"); }).field ==
         "layout.vpp");

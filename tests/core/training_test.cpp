@@ -20,6 +20,7 @@ TEST_CASE("training JSON: defaults are bf16 mixed precision with Adam", "[traini
   CHECK(t.grad_dtype == Dtype::bf16);
   CHECK(t.master_weights);
   CHECK(t.optimizer == Optimizer::adam);
+  CHECK(t.layer_split == LayerSplit::layout);
   CHECK(t.tokens_to_train == 0);
   CHECK(t.price_per_device_hour == 0);
   CHECK(t.tokens_per_step() == 6291456);  // 1536 × 4096
@@ -34,6 +35,7 @@ TEST_CASE("training JSON: every key, and back", "[training]") {
                             {"optimizer", "sgd"},
                             {"overlap_grad_reduce", false},
                             {"overlap_param_gather", false},
+                            {"layer_split", "cost_balanced"},
                             {"tokens_to_train", 3e11},
                             {"price_per_device_hour", 2.5},
                             {"source", "GPT-3 2.7B recipe, Brown et al. 2020 Table 2.1"}};
@@ -44,6 +46,7 @@ TEST_CASE("training JSON: every key, and back", "[training]") {
   CHECK(t.optimizer == Optimizer::sgd);
   CHECK_FALSE(t.overlap_grad_reduce);
   CHECK_FALSE(t.overlap_param_gather);
+  CHECK(t.layer_split == LayerSplit::cost_balanced);
   CHECK(t.tokens_to_train == 3e11);
   CHECK(t.price_per_device_hour == 2.5);
   nlohmann::json without_source = j;

@@ -13,6 +13,7 @@
 
 #include "core/layout.h"
 #include "core/schedule.h"
+#include "core/stage_split.h"
 #include "simulator/activation_memory.h"
 #include "simulator/collective_cost.h"
 #include "simulator/compute_model.h"
@@ -431,6 +432,34 @@ TEST_CASE("benchmark: Llama 3 70B on 1024 H100s with 64 micro-batches priced by 
         double(s.result.events) / sim_s / 1e6, s.step_time_s);
     CHECK(build_s + sim_s < 0.1);
   }
+}
+
+TEST_CASE("ranks a framework's own split leaves without layers pass the pipeline's tensors on",
+          "[pricer][estimate]") {
+  // nanotron's split of a 16-layer model with a 131,072-word head over 8 ranks: 3,3,2,3,2,3,0,0
+  // (core/stage_split.h). Rank 6 holds nothing: it receives and sends each micro-batch's tensors.
+  Model m = test::preset_model("llama3-8b");
+  m.num_layers = 16;
+  m.hidden = 2048;
+  m.num_heads = m.num_kv_heads = 32;
+  m.head_dim = 64;
+  m.ffn_hidden = 8192;
+  m.vocab = 131072;
+  const Cluster c = test::preset_cluster("dgx-h100", 1);
+  Layout l = test::layout(/*dp=*/1, /*tp=*/1, /*pp=*/8, /*num_microbatches=*/16);
+  Training t = training_for(l, 4096);
+  t.layer_split = LayerSplit::cost_balanced;
+  l = split_as_run(l, m, t);
+  REQUIRE(l.stages == std::vector<int>{3, 3, 2, 3, 2, 3, 0, 0});
+  validate_layout(l, m, c, t, "test");
+  const PlanSimulation s = simulate_plan(m, c, t, l, {}, true);
+  REQUIRE(s.result.ok());
+  const Estimate e = estimate(m, c, t, l, {});
+  CHECK(e.stages[6].layer_activations_bytes == 0);
+  CHECK(e.stages[6].state.total() == 0);
+  // The pipeline runs as long as its busiest rank, which holds layers; the empty one idles.
+  CHECK(s.step_time_s > 0);
+  CHECK(s.result.ranks[6].busy_s < s.result.ranks[0].busy_s);
 }
 
 }  // namespace shardplan

@@ -218,9 +218,10 @@ TEST_CASE("ZeRO-3 gather buffers and ZeRO-2 gradient bucket", "[memory][zero]") 
   CHECK(rank_memory(m, t, l, s, d, {}).zero3_gathered_bytes == 0);
 }
 
-TEST_CASE("gradients held to the backward's end raise the peak by what exceeds the freed "
-          "activations",
-          "[memory]") {
+TEST_CASE(
+    "gradients held to the backward's end raise the peak by what exceeds the freed "
+    "activations",
+    "[memory]") {
   const Model m = test::preset_model("llama3-8b");
   Training t = mixed_precision_adam();
   t.grad_dtype = Dtype::fp32;  // accumulated in fp32: autograd's bf16 gradients are a second set
@@ -243,4 +244,15 @@ TEST_CASE("gradients held to the backward's end raise the peak by what exceeds t
   // Long sequences: the micro-batch's activations freed exceed the gradients.
   t.seq_len = 8192;
   CHECK(rank_memory(m, t, l, s, d, held).param_grads_bytes == 0);
+  // The first of two stages holds two micro-batches; one backward frees one of them.
+  t.seq_len = 128;
+  const Layout pp2 = test::layout(2, 4, 1, 2);
+  const StageLayers first = stage_layers(m, pp2, 0);
+  const RankMemory held2 = rank_memory(m, t, pp2, first, d, held);
+  REQUIRE(held2.inflight_microbatches == 2);
+  CHECK(held2.param_grads_bytes ==
+        held2.state.parameters -
+            (held2.layer_activations_bytes + held2.embedding_activations_bytes) / 2);
+  CHECK(held2.peak_bytes() - rank_memory(m, t, pp2, first, d, {}).peak_bytes() ==
+        held2.param_grads_bytes);
 }
