@@ -7,18 +7,13 @@
 #include <string>
 
 #include "core/presets.h"
+#include "tests/core/reshaped_model.h"
 
 namespace shardplan::test {
 
 inline Model odd_model() {
-  Model m = load_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/gpt-tiny.json");
-  m.name = "gpt-tiny-odd";
-  m.num_layers = 3;
-  m.hidden = 63;
-  m.num_heads = m.num_kv_heads = 3;
-  m.head_dim = 21;
-  m.ffn_hidden = 126;
-  return m;
+  return reshaped(load_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/gpt-tiny.json"),
+                  "gpt-tiny-odd", 3, 63, 3, 21, 126);
 }
 
 }  // namespace shardplan::test

@@ -11,6 +11,7 @@
 #include "core/schedule.h"
 #include "tests/core/layout_fixtures.h"
 #include "tests/core/thrown_input_error.h"
+#include "tests/core/ultrascale_1b.h"
 
 namespace shardplan {
 namespace {
@@ -227,26 +228,12 @@ TEST_CASE("stages follow the split: layer ranges, a rank's chunks and its parame
   }
 }
 
-// The Ultra-Scale Playbook's 1B (models of tests/validate: 16 layers, hidden 2048, 32 heads, MLP
-// 8192, vocabulary 131072): a layer costs 4·2048² + 3·8192·2048 = 67.1 M, the head 268.4 M, four
-// layers' worth; 20 layers' worth over 8 ranks is 2.5 a rank.
-Model ultrascale_1b() {
-  Model m = load_model("llama3-8b");
-  m.num_layers = 16;
-  m.hidden = 2048;
-  m.num_heads = m.num_kv_heads = 32;
-  m.head_dim = 64;
-  m.ffn_hidden = 8192;
-  m.vocab = 131072;
-  return m;
-}
-
 TEST_CASE("nanotron's cost-balanced split: the head's cost moves layers to the first ranks",
           "[stages]") {
-  const Model m = ultrascale_1b();
-  // Rank r takes layers until its running cost passes (r + 1) × 2.5 layers, the layer that
-  // passes included: 3 (3 > 2.5), 3 (6 > 5), 2 (8 > 7.5), ...; the head and the loss are left to
-  // the last two ranks, which hold no layer.
+  const Model m = test::ultrascale_1b();
+  // 20 layers' worth over 8 ranks is 2.5 a rank. Rank r takes layers until its running cost
+  // passes (r + 1) × 2.5 layers, the layer that passes included: 3 (3 > 2.5), 3 (6 > 5), 2
+  // (8 > 7.5), ...; the head and the loss are left to the last two ranks, which hold no layer.
   CHECK(cost_balanced_split(m, 8) == std::vector<int>{3, 3, 2, 3, 2, 3, 0, 0});
   // Over 2 ranks the threshold is 10 layers: the first takes 11, the second 5 and the head.
   CHECK(cost_balanced_split(m, 2) == std::vector<int>{11, 5});
@@ -258,7 +245,7 @@ TEST_CASE(
     "a framework that splits the layers itself: its split replaces the layout's, and "
     "validation holds a layout to it",
     "[stages]") {
-  const Model m = ultrascale_1b();
+  const Model m = test::ultrascale_1b();
   const Cluster c = test::dgx_h100(1);
   Training t = test::training(64, 4096);
   const Layout given = resolve("tp=1,pp=8,stages=2*8", m, c, t);

@@ -23,6 +23,7 @@
 #include "simulator/plan_simulation.h"
 #include "simulator/trace.h"
 #include "tests/core/schedule_fixtures.h"
+#include "tests/core/ultrascale_1b.h"
 #include "tests/simulator/simulator_fixtures.h"
 
 namespace shardplan {
@@ -438,13 +439,7 @@ TEST_CASE("ranks a framework's own split leaves without layers pass the pipeline
           "[pricer][estimate]") {
   // nanotron's split of a 16-layer model with a 131,072-word head over 8 ranks: 3,3,2,3,2,3,0,0
   // (core/stage_split.h). Rank 6 holds nothing: it receives and sends each micro-batch's tensors.
-  Model m = test::preset_model("llama3-8b");
-  m.num_layers = 16;
-  m.hidden = 2048;
-  m.num_heads = m.num_kv_heads = 32;
-  m.head_dim = 64;
-  m.ffn_hidden = 8192;
-  m.vocab = 131072;
+  const Model m = test::ultrascale_1b();
   const Cluster c = test::preset_cluster("dgx-h100", 1);
   Layout l = test::layout(/*dp=*/1, /*tp=*/1, /*pp=*/8, /*num_microbatches=*/16);
   Training t = training_for(l, 4096);
