@@ -1,6 +1,5 @@
 // The units of a model chunk and the steps of their passes: where the tensor-, context- and
 // expert-parallel collectives fall between the parts of a layer, and how large they are.
-#include <cassert>
 
 #include "core/schedule_detail.h"
 
