@@ -7,13 +7,18 @@
 #      profile, execute the plan on the GPU and compare it with the prediction, with the profile
 #      and with the datasheet figures (the loop on a GPU);
 #   3. calibrate Llama 3 8B's layer GEMMs in bf16 at tp 1, 2, 4, 8 (cuBLAS's rate at a training
-#      run's shapes, to set beside device.efficiency.matmul).
+#      run's shapes, to set beside device.efficiency.matmul);
+#   4. calibrate the Ultra-Scale grid's 1B, 3B and 8B (data/fidelity/ultrascale_dev.json) at the
+#      shares its runs took, tp 1-16 (the small GEMMs its H100 rows run, for the cost model's
+#      shape efficiency).
 # Every step runs even when one before it failed; the summary at the end says which failed.
-# usage: tools/gpu_check.sh [BUILD_DIR=build] [OUT_DIR=out/gpu_check]
+# STEPS, a regular expression, picks steps by name (default: all).
+# usage: tools/gpu_check.sh [BUILD_DIR=build] [OUT_DIR=out/gpu_check] [STEPS=.]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 out=${2:-out/gpu_check}
+only=${3:-.}
 mkdir -p "$out"
 sp=$build/tools/shardplan
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -21,6 +26,7 @@ declare -a failed=()
 step() {  # step NAME TIMEOUT_S COMMAND...: runs and logs one check, noting a failure
   local name=$1 limit=$2
   shift 2
+  [[ $name =~ $only ]] || return 0
   echo "=== $name: $*"
   local start=$SECONDS
   # Line-buffered (stdbuf, inherited through mpirun), so that a check cut off by its limit has
@@ -50,6 +56,14 @@ model = {"name": "gpt-xl-bytes", "num_hidden_layers": 24, "hidden_size": 2048,
          "norm": "layernorm", "position_embedding": "learned", "tie_word_embeddings": True,
          "qkv_bias": True, "out_bias": True, "mlp_bias": True}
 json.dump(model, open(f"{out}/gpt-xl-bytes.json", "w"), indent=1)
+# The Ultra-Scale grid's models as its benchmark built them: Llama's layer with multi-head attention.
+grid = json.load(open("data/fidelity/ultrascale_dev.json"))["models"]
+for size in ("1B", "3B", "8B"):
+    shape = {k: grid[size][k] for k in ("num_hidden_layers", "hidden_size", "num_attention_heads",
+             "num_key_value_heads", "intermediate_size", "vocab_size", "tie_word_embeddings")}
+    json.dump({"name": f"ultrascale-{size.lower()}", **shape, "max_position_embeddings": 4096,
+               "hidden_act": "swiglu", "norm": "rmsnorm", "position_embedding": "rope"},
+              open(f"{out}/ultrascale-{size.lower()}.json", "w"), indent=1)
 EOF
 model=$out/gpt-xl-bytes.json
 cluster=$out/one-h100.json
@@ -65,6 +79,11 @@ step compare_xl_profile 30 "$sp" compare "$out/plan_xl.json" "$out/measured_xl.j
 step compare_xl_datasheet 30 "$sp" compare "$out/plan_xl.json" "$out/measured_xl.json"
 step calibrate_llama3_8b 120 "$sp" calibrate --backend cuda --dtype bf16 --ranks 1 \
   --model llama3-8b --tp 1 2 4 8 --micro-batch 1 --seq 4096 --out "$out/profile_llama3_8b.json"
+for size in 1b 3b 8b; do
+  step "calibrate_ultrascale_$size" 120 "$sp" calibrate --backend cuda --dtype bf16 --ranks 1 \
+    --model "$out/ultrascale-$size.json" --tp 1 2 4 8 16 --micro-batch 1 4 --seq 4096 \
+    --max-bytes 4194304 --out "$out/profile_ultrascale_$size.json"
+done
 
 echo "=== gpu_check: ${#failed[@]} failed${failed:+: ${failed[*]}}"
 [[ ${#failed[@]} == 0 ]]
