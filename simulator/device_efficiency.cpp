@@ -1,27 +1,51 @@
 #include "simulator/device_efficiency.h"
 
 #include <algorithm>
+#include <array>
+#include <limits>
 
 namespace shardplan {
 
 namespace {
 
-// The largest output tiles of cuBLAS's and CUTLASS's bf16 tensor-core GEMMs on Ampere and Hopper,
-// the size NVIDIA's guide uses for its wave-quantization example on A100.
-constexpr int64_t kTileLong = 256, kTileShort = 128;
+// The output tiles (CTA tiles) cuBLAS's and CUTLASS's tensor-core GEMMs choose among on Ampere
+// and Hopper for 16-bit operands (CUTLASS's default kernel configurations: 256×128, 128×256,
+// 128×128, 128×64, 64×128), each at the same rate per SM: cuBLAS on an H100 ran skinny shapes,
+// which only the smaller tiles fill the SMs with, as fast as square ones (data/gpu_runs/
+// h100-gemm-shapes-2026-11-26: 2048×256×16384 at 407 TFLOP/s against 256×128 tiles' 16 of 132
+// SMs busy).
+constexpr std::array<std::pair<int64_t, int64_t>, 5> kTiles = {
+    {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}}};
 
-// Output tiles per wave actually computed, ÷ tiles a full set of waves could compute (≤ 1).
-double wave_utilization(int64_t m, int64_t n, int64_t count, int sm_count) {
-  if (sm_count == 0) return 1;
-  double best = 0;
-  for (const auto& [tm, tn] :
-       {std::pair{kTileLong, kTileShort}, std::pair{kTileShort, kTileLong}}) {
+// Split-K: when the output's tiles leave SMs idle, cuBLAS splits the k loop over several CTAs and
+// sums their fp32 partial tiles afterwards (CUTLASS's split-K serial and parallel modes). Each
+// slice keeps at least kMinSliceK of k, the depth below which a slice is all prologue.
+constexpr std::array<int64_t, 8> kSplits = {1, 2, 3, 4, 6, 8, 12, 16};
+constexpr int64_t kMinSliceK = 256;
+
+// The time of count GEMMs' math at rate (the whole device's FLOP/s): each wave of sm_count tiles
+// as long as one tile's k-loop and fixed cost, with the tile and split of k that finish soonest,
+// as cuBLAS's heuristics pick them; a split's partial tiles go through memory once more (written
+// and read in fp32).
+double gemm_compute_s(const DeviceRates& r, int64_t m, int64_t k, int64_t n, int64_t count) {
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(k) *
+                       static_cast<double>(n) * static_cast<double>(count);
+  if (r.sm_count == 0) return flops / r.matmul_flops_per_s;
+  const double tile_rate = r.matmul_flops_per_s / r.sm_count;
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& [tm, tn] : kTiles) {
     const int64_t tiles = count * ((m + tm - 1) / tm) * ((n + tn - 1) / tn);
-    const int64_t waves = (tiles + sm_count - 1) / sm_count;
-    const double useful =
-        static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(count);
-    best = std::max(
-        best, useful / (static_cast<double>(waves * sm_count) * static_cast<double>(tm * tn)));
+    for (const int64_t split : kSplits) {
+      if (split > 1 && k < split * kMinSliceK) break;
+      const int64_t waves = (tiles * split + r.sm_count - 1) / r.sm_count;
+      const double slice_k = static_cast<double>(k) / static_cast<double>(split);
+      double t = static_cast<double>(waves) * 2.0 * static_cast<double>(tm * tn) *
+                 (slice_k + r.gemm_tile_fixed_k) / tile_rate;
+      if (split > 1)
+        t += memory_time_s(r, 8.0 * static_cast<double>(m) * static_cast<double>(n) *
+                                  static_cast<double>(count * split));
+      best = std::min(best, t);
+    }
   }
   return best;
 }
@@ -76,10 +100,8 @@ double gemm_time_s(const DeviceRates& r, int64_t m, int64_t k, int64_t n, int64_
       static_cast<double>(elem_bytes) * (static_cast<double>(m) * static_cast<double>(k) +
                                          static_cast<double>(k) * static_cast<double>(n) +
                                          static_cast<double>(m) * static_cast<double>(n));
-  const double compute_s = static_cast<double>(count) * flops /
-                           (r.matmul_flops_per_s * wave_utilization(m, n, count, r.sm_count));
-  return r.kernel_overhead_s +
-         std::max(compute_s, static_cast<double>(count) * memory_time_s(r, bytes));
+  return r.kernel_overhead_s + std::max(gemm_compute_s(r, m, k, n, count),
+                                        static_cast<double>(count) * memory_time_s(r, bytes));
 }
 
 double kernel_time_s(const DeviceRates& r, MemoryKernel kernel, double elements, double bytes) {

@@ -1,11 +1,12 @@
 // What fraction of a device's datasheet peaks real kernels reach, and the kernel-time formulas
 // built on them: a roofline per GEMM whose compute side counts whole waves of output tiles over the
 // SMs (NVIDIA "Matrix Multiplication Background User's Guide": math and memory bounds, tile and
-// wave quantization), so efficiency falls for small and skinny shapes; flash attention at its
-// published rate; memory-bound kernels at the achievable memory bandwidth. The fractions of peak
-// come from the device description (Device::efficiency, each with its source). With a calibration
-// profile, GEMMs run at the rates it measured for their shapes and memory-bound kernels at its
-// measured bandwidth, with no datasheet efficiency on top.
+// wave quantization) with the tile size and split of k a library picks, so efficiency falls for
+// small shapes and shallow k; flash attention at its published rate; memory-bound kernels at the
+// achievable memory bandwidth. The fractions of peak come from the device description
+// (Device::efficiency, each with its source). With a calibration profile, GEMMs run at the rates
+// it measured for their shapes and memory-bound kernels at its measured bandwidth, with no
+// datasheet efficiency on top.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,13 @@
 
 namespace shardplan {
 
+// A GEMM tile's fixed cost, as k-steps of its main loop: filling the operand pipeline before the
+// first multiply and writing the tile out after the last. Fitted, with the GPU's own rate and fixed
+// cost per kernel, on the H100's cuBLAS GEMMs of data/gpu_runs/h100-gemm-shapes-2026-11-26/
+// (tests/simulator/gemm_shape_fit_test.cpp refits it: build/tests/test_simulator '[gemm-fit]' -s);
+// taken as the same on other tensor-core GPUs for want of a measurement.
+inline constexpr double kGemmTileFixedK = 111;
+
 // Achievable rates of one device for one compute dtype.
 struct DeviceRates {
   double matmul_flops_per_s = 0;
@@ -31,6 +39,7 @@ struct DeviceRates {
   double memory_bytes_per_s = 0;
   int sm_count = 0;
   double kernel_overhead_s = 0;  // per kernel, on the device (none with a profile: it measured)
+  double gemm_tile_fixed_k = kGemmTileFixedK;
   // Measured GEMM rates (gemm_rate_flops) that replace matmul_flops_per_s and the roofline; null
   // when pricing from the datasheet. Not owned.
   const Profile* profile = nullptr;
@@ -46,11 +55,12 @@ std::pair<double, double> flash_attention_flops_per_s(const DeviceRates& r, Atte
 // measured rate slowed by the profile's noise (Profile::noise), which its medians leave out.
 DeviceRates device_rates(const Device& d, Dtype dtype, const Profile* profile = nullptr);
 
-// count GEMMs of (m×k)·(k×n) with elements of elem_bytes: the slower of computing them and of
-// moving A, B and C once at the memory rate (roofline). Computing runs the count·⌈m/tm⌉·⌈n/tn⌉
-// output tiles of 128×256 (or 256×128, whichever wastes less) in waves of sm_count tiles, each
-// wave as long as a full one at the matmul rate. With a profile: count · 2mkn FLOPs at
-// gemm_rate_flops for the shape, which measured the memory traffic along with the math.
+// count GEMMs of (m×k)·(k×n) with elements of elem_bytes: the device's fixed cost per kernel and
+// the slower of computing them and of moving A, B and C once at the memory rate (roofline).
+// Computing runs the count·⌈m/tm⌉·⌈n/tn⌉ output tiles, times the split of k, in waves of sm_count
+// tiles, each wave as long as one tile's k-loop plus its fixed cost at the matmul rate per SM, with
+// the tile (256×128 down to 64×128) and split of k that finish soonest. With a profile:
+// count · 2mkn FLOPs at gemm_rate_flops for the shape, which measured all of that.
 double gemm_time_s(const DeviceRates& r, int64_t m, int64_t k, int64_t n, int64_t elem_bytes,
                    int64_t count = 1);
 
