@@ -82,6 +82,14 @@ int64_t layer_activation_bytes(const Model& m, Dtype dtype, const RankShape& r, 
   return layer_activation_tensors(m, dtype, r, moe_layer, recompute, x).total();
 }
 
+int64_t layer_backward_buffer_bytes(const Model& m, Dtype dtype, const RankShape& r,
+                                    bool moe_layer) {
+  const int64_t rows = moe_layer ? r.tokens() * m.moe.top_k : r.tokens();
+  const int64_t ffn = shard_size(moe_layer ? m.moe.expert_ffn_hidden : m.ffn_hidden, r.tp);
+  const int64_t fc1_width = m.activation == Activation::swiglu ? 2 * ffn : ffn;
+  return dtype_bytes(dtype) * (2 * r.region_tokens() * m.hidden + rows * fc1_width);
+}
+
 int64_t input_layer_activation_bytes(const Model& m, const RankShape& r,
                                      const ExecutionOptions& x) {
   return x.dropout ? kMaskBytes * r.region_tokens() * m.hidden : 0;

@@ -40,6 +40,15 @@ LayerTensors layer_activation_tensors(const Model& m, Dtype dtype, const RankSha
 int64_t layer_activation_bytes(const Model& m, Dtype dtype, const RankShape& r, bool moe_layer,
                                Recompute recompute, const ExecutionOptions& x);
 
+// The gradients one layer's backward holds beside the activations it has not freed yet, at their
+// most: the gradient coming in and the layer input's gradient it accumulates (2 × tokens × h in
+// the norm regions), then the MLP's activation gradient (tokens × ffn/tp) and fc1's output
+// gradient (× 2 under SwiGLU: gate and up) once the activation itself is freed. The CUDA
+// executor's run of a 1.3B GPT held these to the byte at its peak (docs/measurements.md); PyTorch's
+// autograd holds the same three through an MLP's backward.
+int64_t layer_backward_buffer_bytes(const Model& m, Dtype dtype, const RankShape& r,
+                                    bool moe_layer);
+
 // First stage: the embedding dropout mask (Korthikanti §4.3: sbhp/t over p in-flight
 // micro-batches).
 int64_t input_layer_activation_bytes(const Model& m, const RankShape& r, const ExecutionOptions& x);

@@ -130,11 +130,14 @@ class Replay {
           l_.recompute != Recompute::none
               ? a_.allocate(std::max<int64_t>(whole_layer_ - layer_.total(), 0))
               : -1;
-      // The MLP's input gradients and the layer input's.
+      // The gradient coming in, the MLP's input gradients and the layer input's
+      // (layer_backward_buffer_bytes).
+      const Handle dy = a_.allocate(hidden);
       const Handle up = a_.allocate(e_ * shape_.tokens() * widths * ffn);
       const Handle dx = a_.allocate(hidden);
       a_.release(up);
       if (recomputed >= 0) a_.release(recomputed);
+      a_.release(dy);
       a_.release(dx);
     }
     for (Handle h : kept) a_.release(h);

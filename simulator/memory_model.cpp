@@ -68,8 +68,9 @@ namespace {
 // One layer's activations per micro-batch, dense and MoE, under the layout's recomputation and
 // without any: the same on every stage, so sized once per layout.
 struct LayerActivations {
-  int64_t dense = 0, moe = 0;              // under the layout's recomputation
-  int64_t dense_whole = 0, moe_whole = 0;  // without recomputation
+  int64_t dense = 0, moe = 0;                    // under the layout's recomputation
+  int64_t dense_whole = 0, moe_whole = 0;        // without recomputation
+  int64_t dense_backward = 0, moe_backward = 0;  // the gradients its backward holds
 };
 
 LayerActivations layer_activations(const Model& m, const Training& t, const Layout& l,
@@ -81,9 +82,11 @@ LayerActivations layer_activations(const Model& m, const Training& t, const Layo
   LayerActivations a;
   a.dense = layer(false, l.recompute);
   a.dense_whole = layer(false, Recompute::none);
+  a.dense_backward = layer_backward_buffer_bytes(m, t.dtype, shape, false);
   if (m.is_moe()) {  // a dense model's stages hold no MoE layer
     a.moe = layer(true, l.recompute);
     a.moe_whole = layer(true, Recompute::none);
+    a.moe_backward = layer_backward_buffer_bytes(m, t.dtype, shape, true);
   }
   return a;
 }
@@ -115,6 +118,8 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
   // What one micro-batch's backward frees on this stage: its activations and the loss's buffers.
   int64_t backward_frees = (r.layer_activations_bytes + r.embedding_activations_bytes) / chunks +
                            r.recompute_working_bytes;
+  // What the last stage's loss frees before its layers' backward (its peak so far is the loss's).
+  int64_t loss_frees = 0;
   if (s.last) {
     // The last stage runs each micro-batch's backward right after its forward unless the
     // schedule runs every forward first.
@@ -123,8 +128,15 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
     r.output_activations_bytes = held * output;
     const LossMemory loss = loss_memory(m, t.dtype, shape, x.cross_entropy);
     r.logits_bytes = held * loss.saved + loss.transient;
-    backward_frees += output + loss.saved + loss.transient;
+    loss_frees = output + loss.saved + loss.transient;
+    backward_frees += loss_frees;
   }
+  // A stage's first backward holds the layer's gradients beside every activation in flight; the
+  // last stage's, beside one micro-batch's loss buffers fewer.
+  int64_t layer_backward = 0;
+  if (s.dense_layers > 0) layer_backward = layer.dense_backward;
+  if (s.moe_layers > 0) layer_backward = std::max(layer_backward, layer.moe_backward);
+  r.backward_buffers_bytes = std::max<int64_t>(0, layer_backward - loss_frees);
   if (l.zero == 3) r.zero3_gathered_bytes = zero3_gathered_bytes(m, t, l, s);
   if (l.zero == 2) {
     // One bucket of full gradients awaits its reduce-scatter.
@@ -139,11 +151,13 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
     r.sp_gather_buffer_bytes =
         x.sp_gather_buffers * dtype_bytes(t.dtype) * shape.tokens() * m.hidden;
   // At the end of a backward its buffers are gone and every parameter's gradient is there; the
-  // peak counted at the loss's forward held those buffers instead, so the gradients raise it by
-  // what exceeds them. The frameworks that hold them (nanotron) run neither ZeRO-3 (whose
-  // parameters are shards) nor virtual stages (whose backward makes one chunk's gradients).
+  // peak counted at the loss's forward, or at the layers' backward, held those buffers instead, so
+  // the gradients raise it by what exceeds them. The frameworks that hold them (nanotron) run
+  // neither ZeRO-3 (whose parameters are shards) nor virtual stages (whose backward makes one
+  // chunk's gradients).
   if (x.param_grads_held && t.grad_dtype != t.dtype && l.zero < 3 && l.vpp == 1)
-    r.param_grads_bytes = std::max<int64_t>(0, state.parameters - backward_frees);
+    r.param_grads_bytes =
+        std::max<int64_t>(0, state.parameters - backward_frees - r.backward_buffers_bytes);
   r.runtime.cuda_context_bytes = d.reserved_bytes();
   r.runtime_reserved_bytes = r.runtime.total();
   r.capacity_bytes = d.memory_bytes();
@@ -181,7 +195,7 @@ const std::vector<StageState>& StageStateCache::stages(const Model& m, const Tra
   return entries_.emplace_back(Entry{l.vpp, l.zero, l.stages, stage_states(m, t, l)}).stages;
 }
 
-std::array<MemoryItem, 18> memory_items(const RankMemory& r) {
+std::array<MemoryItem, 19> memory_items(const RankMemory& r) {
   return {{{"cuda_context", r.runtime.cuda_context_bytes},
            {"cublas_workspace", r.runtime.cublas_workspace_bytes},
            {"nccl_buffers", r.runtime.nccl_buffer_bytes},
@@ -198,6 +212,7 @@ std::array<MemoryItem, 18> memory_items(const RankMemory& r) {
            {"output_activations", r.output_activations_bytes},
            {"logits", r.logits_bytes},
            {"recompute_working", r.recompute_working_bytes},
+           {"backward_buffers", r.backward_buffers_bytes},
            {"param_grads", r.param_grads_bytes},
            {"allocator_cache", r.allocator_cache_bytes}}};
 }

@@ -57,6 +57,9 @@ struct RankMemory {
   int64_t comm_buffer_bytes = 0;       // gradient bucket awaiting its reduce-scatter (ZeRO-2)
   int64_t grad_bucket_copy_bytes = 0;  // ZeRO-0 DDP buckets apart from the gradients
   int64_t sp_gather_buffer_bytes = 0;  // the framework's kept sequence-parallel gather buffers
+  // The gradients the layer being back-propagated holds beside the activations
+  // (layer_backward_buffer_bytes), beyond the loss's buffers the last stage has freed by then.
+  int64_t backward_buffers_bytes = 0;
   // Autograd's compute-dtype gradients of the stage's parameters, held at a backward's end
   // (core/framework.h: param_grads_held) beyond what that backward freed: the micro-batch's
   // activations and the loss's buffers.
@@ -76,7 +79,7 @@ struct RankMemory {
   }
   int64_t other_bytes() const {
     return logits_bytes + zero3_gathered_bytes + comm_buffer_bytes + grad_bucket_copy_bytes +
-           sp_gather_buffer_bytes + param_grads_bytes;
+           sp_gather_buffer_bytes + backward_buffers_bytes + param_grads_bytes;
   }
   // What the training process allocates at its peak (PyTorch's max_memory_allocated).
   int64_t peak_bytes() const { return state.total() + activations_bytes() + other_bytes(); }
@@ -136,7 +139,7 @@ struct MemoryItem {
 };
 
 // Every item, in the order a training process allocates them (the reserve first).
-std::array<MemoryItem, 18> memory_items(const RankMemory& r);
+std::array<MemoryItem, 19> memory_items(const RankMemory& r);
 
 // Sets every stage's runtime memory (stages[i] is stage i) to runtime_memory's: its NCCL
 // communicators and cuBLAS workspaces beside the context.

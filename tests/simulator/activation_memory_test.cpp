@@ -4,6 +4,7 @@
 
 #include "simulator/pipeline_model.h"
 #include "simulator_fixtures.h"
+#include "tests/core/reshaped_model.h"
 
 using namespace shardplan;
 
@@ -69,6 +70,25 @@ TEST_CASE("activation memory of a Llama layer: GQA, SwiGLU, no dropout, flash",
   CHECK(layer_activation_bytes(m, Dtype::bf16, shape, false, Recompute::none,
                                ExecutionOptions{.fused_swiglu = false}) ==
         142'737'408 + 2 * 8192 * 1792);
+}
+
+TEST_CASE("a layer's backward holds the gradient in, the input's and the MLP's",
+          "[memory][activations]") {
+  // The 1.3B GPT the CUDA executor ran on an H100 (GELU, h 2048, ffn 8192; 16 × 1024 tokens,
+  // bf16): at its peak it held 402,784,256 B beside the activations, the head's input gradient and
+  // the layer input's (64 MiB each), the MLP activation's (256 MiB) and the head's row sums
+  // (2 × 16384 fp32: the loss's, not the layer's).
+  const Model gpt = test::preset_model("gpt3-175b");
+  const Model xl = test::reshaped(gpt, "gpt-xl", 24, 2048, 16, 128, 8192);
+  const RankShape one_gpu{1024, 1024, 16, 1, false};
+  CHECK(layer_backward_buffer_bytes(xl, Dtype::bf16, one_gpu, false) ==
+        402'784'256 - 2 * 16384 * 4);
+  // SwiGLU: fc1's output gradient is gate and up, twice the activation's; tp splits the MLP, and
+  // sequence parallelism the two hidden-wide gradients.
+  const Model llama = test::preset_model("llama3-8b");
+  const RankShape tp8{8192, 8192, 1, 8, true};
+  CHECK(layer_backward_buffer_bytes(llama, Dtype::bf16, tp8, false) ==
+        2 * (2 * 1024 * 4096 + 8192 * 2 * 1792));
 }
 
 TEST_CASE("nanotron's multi-head attention holds K and V twice, GQA once",

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "core/param_shard.h"
+#include "simulator/activation_memory.h"
+#include "simulator/rank_shape.h"
 #include "simulator_fixtures.h"
 #include "tests/core/odd_model.h"
 
@@ -252,7 +254,32 @@ TEST_CASE(
   REQUIRE(held2.inflight_microbatches == 2);
   CHECK(held2.param_grads_bytes ==
         held2.state.parameters -
-            (held2.layer_activations_bytes + held2.embedding_activations_bytes) / 2);
+            (held2.layer_activations_bytes + held2.embedding_activations_bytes) / 2 -
+            held2.backward_buffers_bytes);
   CHECK(held2.peak_bytes() - rank_memory(m, t, pp2, first, d, {}).peak_bytes() ==
         held2.param_grads_bytes);
+}
+
+TEST_CASE("a stage's first backward holds the layer's gradients; the last stage's loss frees more",
+          "[memory]") {
+  const Model m = test::preset_model("llama3-8b");
+  const Training t = mixed_precision_adam();
+  const Device d = test::preset_cluster("dgx-h100", 1).device;
+  const Layout pp2 = test::layout(2, 4, 1, 2);
+  const RankShape shape = rank_shape(t, pp2);
+  const RankMemory first = rank_memory(m, t, pp2, stage_layers(m, pp2, 0), d, {});
+  CHECK(first.backward_buffers_bytes == layer_backward_buffer_bytes(m, t.dtype, shape, false));
+  CHECK(first.backward_buffers_bytes > 0);
+  // The last stage's 128K-word loss buffers, freed before its layers' backward, exceed them.
+  const RankMemory last = rank_memory(m, t, pp2, stage_layers(m, pp2, 1), d, {});
+  CHECK(last.logits_bytes > first.backward_buffers_bytes);
+  CHECK(last.backward_buffers_bytes == 0);
+  // A small vocabulary frees less: the excess is the item.
+  Model bytes = m;
+  bytes.vocab = 256;
+  const RankMemory small = rank_memory(bytes, t, pp2, stage_layers(bytes, pp2, 1), d, {});
+  const LossMemory loss = loss_memory(bytes, t.dtype, shape, ExecutionOptions{}.cross_entropy);
+  CHECK(small.backward_buffers_bytes == layer_backward_buffer_bytes(bytes, t.dtype, shape, false) -
+                                            output_layer_activation_bytes(bytes, t.dtype, shape) -
+                                            loss.saved - loss.transient);
 }
