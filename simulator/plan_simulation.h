@@ -33,7 +33,7 @@ struct SimulatedMemory {
   int peak_micro_batch = -1;            // by the forward of this micro-batch and chunk
   int peak_chunk = -1;
   int64_t recompute_working_bytes = 0;
-  int64_t other_bytes = 0;  // logits, ZeRO-3 gathered units, gradient bucket (memory model)
+  int64_t other_bytes = 0;  // RankMemory::other_bytes: logits, buffers, held gradients
   int64_t allocator_cache_bytes = 0;  // the caching allocator's reserve beyond the peak
   int64_t runtime_reserved_bytes = 0;
   int64_t capacity_bytes = 0;

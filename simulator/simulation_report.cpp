@@ -238,7 +238,7 @@ void append_memory(std::string& out, const PlanSimulation& s, bool wide) {
   line("optimizer", m.state.optimizer(), "memory model: master weights and moments");
   line("activations", m.chunk_activations_bytes, "simulated peak of the chunks alive");
   line("recompute_working", m.recompute_working_bytes, "memory model");
-  line("other", m.other_bytes, "memory model: logits, ZeRO buffers");
+  line("other", m.other_bytes, "memory model: estimate lists each");
   line("peak", m.peak_bytes(), "allocated: the tensors alive at once");
   line("allocator_cache", m.allocator_cache_bytes, "memory model: the allocator's replay");
   line("reserved", m.reserved_bytes(), "what the caching allocator holds");
