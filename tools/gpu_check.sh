@@ -10,9 +10,12 @@
 #      run's shapes, to set beside device.efficiency.matmul);
 #   4. calibrate the Ultra-Scale grid's 1B, 3B and 8B (data/fidelity/ultrascale_dev.json) at the
 #      shares its runs took, tp 1-16 (the small GEMMs its H100 rows run, for the cost model's
-#      shape efficiency).
+#      shape efficiency), then the loop of 2. on the 1B (a Llama-style layer).
 # Every step runs even when one before it failed; the summary at the end says which failed.
-# STEPS, a regular expression, picks steps by name (default: all).
+# STEPS, a regular expression, picks steps by name (default: all): ctest, calibrate_xl, plan_xl,
+# execute_xl, compare_xl_profile, compare_xl_datasheet, calibrate_llama3_8b,
+# calibrate_ultrascale_{1b,3b,8b}, plan_us1b, execute_us1b, compare_us1b_profile and
+# compare_us1b_datasheet.
 # usage: tools/gpu_check.sh [BUILD_DIR=build] [OUT_DIR=out/gpu_check] [STEPS=.]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -64,6 +67,10 @@ for size in ("1B", "3B", "8B"):
     json.dump({"name": f"ultrascale-{size.lower()}", **shape, "max_position_embeddings": 4096,
                "hidden_act": "swiglu", "norm": "rmsnorm", "position_embedding": "rope"},
               open(f"{out}/ultrascale-{size.lower()}.json", "w"), indent=1)
+# The 1B for the executor, which learns its positions (its layer GEMMs are the same).
+loop = json.load(open(f"{out}/ultrascale-1b.json"))
+loop.update(name="ultrascale-1b-learned-positions", position_embedding="learned")
+json.dump(loop, open(f"{out}/ultrascale-1b-loop.json", "w"), indent=1)
 EOF
 model=$out/gpt-xl-bytes.json
 cluster=$out/one-h100.json
@@ -84,6 +91,16 @@ for size in 1b 3b 8b; do
     --model "$out/ultrascale-$size.json" --tp 1 2 4 8 16 --micro-batch 1 4 --seq 4096 \
     --max-bytes 4194304 --out "$out/profile_ultrascale_$size.json"
 done
+# The loop on a Llama-style layer (SwiGLU, RMSNorm, a 131072-word head): the grid's 1B on one GPU,
+# four micro-batches of one 4096-token sequence, priced from its profile.
+us1b=(--model "$out/ultrascale-1b-loop.json" --cluster "$cluster" --gbs 4 --seq 4096 --dtype bf16)
+step plan_us1b 30 "$sp" plan "${us1b[@]}" --fix tp=1,pp=1,mbs=1,recompute=none \
+  --profile "$out/profile_ultrascale_1b.json" --out "$out/plan_us1b.json"
+step execute_us1b 150 "$sp" execute "$out/plan_us1b.json" --backend cuda --steps 4 \
+  --out "$out/measured_us1b.json"
+step compare_us1b_profile 30 "$sp" compare "$out/plan_us1b.json" "$out/measured_us1b.json" \
+  --profile "$out/profile_ultrascale_1b.json"
+step compare_us1b_datasheet 30 "$sp" compare "$out/plan_us1b.json" "$out/measured_us1b.json"
 
 echo "=== gpu_check: ${#failed[@]} failed${failed:+: ${failed[*]}}"
 [[ ${#failed[@]} == 0 ]]
