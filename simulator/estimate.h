@@ -109,7 +109,7 @@ class EstimateCache {
   ~EstimateCache();
   EstimateCache(const EstimateCache&) = delete;
   EstimateCache& operator=(const EstimateCache&) = delete;
-  struct State;  // estimate.cpp
+  struct State;  // stage_timing.cpp
   State& state() { return *state_; }
   // Every stage's layers and model state, for worst_stage_memory too.
   StageStateCache& stage_states();
