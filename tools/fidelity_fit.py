@@ -37,9 +37,11 @@ def device_files(data):
                 yield path, j
 
 
-def set_host_us_per_kernel(data, host):
-    """Every framework profile of the copy issues a kernel in `host` microseconds."""
+def set_host_us_per_kernel(data, host, frameworks=None):
+    """Every framework profile of the copy (or those named) issues a kernel in `host` microseconds."""
     for name in os.listdir(os.path.join(data, "frameworks")):
+        if frameworks is not None and name.removesuffix(".json") not in frameworks:
+            continue
         path = os.path.join(data, "frameworks", name)
         j = json.load(open(path))
         j["host_us_per_kernel"] = host
