@@ -23,15 +23,17 @@ constexpr std::array<std::pair<int64_t, int64_t>, 5> kTiles = {
 constexpr std::array<int64_t, 8> kSplits = {1, 2, 3, 4, 6, 8, 12, 16};
 constexpr int64_t kMinSliceK = 256;
 
-// The time of count GEMMs' math at rate (the whole device's FLOP/s): each wave of sm_count tiles
-// as long as one tile's k-loop and fixed cost, with the tile and split of k that finish soonest,
-// as cuBLAS's heuristics pick them; a split's partial tiles go through memory once more (written
-// and read in fp32).
-double gemm_compute_s(const DeviceRates& r, int64_t m, int64_t k, int64_t n, int64_t count) {
-  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(k) *
-                       static_cast<double>(n) * static_cast<double>(count);
+// The time of count GEMMs' math, `flops` in all, at rate (the whole device's FLOP/s): each wave of
+// sm_count tiles as long as one tile's k-loop and fixed cost, with the tile and split of k that
+// finish soonest, as cuBLAS's heuristics pick them; a split's partial tiles go through memory once
+// more (written and read in fp32).
+double gemm_compute_s(const DeviceRates& r, double flops, int64_t m, int64_t k, int64_t n,
+                      int64_t count) {
   if (r.sm_count == 0) return flops / r.matmul_flops_per_s;
   const double tile_rate = r.matmul_flops_per_s / r.sm_count;
+  // The fp32 partial tiles of one slice of k, written and read.
+  const double slice_partials_s = memory_time_s(
+      r, 8.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(count));
   double best = std::numeric_limits<double>::infinity();
   for (const auto& [tm, tn] : kTiles) {
     const int64_t tiles = count * ((m + tm - 1) / tm) * ((n + tn - 1) / tn);
@@ -41,9 +43,7 @@ double gemm_compute_s(const DeviceRates& r, int64_t m, int64_t k, int64_t n, int
       const double slice_k = static_cast<double>(k) / static_cast<double>(split);
       double t = static_cast<double>(waves) * 2.0 * static_cast<double>(tm * tn) *
                  (slice_k + r.gemm_tile_fixed_k) / tile_rate;
-      if (split > 1)
-        t += memory_time_s(r, 8.0 * static_cast<double>(m) * static_cast<double>(n) *
-                                  static_cast<double>(count * split));
+      if (split > 1) t += static_cast<double>(split) * slice_partials_s;
       best = std::min(best, t);
     }
   }
@@ -91,16 +91,14 @@ std::pair<double, double> flash_attention_flops_per_s(const DeviceRates& r, Atte
 
 double gemm_time_s(const DeviceRates& r, int64_t m, int64_t k, int64_t n, int64_t elem_bytes,
                    int64_t count) {
-  const double flops =
-      2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
-  if (r.profile)
-    return with_noise(*r.profile,
-                      static_cast<double>(count) * flops / gemm_rate_flops(*r.profile, m, n, k));
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(k) *
+                       static_cast<double>(n) * static_cast<double>(count);
+  if (r.profile) return with_noise(*r.profile, flops / gemm_rate_flops(*r.profile, m, n, k));
   const double bytes =
       static_cast<double>(elem_bytes) * (static_cast<double>(m) * static_cast<double>(k) +
                                          static_cast<double>(k) * static_cast<double>(n) +
                                          static_cast<double>(m) * static_cast<double>(n));
-  return r.kernel_overhead_s + std::max(gemm_compute_s(r, m, k, n, count),
+  return r.kernel_overhead_s + std::max(gemm_compute_s(r, flops, m, k, n, count),
                                         static_cast<double>(count) * memory_time_s(r, bytes));
 }
 

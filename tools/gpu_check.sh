@@ -61,15 +61,15 @@ model = {"name": "gpt-xl-bytes", "num_hidden_layers": 24, "hidden_size": 2048,
 json.dump(model, open(f"{out}/gpt-xl-bytes.json", "w"), indent=1)
 # The Ultra-Scale grid's models as its benchmark built them: Llama's layer with multi-head attention.
 grid = json.load(open("data/fidelity/ultrascale_dev.json"))["models"]
+llama = {}
 for size in ("1B", "3B", "8B"):
     shape = {k: grid[size][k] for k in ("num_hidden_layers", "hidden_size", "num_attention_heads",
              "num_key_value_heads", "intermediate_size", "vocab_size", "tie_word_embeddings")}
-    json.dump({"name": f"ultrascale-{size.lower()}", **shape, "max_position_embeddings": 4096,
-               "hidden_act": "swiglu", "norm": "rmsnorm", "position_embedding": "rope"},
-              open(f"{out}/ultrascale-{size.lower()}.json", "w"), indent=1)
+    llama[size] = {"name": f"ultrascale-{size.lower()}", **shape, "max_position_embeddings": 4096,
+                   "hidden_act": "swiglu", "norm": "rmsnorm", "position_embedding": "rope"}
+    json.dump(llama[size], open(f"{out}/ultrascale-{size.lower()}.json", "w"), indent=1)
 # The 1B for the executor, which learns its positions (its layer GEMMs are the same).
-loop = json.load(open(f"{out}/ultrascale-1b.json"))
-loop.update(name="ultrascale-1b-learned-positions", position_embedding="learned")
+loop = dict(llama["1B"], name="ultrascale-1b-learned-positions", position_embedding="learned")
 json.dump(loop, open(f"{out}/ultrascale-1b-loop.json", "w"), indent=1)
 EOF
 model=$out/gpt-xl-bytes.json
