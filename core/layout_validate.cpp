@@ -101,7 +101,8 @@ void check_framework_split(const Layout& l, const Model& m, const std::string& s
 
 // Megatron-LM (arguments.py, schedules.py): layers split over pp·vpp model chunks, evenly unless
 // the layout gives each chunk's layers (check_split); virtual stages only with pp > 1 and the
-// interleaved schedule, which needs num_microbatches to be a multiple of pp.
+// interleaved schedule, which needs num_microbatches to be a multiple of pp; a split backward
+// (ZB-H1) with ZeRO-0/1 and without full recomputation.
 void check_pipeline(const Layout& l, const Model& m, const Training& t, const std::string& source) {
   if (l.vpp > 1 && l.pp == 1)
     fail(source, "layout.vpp", fmt::format("vpp={} needs pp > 1, found pp=1", l.vpp));
@@ -131,6 +132,24 @@ void check_pipeline(const Layout& l, const Model& m, const Training& t, const st
     fail(source, "layout.num_microbatches",
          fmt::format("the interleaved schedule needs a multiple of pp={}, found {}", l.pp,
                      l.num_microbatches));
+  if (!splits_backward(l.schedule)) return;
+  const std::string schedule(enum_name(l.schedule, kScheduleNames));
+  // W accumulates into the gradients of every micro-batch, which ZeRO-1 reduces once after the
+  // last; ZeRO-2/3 reduce-scatter after each micro-batch's backward and ZeRO-3 frees a unit's
+  // gradients after it, so a later W would find them gone (the zero-bubble implementations run
+  // with Megatron-LM's distributed optimizer, ZeRO-1).
+  if (l.zero > 1)
+    fail(source, "layout.zero",
+         fmt::format("schedule={} defers weight gradients past the backward, which ZeRO-{} "
+                     "reduces and frees after each micro-batch; use zero=0 or 1",
+                     schedule, l.zero));
+  // Full recomputation rebuilds a layer's activations inside its backward and drops them after:
+  // W would need them kept, which is what full recomputation avoids.
+  if (l.recompute == Recompute::full)
+    fail(source, "layout.recompute",
+         fmt::format("schedule={} keeps each layer's inputs until its weight gradient, which full "
+                     "recomputation does not; use recompute=none or selective",
+                     schedule));
 }
 
 // Megatron-Core MoE: experts are split evenly over ep, and the expert-parallel group is carved

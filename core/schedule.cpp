@@ -31,6 +31,8 @@ struct PassEmitter {
   // backward, which receives nothing, starts from the loss, whose all-reduces end that forward on
   // the tp stream.
   std::map<std::pair<int, int>, uint32_t> loss_end;
+  std::vector<int> weight_grads_done = std::vector<int>(chunks.size(), 0);  // per chunk
+  uint32_t latest_compute = sd::kNone;
 
   uint32_t p2p(ActionKind kind, Pass pass, const PipelineStep& s, int peer_stage, int64_t tag,
                uint32_t dep) {
@@ -45,29 +47,39 @@ struct PassEmitter {
     return sd::emit(p, a, {dep});
   }
 
+  static bool has_weight_grads(const sd::Chunk& c) {
+    return std::any_of(c.units.begin(), c.units.end(),
+                       [](const sd::Unit& u) { return !u.weight_grad.empty(); });
+  }
+
   // recv from the previous stage (forward) or the next (backward), the chunk's units, send on.
   void pass(const PipelineStep& s) {
+    if (s.pass == Pass::weight_grad) return weight_grad(s);
     const sd::Chunk& c = chunks[s.chunk];
     const int vs = c.virtual_stage;
     const int last_stage = l.pp * l.vpp - 1;
-    const Pass pass = s.forward ? Pass::forward : Pass::backward;
-    const int from = s.forward ? vs - 1 : vs + 1;
-    const int to = s.forward ? vs + 1 : vs - 1;
+    const Pass pass = s.pass;
+    const bool forward = s.forward();
+    // Under a split backward a chunk's gradients are whole after its W (weight_grad below).
+    const bool deferred = !forward && has_weight_grads(c);
+    const int from = forward ? vs - 1 : vs + 1;
+    const int to = forward ? vs + 1 : vs - 1;
     uint32_t prev = sd::kNone;
     if (from >= 0 && from <= last_stage)
       prev = p2p(ActionKind::recv, pass, s, from, message_tag(l, s.micro_batch, from, pass),
                  sd::kNone);
-    else if (!s.forward)
+    else if (!forward)
       prev = loss_end.at({s.micro_batch, c.chunk});
-    const bool last_backward = !s.forward && ++dp.backwards_done[c.chunk] == l.num_microbatches;
+    const bool last_backward =
+        !forward && ++dp.backwards_done[c.chunk] == l.num_microbatches && !deferred;
     uint32_t last_compute = sd::kNone;
     const int n = static_cast<int>(c.units.size());
     for (int i = 0; i < n; ++i) {
-      const int u = s.forward ? i : n - 1 - i;
+      const int u = forward ? i : n - 1 - i;
       const sd::Unit& unit = c.units[u];
       const std::vector<uint32_t> gathers = sd::before_unit(p, dp, c, u, s.micro_batch, pass);
       uint32_t unit_compute = sd::kNone;
-      for (const Action& step : s.forward ? unit.forward : unit.backward) {
+      for (const Action& step : forward ? unit.forward : unit.backward) {
         Action a = step;
         a.micro_batch = s.micro_batch;
         a.chunk = c.chunk;
@@ -75,19 +87,39 @@ struct PassEmitter {
         if (prev != sd::kNone && p.actions[prev].stream != a.stream) deps.push_back(prev);
         if (a.kind == ActionKind::compute) {
           if (unit_compute == sd::kNone) deps.insert(deps.end(), gathers.begin(), gathers.end());
-          if (s.forward && last_compute == sd::kNone) a.flags |= kAllocatesActivations;
+          if (forward && last_compute == sd::kNone) a.flags |= kAllocatesActivations;
         }
         prev = sd::emit(p, a, deps);
-        if (a.kind == ActionKind::compute) unit_compute = last_compute = prev;
+        if (a.kind == ActionKind::compute) unit_compute = last_compute = latest_compute = prev;
       }
       sd::after_unit(p, dp, c, u, s.micro_batch, pass, unit_compute, last_backward);
     }
     // A chunk without units (a rank a framework's own split leaves without layers) passes its
     // input on: it holds no activations.
-    if (!s.forward && last_compute != sd::kNone) p.actions[last_compute].flags |= kFreesActivations;
-    if (s.forward && vs == last_stage) loss_end[{s.micro_batch, c.chunk}] = prev;
+    if (!forward && !deferred && last_compute != sd::kNone)
+      p.actions[last_compute].flags |= kFreesActivations;
+    if (forward && vs == last_stage) loss_end[{s.micro_batch, c.chunk}] = prev;
     if (to >= 0 && to <= last_stage)
       p2p(ActionKind::send, pass, s, to, message_tag(l, s.micro_batch, vs, pass), prev);
+  }
+
+  // The layers' W in backward order, on the compute stream after the micro-batch's B. A unit's
+  // gradient is whole once its W has run (the ends', which have none, once their backward has,
+  // before this pass), so the last micro-batch's W hooks the gradient reductions in.
+  void weight_grad(const PipelineStep& s) {
+    const sd::Chunk& c = chunks[s.chunk];
+    const bool last = ++weight_grads_done[c.chunk] == l.num_microbatches;
+    uint32_t last_weight_grad = sd::kNone;
+    for (int u = static_cast<int>(c.units.size()) - 1; u >= 0; --u) {
+      for (const Action& step : c.units[u].weight_grad) {
+        Action a = step;
+        a.micro_batch = s.micro_batch;
+        a.chunk = c.chunk;
+        last_weight_grad = latest_compute = sd::emit(p, a, {});
+      }
+      sd::after_unit(p, dp, c, u, s.micro_batch, Pass::backward, latest_compute, last);
+    }
+    if (last_weight_grad != sd::kNone) p.actions[last_weight_grad].flags |= kFreesActivations;
   }
 };
 
@@ -166,7 +198,8 @@ Program build_program(const Model& m, const Training& t, const Layout& l, int64_
   sd::emit_step_start_gathers(p, dp, chunks);
   size_t per_microbatch = 0;  // actions of one micro-batch's passes, to size the program once
   for (const sd::Chunk& c : chunks)
-    for (const sd::Unit& u : c.units) per_microbatch += 2 + u.forward.size() + u.backward.size();
+    for (const sd::Unit& u : c.units)
+      per_microbatch += 2 + u.forward.size() + u.backward.size() + u.weight_grad.size();
   p.actions.reserve(per_microbatch * static_cast<size_t>(l.num_microbatches) + 4 * (l.vpp + 1));
   p.deps.reserve(p.actions.capacity());
   PassEmitter emitter{p, l, dp, chunks, sd::p2p_bytes(m, t, l), {}, {}};
@@ -204,6 +237,7 @@ std::string action_kind_name(const Action& a) {
   switch (a.kind) {
     case ActionKind::compute:
       name = enum_name(a.pass, kPassNames);
+      if (a.flags & kInputGradOnly) name += " input";
       break;
     case ActionKind::send:
     case ActionKind::recv:

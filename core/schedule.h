@@ -53,12 +53,18 @@ inline constexpr EnumNames<ActionKind, 7> kActionKindNames{
 // Which pass of a micro-batch an action belongs to. Full recomputation re-runs a layer's forward
 // (its collectives included) as its own actions just before that layer's backward; selective
 // recomputation (Korthikanti et al. 2022 §5) re-runs only the attention core inside the backward
-// action and so has no actions of its own (the pricer adds its FLOPs to the backward).
-enum class Pass : uint8_t { none, forward, backward, recompute };
-inline constexpr EnumNames<Pass, 4> kPassNames{{{Pass::none, "none"},
+// action and so has no actions of its own (the pricer adds its FLOPs to the backward). Under a
+// schedule that splits the backward (splits_backward), a layer's backward computes its input
+// gradient only (its compute flagged kInputGradOnly: the zero-bubble papers' B) and a later
+// weight_grad action (W) its weight gradients, dW += dYᵀ·X of each linear layer; the ends (the
+// embedding, whose gradient is a scatter-add, and the head, whose W would keep the logits'
+// gradient for every micro-batch waiting on it) keep their whole backward.
+enum class Pass : uint8_t { none, forward, backward, recompute, weight_grad };
+inline constexpr EnumNames<Pass, 5> kPassNames{{{Pass::none, "none"},
                                                 {Pass::forward, "forward"},
                                                 {Pass::backward, "backward"},
-                                                {Pass::recompute, "recompute"}}};
+                                                {Pass::recompute, "recompute"},
+                                                {Pass::weight_grad, "weight_grad"}}};
 
 // The pieces of computation between which collectives fall. A dense layer is attention_norm (input
 // norm), attention_qkv (q/k/v projections), attention_core (attention, output projection),
@@ -115,9 +121,12 @@ constexpr bool has_part(PartSet s, Part p) {
 std::string parts_name(PartSet s);
 
 // Action flags: the micro-batch chunk's activations are allocated when this action starts (its
-// first forward compute) or freed when it ends (its last backward compute).
+// first forward compute) or freed when it ends (its last backward compute, or under a split
+// backward its last weight_grad compute); a backward compute that leaves the weight gradients to
+// a weight_grad action (Pass above).
 inline constexpr uint8_t kAllocatesActivations = 1;
 inline constexpr uint8_t kFreesActivations = 2;
+inline constexpr uint8_t kInputGradOnly = 4;
 
 // One action of a rank's program. Fields that do not apply to a kind keep their defaults.
 //   compute       : pass, micro_batch, chunk, layer_begin (layer_end = layer_begin + 1; the
@@ -215,11 +224,13 @@ struct ActionTiming {
   double end_s = 0;
 };
 
-// One step of a pipeline rank's order: forward or backward of a micro-batch on a model chunk.
+// One step of a pipeline rank's order: the forward, backward or (under a split backward) weight
+// gradient pass of a micro-batch on a model chunk.
 struct PipelineStep {
-  bool forward = true;
+  Pass pass = Pass::forward;
   int micro_batch = 0;
   int chunk = 0;
+  bool forward() const { return pass == Pass::forward; }
   bool operator==(const PipelineStep&) const = default;
 };
 
@@ -229,6 +240,12 @@ struct PipelineStep {
 //                 backward, cool-down of the remaining backwards (Narayanan et al. 2021 §2.2.1)
 //   interleaved : 1F1B over vpp model chunks per rank with Megatron-LM's warm-up and chunk order
 //                 (Narayanan et al. 2021 §2.2.2; megatron/core/pipeline_parallel/schedules.py).
+//   zb-h1       : 1F1B's warm-up, then pp_rank pairs of a forward and a backward (B) whose weight
+//                 gradients (W) wait, a steady state of F, B, W, a cool-down of B, W, and the
+//                 pp_rank W left (Qi et al. 2024 §3.1, handcrafted ZB-H1 as sail-sg's
+//                 zero-bubble-pipeline-parallelism runs it under DeepSpeed). Every stage holds at
+//                 most pp micro-batches, 1F1B's first stage's peak; with equal F, B and W times
+//                 the bubble is (pp − 1)(F + B − W), a third of 1F1B's (pp − 1)(F + B + W).
 // Throws InputError for interleaved when num_microbatches is not a multiple of pp.
 std::vector<PipelineStep> pipeline_order(const Layout& l, int pp_rank);
 

@@ -26,6 +26,9 @@ struct Unit {
                                 // head on the embedding's rank (ZeRO-3 gathers them for it too)
   std::vector<Action> forward;
   std::vector<Action> backward;  // under full recompute: the layer's forward (pass recompute) first
+  // A layer's weight-gradient pass under a split backward (Pass::weight_grad): one compute action
+  // over the layer's parts, with no collectives. Empty otherwise, and for the ends.
+  std::vector<Action> weight_grad;
 };
 
 struct Chunk {

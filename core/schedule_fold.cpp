@@ -26,7 +26,7 @@ class Folder {
       }
     Action kept = a;
     kept.deps_begin = kept.deps_count = 0;
-    kept.flags = 0;
+    kept.flags &= kInputGradOnly;  // what the pricer reads; not where activations live
     out_.push_back({kept, per_microbatch, per_step});
   }
   void add_steps(const std::vector<Action>& steps, int64_t times) {
@@ -89,7 +89,7 @@ int moe_layers(const Model& m, LayerRange layers) {
 }
 
 // A micro-batch's passes over each chunk: the forward's receive, units and send, then the
-// backward's.
+// backward's, then (under a split backward) the layers' weight gradients.
 void add_passes(Folder& f, const Model& m, const Training& t, const Layout& l, int64_t rank) {
   const RankCoord coord = rank_coord(l, rank);
   const int last_stage = l.pp * l.vpp - 1;
@@ -125,6 +125,8 @@ void add_passes(Folder& f, const Model& m, const Training& t, const Layout& l, i
     f.add_steps(kinds.dense.backward, times * dense);
     if (vs == 0) f.add_steps(kinds.embedding.backward, times);
     if (vs > 0) message(ActionKind::send, Pass::backward, previous_rank);
+    f.add_steps(kinds.moe.weight_grad, times * moe);
+    f.add_steps(kinds.dense.weight_grad, times * dense);
   }
 }
 

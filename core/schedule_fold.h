@@ -42,12 +42,14 @@ std::vector<FoldedAction> fold_data_parallel(const Model& m, const Training& t, 
                                              int64_t rank);
 
 // Whether two actions cost the same wherever they run on one rank: the same kind, stream, pass,
-// op, group, bytes and parameters, the same parts (compute), and the same reads_cold_input.
+// op, group, bytes and parameters, the same parts and kInputGradOnly flag (compute), and the same
+// reads_cold_input.
 // Inline: folding a program asks it of every action against those kept so far.
 constexpr bool same_priced_action(const Action& a, const Action& b) {
   return a.kind == b.kind && a.stream == b.stream && a.pass == b.pass && a.op == b.op &&
          a.group == b.group && a.bytes == b.bytes && a.params == b.params &&
-         (a.kind != ActionKind::compute || a.parts == b.parts) &&
+         (a.kind != ActionKind::compute ||
+          (a.parts == b.parts && (a.flags & kInputGradOnly) == (b.flags & kInputGradOnly))) &&
          reads_cold_input(a) == reads_cold_input(b);
 }
 

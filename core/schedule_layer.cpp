@@ -180,6 +180,18 @@ Unit layer_unit(const Model& m, const Layout& l, const LayerComm& comm, int laye
   }
   PassSteps bwd{u.backward, Pass::backward, u, comm};
   layer_backward(bwd, moe);
+  if (splits_backward(l.schedule)) {
+    for (Action& a : u.backward)
+      if (a.kind == ActionKind::compute && a.pass == Pass::backward) a.flags |= kInputGradOnly;
+    // One action: the weight gradients of a layer are GEMMs over what its B kept, with no
+    // collective between them.
+    u.weight_grad.push_back(Action{.kind = ActionKind::compute,
+                                   .stream = Stream::compute,
+                                   .pass = Pass::weight_grad,
+                                   .parts = u.parts,
+                                   .layer_begin = u.layer_begin,
+                                   .layer_end = u.layer_end});
+  }
   return u;
 }
 

@@ -1,5 +1,5 @@
-// Pipeline orderings: which forward or backward pass each pipeline rank runs next under GPipe,
-// 1F1B and interleaved 1F1B, and which layers each virtual stage holds.
+// Pipeline orderings: which forward, backward or weight-gradient pass each pipeline rank runs next
+// under GPipe, 1F1B, interleaved 1F1B and ZB-H1, and which layers each virtual stage holds.
 #include <algorithm>
 #include <cassert>
 #include <numeric>
@@ -11,10 +11,12 @@
 namespace shardplan {
 namespace {
 
+constexpr Pass F = Pass::forward, B = Pass::backward, W = Pass::weight_grad;
+
 std::vector<PipelineStep> gpipe_order(int m) {
   std::vector<PipelineStep> order;
-  for (int mb = 0; mb < m; ++mb) order.push_back({true, mb, 0});
-  for (int mb = 0; mb < m; ++mb) order.push_back({false, mb, 0});
+  for (int mb = 0; mb < m; ++mb) order.push_back({F, mb, 0});
+  for (int mb = 0; mb < m; ++mb) order.push_back({B, mb, 0});
   return order;
 }
 
@@ -23,12 +25,31 @@ std::vector<PipelineStep> gpipe_order(int m) {
 std::vector<PipelineStep> one_f_one_b_order(int pp, int m, int pp_rank) {
   const int warmup = std::min(pp - pp_rank - 1, m);
   std::vector<PipelineStep> order;
-  for (int mb = 0; mb < warmup; ++mb) order.push_back({true, mb, 0});  // warm-up
-  for (int i = 0; i < m - warmup; ++i) {                               // steady 1F1B
-    order.push_back({true, warmup + i, 0});
-    order.push_back({false, i, 0});
+  for (int mb = 0; mb < warmup; ++mb) order.push_back({F, mb, 0});  // warm-up
+  for (int i = 0; i < m - warmup; ++i) {                            // steady 1F1B
+    order.push_back({F, warmup + i, 0});
+    order.push_back({B, i, 0});
   }
-  for (int mb = m - warmup; mb < m; ++mb) order.push_back({false, mb, 0});  // cool-down
+  for (int mb = m - warmup; mb < m; ++mb) order.push_back({B, mb, 0});  // cool-down
+  return order;
+}
+
+// Qi et al. 2024 §3.1's ZB-H1 as sail-sg/zero-bubble-pipeline-parallelism's ZeroBubbleH1Pipeline
+// orders it: 1F1B's warm-up; pp_rank F, B pairs whose W wait, which lets the stages after this one
+// start their B sooner; F, B, W while forwards remain; B, W; the W still waiting. Micro-batches
+// run F, B and W in their own order.
+std::vector<PipelineStep> zb_h1_order(int pp, int m, int pp_rank) {
+  std::vector<PipelineStep> order;
+  int f = 0, b = 0, w = 0;
+  const auto next = [&](Pass pass) {
+    int& done = pass == F ? f : pass == B ? b : w;
+    order.push_back({pass, done++, 0});
+  };
+  for (int i = 0; i < pp - pp_rank - 1 && f < m; ++i) next(F);
+  for (int i = 0; i < pp_rank && f < m; ++i) next(F), next(B);
+  while (f < m) next(F), next(B), next(W);
+  while (b < m) next(B), next(W);
+  while (w < m) next(W);
   return order;
 }
 
@@ -43,7 +64,7 @@ std::vector<PipelineStep> interleaved_order(int pp, int v, int m, int pp_rank) {
   auto step = [&](int k, bool forward) {
     const int chunk_in_group = (k % group) / pp;
     const int mb = (k / group) * pp + k % pp;
-    return PipelineStep{forward, mb, forward ? chunk_in_group : v - 1 - chunk_in_group};
+    return PipelineStep{forward ? F : B, mb, forward ? chunk_in_group : v - 1 - chunk_in_group};
   };
   const int warmup = m == pp ? total : std::min(2 * (pp - pp_rank - 1) + (v - 1) * pp, total);
   std::vector<PipelineStep> order;
@@ -74,6 +95,7 @@ std::vector<PipelineStep> pipeline_order(const Layout& l, int pp_rank) {
                      "set schedule=interleaved or vpp=1");
   // Interleaving one chunk per rank is 1F1B.
   if (l.schedule == Schedule::gpipe) return gpipe_order(l.num_microbatches);
+  if (l.schedule == Schedule::zb_h1) return zb_h1_order(l.pp, l.num_microbatches, pp_rank);
   return one_f_one_b_order(l.pp, l.num_microbatches, pp_rank);
 }
 

@@ -40,9 +40,10 @@ bool same_unit_pass(const Action& a, const Action& b) {
   const auto in_pass = [](const Action& x) {
     return x.kind == ActionKind::compute || x.kind == ActionKind::collective;
   };
+  const auto call = [](Pass p) { return p == Pass::recompute ? Pass::backward : p; };
   return in_pass(a) && in_pass(b) && a.micro_batch == b.micro_batch && a.chunk == b.chunk &&
          a.layer_begin == b.layer_begin && a.layer_end == b.layer_end && unit_of(a) == unit_of(b) &&
-         (a.pass == Pass::forward) == (b.pass == Pass::forward);
+         call(a.pass) == call(b.pass);
 }
 
 ElementRange rows_of(const ParamTensor& t) {
@@ -158,7 +159,8 @@ void RankState<T>::begin_actions(size_t first, size_t last) {
     for (uint32_t d : program.deps_of(program.actions[k]))
       if (d < first && run_stream(program.actions[d]) != s) streams.wait(ends[d]);
   const bool unit_backward = s == Stream::compute && a.kind != ActionKind::optimizer_step &&
-                             (a.pass == Pass::backward || a.pass == Pass::recompute);
+                             (a.pass == Pass::backward || a.pass == Pass::recompute ||
+                              a.pass == Pass::weight_grad);
   if (unit_backward)
     for (const ElementRange w : written_by(a))
       for (const auto& [range, done] : reductions)
@@ -250,7 +252,11 @@ void RankState<T>::unit_pass(size_t first, size_t last) {
   run.last = last;
   run.start = starts[first];
   tp.calls = cp.calls = &run.calls;
-  run_unit(a, w, g);
+  const bool input_grad_only =
+      std::any_of(program.actions.begin() + static_cast<std::ptrdiff_t>(first),
+                  program.actions.begin() + static_cast<std::ptrdiff_t>(last),
+                  [](const Action& x) { return (x.flags & kInputGradOnly) != 0; });
+  run_unit(a, w, g, input_grad_only);
   tp.calls = cp.calls = nullptr;
   check_pass_calls(program, first, last, run.calls);
   if (gather) zero3.reshard(*gather);
@@ -259,7 +265,16 @@ void RankState<T>::unit_pass(size_t first, size_t last) {
 }
 
 template <class T>
-void RankState<T>::run_unit(const Action& a, const FlatView<const T>& w, const FlatView<T>& g) {
+void RankState<T>::run_unit(const Action& a, const FlatView<const T>& w, const FlatView<T>& g,
+                            bool input_grad_only) {
+  const std::tuple<int, int, int> layer_key{a.micro_batch, a.chunk, a.layer_begin};
+  if (a.pass == Pass::weight_grad) {  // the micro-batch's B has sent its gradient on
+    const auto kept = weight_grads.find(layer_key);
+    assert(kept != weight_grads.end());
+    kept->second.run(dev, &matmul);
+    weight_grads.erase(kept);
+    return;
+  }
   MicroBatch<T>& mb = micro_batch(a);
   const bool forward = a.pass == Pass::forward;
   switch (unit_of(a)) {
@@ -277,11 +292,15 @@ void RankState<T>::run_unit(const Action& a, const FlatView<const T>& w, const F
     case UnitKind::layer: {
       const int layer = a.layer_begin;
       const auto wt = block_tensors(layout, layer, w);
-      if (forward)
+      if (forward) {
         mb.x = block_forward(dims, wt, std::move(mb.x), l.recompute, mb.layers[layer], ctx);
-      else
-        mb.grad = block_backward(dims, wt, block_tensors(layout, layer, g),
-                                 std::move(mb.layers.at(layer)), mb.grad.data(), ctx);
+        break;
+      }
+      if (input_grad_only)
+        ctx.weight_grads = &weight_grads.try_emplace(layer_key, alloc).first->second;
+      mb.grad = block_backward(dims, wt, block_tensors(layout, layer, g),
+                               std::move(mb.layers.at(layer)), mb.grad.data(), ctx);
+      ctx.weight_grads = nullptr;
       break;
     }
     case UnitKind::head: {
@@ -422,7 +441,7 @@ StepMeasurement RankState<T>::run_step(int64_t step_index) {
   rt->p2p().finish_sends(true);
   const double elapsed = streams.end_step();
   rt->finish_releases(true);
-  assert(live.empty() && zero3.empty());
+  assert(live.empty() && weight_grads.empty() && zero3.empty());
   StepMeasurement out;
   out.timings = timings();
   out.gemms.flops = matmul.flops - gemms_before.flops;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <map>
+#include <tuple>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -80,6 +81,9 @@ struct RankState final : InterpreterState {
   // buffer, or under ZeRO its padded shard.
   AdamState adam;
   std::map<std::pair<int, int>, MicroBatch<T>> live;  // by (micro-batch, chunk)
+  // Under a split backward, the weight gradients each layer's B left for its W, by (micro-batch,
+  // chunk, layer).
+  std::map<std::tuple<int, int, int>, DeferredWeightGrads<T>> weight_grads;
   int64_t step = 0;
   double loss_sum = 0;
   // This step's stamps: every action's start and end (a unit pass's actions share its end), the
@@ -147,8 +151,10 @@ struct RankState final : InterpreterState {
   // a backward adds to the full gradients, or under ZeRO-3 to the unit's own until its
   // grad_reduce.
   void unit_pass(size_t first, size_t last);
-  // The layers' calls of that pass on weights `w`, gradients `g` (none going forward).
-  void run_unit(const Action& a, const FlatView<const T>& w, const FlatView<T>& g);
+  // The layers' calls of that pass on weights `w`, gradients `g` (none going forward); a layer's
+  // backward keeps its weight gradients for its weight_grad action when `input_grad_only` (B).
+  void run_unit(const Action& a, const FlatView<const T>& w, const FlatView<T>& g,
+                bool input_grad_only);
 
   // Action i, outside the units' passes, on its stream.
   void run_action(size_t i);

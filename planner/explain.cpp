@@ -73,18 +73,24 @@ std::string comm_detail(const Estimate& loser, const Estimate& winner, const Com
 }
 
 // One kind of operation's FLOPs and time over the step (StepTime::compute_s: every micro-batch's
-// forward and backward on the slowest stage).
+// forward, backward and weight gradients on the slowest stage).
 struct KindStep {
   double flops = 0;
   double time_s = 0;
 };
 
 KindStep kind_step(const Estimate& e, OpKind k) {
-  const double microbatch_s = e.compute.forward.time_s() + e.compute.backward.time_s();
+  const PassCost* passes[] = {&e.compute.forward, &e.compute.backward, &e.compute.weight_grad};
+  double microbatch_s = 0;
+  KindStep one;
+  for (const PassCost* p : passes) {
+    microbatch_s += p->time_s();
+    one.flops += (*p)[k].flops;
+    one.time_s += (*p)[k].time_s;
+  }
   if (microbatch_s == 0) return {};
   const double microbatches = e.time.compute_s / microbatch_s;
-  return {microbatches * (e.compute.forward[k].flops + e.compute.backward[k].flops),
-          microbatches * (e.compute.forward[k].time_s + e.compute.backward[k].time_s)};
+  return {microbatches * one.flops, microbatches * one.time_s};
 }
 
 // Which kind of operation the extra compute comes from: more work on the slowest stage, or the

@@ -31,7 +31,11 @@ MicrobatchCompute compute_action_cost(const PartsCompute& parts, const Action& a
         break;
       case Pass::backward:
         add_pass(out.backward, c.backward, 1);
+        if (!(a.flags & kInputGradOnly)) add_pass(out.backward, c.weight_grad, 1);
         if (r != Recompute::full) add_pass(out.recompute, c.recompute, 1);
+        break;
+      case Pass::weight_grad:
+        add_pass(out.weight_grad, c.weight_grad, 1);
         break;
       case Pass::recompute:
         add_pass(out.recompute, c.recompute, 1);
@@ -40,7 +44,8 @@ MicrobatchCompute compute_action_cost(const PartsCompute& parts, const Action& a
         assert(false && "a compute action belongs to a pass");
     }
   }
-  for (PassCost* p : {&out.forward, &out.backward, &out.recompute}) settle_host_bound(*p);
+  for (PassCost* p : {&out.forward, &out.backward, &out.weight_grad, &out.recompute})
+    settle_host_bound(*p);
   return out;
 }
 

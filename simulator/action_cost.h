@@ -25,8 +25,10 @@ PartsCompute model_parts_compute(const Model& m, const Training& t, const Layout
                                  const DeviceRates& r, const ExecutionOptions& x);
 
 // The compute a compute action runs, by pass and kind of operation: its parts' forward, backward
-// or re-forward (full recomputation's actions, pass recompute); a backward also carries selective
-// recomputation's re-forward, which has no action of its own (Korthikanti et al. 2022 §5).
+// (with their weight gradients unless flagged kInputGradOnly), weight gradients (a split
+// backward's W) or re-forward (full recomputation's actions, pass recompute); a backward also
+// carries selective recomputation's re-forward, which has no action of its own (Korthikanti et
+// al. 2022 §5).
 MicrobatchCompute compute_action_cost(const PartsCompute& parts, const Action& a, Recompute r);
 double compute_action_s(const PartsCompute& parts, const Action& a, Recompute r);
 

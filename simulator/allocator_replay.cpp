@@ -73,8 +73,12 @@ class Replay {
                            (r_.grad_bucket_copy_bytes + kBucketBytes - 1) / kBucketBytes))
       a_.allocate(b);
     for (int step = 0; step < 2; ++step) {
-      for (const PipelineStep& p : pipeline_order(l_, s_.stage))
-        p.forward ? forward(p) : backward(p);
+      for (const PipelineStep& p : pipeline_order(l_, s_.stage)) {
+        if (p.pass == Pass::forward) forward(p);
+        if (p.pass == Pass::backward) backward(p);
+        // Under a split backward the layers' inputs stay until their weight gradients.
+        if (p.pass == Pass::weight_grad || (p.pass == Pass::backward && !split_)) release(p);
+      }
       if (step == 0)
         for (int64_t b : state_blocks(r_.state.optimizer_moments / 2)) {
           a_.allocate(b);
@@ -117,7 +121,6 @@ class Replay {
   }
 
   void backward(const PipelineStep& p) {
-    std::vector<Handle>& kept = kept_[key(p)];
     const int64_t hidden = e_ * shape_.tokens() * m_.hidden;
     if (holds_loss(p)) {
       const LossMemory loss = loss_memory(m_, t_.dtype, shape_, x_.cross_entropy);
@@ -140,6 +143,10 @@ class Replay {
       a_.release(dy);
       a_.release(dx);
     }
+  }
+
+  void release(const PipelineStep& p) {
+    std::vector<Handle>& kept = kept_[key(p)];
     for (Handle h : kept) a_.release(h);
     kept.clear();
   }
@@ -159,6 +166,7 @@ class Replay {
   const StageLayers& s_;
   const RankMemory& r_;
   const ExecutionOptions& x_;
+  const bool split_ = splits_backward(l_.schedule);
   const RankShape shape_;
   const int64_t e_;
   double end_share_ = 0;

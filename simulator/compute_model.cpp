@@ -167,14 +167,17 @@ struct PassBuilder {
     if (recomputed) accumulate(c.recompute, flops_fwd, bytes_fwd, time_fwd, launches.forward);
   }
 
-  // `count` GEMMs Y = X·W of (m×k)·(k×n). Backward: dX = dY·Wᵀ, (m×n)·(n×k), and
-  // dW = Xᵀ·dY, (k×m)·(m×n): twice the forward FLOPs, their own output tiles.
+  // `count` GEMMs Y = X·W of (m×k)·(k×n). Backward: dX = dY·Wᵀ, (m×n)·(n×k), and, as the
+  // weight gradient, dW = Xᵀ·dY, (k×m)·(m×n): twice the forward FLOPs, their own output tiles.
   void gemm(int64_t m, int64_t k, int64_t n, bool recomputed, int64_t count = 1) {
     const double flops = 2.0 * as_double(m) * as_double(k) * as_double(n) * as_double(count);
     const double forward = timed_gemm(Pass::forward, recomputed, m, k, n, count);
-    const double backward = timed_gemm(Pass::backward, false, m, n, k, count) +
-                            timed_gemm(Pass::backward, false, k, m, n, count);
-    add(OpKind::matmul, flops, 2 * flops, 0, 0, forward, backward, recomputed, {1, 2});
+    const double backward = timed_gemm(Pass::backward, false, m, n, k, count);
+    add(OpKind::matmul, flops, flops, 0, 0, forward, backward, recomputed, {1, 1});
+    const double weight_grad = timed_gemm(Pass::weight_grad, false, k, m, n, count);
+    KindCost& w = out[part].weight_grad[OpKind::matmul];
+    w.flops += flops, w.time_s += weight_grad, w.kernels += 1;
+    out[part].weight_grad.issue_s += host_s_per_kernel;
   }
 
   void flash_attention(AttentionKernel kernel, double flops_fwd, bool recomputed) {
@@ -338,6 +341,7 @@ void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r
 void add_to(MicrobatchCompute& dst, const MicrobatchCompute& src, double times) {
   add_pass(dst.forward, src.forward, times);
   add_pass(dst.backward, src.backward, times);
+  add_pass(dst.weight_grad, src.weight_grad, times);
   add_pass(dst.recompute, src.recompute, times);
 }
 

@@ -56,9 +56,15 @@ void settle_host_bound(PassCost& p);
 // dst += times × src, kind by kind.
 void add_pass(PassCost& dst, const PassCost& src, double times);
 
+// weight_grad: the weight-gradient GEMMs, dW = Xᵀ·dY. In a part's figures (parts_compute.h) they
+// are apart from its backward; a compute action's cost (action_cost.h) counts them in its backward
+// unless the schedule splits the backward, where they are the W actions' own.
 struct MicrobatchCompute {
-  PassCost forward, backward, recompute;  // recompute: the re-forward done inside the backward
-  double time_s() const { return forward.time_s() + backward.time_s() + recompute.time_s(); }
+  PassCost forward, backward, weight_grad;
+  PassCost recompute;  // the re-forward done inside the backward
+  double time_s() const {
+    return forward.time_s() + backward.time_s() + weight_grad.time_s() + recompute.time_s();
+  }
 };
 
 MicrobatchCompute microbatch_compute(const Model& m, const Training& t, const Layout& l,

@@ -129,6 +129,7 @@ json estimate_to_json(const Estimate& e) {
   j["compute"] = {{"stage", e.slowest_stage},
                   {"forward", pass_to_json(e.compute.forward)},
                   {"backward", pass_to_json(e.compute.backward)},
+                  {"weight_grad", pass_to_json(e.compute.weight_grad)},
                   {"recompute", pass_to_json(e.compute.recompute)},
                   {"optimizer_bytes", e.optimizer_bytes}};
   j["collectives"] = json::array();
@@ -234,9 +235,12 @@ void append_compute(std::string& out, const Estimate& e, bool wide) {
       fmt::format("  {:10} {:14} {:>12} {:>12} {:>12}\n", "pass", "kind", "FLOPs", "bytes", "time");
   const std::pair<const char*, const PassCost*> passes[] = {{"forward", &e.compute.forward},
                                                             {"backward", &e.compute.backward},
+                                                            {"weight_grad", &e.compute.weight_grad},
                                                             {"recompute", &e.compute.recompute}};
   for (const auto& [pass, cost] : passes)
     for (const auto& [kind, name] : kOpKindNames) {
+      // Only a split backward has weight-gradient actions of its own.
+      if (cost == &e.compute.weight_grad && cost->time_s() == 0) break;
       const KindCost& k = (*cost)[kind];
       out += fmt::format("  {:10} {:14} {:>12.4e} {:>12.4e} {:>12}\n", pass, name, k.flops, k.bytes,
                          format_seconds(k.time_s));

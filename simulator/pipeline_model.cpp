@@ -19,19 +19,30 @@ int64_t inflight_chunk_microbatches(const Layout& l, int stage) {
   if (runs_all_forwards_first(l)) return m * l.vpp;
   if (l.schedule == Schedule::interleaved)
     return std::min<int64_t>(2 * (l.pp - stage - 1) + int64_t{l.vpp - 1} * l.pp + 1, m * l.vpp);
+  if (l.schedule == Schedule::zb_h1) return std::min<int64_t>(l.pp, m);
   return std::min<int64_t>(l.pp - stage, m);
 }
 
-double pipeline_time_s(const Layout& l, std::span<const double> stage_time_s) {
+double pipeline_time_s(const Layout& l, std::span<const double> stage_time_s,
+                       std::span<const double> stage_weight_grad_s) {
   assert(stage_time_s.size() == static_cast<size_t>(l.pp));
-  const double slowest = *std::max_element(stage_time_s.begin(), stage_time_s.end());
-  const double sum = std::accumulate(stage_time_s.begin(), stage_time_s.end(), 0.0);
+  const auto slowest = std::max_element(stage_time_s.begin(), stage_time_s.end());
   const double chunks = static_cast<double>(int64_t{l.num_microbatches} * l.vpp);
-  return ((chunks - 1) * slowest + sum) / l.vpp;
+  if (!splits_backward(l.schedule)) {
+    const double sum = std::accumulate(stage_time_s.begin(), stage_time_s.end(), 0.0);
+    return ((chunks - 1) * *slowest + sum) / l.vpp;
+  }
+  assert(stage_weight_grad_s.size() == stage_time_s.size());
+  double others = 0;
+  for (size_t i = 0; i < stage_time_s.size(); ++i)
+    if (stage_time_s.begin() + static_cast<std::ptrdiff_t>(i) != slowest)
+      others += std::max(0.0, stage_time_s[i] - 2 * stage_weight_grad_s[i]);
+  return chunks * *slowest + others;
 }
 
-double bubble_fraction(const Layout& l, std::span<const double> stage_time_s) {
-  const double total = pipeline_time_s(l, stage_time_s);
+double bubble_fraction(const Layout& l, std::span<const double> stage_time_s,
+                       std::span<const double> stage_weight_grad_s) {
+  const double total = pipeline_time_s(l, stage_time_s, stage_weight_grad_s);
   if (total <= 0) return 0;
   const double slowest = *std::max_element(stage_time_s.begin(), stage_time_s.end());
   return 1 - l.num_microbatches * slowest / total;

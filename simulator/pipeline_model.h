@@ -18,6 +18,8 @@ namespace shardplan {
 //     all m·v when m == p (Megatron-LM then runs every forward first); for the first stage
 //     p·v + p − 1 chunks, i.e. p·(1 + (p − 1)/(p·v)) stages' worth (Korthikanti et al. 2022
 //     §4.2.3).
+//   ZB-H1: min(p, m) on every stage, counted until the micro-batch's W (Qi et al. 2024 §3.1: the
+//     peak of 1F1B's first stage, p·M_B, on all of them).
 int64_t inflight_chunk_microbatches(const Layout& l, int stage);
 
 // Whether every forward runs before any backward: GPipe, and Megatron-LM's interleaved schedule
@@ -30,10 +32,15 @@ bool runs_all_forwards_first(const Layout& l);
 // through the slowest stage and one micro-batch through all the others:
 //   (m·v − 1)·max_i T_i / v + Σ_i T_i / v,
 // which for equal stages is (m + (p − 1)/v)·T, Narayanan et al. 2021 §2.2.1–2.2.2.
-double pipeline_time_s(const Layout& l, std::span<const double> stage_time_s);
+// Under ZB-H1, with W_i the stage's weight-gradient time inside T_i, each stage but the slowest
+// adds max(0, T_i − 2·W_i): for equal stages m·T + (p − 1)(F + B − W), Qi et al. 2024 §3.1's
+// bubble, in which each W the handcrafted order postpones fills the wait for a B.
+double pipeline_time_s(const Layout& l, std::span<const double> stage_time_s,
+                       std::span<const double> stage_weight_grad_s = {});
 
 // Share of the pipeline time the slowest stage idles: 1 − m·max_i T_i / pipeline time; for equal
 // stages (p − 1)/(m·v + p − 1).
-double bubble_fraction(const Layout& l, std::span<const double> stage_time_s);
+double bubble_fraction(const Layout& l, std::span<const double> stage_time_s,
+                       std::span<const double> stage_weight_grad_s = {});
 
 }  // namespace shardplan

@@ -30,6 +30,7 @@ std::vector<const PricedOp*> action_ops(const OpTable& table, const Action& a, R
   for (const auto& [part, name] : kPartNames) {
     if (!has_part(a.parts, part)) continue;
     add(part, a.pass);
+    if (a.pass == Pass::backward && !(a.flags & kInputGradOnly)) add(part, Pass::weight_grad);
     if (a.pass == Pass::backward && r != Recompute::full) add(part, Pass::recompute);
   }
   return out;

@@ -60,8 +60,9 @@ double exposed_s(CommWindow w, const WindowLoad& load, const MicrobatchCompute& 
     case CommWindow::forward:
       return std::max(load.longest_call_s, load.total_s - mc.forward.time_s() - slowed_s);
     case CommWindow::backward:
-      return std::max(load.longest_call_s,
-                      load.total_s - mc.backward.time_s() - mc.recompute.time_s() - slowed_s);
+      return std::max(load.longest_call_s, load.total_s - mc.backward.time_s() -
+                                               mc.weight_grad.time_s() - mc.recompute.time_s() -
+                                               slowed_s);
     case CommWindow::pipeline:
       return overlapped_p2p ? 0 : load.total_s;
   }
@@ -167,6 +168,7 @@ void price_into(const StageContext& ctx, int64_t rank, SpanCache& spans,
       const double times = static_cast<double>(f.per_microbatch);
       add_pass(p.compute.forward, c.forward, times);
       add_pass(p.compute.backward, c.backward, times);
+      add_pass(p.compute.weight_grad, c.weight_grad, times);
       add_pass(p.compute.recompute, c.recompute, times);
       continue;
     }
@@ -319,6 +321,7 @@ const PricedActions& cached(EstimateCache::State::Table& table, const Layout& ke
 void add_priced(PricedActions& to, const PricedActions& from) {
   add_pass(to.compute.forward, from.compute.forward, 1);
   add_pass(to.compute.backward, from.compute.backward, 1);
+  add_pass(to.compute.weight_grad, from.compute.weight_grad, 1);
   add_pass(to.compute.recompute, from.compute.recompute, 1);
   for (size_t w = 0; w < kWindows; ++w)
     for (size_t stream = 0; stream < kNumStreams; ++stream)
@@ -386,7 +389,8 @@ StageTiming StageTimer::operator()(int stage, std::vector<CollectiveEstimate>* r
 
 StageTimings StageTimer::all_stages(const std::function<bool(const StageTimings&)>& enough) {
   const size_t n = static_cast<size_t>(ctx_.l.pp);
-  StageTimings out{std::vector<StageTiming>(n), std::vector<double>(n, 0.0), false};
+  StageTimings out{std::vector<StageTiming>(n), std::vector<double>(n, 0.0),
+                   std::vector<double>(n, 0.0), false};
   std::vector<StageLayers> layers;
   layers.reserve(n);
   for (int stage = 0; stage < ctx_.l.pp; ++stage)
@@ -400,6 +404,7 @@ StageTimings StageTimer::all_stages(const std::function<bool(const StageTimings&
       if (same == stage || (alike_ && !timed[same] && same_layers(layers[same], layers[stage]))) {
         out.stages[same] = timing;
         out.microbatch_s[same] = timing.microbatch_s();
+        out.weight_grad_s[same] = timing.compute.weight_grad.time_s();
         timed[same] = true;
         --left;
       }
@@ -417,7 +422,8 @@ const StageTiming& most_step_work(const StageTimings& timings) {
 }
 
 double critical_path_s(const Layout& l, const StageTimings& timings) {
-  return pipeline_time_s(l, timings.microbatch_s) + most_step_work(timings).step_extra_s();
+  return pipeline_time_s(l, timings.microbatch_s, timings.weight_grad_s) +
+         most_step_work(timings).step_extra_s();
 }
 
 StageContext make_stage_context(const Model& m, const Cluster& c, const Training& t,

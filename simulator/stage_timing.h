@@ -73,6 +73,7 @@ struct StageTiming {
 struct StageTimings {
   std::vector<StageTiming> stages;
   std::vector<double> microbatch_s;
+  std::vector<double> weight_grad_s;  // the W actions' share of microbatch_s (split backward)
   bool complete = true;  // every stage timed; otherwise those not timed count as taking no time
 };
 

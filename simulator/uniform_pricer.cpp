@@ -10,7 +10,12 @@ double UniformPricer::duration_s(const Program&, const Action& a) const {
       for (Part part : {Part::attention_qkv, Part::attention_core, Part::router, Part::experts})
         if (has_part(a.parts, part)) share += 0.25;
       if (has_part(a.parts, Part::mlp)) share += 0.5;
-      return share * layer_forward_s * (a.pass == Pass::backward ? backward_factor : 1);
+      // A backward is dgrad and wgrad, a forward's FLOPs each: under a split backward B runs the
+      // first, W the second.
+      double factor = 1;
+      if (a.pass == Pass::backward)
+        factor = (a.flags & kInputGradOnly) ? backward_factor - 1 : backward_factor;
+      return share * layer_forward_s * factor;
     }
     case ActionKind::optimizer_step:
       return optimizer_s;

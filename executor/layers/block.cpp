@@ -34,7 +34,7 @@ void column_parallel_backward(const LayerDims& d, const NormFeed<T>& norm, const
   linear_backward<T>(
       c.dev(), name, norm.out_all_tokens, w, dout, N, H, out_cols,
       partial_sums(d, c, dnorm_out.data(), partial, "column-parallel input gradient partial sums"),
-      dw, db, c.matmul_stats);
+      dw, db, c.matmul_stats, c.weight_grads);
   reduce_partial_sums(d, c, partial, dnorm_out.data());
   partial = {};
   c.dev().norm_backward(d.norm, norm.x, norm.weight, dnorm_out.data(), L, H, dx, norm.dweight,
@@ -155,7 +155,7 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
     const GatheredPair<T> g = gather_token_pair(d, c, dy, s.h2.data());
     Buffer<T> da = scratch(N * d.ffn, "mlp activation gradient");
     linear_backward<T>(dev, "fc2", s.a.data(), w.w_fc2, g.first, N, d.ffn, H, da.data(), grad.w_fc2,
-                       nullptr, c.matmul_stats);
+                       nullptr, c.matmul_stats, c.weight_grads);
     s.a = {};
     Buffer<T> du = scratch(N * d.fc1_width(), "fc1 output gradient");
     dev.activation_backward(d.activation, s.u.data(), da.data(), N, d.ffn, du.data());
@@ -177,7 +177,7 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
     const KeyValues<const T*> kv = gather_key_values(d, c, s.qkv.data(), gathered);
     Buffer<T> dctx = scratch(N * C, "attention context gradient");
     linear_backward<T>(dev, "proj", s.ctx.data(), w.w_o, g.first, N, C, H, dctx.data(), grad.w_o,
-                       nullptr, c.matmul_stats);
+                       nullptr, c.matmul_stats, c.weight_grads);
     s.ctx = {};
     if (s.probs.empty()) {  // selective recomputation
       s.probs = c.allocate_for_overwrite(MemoryCategory::activations, attention_probs_count(d),

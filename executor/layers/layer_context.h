@@ -7,6 +7,7 @@
 
 #include "core/model.h"
 #include "executor/cpu_kernels.h"
+#include "executor/layers/linear.h"
 #include "executor/layers/matmul.h"
 #include "executor/layers/tp_comm.h"
 #include "executor/state/param_layout.h"
@@ -66,6 +67,8 @@ struct LayerContext {
   // The tp group's collectives on compute_t<T> values (the cross-entropy's row maxima and sums,
   // fp32 under bf16); not needed where T is its own compute type, as `tp` serves.
   TpComm<compute_t<T>>* tp_compute = nullptr;
+  // Under a split backward, where a layer's backward (B) leaves its weight gradients for W.
+  DeferredWeightGrads<T>* weight_grads = nullptr;
 
   Kernels<T>& dev() { return *kernels; }
   TpComm<compute_t<T>>& compute_tp() {

@@ -30,13 +30,46 @@ void residual_add(T* y, const T* x, const T* bias, int64_t rows, int64_t cols) {
                         (compute_t<T>(x[r * cols + i]) + (bias != nullptr ? bias[i] : T(0)));
 }
 
+namespace {
+
 template <class T>
-void linear_backward(Kernels<T>& dev, const char* name, const T* x, const T* w, const T* dy,
-                     int64_t n, int64_t in, int64_t out, T* dx, T* dw, T* db, MatmulStats* stats) {
-  dev.gemm({.name = name, .call = "dgrad", .cold_b = true}, matrix(dx, n, in), matrix(dy, n, out),
-           Op::none, matrix(w, out, in), Op::none, Accumulate::overwrite, stats);
+void weight_grad(Kernels<T>& dev, const char* name, const T* x, const T* dy, int64_t n, int64_t in,
+                 int64_t out, T* dw, MatmulStats* stats) {
   dev.gemm({.name = name, .call = "wgrad", .cold_b = true, .cold_c = true}, matrix(dw, out, in),
            matrix(dy, n, out), Op::transpose, matrix(x, n, in), Op::none, Accumulate::add, stats);
+}
+
+}  // namespace
+
+template <class T>
+void DeferredWeightGrads<T>::keep(Kernels<T>& dev, const char* name, const T* x, const T* dy,
+                                  int64_t n, int64_t in, int64_t out, T* dw) {
+  Job j{name, alloc_->allocate_for_overwrite<T>(MemoryCategory::activations, n * in, "W input"),
+        alloc_->allocate_for_overwrite<T>(MemoryCategory::activations, n * out,
+                                          "W output gradient"),
+        n,    in, out, dw};
+  dev.copy(j.x.data(), x, n * in);
+  dev.copy(j.dy.data(), dy, n * out);
+  jobs_.push_back(std::move(j));
+}
+
+template <class T>
+void DeferredWeightGrads<T>::run(Kernels<T>& dev, MatmulStats* stats) {
+  for (const Job& j : jobs_)
+    weight_grad(dev, j.name, j.x.data(), j.dy.data(), j.n, j.in, j.out, j.dw, stats);
+  jobs_.clear();
+}
+
+template <class T>
+void linear_backward(Kernels<T>& dev, const char* name, const T* x, const T* w, const T* dy,
+                     int64_t n, int64_t in, int64_t out, T* dx, T* dw, T* db, MatmulStats* stats,
+                     DeferredWeightGrads<T>* deferred) {
+  dev.gemm({.name = name, .call = "dgrad", .cold_b = true}, matrix(dx, n, in), matrix(dy, n, out),
+           Op::none, matrix(w, out, in), Op::none, Accumulate::overwrite, stats);
+  if (deferred != nullptr)
+    deferred->keep(dev, name, x, dy, n, in, out, dw);
+  else
+    weight_grad(dev, name, x, dy, n, in, out, dw, stats);
   if (db != nullptr) dev.bias_backward(dy, n, out, db);
 }
 
@@ -52,8 +85,10 @@ void bias_backward(const T* dy, int64_t rows, int64_t cols, T* db) {
 #define SHARDPLAN_INSTANTIATE(T)                                                                   \
   template void linear_forward<T>(Kernels<T>&, const char*, const T*, const T*, const T*, int64_t, \
                                   int64_t, int64_t, T*, MatmulStats*);                             \
+  template class DeferredWeightGrads<T>;                                                            \
   template void linear_backward<T>(Kernels<T>&, const char*, const T*, const T*, const T*,         \
-                                   int64_t, int64_t, int64_t, T*, T*, T*, MatmulStats*);           \
+                                   int64_t, int64_t, int64_t, T*, T*, T*, MatmulStats*,            \
+                                   DeferredWeightGrads<T>*);                                       \
   template void bias_forward<T>(T*, const T*, int64_t, int64_t);                                   \
   template void residual_add<T>(T*, const T*, const T*, int64_t, int64_t);                         \
   template void bias_backward<T>(const T*, int64_t, int64_t, T*);

@@ -25,10 +25,13 @@ using test::small_moe;
 using test::small_training;
 
 PipelineStep F(int mb, int chunk = 0) {
-  return {true, mb, chunk};
+  return {Pass::forward, mb, chunk};
 }
 PipelineStep B(int mb, int chunk = 0) {
-  return {false, mb, chunk};
+  return {Pass::backward, mb, chunk};
+}
+PipelineStep W(int mb) {
+  return {Pass::weight_grad, mb, 0};
 }
 
 auto collective(Pass pass, Group g, Collective op) {
@@ -71,6 +74,21 @@ TEST_CASE("interleaved 1F1B follows Megatron-LM's chunk order and warm-up", "[sc
         std::vector{F(0, 0), F(1, 0), F(0, 1), F(1, 1), B(0, 1), B(1, 1), B(0, 0), B(1, 0)});
 }
 
+TEST_CASE("ZB-H1: 1F1B's warm-up, stage F-B pairs whose W wait, then F-B-W, B-W, and the W left",
+          "[schedule]") {
+  // pp=4, m=6 (sail-sg/zero-bubble-pipeline-parallelism's ZeroBubbleH1Pipeline order).
+  const Layout l = layout(1, 1, 4, 6, Schedule::zb_h1);
+  CHECK(pipeline_order(l, 0) == std::vector{F(0), F(1), F(2), F(3), B(0), W(0), F(4), B(1), W(1),
+                                            F(5), B(2), W(2), B(3), W(3), B(4), W(4), B(5),
+                                            W(5)});
+  CHECK(pipeline_order(l, 2) == std::vector{F(0), F(1), B(0), F(2), B(1), F(3), B(2), W(0),
+                                            F(4), B(3), W(1), F(5), B(4), W(2), B(5), W(3), W(4),
+                                            W(5)});
+  CHECK(pipeline_order(l, 3) == std::vector{F(0), B(0), F(1), B(1), F(2), B(2), F(3), B(3), W(0),
+                                            F(4), B(4), W(1), F(5), B(5), W(2), W(3), W(4),
+                                            W(5)});
+}
+
 TEST_CASE("interleaving needs a multiple of pp micro-batches", "[schedule]") {
   const InputError e = testing::thrown_input_error(
       [] { pipeline_order(layout(1, 1, 4, 6, Schedule::interleaved, 2), 0); });
@@ -78,26 +96,34 @@ TEST_CASE("interleaving needs a multiple of pp micro-batches", "[schedule]") {
   CHECK(e.reason == "6 is not a multiple of pp=4, which the interleaved schedule needs");
 }
 
-TEST_CASE("every pass runs once, after its forward, and 1F1B keeps pp − stage in flight",
+TEST_CASE("every pass runs once, after the one before it; 1F1B keeps pp − stage in flight, ZB-H1 pp",
           "[schedule]") {
-  for (Schedule s : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved})
+  for (Schedule s :
+       {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zb_h1})
     for (int pp : {1, 2, 4, 8})
       for (int m : {1, 3, 8, 16}) {
         const int vpp = s == Schedule::interleaved ? 2 : 1;
         if (s == Schedule::interleaved && m % pp != 0) continue;
         const Layout l = layout(1, 1, pp, m, s, vpp);
+        const bool split = splits_backward(s);
         for (int stage = 0; stage < pp; ++stage) {
-          std::set<std::tuple<bool, int, int>> seen;
+          std::set<std::tuple<Pass, int, int>> seen;
           int in_flight = 0, peak = 0;
           for (const PipelineStep& step : pipeline_order(l, stage)) {
-            CHECK(seen.insert({step.forward, step.micro_batch, step.chunk}).second);
-            if (!step.forward) CHECK(seen.count({true, step.micro_batch, step.chunk}) == 1);
-            in_flight += step.forward ? 1 : -1;
+            CHECK(seen.insert({step.pass, step.micro_batch, step.chunk}).second);
+            if (step.pass != Pass::forward) {
+              const Pass before = step.pass == Pass::backward ? Pass::forward : Pass::backward;
+              CHECK(seen.count({before, step.micro_batch, step.chunk}) == 1);
+            }
+            // A micro-batch holds its activations until its last pass.
+            const Pass last = split ? Pass::weight_grad : Pass::backward;
+            in_flight += step.forward() ? 1 : step.pass == last ? -1 : 0;
             peak = std::max(peak, in_flight);
           }
-          CHECK(seen.size() == size_t(2 * m * vpp));
+          CHECK(seen.size() == size_t((split ? 3 : 2) * m * vpp));
           if (s == Schedule::one_f_one_b) CHECK(peak == std::min(pp - stage, m));
           if (s == Schedule::gpipe) CHECK(peak == m);
+          if (s == Schedule::zb_h1) CHECK(peak == std::min(pp, m));
         }
       }
 }

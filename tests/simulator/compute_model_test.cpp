@@ -75,7 +75,10 @@ TEST_CASE("FLOPs of one micro-batch on a stage, counted by hand", "[compute][flo
   //   scores and P·V: 2 heads × 2 sequences × 2·32·16·32 each = 131,072 + 131,072.
   // Four layers: 4 × 3,407,872; the (tied) head 2·64·64·128 = 1,048,576.
   CHECK(c.forward[OpKind::matmul].flops == 4 * 3'407'872.0 + 1'048'576);
-  CHECK(c.backward[OpKind::matmul].flops == 2 * c.forward[OpKind::matmul].flops);
+  // Backward: dX = dY·Wᵀ, and apart, the weight gradient dW = Xᵀ·dY: a forward's FLOPs each.
+  CHECK(c.backward[OpKind::matmul].flops == c.forward[OpKind::matmul].flops);
+  CHECK(c.weight_grad[OpKind::matmul].flops == c.forward[OpKind::matmul].flops);
+  CHECK(c.weight_grad[OpKind::attention].flops == 0);
   CHECK(c.recompute.flops() == 0);
 
   // Full recompute runs the layers' forward again, not the head.
@@ -223,9 +226,11 @@ TEST_CASE("kernels counted by hand, and an action waits for the host only beyond
   // Per layer going forward: norm, QKV, flash attention, output projection, residual add, norm,
   // fc1, GeLU, fc2, residual add = 10 kernels (learned positions: no RoPE); plus the embedding.
   CHECK(c.forward.kernels() == 2 * 10 + 1);
-  // Backward: two GEMMs for each of the four linears, three for flash attention's backward, one
-  // for each memory-bound kernel (two norms, two residual adds, GeLU), and the embedding's.
-  CHECK(c.backward.kernels() == 2 * (4 * 2 + 3 + 5) + 1);
+  // Backward: a GEMM for each of the four linears' input gradients, three for flash attention's
+  // backward, one for each memory-bound kernel (two norms, two residual adds, GeLU), and the
+  // embedding's; the weight gradients, a GEMM for each linear.
+  CHECK(c.backward.kernels() == 2 * (4 + 3 + 5) + 1);
+  CHECK(c.weight_grad.kernels() == 2 * 4);
   CHECK(c.forward.issue_s == c.forward.kernels());
 
   // An action's passes settle against the host: the wait is what the host needs beyond the

@@ -105,7 +105,9 @@ TEST_CASE("compute actions cost their parts' figures in their pass", "[pricer]")
     CHECK(p.pricer.duration_s(rank0, bwd) ==
           Approx(part(Part::mlp_norm).backward.time_s() +
                  part(Part::attention_qkv).backward.time_s() +
-                 part(Part::attention_core).backward.time_s() + core_again)
+                 part(Part::attention_qkv).weight_grad.time_s() +
+                 part(Part::attention_core).backward.time_s() +
+                 part(Part::attention_core).weight_grad.time_s() + core_again)
               .epsilon(1e-12));
     CHECK(part(Part::attention_norm).backward.time_s() > 0);
     if (r == Recompute::selective) CHECK(core_again > 0);
@@ -164,7 +166,7 @@ TEST_CASE("vocab-parallel cross entropy's two all-reduces are the head's, priced
            has_part(a.parts, Part::head);
   });
   CHECK(p.pricer.duration_s(rank0, head_back) ==
-        Approx(ends[Part::head].backward.time_s()).epsilon(1e-12));
+        Approx(ends[Part::head].backward.time_s() + ends[Part::head].weight_grad.time_s()).epsilon(1e-12));
 }
 
 TEST_CASE("communication is priced on the level its members span", "[pricer]") {

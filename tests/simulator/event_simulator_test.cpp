@@ -104,6 +104,29 @@ TEST_CASE("1F1B with uniform stages and free communication: bubble (p−1)/(m+p�
       }
 }
 
+TEST_CASE("ZB-H1 with equal F, B and W and free communication: bubble (p−1)(F + B − W)",
+          "[event]") {
+  // Qi et al. 2024 §3.1 (DeepSeek-V3's Table 2 writes it (p−1)(F + B − 2W) with B the whole
+  // backward, B + W here): a third of 1F1B's (p−1)(F + B + W). Each activation is kept from F to W:
+  // pp micro-batches at most on every stage, 1F1B's first stage's peak.
+  UniformPricer pricer;
+  pricer.chunk_activation_bytes = 1000;
+  for (int pp : {2, 4, 8})
+    for (int m : {1, 3, 8, 32}) {
+      INFO("pp=" << pp << " m=" << m);
+      const SimResult r = run(small_gpt(), layout(1, 1, pp, m, Schedule::zb_h1), pricer);
+      REQUIRE(r.ok());
+      const double pass_s = 16.0 / pp;  // F, B or W of 16/pp layers
+      // With fewer micro-batches than stages, too few W are left to fill the wait for the B.
+      if (m >= pp) CHECK(r.step_time_s == Approx(3 * m * pass_s + (pp - 1) * pass_s));
+      for (int stage = 0; stage < pp; ++stage) {
+        const RankStats& k = r.ranks[size_t(stage)];
+        CHECK(k.busy_s == Approx(3 * m * pass_s));
+        CHECK(k.peak_activation_chunks == std::min(pp, m));
+      }
+    }
+}
+
 TEST_CASE("interleaving v chunks divides the 1F1B bubble by v", "[event]") {
   // Narayanan et al. 2021 §2.2.2: bubble time (p − 1)(t_f + t_b)/v.
   const UniformPricer pricer;

@@ -130,6 +130,18 @@ TEST_CASE("interpreter: ZeRO 1, 2 and 3 over dp2 (padded pieces too), and with t
   check_zero_stages(tp);
 }
 
+TEST_CASE("interpreter: pp2 under ZB-H1, its weight gradients after the backward",
+          "[interpreter]") {
+  if (world_size() != 2) return;
+  for (const Recompute r : {Recompute::none, Recompute::selective}) {
+    INFO(enum_name(r, kRecomputeNames));
+    Layout l = layout(1, 1, 2);
+    l.schedule = Schedule::zb_h1;
+    l.recompute = r;
+    check_layout(l);
+  }
+}
+
 TEST_CASE("interpreter: every recompute mode (tp2·sp, pp2, dp2 with ZeRO-3)", "[interpreter]") {
   if (world_size() != 2) return;
   for (const Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
@@ -194,6 +206,22 @@ TEST_CASE("interpreter: ZeRO-3 over dp2·pp2 (interleaved too), dp2·tp2 with se
   dp_tp.sequence_parallel = true;
   dp_tp.zero = 3;
   check_layout(dp_tp);
+}
+
+TEST_CASE("interpreter: ZB-H1 over pp4, dp2·pp2 under ZeRO-1, tp2·pp2 with sequence parallelism",
+          "[world4]") {
+  if (world_size() != 4) return;
+  Layout pp = layout(1, 1, 4);
+  pp.schedule = Schedule::zb_h1;
+  check_layout(pp);
+  Layout dp_pp = layout(2, 1, 2);
+  dp_pp.schedule = Schedule::zb_h1;
+  dp_pp.zero = 1;
+  check_layout(dp_pp);
+  Layout tp_pp = layout(1, 2, 2);
+  tp_pp.schedule = Schedule::zb_h1;
+  tp_pp.sequence_parallel = true;
+  check_layout(tp_pp);
 }
 
 TEST_CASE("interpreter: dp2·pp2 with uneven stages under ZeRO-1", "[world4]") {
