@@ -196,7 +196,7 @@ class Enumerator {
                                                         : *fixed_.schedule};
     if (l.vpp > 1) return {Schedule::interleaved};
     if (l.pp == 1) return {Schedule::one_f_one_b};
-    return {Schedule::one_f_one_b, Schedule::gpipe};
+    return {Schedule::one_f_one_b, Schedule::gpipe, Schedule::zb_h1};
   }
 
   // The shape's least demanding layout: ZeRO 0, the smallest micro-batch, no recompute, no sp,
@@ -259,25 +259,30 @@ class Enumerator {
 
   // Every ZeRO stage and recompute of a layout. validate_layout's rules do not involve either
   // beyond the ranges they are drawn from, so it is asked once, of the first; a rule that breaks
-  // rejects each of them. Whether the framework of --export runs them is asked of each.
+  // rejects each of them. Whether the framework of --export runs them is asked of each. A split
+  // backward runs with ZeRO-0/1 and without full recomputation (check_pipeline): those are its
+  // candidates, and a fixed stage or mode outside them is asked of each.
   void stages_and_recomputes(Layout l) {
     const bool sharded = int64_t{l.dp} * l.cp > 1;
-    const std::vector<int> zeros =
+    std::vector<int> zeros =
         choices(fixed_.zero, sharded ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0});
-    const std::vector<Recompute> recomputes =
+    std::vector<Recompute> recomputes =
         choices(fixed_.recompute, {Recompute::none, Recompute::selective, Recompute::full});
+    const bool split = splits_backward(l.schedule);
+    if (split && !fixed_.zero) std::erase_if(zeros, [](int z) { return z > 1; });
+    if (split && !fixed_.recompute) std::erase(recomputes, Recompute::full);
     if (counting_) {
       counted_ += std::ssize(zeros) * std::ssize(recomputes);
       return;
     }
     l.zero = zeros.front();
     l.recompute = recomputes.front();
-    const std::optional<InputError> broken = broken_rule(l);
+    const std::optional<InputError> broken = split ? std::nullopt : broken_rule(l);
     for (int zero : zeros) {
       l.zero = zero;
       for (Recompute r : recomputes) {
         l.recompute = r;
-        if (auto e = broken ? broken : unsupported(l)) {
+        if (auto e = split ? broken_rule(l) : broken; e || (e = unsupported(l))) {
           ++out_.layouts_invalid;
           reject(l, *e, false);
         } else {

@@ -14,6 +14,10 @@ std::optional<std::string> megatron_unsupported(const Layout& l) {
   if (l.schedule == Schedule::gpipe)
     return "Megatron-LM has no GPipe schedule (pp > 1 runs 1F1B, or interleaved 1F1B with virtual "
            "stages)";
+  if (splits_backward(l.schedule))
+    return "Megatron-LM has no zero-bubble schedule; sail-sg/zero-bubble-pipeline-parallelism's "
+           "fork of it runs one (--enable-zero-bubble --zero-bubble-max-pending-backward " +
+           std::to_string(l.pp) + " for ZB-H1's memory)";
   // The distributed optimizer shards optimizer states and master weights over dp (ZeRO-1,
   // docs/source/api-guide/dist_optimizer.md); --use-torch-fsdp2 shards everything (ZeRO-3).
   if (l.zero == 2)
@@ -35,6 +39,9 @@ std::optional<std::string> deepspeed_unsupported(const Layout& l) {
   if (l.vpp > 1) return "DeepSpeed's pipeline engine has no interleaved (virtual-stage) schedule";
   if (l.schedule == Schedule::gpipe)
     return "DeepSpeed's pipeline engine runs its 1F1B-like schedule, not GPipe";
+  if (splits_backward(l.schedule))
+    return "DeepSpeed's pipeline engine has no zero-bubble schedule (sail-sg's "
+           "ZeroBubbleH1Pipeline is a schedule outside it)";
   if (l.cp > 1)
     return "DeepSpeed has no ring context parallelism (Ulysses splits heads, not the sequence)";
   // PipelineModule splits by its partition_method (deepspeed/runtime/pipe/module.py), which takes

@@ -53,7 +53,8 @@
   }
   // Timeline kinds: compute in blues and greens, communication in warm colours, idle in grey.
   const kindColors = {
-    forward: '#2563eb', backward: '#16a34a', recompute: '#65a30d', optimizer_step: '#9333ea',
+    forward: '#2563eb', backward: '#16a34a', weight_grad: '#0d9488', recompute: '#65a30d',
+    optimizer_step: '#9333ea',
     'tp-comm': '#ea580c', 'cp-comm': '#db2777', 'ep-comm': '#ca8a04', 'dp-comm': '#dc2626',
     'zero-comm': '#b45309', 'pp-comm': '#0891b2', idle: '#d1d5db',
   };

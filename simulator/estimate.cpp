@@ -24,7 +24,7 @@ void pick_worst_memory(Estimate& e, const Layout& l) {
 void fill_step_time(Estimate& e, const Layout& l, const StageTiming& slow,
                     const StageTimings& timings) {
   const StageTiming& extra = most_step_work(timings);
-  const double pipeline_s = pipeline_time_s(l, e.stage_microbatch_s, timings.weight_grad_s);
+  const double pipeline_s = pipeline_time_s(l, e.stage_microbatch_s, timings.split());
   const double mb = l.num_microbatches;
   e.time.compute_s = mb * (slow.compute.forward.time_s() + slow.compute.backward.time_s() +
                            slow.compute.weight_grad.time_s());
@@ -35,7 +35,7 @@ void fill_step_time(Estimate& e, const Layout& l, const StageTiming& slow,
   e.time.step_comm_s = extra.step_comm_s;
   e.time.optimizer_s = extra.optimizer_s;
   e.step_time_s = critical_path_s(l, timings);
-  e.bubble_fraction = bubble_fraction(l, e.stage_microbatch_s, timings.weight_grad_s);
+  e.bubble_fraction = bubble_fraction(l, e.stage_microbatch_s, timings.split());
   for (const CollectiveEstimate& r : e.collectives) e.exposed_comm_s += r.exposed_s;
 }
 

@@ -24,7 +24,7 @@ int64_t inflight_chunk_microbatches(const Layout& l, int stage) {
 }
 
 double pipeline_time_s(const Layout& l, std::span<const double> stage_time_s,
-                       std::span<const double> stage_weight_grad_s) {
+                       const SplitPasses& split) {
   assert(stage_time_s.size() == static_cast<size_t>(l.pp));
   const auto slowest = std::max_element(stage_time_s.begin(), stage_time_s.end());
   const double chunks = static_cast<double>(int64_t{l.num_microbatches} * l.vpp);
@@ -32,17 +32,24 @@ double pipeline_time_s(const Layout& l, std::span<const double> stage_time_s,
     const double sum = std::accumulate(stage_time_s.begin(), stage_time_s.end(), 0.0);
     return ((chunks - 1) * *slowest + sum) / l.vpp;
   }
-  assert(stage_weight_grad_s.size() == stage_time_s.size());
+  assert(split.forward_s.size() == stage_time_s.size() &&
+         split.weight_grad_s.size() == stage_time_s.size());
+  // The share of the pp − 1 W that each stage postpones which a micro-batch is there to give.
+  const double postponed =
+      l.pp > 1 ? static_cast<double>(std::min(l.num_microbatches, l.pp) - 1) / (l.pp - 1) : 0;
   double others = 0;
-  for (size_t i = 0; i < stage_time_s.size(); ++i)
-    if (stage_time_s.begin() + static_cast<std::ptrdiff_t>(i) != slowest)
-      others += std::max(0.0, stage_time_s[i] - 2 * stage_weight_grad_s[i]);
+  for (size_t i = 0; i < stage_time_s.size(); ++i) {
+    if (stage_time_s.begin() + static_cast<std::ptrdiff_t>(i) == slowest) continue;
+    const double f = split.forward_s[i], w = split.weight_grad_s[i];
+    const double f_b = stage_time_s[i] - w, b = f_b - f;
+    others += f_b - postponed * std::max(0.0, std::min({w, f, b}));
+  }
   return chunks * *slowest + others;
 }
 
 double bubble_fraction(const Layout& l, std::span<const double> stage_time_s,
-                       std::span<const double> stage_weight_grad_s) {
-  const double total = pipeline_time_s(l, stage_time_s, stage_weight_grad_s);
+                       const SplitPasses& split) {
+  const double total = pipeline_time_s(l, stage_time_s, split);
   if (total <= 0) return 0;
   const double slowest = *std::max_element(stage_time_s.begin(), stage_time_s.end());
   return 1 - l.num_microbatches * slowest / total;

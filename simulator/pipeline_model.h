@@ -32,15 +32,21 @@ bool runs_all_forwards_first(const Layout& l);
 // through the slowest stage and one micro-batch through all the others:
 //   (m·v − 1)·max_i T_i / v + Σ_i T_i / v,
 // which for equal stages is (m + (p − 1)/v)·T, Narayanan et al. 2021 §2.2.1–2.2.2.
-// Under ZB-H1, with W_i the stage's weight-gradient time inside T_i, each stage but the slowest
-// adds max(0, T_i − 2·W_i): for equal stages m·T + (p − 1)(F + B − W), Qi et al. 2024 §3.1's
-// bubble, in which each W the handcrafted order postpones fills the wait for a B.
+// Under ZB-H1 (split_passes gives each stage's F_i and W_i inside T_i; B_i is the rest), each
+// stage but the slowest adds F_i + B_i − min(m − 1, p − 1)/(p − 1) · min(W_i, F_i, B_i): each W a
+// stage postpones fills a wait for a B, as long as it is no longer than the F or B it stands in
+// for. For equal stages and m ≥ p the bubble is (p − 1)(F + B − min(W, F, B)), Qi et al. 2024
+// §3.1's (p − 1)(F + B − W) when the three are equal; the event simulator of the order
+// (core/schedule.h) gives exactly this for every F, B, W, and for m < p a bubble at most this.
+struct SplitPasses {
+  std::span<const double> forward_s, weight_grad_s;
+};
 double pipeline_time_s(const Layout& l, std::span<const double> stage_time_s,
-                       std::span<const double> stage_weight_grad_s = {});
+                       const SplitPasses& split = {});
 
 // Share of the pipeline time the slowest stage idles: 1 − m·max_i T_i / pipeline time; for equal
 // stages (p − 1)/(m·v + p − 1).
 double bubble_fraction(const Layout& l, std::span<const double> stage_time_s,
-                       std::span<const double> stage_weight_grad_s = {});
+                       const SplitPasses& split = {});
 
 }  // namespace shardplan

@@ -390,7 +390,7 @@ StageTiming StageTimer::operator()(int stage, std::vector<CollectiveEstimate>* r
 StageTimings StageTimer::all_stages(const std::function<bool(const StageTimings&)>& enough) {
   const size_t n = static_cast<size_t>(ctx_.l.pp);
   StageTimings out{std::vector<StageTiming>(n), std::vector<double>(n, 0.0),
-                   std::vector<double>(n, 0.0), false};
+                   std::vector<double>(n, 0.0), std::vector<double>(n, 0.0), false};
   std::vector<StageLayers> layers;
   layers.reserve(n);
   for (int stage = 0; stage < ctx_.l.pp; ++stage)
@@ -404,6 +404,7 @@ StageTimings StageTimer::all_stages(const std::function<bool(const StageTimings&
       if (same == stage || (alike_ && !timed[same] && same_layers(layers[same], layers[stage]))) {
         out.stages[same] = timing;
         out.microbatch_s[same] = timing.microbatch_s();
+        out.forward_s[same] = timing.compute.forward.time_s();
         out.weight_grad_s[same] = timing.compute.weight_grad.time_s();
         timed[same] = true;
         --left;
@@ -422,7 +423,7 @@ const StageTiming& most_step_work(const StageTimings& timings) {
 }
 
 double critical_path_s(const Layout& l, const StageTimings& timings) {
-  return pipeline_time_s(l, timings.microbatch_s, timings.weight_grad_s) +
+  return pipeline_time_s(l, timings.microbatch_s, timings.split()) +
          most_step_work(timings).step_extra_s();
 }
 

@@ -16,6 +16,7 @@
 #include "simulator/device_efficiency.h"
 #include "simulator/estimate.h"
 #include "simulator/parts_compute.h"
+#include "simulator/pipeline_model.h"
 
 namespace shardplan {
 
@@ -73,7 +74,9 @@ struct StageTiming {
 struct StageTimings {
   std::vector<StageTiming> stages;
   std::vector<double> microbatch_s;
-  std::vector<double> weight_grad_s;  // the W actions' share of microbatch_s (split backward)
+  // The forward's and (split backward) the W actions' compute inside microbatch_s.
+  std::vector<double> forward_s, weight_grad_s;
+  SplitPasses split() const { return {forward_s, weight_grad_s}; }
   bool complete = true;  // every stage timed; otherwise those not timed count as taking no time
 };
 

@@ -34,6 +34,25 @@ nlohmann::json action_args(const Action& a) {
   return args;
 }
 
+// Chrome's trace viewer colours an event by its reserved colour name: forward, backward (the
+// input gradient under a split backward), weight gradient and re-forward each in their own, so
+// that the W filling a zero-bubble schedule's bubble shows (Perfetto colours by name instead).
+const char* compute_colour(Pass p) {
+  switch (p) {
+    case Pass::forward:
+      return "good";
+    case Pass::backward:
+      return "rail_response";
+    case Pass::weight_grad:
+      return "yellow";
+    case Pass::recompute:
+      return "olive";
+    case Pass::none:
+      break;
+  }
+  return "generic_work";
+}
+
 }  // namespace
 
 nlohmann::json chrome_trace(const std::vector<Program>& programs,
@@ -66,6 +85,7 @@ nlohmann::json chrome_trace(const std::vector<Program>& programs,
                         {"pid", p.rank + processes.pid_offset},
                         {"tid", static_cast<int>(a.stream)},
                         {"args", action_args(a)}});
+      if (a.kind == ActionKind::compute) events.back()["cname"] = compute_colour(a.pass);
     }
   }
   if (activations != nullptr) {

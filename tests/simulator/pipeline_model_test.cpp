@@ -25,6 +25,20 @@ TEST_CASE("pipeline time and bubble in closed form", "[pipeline]") {
   const std::vector<double> unequal{1, 2, 1, 1};
   CHECK(pipeline_time_s(l, unequal) == Approx(19.0));
   CHECK(bubble_fraction(l, unequal) == Approx(1 - 16.0 / 19));
+  // ZB-H1, equal stages of F + B + W = 1 + 2 + 1 and m ≥ p: m·T + (p − 1)(F + B − min(W, F, B))
+  // = 8·4 + 3·(1 + 2 − 1) = 38, as the event simulator of its order gives; with F = B = W the
+  // paper's (p − 1)(F + B − W) (Qi et al. 2024 §3.1). m < p: fewer W to postpone, m = 2 of p = 4:
+  // 2·4 + 3·3 − 1·1 = 16.
+  l.schedule = Schedule::zb_h1;
+  const std::vector<double> t(4, 4.0), f(4, 1.0), w(4, 1.0);
+  CHECK(pipeline_time_s(l, t, {f, w}) == Approx(38.0));
+  CHECK(bubble_fraction(l, t, {f, w}) == Approx(1 - 32.0 / 38));
+  const std::vector<double> thirds(4, 3.0);
+  CHECK(pipeline_time_s(l, thirds, {f, f}) == Approx(8 * 3 + 3 * 1.0));
+  l.num_microbatches = 2;
+  CHECK(pipeline_time_s(l, t, {f, w}) == Approx(16.0));
+  l.num_microbatches = 8;
+  l.schedule = Schedule::one_f_one_b;
   // One stage: no bubble.
   l.pp = 1;
   const std::vector<double> one{2.0};
