@@ -81,7 +81,7 @@ TEST_CASE("group waits: the latest member's arrival less each member's own", "[s
   }
 }
 
-TEST_CASE("recv waits: its send's start less its own, where later; never past its end",
+TEST_CASE("recv waits: its send's start less its own, where later, never past its end",
           "[schedule]") {
   // pp=2, 2 micro-batches. Rank 0: send activation mb0 at 9, mb1 at 19; recv gradient mb0 at 20,
   // mb1 at 30; the embedding's all_reduce at 40. Rank 1: recv activation mb0 at 0, send gradient

@@ -96,7 +96,7 @@ TEST_CASE("interleaving needs a multiple of pp micro-batches", "[schedule]") {
   CHECK(e.reason == "6 is not a multiple of pp=4, which the interleaved schedule needs");
 }
 
-TEST_CASE("every pass runs once, after the one before it; 1F1B keeps pp − stage in flight, ZB-H1 pp",
+TEST_CASE("every pass runs once, after the one before it, 1F1B keeps pp − stage in flight, ZB-H1 pp",
           "[schedule]") {
   for (Schedule s :
        {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zb_h1})

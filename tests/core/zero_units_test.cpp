@@ -53,7 +53,7 @@ TEST_CASE("ZeRO shards pad each unit on its own", "[zero]") {
   CHECK(zero_shard_params(std::vector<int64_t>{10}, 4) == 3);
 }
 
-TEST_CASE("ZeRO's reductions and gathers carry each unit padded; all-reduces do not", "[zero]") {
+TEST_CASE("ZeRO's reductions and gathers carry each unit padded, all-reduces do not", "[zero]") {
   // odd_model over dp=2, fp32: ZeRO's reduce-scatters and all-gathers move each unit as 2 equal
   // pieces, as the executor does. ZeRO-1's one bucket (117,621) moves 2 · 58,811; ZeRO-3's layers
   // (32,445 each) 2 · 16,223, the embedding (wte 16,128 + wpe 4,032) and the head (final norm 126,

@@ -107,7 +107,7 @@ TEST_CASE("count_layouts counts what the search visits, and --max-layouts refuse
   CHECK_THAT(e.reason, Catch::Matchers::Contains(std::to_string(visited) + " layouts"));
 }
 
-TEST_CASE("a fixed split stays, in canonical form; a wrong one is refused naming layout.stages",
+TEST_CASE("a fixed split stays, in canonical form, a wrong one is refused naming layout.stages",
           "[planner][enumerate]") {
   const Candidates uneven = planner_case("gpt-tiny", 1, 16, 64, "pp=2,stages=1,3").enumerate();
   REQUIRE_FALSE(uneven.layouts.empty());

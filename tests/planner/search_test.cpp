@@ -27,7 +27,7 @@ TEST_CASE("the chosen layouts fit in device memory and what was pruned does not"
   for (const MemoryMiss& miss : r.pruned) CHECK_FALSE(miss.memory.fits());
 }
 
-TEST_CASE("on one node no group is split across nodes; on two, tensor parallelism stays on NVLink",
+TEST_CASE("on one node no group is split across nodes, on two, tensor parallelism stays on NVLink",
           "[planner][search]") {
   for (int nodes : {1, 2}) {
     const PlannerCase c = planner_case("llama3-8b", nodes, 64, 4096);
@@ -42,7 +42,7 @@ TEST_CASE("on one node no group is split across nodes; on two, tensor parallelis
   }
 }
 
-TEST_CASE("a small model on 8 GPUs takes no tensor or context parallelism; under 1F1B plain data "
+TEST_CASE("a small model on 8 GPUs takes no tensor or context parallelism, under 1F1B plain data "
           "parallelism",
           "[planner][search]") {
   // Its kernels are too small to fill an H100, so each rank's step is bound by the host issuing

@@ -158,7 +158,7 @@ TEST_CASE("optimizer step bytes", "[compute][optimizer]") {
   CHECK(optimizer_step_bytes(t, 1000) == 34'000);
 }
 
-TEST_CASE("the cpu executor's biases are passes of their own; kernels at the profile's rates",
+TEST_CASE("the cpu executor's biases are passes of their own, kernels at the profile's rates",
           "[compute][profile]") {
   const Model m = test::preset_model("gpt-tiny");  // GPT-2: biases on qkv, out, fc1, fc2
   const Training t = with_compute_dtype(test::training(4, 64), Dtype::fp32);
@@ -248,7 +248,7 @@ TEST_CASE("kernels counted by hand, and an action waits for the host only beyond
 }
 
 TEST_CASE(
-    "FlashAttention-1 and -2 and the device's best kernel have their own rates; the sustained "
+    "FlashAttention-1 and -2 and the device's best kernel have their own rates, the sustained "
     "clock slows tensor cores, not memory",
     "[compute][attention]") {
   Device d;

@@ -210,7 +210,7 @@ TEST_CASE("the activations' timeline: one chunk more or less a change, the peak'
       }
 }
 
-TEST_CASE("a transfer takes its time on the sender; the recv ends when the data has arrived",
+TEST_CASE("a transfer takes its time on the sender, the recv ends when the data has arrived",
           "[event]") {
   UniformPricer pricer;
   pricer.comm_s = 1;
@@ -239,7 +239,7 @@ TEST_CASE("a transfer takes its time on the sender; the recv ends when the data 
   CHECK(r.ranks[0].bubble_s == 51 - 24 - 3);
 }
 
-TEST_CASE("gradient reductions overlap the backward; only the last ones are exposed", "[event]") {
+TEST_CASE("gradient reductions overlap the backward, only the last ones are exposed", "[event]") {
   // Llama 3 8B, dp=2: every unit is its own bucket. Forward 32 s, backward 64 s; each bucket's
   // reduction (1 s) runs behind the next layer's backward, except the last layer's and the
   // embedding's, which run after the backward ends.
@@ -308,7 +308,7 @@ TEST_CASE("a collective starts when its last member arrives", "[event]") {
   CHECK(r.critical_path_s[static_cast<size_t>(Stream::tp_comm)] == 2);
 }
 
-TEST_CASE("in program order a rank runs one action at a time; a send is only posted", "[event]") {
+TEST_CASE("in program order a rank runs one action at a time, a send is only posted", "[event]") {
   // Llama 3 8B, dp=2, as the gradient reductions above: concurrently the reductions hide behind
   // the backward (98 s); in program order every reduction holds the rank (96 s + 34 s).
   UniformPricer pricer;

@@ -260,7 +260,7 @@ TEST_CASE(
         held2.param_grads_bytes);
 }
 
-TEST_CASE("a stage's first backward holds the layer's gradients; the last stage's loss frees more",
+TEST_CASE("a stage's first backward holds the layer's gradients, the last stage's loss frees more",
           "[memory]") {
   const Model m = test::preset_model("llama3-8b");
   const Training t = mixed_precision_adam();

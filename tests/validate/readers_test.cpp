@@ -41,7 +41,7 @@ size_t check_every_row_accounted(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("vtrain: every row priced; row 0 as the file prints it", "[readers]") {
+TEST_CASE("vtrain: every row priced, row 0 as the file prints it", "[readers]") {
   CHECK(check_every_row_accounted("vtrain_single_a100") == 0);
   const FidelityRow r = read("vtrain_single_a100").rows.at(0);
   // {"gpus": 2, "global_batch": 16, "micro_batch": 8, "hidden": 1024, "heads": 16, "layers": 24,
@@ -62,7 +62,7 @@ TEST_CASE("vtrain: every row priced; row 0 as the file prints it", "[readers]") 
   CHECK(*r.measured_step_time_s == Approx(0.372160408));
 }
 
-TEST_CASE("bloom: every row accounted; the 200B 10-node row", "[readers]") {
+TEST_CASE("bloom: every row accounted, the 200B 10-node row", "[readers]") {
   CHECK(check_every_row_accounted("bloom_chronicles") >= 7);  // 7 rows have layers unknown
   const FidelityRow r = read("bloom_chronicles").rows.at(1);
   CHECK(r.cluster.nodes == 10);
@@ -81,7 +81,7 @@ TEST_CASE("bloom: every row accounted; the 200B 10-node row", "[readers]") {
   CHECK(r.ran);
 }
 
-TEST_CASE("ultrascale: every row accounted; the first 1B row", "[readers]") {
+TEST_CASE("ultrascale: every row accounted, the first 1B row", "[readers]") {
   check_every_row_accounted("ultrascale_dev");
   const FidelityRow r = read("ultrascale_dev").rows.at(0);
   // ["1B", 1 node, mbs 2, grad_acc 16, gbs 256, dp 8, pp 1, tp 1, zero 0, ..., 40150 tok/s/GPU]
@@ -98,12 +98,12 @@ TEST_CASE("ultrascale: every row accounted; the first 1B row", "[readers]") {
   CHECK(*r.measured_memory_bytes == Approx(50.2 * (1 << 30)));
 }
 
-TEST_CASE("nemo: every row accounted; FP8 refused", "[readers]") {
+TEST_CASE("nemo: every row accounted, FP8 refused", "[readers]") {
   CHECK(check_every_row_accounted("nemo_performance") == stated_rows("nemo_performance"));
   CHECK(read("nemo_performance").rows.at(0).refused == "FP8/MXFP8/NVFP4 compute not modelled");
 }
 
-TEST_CASE("mosaicml: every row accounted; the 70B 512-GPU row", "[readers]") {
+TEST_CASE("mosaicml: every row accounted, the 70B 512-GPU row", "[readers]") {
   CHECK(check_every_row_accounted("mosaicml_benchmarks") >= 7);  // the H100 FP8 table
   const FidelityRow r = read("mosaicml_benchmarks").rows.at(0);
   CHECK(r.cluster.nodes == 64);
