@@ -22,11 +22,12 @@ struct NormFeed {
 
 // Back through norm → column-parallel layer out = norm(x)·Wᵀ + b: from dout [tokens, out_cols]
 // to dx += d x [local_tokens, hidden]. The partial sums of d norm(x) are all-reduced (reduce-
-// scattered under sequence parallelism) before the norm's backward.
+// scattered under sequence parallelism) before the norm's backward. `defer`: where the weight
+// gradient goes under a split backward.
 template <class T>
 void column_parallel_backward(const LayerDims& d, const NormFeed<T>& norm, const char* name,
                               const T* w, int64_t out_cols, const T* dout, T* dw, T* db, T* dx,
-                              LayerContext<T>& c) {
+                              LayerContext<T>& c, Deferral<T> defer) {
   const int64_t N = d.tokens(), L = d.local_tokens(), H = d.hidden;
   Buffer<T> dnorm_out =
       c.allocate_for_overwrite(MemoryCategory::buffers, L * H, "norm output gradient");
@@ -34,7 +35,7 @@ void column_parallel_backward(const LayerDims& d, const NormFeed<T>& norm, const
   linear_backward<T>(
       c.dev(), name, norm.out_all_tokens, w, dout, N, H, out_cols,
       partial_sums(d, c, dnorm_out.data(), partial, "column-parallel input gradient partial sums"),
-      dw, db, c.matmul_stats, c.weight_grads);
+      dw, db, c.matmul_stats, defer);
   reduce_partial_sums(d, c, partial, dnorm_out.data());
   partial = {};
   c.dev().norm_backward(d.norm, norm.x, norm.weight, dnorm_out.data(), L, H, dx, norm.dweight,
@@ -152,10 +153,12 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
   // MLP branch, from dy and ln2's output for every token.
   if (grad.b_fc2 != nullptr) dev.bias_backward(dy, L, H, grad.b_fc2);
   {
-    const GatheredPair<T> g = gather_token_pair(d, c, dy, s.h2.data());
+    // Under a split backward W takes what it reads where this layer owns it (the saved tensors,
+    // the gathered ones, its own gradients); linear_backward copies the rest.
+    GatheredPair<T> g = gather_token_pair(d, c, dy, s.h2.data());
     Buffer<T> da = scratch(N * d.ffn, "mlp activation gradient");
     linear_backward<T>(dev, "fc2", s.a.data(), w.w_fc2, g.first, N, d.ffn, H, da.data(), grad.w_fc2,
-                       nullptr, c.matmul_stats, c.weight_grads);
+                       nullptr, c.matmul_stats, {c.weight_grads, &s.a, &g.first_buffer});
     s.a = {};
     Buffer<T> du = scratch(N * d.fc1_width(), "fc1 output gradient");
     dev.activation_backward(d.activation, s.u.data(), da.data(), N, d.ffn, du.data());
@@ -163,12 +166,14 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
     s.u = {};
     const NormFeed<T> ln2{s.x1.data(), g.second, w.ln2_weight, grad.ln2_weight, grad.ln2_bias};
     column_parallel_backward(d, ln2, "fc1", w.w_fc1, d.fc1_width(), du.data(), grad.w_fc1,
-                             grad.b_fc1, dx.data(), c);
+                             grad.b_fc1, dx.data(), c,
+                             {c.weight_grads, d.sequence_parallel ? &g.second_buffer : &s.h2, &du});
   }
 
   // Attention branch, from d x1 (now in dx) and ln1's output for every token.
   if (grad.b_o != nullptr) dev.bias_backward(dx.data(), L, H, grad.b_o);
-  const GatheredPair<T> g = gather_token_pair(d, c, dx.data(), s.h1.data());
+  GatheredPair<T> g = gather_token_pair(d, c, dx.data(), s.h1.data());
+  Buffer<T>* const h1_owner = d.sequence_parallel ? &g.second_buffer : &s.h1;
   Buffer<T> dqkv;
   {
     // Under cp, K and V again before the attention core (the out-projection and attention), as
@@ -176,8 +181,9 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
     Buffer<T> gathered, dkv_whole;
     const KeyValues<const T*> kv = gather_key_values(d, c, s.qkv.data(), gathered);
     Buffer<T> dctx = scratch(N * C, "attention context gradient");
+    // Without SP, proj's output gradient is dx itself, which ln1's backward adds to: W copies it.
     linear_backward<T>(dev, "proj", s.ctx.data(), w.w_o, g.first, N, C, H, dctx.data(), grad.w_o,
-                       nullptr, c.matmul_stats, c.weight_grads);
+                       nullptr, c.matmul_stats, {c.weight_grads, &s.ctx, &g.first_buffer});
     s.ctx = {};
     if (s.probs.empty()) {  // selective recomputation
       s.probs = c.allocate_for_overwrite(MemoryCategory::activations, attention_probs_count(d),
@@ -195,7 +201,7 @@ Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
   s.qkv = {};
   const NormFeed<T> ln1{s.x.data(), g.second, w.ln1_weight, grad.ln1_weight, grad.ln1_bias};
   column_parallel_backward(d, ln1, "qkv", w.w_qkv, d.qkv_width(), dqkv.data(), grad.w_qkv,
-                           grad.b_qkv, dx.data(), c);
+                           grad.b_qkv, dx.data(), c, {c.weight_grads, h1_owner, &dqkv});
   return dx;
 }
 

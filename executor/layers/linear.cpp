@@ -42,15 +42,21 @@ void weight_grad(Kernels<T>& dev, const char* name, const T* x, const T* dy, int
 }  // namespace
 
 template <class T>
-void DeferredWeightGrads<T>::keep(Kernels<T>& dev, const char* name, const T* x, const T* dy,
-                                  int64_t n, int64_t in, int64_t out, T* dw) {
-  Job j{name, alloc_->allocate_for_overwrite<T>(MemoryCategory::activations, n * in, "W input"),
-        alloc_->allocate_for_overwrite<T>(MemoryCategory::activations, n * out,
-                                          "W output gradient"),
-        n,    in, out, dw};
-  dev.copy(j.x.data(), x, n * in);
-  dev.copy(j.dy.data(), dy, n * out);
-  jobs_.push_back(std::move(j));
+Buffer<T> DeferredWeightGrads<T>::take(Kernels<T>& dev, Buffer<T>* owner, const T* data,
+                                       int64_t count, const char* what) {
+  if (owner != nullptr && owner->data() == data && owner->size() == count) return std::move(*owner);
+  Buffer<T> copy = alloc_->allocate_for_overwrite<T>(MemoryCategory::activations, count, what);
+  dev.copy(copy.data(), data, count);
+  return copy;
+}
+
+template <class T>
+void DeferredWeightGrads<T>::keep(Kernels<T>& dev, const char* name, Buffer<T>* x_owner,
+                                  const T* x, Buffer<T>* dy_owner, const T* dy, int64_t n,
+                                  int64_t in, int64_t out, T* dw) {
+  Buffer<T> kept_x = take(dev, x_owner, x, n * in, "W input");
+  Buffer<T> kept_dy = take(dev, dy_owner, dy, n * out, "W output gradient");
+  jobs_.push_back({name, std::move(kept_x), std::move(kept_dy), n, in, out, dw});
 }
 
 template <class T>
@@ -63,14 +69,14 @@ void DeferredWeightGrads<T>::run(Kernels<T>& dev, MatmulStats* stats) {
 template <class T>
 void linear_backward(Kernels<T>& dev, const char* name, const T* x, const T* w, const T* dy,
                      int64_t n, int64_t in, int64_t out, T* dx, T* dw, T* db, MatmulStats* stats,
-                     DeferredWeightGrads<T>* deferred) {
+                     Deferral<T> defer) {
   dev.gemm({.name = name, .call = "dgrad", .cold_b = true}, matrix(dx, n, in), matrix(dy, n, out),
            Op::none, matrix(w, out, in), Op::none, Accumulate::overwrite, stats);
-  if (deferred != nullptr)
-    deferred->keep(dev, name, x, dy, n, in, out, dw);
+  if (db != nullptr) dev.bias_backward(dy, n, out, db);
+  if (defer.to != nullptr)
+    defer.to->keep(dev, name, defer.x, x, defer.dy, dy, n, in, out, dw);  // dy may move: last
   else
     weight_grad(dev, name, x, dy, n, in, out, dw, stats);
-  if (db != nullptr) dev.bias_backward(dy, n, out, db);
 }
 
 template <class T>
@@ -88,7 +94,7 @@ void bias_backward(const T* dy, int64_t rows, int64_t cols, T* db) {
   template class DeferredWeightGrads<T>;                                                            \
   template void linear_backward<T>(Kernels<T>&, const char*, const T*, const T*, const T*,         \
                                    int64_t, int64_t, int64_t, T*, T*, T*, MatmulStats*,            \
-                                   DeferredWeightGrads<T>*);                                       \
+                                   Deferral<T>);                                                   \
   template void bias_forward<T>(T*, const T*, int64_t, int64_t);                                   \
   template void residual_add<T>(T*, const T*, const T*, int64_t, int64_t);                         \
   template void bias_backward<T>(const T*, int64_t, int64_t, T*);

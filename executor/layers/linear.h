@@ -12,14 +12,15 @@
 namespace shardplan {
 
 // Weight gradients a split backward leaves for its W pass (Qi et al. 2024 §2): each linear
-// layer's dw += dyᵀ·x, with copies of x and dy held from B until W (charged as activations: a
-// micro-batch keeps them in place of the saved tensors B frees).
+// layer's dw += dyᵀ·x, holding x and dy from B until W. A caller that owns the buffer an operand
+// lies in hands it over (Deferral); other operands are copied (charged as activations).
 template <class T>
 class DeferredWeightGrads {
  public:
   explicit DeferredWeightGrads(TensorAllocator& alloc) : alloc_(&alloc) {}
-  void keep(Kernels<T>& dev, const char* name, const T* x, const T* dy, int64_t n, int64_t in,
-            int64_t out, T* dw);
+  // `x_owner` / `dy_owner`: the buffers x and dy lie in, taken when they are exactly them.
+  void keep(Kernels<T>& dev, const char* name, Buffer<T>* x_owner, const T* x, Buffer<T>* dy_owner,
+            const T* dy, int64_t n, int64_t in, int64_t out, T* dw);
   // Every kept gradient, in the order kept; frees the copies.
   void run(Kernels<T>& dev, MatmulStats* stats);
   bool empty() const { return jobs_.empty(); }
@@ -31,8 +32,19 @@ class DeferredWeightGrads {
     int64_t n, in, out;
     T* dw;
   };
+  Buffer<T> take(Kernels<T>& dev, Buffer<T>* owner, const T* data, int64_t count,
+                 const char* what);
   TensorAllocator* alloc_;
   std::vector<Job> jobs_;
+};
+
+// Where linear_backward leaves the weight gradient: nowhere (it computes it), or `to`, taking the
+// buffers x and dy lie in where the caller names them.
+template <class T>
+struct Deferral {
+  DeferredWeightGrads<T>* to = nullptr;
+  Buffer<T>* x = nullptr;
+  Buffer<T>* dy = nullptr;
 };
 
 // y[n, out] = x[n, in]·w[out, in]ᵀ (+ b[out] when b is not null), on `dev`; `name` names the layer
@@ -41,12 +53,12 @@ template <class T>
 void linear_forward(Kernels<T>& dev, const char* name, const T* x, const T* w, const T* b,
                     int64_t n, int64_t in, int64_t out, T* y, MatmulStats* stats);
 
-// dx[n, in] = dy·w (overwritten); dw += dyᵀ·x, or kept in `deferred` for a later W when it is
-// not null; db += Σ_rows dy (when db is not null), on `dev`.
+// dx[n, in] = dy·w (overwritten); dw += dyᵀ·x, or kept for a later W (`defer`); db += Σ_rows dy
+// (when db is not null), on `dev`.
 template <class T>
 void linear_backward(Kernels<T>& dev, const char* name, const T* x, const T* w, const T* dy,
                      int64_t n, int64_t in, int64_t out, T* dx, T* dw, T* db, MatmulStats* stats,
-                     DeferredWeightGrads<T>* deferred = nullptr);
+                     Deferral<T> defer = {});
 
 // The CPU backend's kernels (host loops; cpu_kernels.h):
 

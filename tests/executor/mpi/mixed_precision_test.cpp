@@ -47,7 +47,8 @@ TEST_CASE("mixed precision: the model state is 2 + 2 + 12 bytes a parameter", "[
   CHECK(b.optimizer() == 12 * params);
 }
 
-TEST_CASE("mixed precision: dp2, tp2 with sequence parallelism, pp2, cp2", "[interpreter]") {
+TEST_CASE("mixed precision: dp2, tp2 with sequence parallelism, pp2 (1F1B and ZB-H1), cp2",
+          "[interpreter]") {
   if (world_size() != 2) return;
   check_bf16_layout(layout(2, 1, 1));
   Layout sp = layout(1, 2, 1);
@@ -55,6 +56,8 @@ TEST_CASE("mixed precision: dp2, tp2 with sequence parallelism, pp2, cp2", "[int
   check_bf16_layout(sp);
   Layout pp = layout(1, 1, 2);
   pp.schedule = Schedule::one_f_one_b;
+  check_bf16_layout(pp);
+  pp.schedule = Schedule::zb_h1;
   check_bf16_layout(pp);
   check_bf16_layout(layout(1, 1, 1, 2));
 }
