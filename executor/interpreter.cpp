@@ -158,9 +158,9 @@ void RankState<T>::begin_actions(size_t first, size_t last) {
   for (size_t k = first; k < last; ++k)
     for (uint32_t d : program.deps_of(program.actions[k]))
       if (d < first && run_stream(program.actions[d]) != s) streams.wait(ends[d]);
-  const bool unit_backward = s == Stream::compute && a.kind != ActionKind::optimizer_step &&
-                             (a.pass == Pass::backward || a.pass == Pass::recompute ||
-                              a.pass == Pass::weight_grad);
+  const bool unit_backward =
+      s == Stream::compute && a.kind != ActionKind::optimizer_step &&
+      (a.pass == Pass::backward || a.pass == Pass::recompute || a.pass == Pass::weight_grad);
   if (unit_backward)
     for (const ElementRange w : written_by(a))
       for (const auto& [range, done] : reductions)

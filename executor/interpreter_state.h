@@ -8,9 +8,9 @@
 #pragma once
 
 #include <map>
-#include <tuple>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>

@@ -107,9 +107,9 @@ Buffer<T> block_forward(const LayerDims& d, const BlockTensors<const T*>& w, Buf
 
 // From dy[local_tokens, hidden]: accumulates the layer's parameter gradients into `grad` (its
 // linear layers' weights' through c.weight_grads when set: a split backward's B, whose W runs
-// them), consumes `saved`, returns dx[local_tokens, hidden] (buffers). Under sequence parallelism the gradients of
-// the replicated tensors (norms, b_o, b_fc2) cover this rank's tokens only: the caller all-reduces
-// them.
+// them), consumes `saved`, returns dx[local_tokens, hidden] (buffers). Under sequence parallelism
+// the gradients of the replicated tensors (norms, b_o, b_fc2) cover this rank's tokens only: the
+// caller all-reduces them.
 template <class T>
 Buffer<T> block_backward(const LayerDims& d, const BlockTensors<const T*>& w,
                          const BlockTensors<T*>& grad, BlockSaved<T>&& saved, const T* dy,

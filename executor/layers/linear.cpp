@@ -51,9 +51,9 @@ Buffer<T> DeferredWeightGrads<T>::take(Kernels<T>& dev, Buffer<T>* owner, const 
 }
 
 template <class T>
-void DeferredWeightGrads<T>::keep(Kernels<T>& dev, const char* name, Buffer<T>* x_owner,
-                                  const T* x, Buffer<T>* dy_owner, const T* dy, int64_t n,
-                                  int64_t in, int64_t out, T* dw) {
+void DeferredWeightGrads<T>::keep(Kernels<T>& dev, const char* name, Buffer<T>* x_owner, const T* x,
+                                  Buffer<T>* dy_owner, const T* dy, int64_t n, int64_t in,
+                                  int64_t out, T* dw) {
   Buffer<T> kept_x = take(dev, x_owner, x, n * in, "W input");
   Buffer<T> kept_dy = take(dev, dy_owner, dy, n * out, "W output gradient");
   jobs_.push_back({name, std::move(kept_x), std::move(kept_dy), n, in, out, dw});
@@ -91,7 +91,7 @@ void bias_backward(const T* dy, int64_t rows, int64_t cols, T* db) {
 #define SHARDPLAN_INSTANTIATE(T)                                                                   \
   template void linear_forward<T>(Kernels<T>&, const char*, const T*, const T*, const T*, int64_t, \
                                   int64_t, int64_t, T*, MatmulStats*);                             \
-  template class DeferredWeightGrads<T>;                                                            \
+  template class DeferredWeightGrads<T>;                                                           \
   template void linear_backward<T>(Kernels<T>&, const char*, const T*, const T*, const T*,         \
                                    int64_t, int64_t, int64_t, T*, T*, T*, MatmulStats*,            \
                                    Deferral<T>);                                                   \

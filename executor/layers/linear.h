@@ -32,8 +32,7 @@ class DeferredWeightGrads {
     int64_t n, in, out;
     T* dw;
   };
-  Buffer<T> take(Kernels<T>& dev, Buffer<T>* owner, const T* data, int64_t count,
-                 const char* what);
+  Buffer<T> take(Kernels<T>& dev, Buffer<T>* owner, const T* data, int64_t count, const char* what);
   TensorAllocator* alloc_;
   std::vector<Job> jobs_;
 };

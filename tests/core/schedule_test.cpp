@@ -79,14 +79,11 @@ TEST_CASE("ZB-H1: 1F1B's warm-up, stage F-B pairs whose W wait, then F-B-W, B-W,
   // pp=4, m=6 (sail-sg/zero-bubble-pipeline-parallelism's ZeroBubbleH1Pipeline order).
   const Layout l = layout(1, 1, 4, 6, Schedule::zb_h1);
   CHECK(pipeline_order(l, 0) == std::vector{F(0), F(1), F(2), F(3), B(0), W(0), F(4), B(1), W(1),
-                                            F(5), B(2), W(2), B(3), W(3), B(4), W(4), B(5),
-                                            W(5)});
-  CHECK(pipeline_order(l, 2) == std::vector{F(0), F(1), B(0), F(2), B(1), F(3), B(2), W(0),
-                                            F(4), B(3), W(1), F(5), B(4), W(2), B(5), W(3), W(4),
-                                            W(5)});
+                                            F(5), B(2), W(2), B(3), W(3), B(4), W(4), B(5), W(5)});
+  CHECK(pipeline_order(l, 2) == std::vector{F(0), F(1), B(0), F(2), B(1), F(3), B(2), W(0), F(4),
+                                            B(3), W(1), F(5), B(4), W(2), B(5), W(3), W(4), W(5)});
   CHECK(pipeline_order(l, 3) == std::vector{F(0), B(0), F(1), B(1), F(2), B(2), F(3), B(3), W(0),
-                                            F(4), B(4), W(1), F(5), B(5), W(2), W(3), W(4),
-                                            W(5)});
+                                            F(4), B(4), W(1), F(5), B(5), W(2), W(3), W(4), W(5)});
 }
 
 TEST_CASE("interleaving needs a multiple of pp micro-batches", "[schedule]") {
@@ -96,8 +93,9 @@ TEST_CASE("interleaving needs a multiple of pp micro-batches", "[schedule]") {
   CHECK(e.reason == "6 is not a multiple of pp=4, which the interleaved schedule needs");
 }
 
-TEST_CASE("every pass runs once, after the one before it, 1F1B keeps pp − stage in flight, ZB-H1 pp",
-          "[schedule]") {
+TEST_CASE(
+    "every pass runs once, after the one before it, 1F1B keeps pp − stage in flight, ZB-H1 pp",
+    "[schedule]") {
   for (Schedule s :
        {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zb_h1})
     for (int pp : {1, 2, 4, 8})

@@ -42,9 +42,10 @@ TEST_CASE("on one node no group is split across nodes, on two, tensor parallelis
   }
 }
 
-TEST_CASE("a small model on 8 GPUs takes no tensor or context parallelism, under 1F1B plain data "
-          "parallelism",
-          "[planner][search]") {
+TEST_CASE(
+    "a small model on 8 GPUs takes no tensor or context parallelism, under 1F1B plain data "
+    "parallelism",
+    "[planner][search]") {
   // Its kernels are too small to fill an H100, so each rank's step is bound by the host issuing
   // them: splitting a layer's GEMMs over tp ranks saves nothing. Pipelining saves only where the
   // stages' weight gradients overlap each other, as ZB-H1's W do after a single micro-batch's B.

@@ -166,7 +166,8 @@ TEST_CASE("vocab-parallel cross entropy's two all-reduces are the head's, priced
            has_part(a.parts, Part::head);
   });
   CHECK(p.pricer.duration_s(rank0, head_back) ==
-        Approx(ends[Part::head].backward.time_s() + ends[Part::head].weight_grad.time_s()).epsilon(1e-12));
+        Approx(ends[Part::head].backward.time_s() + ends[Part::head].weight_grad.time_s())
+            .epsilon(1e-12));
 }
 
 TEST_CASE("communication is priced on the level its members span", "[pricer]") {
