@@ -295,7 +295,8 @@ StepPrograms build_step(const Model& m, const Training& t, const Layout& l, bool
 std::string action_name(const Action& a);
 
 // action_name without micro-batch and chunk: what kind of action it is ("backward",
-// "tp all_reduce", "tp all_reduce loss", "recv activation", "grad_reduce dp reduce_scatter").
+// "backward input" (a split backward's B), "weight_grad" (its W), "tp all_reduce",
+// "tp all_reduce loss", "recv activation", "grad_reduce dp reduce_scatter").
 std::string action_kind_name(const Action& a);
 
 }  // namespace shardplan
