@@ -96,8 +96,8 @@ struct PassEmitter {
     }
     // A chunk without units (a rank a framework's own split leaves without layers) passes its
     // input on: it holds no activations.
-    if (!forward && !deferred && last_compute != sd::kNone)
-      p.actions[last_compute].flags |= kFreesActivations;
+    if (!forward && last_compute != sd::kNone)
+      p.actions[last_compute].flags |= deferred ? kKeepsWeightGradInputs : kFreesActivations;
     if (forward && vs == last_stage) loss_end[{s.micro_batch, c.chunk}] = prev;
     if (to >= 0 && to <= last_stage)
       p2p(ActionKind::send, pass, s, to, message_tag(l, s.micro_batch, vs, pass), prev);

@@ -123,10 +123,12 @@ std::string parts_name(PartSet s);
 // Action flags: the micro-batch chunk's activations are allocated when this action starts (its
 // first forward compute) or freed when it ends (its last backward compute, or under a split
 // backward its last weight_grad compute); a backward compute that leaves the weight gradients to
-// a weight_grad action (Pass above).
+// a weight_grad action (Pass above); under a split backward, the chunk's last backward compute,
+// from whose end the chunk holds only what its W reads.
 inline constexpr uint8_t kAllocatesActivations = 1;
 inline constexpr uint8_t kFreesActivations = 2;
 inline constexpr uint8_t kInputGradOnly = 4;
+inline constexpr uint8_t kKeepsWeightGradInputs = 8;
 
 // One action of a rank's program. Fields that do not apply to a kind keep their defaults.
 //   compute       : pass, micro_batch, chunk, layer_begin (layer_end = layer_begin + 1; the

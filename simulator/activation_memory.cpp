@@ -90,6 +90,26 @@ int64_t layer_backward_buffer_bytes(const Model& m, Dtype dtype, const RankShape
   return dtype_bytes(dtype) * (2 * r.region_tokens() * m.hidden + rows * fc1_width);
 }
 
+LayerTensors layer_weight_grad_tensors(const Model& m, Dtype dtype, const RankShape& r,
+                                       bool moe_layer) {
+  const int64_t e = dtype_bytes(dtype), t = r.tokens(), h = m.hidden;
+  const int64_t q = shard_size(m.num_heads, r.tp) * m.head_dim;
+  const int64_t kv = shard_size(m.num_kv_heads, r.tp) * m.head_dim;
+  LayerTensors out;
+  const auto linear = [&](int64_t rows, int64_t in, int64_t out_cols) {
+    out.add(e * rows * in);        // X
+    out.add(e * rows * out_cols);  // dY
+  };
+  linear(t, h, q + 2 * kv);  // QKV
+  linear(t, q, h);           // output projection
+  const int64_t rows = moe_layer ? t * m.moe.top_k : t;
+  const int64_t ffn = shard_size(moe_layer ? m.moe.expert_ffn_hidden : m.ffn_hidden, r.tp);
+  if (moe_layer) linear(t, h, m.moe.num_experts);  // router
+  linear(rows, h, m.activation == Activation::swiglu ? 2 * ffn : ffn);  // fc1 (gate and up)
+  linear(rows, ffn, h);                                                  // fc2
+  return out;
+}
+
 int64_t input_layer_activation_bytes(const Model& m, const RankShape& r,
                                      const ExecutionOptions& x) {
   return x.dropout ? kMaskBytes * r.region_tokens() * m.hidden : 0;

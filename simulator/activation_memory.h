@@ -49,6 +49,14 @@ int64_t layer_activation_bytes(const Model& m, Dtype dtype, const RankShape& r, 
 int64_t layer_backward_buffer_bytes(const Model& m, Dtype dtype, const RankShape& r,
                                     bool moe_layer);
 
+// What a layer holds between its B and its W under a split backward (Qi et al. 2024 §2: W
+// computes dW = Xᵀ·dY of each linear layer): each linear layer's input and output gradient for
+// every token of the micro-batch (gathered under sequence parallelism). B frees the rest of the
+// layer's activations (the attention probabilities, the activation's input, dropout masks, norm
+// inputs), as autograd frees a node's saved tensors once its input gradient is computed.
+LayerTensors layer_weight_grad_tensors(const Model& m, Dtype dtype, const RankShape& r,
+                                       bool moe_layer);
+
 // First stage: the embedding dropout mask (Korthikanti §4.3: sbhp/t over p in-flight
 // micro-batches).
 int64_t input_layer_activation_bytes(const Model& m, const RankShape& r, const ExecutionOptions& x);

@@ -57,9 +57,11 @@ class Replay {
       ++layers_per_chunk_[static_cast<size_t>(layer % l_.vpp)];
     const LayerTensors dense = layer_activation_tensors(m, t.dtype, shape_, false, l.recompute, x);
     const LayerTensors moe = layer_activation_tensors(m, t.dtype, shape_, true, l.recompute, x);
-    layer_ = s.moe_layers > s.dense_layers ? moe : dense;
-    whole_layer_ = layer_activation_bytes(m, t.dtype, shape_, s.moe_layers > s.dense_layers,
-                                          Recompute::none, x);
+    const bool moe_stage = s.moe_layers > s.dense_layers;
+    layer_ = moe_stage ? moe : dense;
+    whole_layer_ =
+        layer_activation_bytes(m, t.dtype, shape_, moe_stage, Recompute::none, x);
+    if (split_) weight_grad_ = layer_weight_grad_tensors(m, t.dtype, shape_, moe_stage);
   }
 
   AllocatorPeaks run() {
@@ -76,8 +78,9 @@ class Replay {
       for (const PipelineStep& p : pipeline_order(l_, s_.stage)) {
         if (p.pass == Pass::forward) forward(p);
         if (p.pass == Pass::backward) backward(p);
-        // Under a split backward the layers' inputs stay until their weight gradients.
-        if (p.pass == Pass::weight_grad || (p.pass == Pass::backward && !split_)) release(p);
+        if (p.pass == Pass::backward || p.pass == Pass::weight_grad) release(p);
+        // Under a split backward what the layers' W read stays until then.
+        if (p.pass == Pass::backward && split_) hold_for_weight_grad(p);
       }
       if (step == 0)
         for (int64_t b : state_blocks(r_.state.optimizer_moments / 2)) {
@@ -145,6 +148,13 @@ class Replay {
     }
   }
 
+  void hold_for_weight_grad(const PipelineStep& p) {
+    std::vector<Handle>& kept = kept_[key(p)];
+    for (int layer = 0; layer < layers_per_chunk_[static_cast<size_t>(p.chunk)]; ++layer)
+      for (int i = 0; i < weight_grad_.count; ++i)
+        kept.push_back(a_.allocate(weight_grad_.bytes[static_cast<size_t>(i)]));
+  }
+
   void release(const PipelineStep& p) {
     std::vector<Handle>& kept = kept_[key(p)];
     for (Handle h : kept) a_.release(h);
@@ -172,6 +182,7 @@ class Replay {
   double end_share_ = 0;
   std::vector<int> layers_per_chunk_;
   LayerTensors layer_;
+  LayerTensors weight_grad_;  // held from B to W (split backward)
   int64_t whole_layer_ = 0;
   CachingAllocator a_;
   std::vector<std::vector<Handle>> kept_ =

@@ -30,7 +30,8 @@ struct AllocatorPeaks {
 //     each layer's activation tensors (activation_memory.h) and makes the layer's output before
 //     the residual add for a moment; the last stage's loss makes the logits and the kernels'
 //     fp32 copies (loss_memory); a backward makes each layer's input and MLP gradients, re-forms
-//     a recomputed layer, and frees what the forward kept;
+//     a recomputed layer, and frees what the forward kept; under a split backward it then keeps
+//     what each layer's W reads (layer_weight_grad_tensors) until that W;
 //   the first optimizer step creates the Adam moments (PyTorch's optimizers create their state at
 //     the first step), two per layer and end.
 // Micro-batches past those the schedule's warm-up and one steady forward-backward pair need are

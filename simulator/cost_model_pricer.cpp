@@ -35,12 +35,17 @@ CostModelPricer::CostModelPricer(const Model& m, const Cluster& c, const Trainin
   const int stages = l.pp * l.vpp;
   for (int vs = 0; vs < stages; ++vs) {
     const LayerRange layers = virtual_stage_layers(m, l, vs);
-    int64_t bytes = 0;
-    for (int layer = layers.begin; layer < layers.end; ++layer)
+    int64_t bytes = 0, weight_grad = 0;
+    for (int layer = layers.begin; layer < layers.end; ++layer) {
       bytes += layer_activation_bytes(m, t.dtype, shape, m.is_moe_layer(layer), l.recompute, x);
+      if (splits_backward(l.schedule))
+        weight_grad +=
+            layer_weight_grad_tensors(m, t.dtype, shape, m.is_moe_layer(layer)).total();
+    }
     if (vs == 0) bytes += input_layer_activation_bytes(m, shape, x);
     if (vs == stages - 1) bytes += output_layer_activation_bytes(m, t.dtype, shape);
     chunk_activation_bytes_.push_back(bytes);
+    chunk_weight_grad_bytes_.push_back(weight_grad);
   }
 
   for (const Program& p : step.programs) {
@@ -100,6 +105,10 @@ double CostModelPricer::interference_share(const Program& p, const Action& a) co
 
 int64_t CostModelPricer::activation_bytes(const Program& p, int chunk) const {
   return chunk_activation_bytes_[static_cast<size_t>(virtual_stage(layout_, p.coord.pp, chunk))];
+}
+
+int64_t CostModelPricer::weight_grad_bytes(const Program& p, int chunk) const {
+  return chunk_weight_grad_bytes_[static_cast<size_t>(virtual_stage(layout_, p.coord.pp, chunk))];
 }
 
 }  // namespace shardplan

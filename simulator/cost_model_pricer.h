@@ -42,6 +42,7 @@ class CostModelPricer : public ActionPricer {
   // virtual stage) and the final norm's and head's inputs (last virtual stage): the per-micro-batch
   // terms of rank_memory's activations, recompute's working layer aside.
   int64_t activation_bytes(const Program& p, int chunk) const override;
+  int64_t weight_grad_bytes(const Program& p, int chunk) const override;
 
  private:
   static constexpr size_t kGroupCodes = kGroupNames.size() + 1;  // + the tied-embedding pair
@@ -62,6 +63,7 @@ class CostModelPricer : public ActionPricer {
   CollectiveOptions collective_options_;          // carries the calibrated profile, if any
   PartsCompute parts_;                            // every part's compute (simulator/action_cost.h)
   std::vector<int64_t> chunk_activation_bytes_;   // by virtual stage
+  std::vector<int64_t> chunk_weight_grad_bytes_;  // by virtual stage (split backward)
   std::unordered_map<int64_t, RankSpans> spans_;  // by rank
 };
 

@@ -336,6 +336,9 @@ class SlowedPricer : public ActionPricer {
   int64_t activation_bytes(const Program& p, int chunk) const override {
     return base_.activation_bytes(p, chunk);
   }
+  int64_t weight_grad_bytes(const Program& p, int chunk) const override {
+    return base_.weight_grad_bytes(p, chunk);
+  }
 
  private:
   const ActionPricer& base_;
@@ -379,8 +382,10 @@ SimResult simulate_once(const StepPrograms& step, const ActionPricer& pricer,
   r.critical_path = e.critical_path(r.critical_path_s);
   for (size_t i = 0; i < step.programs.size(); ++i) {
     const Program& p = step.programs[i];
-    r.ranks.push_back(rank_stats(p, r.timings[i], r.step_time_s,
-                                 [&](int chunk) { return pricer.activation_bytes(p, chunk); }));
+    r.ranks.push_back(rank_stats(
+        p, r.timings[i], r.step_time_s,
+        [&](int chunk) { return pricer.activation_bytes(p, chunk); },
+        [&](int chunk) { return pricer.weight_grad_bytes(p, chunk); }));
   }
   return r;
 }

@@ -29,6 +29,10 @@ struct ActionPricer {
   // Bytes one micro-batch's activations of `chunk` hold on p's rank from its forward to its
   // backward.
   virtual int64_t activation_bytes(const Program& p, int chunk) const = 0;
+  // Those of them a split backward keeps from the chunk's B to its W; all of them by default.
+  virtual int64_t weight_grad_bytes(const Program& p, int chunk) const {
+    return activation_bytes(p, chunk);
+  }
 };
 
 // One action on the critical path; `on_path_s` is the time it adds to the path (its duration, or

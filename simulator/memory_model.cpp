@@ -71,6 +71,7 @@ struct LayerActivations {
   int64_t dense = 0, moe = 0;                    // under the layout's recomputation
   int64_t dense_whole = 0, moe_whole = 0;        // without recomputation
   int64_t dense_backward = 0, moe_backward = 0;  // the gradients its backward holds
+  int64_t dense_weight_grad = 0, moe_weight_grad = 0;  // held from B to W (split backward)
 };
 
 LayerActivations layer_activations(const Model& m, const Training& t, const Layout& l,
@@ -83,10 +84,13 @@ LayerActivations layer_activations(const Model& m, const Training& t, const Layo
   a.dense = layer(false, l.recompute);
   a.dense_whole = layer(false, Recompute::none);
   a.dense_backward = layer_backward_buffer_bytes(m, t.dtype, shape, false);
+  const bool split = splits_backward(l.schedule);
+  if (split) a.dense_weight_grad = layer_weight_grad_tensors(m, t.dtype, shape, false).total();
   if (m.is_moe()) {  // a dense model's stages hold no MoE layer
     a.moe = layer(true, l.recompute);
     a.moe_whole = layer(true, Recompute::none);
     a.moe_backward = layer_backward_buffer_bytes(m, t.dtype, shape, true);
+    if (split) a.moe_weight_grad = layer_weight_grad_tensors(m, t.dtype, shape, true).total();
   }
   return a;
 }
@@ -106,6 +110,16 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
   // A rank holds vpp chunks of the stage's layers; `chunks` micro-batches of one chunk each (of
   // the chunks' mean size where an uneven split gives them different layers).
   r.layer_activations_bytes = chunks * stage_layers_bytes / l.vpp;
+  if (splits_backward(l.schedule)) {
+    // Some of them have run their B and hold only what their W reads.
+    const int64_t waiting = s.dense_layers * layer.dense_weight_grad +
+                            s.moe_layers * layer.moe_weight_grad;
+    r.layer_activations_bytes = 0;
+    for (const HeldMicrobatches& h : split_backward_peaks(l, s.stage))
+      r.layer_activations_bytes =
+          std::max(r.layer_activations_bytes,
+                   h.whole * stage_layers_bytes + h.waiting_weight_grad * waiting);
+  }
   if (s.first)
     r.embedding_activations_bytes = chunks * input_layer_activation_bytes(m, shape, x) / l.vpp;
   if (l.recompute != Recompute::none) {
@@ -276,7 +290,9 @@ WorstStageMemory worst_stage_memory(const Model& m, const Training& t, const Lay
     // A stage with the layers and model state of the one before it and no more micro-batches in
     // flight needs no item more (every item but the activations depends on those alone), so it
     // cannot be the worst: the first of equal peaks is.
-    if (i > 0 && same_items(stages[i], stages[i - 1]) &&
+    // (Under a split backward later stages hold fewer micro-batches whole and more waiting for
+    // their W, which may hold more: each is priced.)
+    if (i > 0 && same_items(stages[i], stages[i - 1]) && !splits_backward(l.schedule) &&
         inflight_chunk_microbatches(l, stage) <= inflight_chunk_microbatches(l, stage - 1))
       continue;
     RankMemory r = rank_memory_of(m, t, l, stages[i].layers, d, x, stages[i].state, layer);

@@ -23,6 +23,16 @@ int64_t inflight_chunk_microbatches(const Layout& l, int stage) {
   return std::min<int64_t>(l.pp - stage, m);
 }
 
+std::array<HeldMicrobatches, 2> split_backward_peaks(const Layout& l, int stage) {
+  assert(stage >= 0 && stage < l.pp);
+  const int64_t m = l.num_microbatches;
+  const int64_t warmup = std::min<int64_t>(l.pp - stage - 1, m);
+  const int64_t pairs = std::min<int64_t>(stage, m - warmup);  // F-B pairs whose W wait
+  if (m > warmup + pairs) return {{{warmup + 1, pairs}, {warmup, pairs + 1}}};
+  if (pairs > 0) return {{{warmup + 1, pairs - 1}, {warmup, pairs}}};
+  return {{{warmup, 0}, {warmup, 0}}};
+}
+
 double pipeline_time_s(const Layout& l, std::span<const double> stage_time_s,
                        const SplitPasses& split) {
   assert(stage_time_s.size() == static_cast<size_t>(l.pp));

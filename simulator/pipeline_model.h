@@ -2,6 +2,7 @@
 // peak, and how long a step of m micro-batches takes through p stages (the bubble).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 
@@ -19,8 +20,19 @@ namespace shardplan {
 //     p·v + p − 1 chunks, i.e. p·(1 + (p − 1)/(p·v)) stages' worth (Korthikanti et al. 2022
 //     §4.2.3).
 //   ZB-H1: min(p, m) on every stage, counted until the micro-batch's W (Qi et al. 2024 §3.1: the
-//     peak of 1F1B's first stage, p·M_B, on all of them).
+//     peak of 1F1B's first stage, p·M_B, on all of them); those past their B hold only what their
+//     W reads (split_backward_peaks below).
 int64_t inflight_chunk_microbatches(const Layout& l, int stage);
+
+// ZB-H1: the two moments that can make stage `stage`'s peak, as micro-batches held whole (run
+// forward, their B not yet) and micro-batches waiting for their W (B run: only W's inputs left):
+// the steady state's first forward and the B after it (or, with too few micro-batches for a
+// steady state, the last F-B pair's), core/schedule.h's order counted. Their sum is
+// inflight_chunk_microbatches at the first moment.
+struct HeldMicrobatches {
+  int64_t whole = 0, waiting_weight_grad = 0;
+};
+std::array<HeldMicrobatches, 2> split_backward_peaks(const Layout& l, int stage);
 
 // Whether every forward runs before any backward: GPipe, and Megatron-LM's interleaved schedule
 // when num_microbatches == pp. The last stage then holds all m micro-batches' head inputs and

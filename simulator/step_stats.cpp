@@ -40,7 +40,8 @@ double uncovered(const std::vector<Interval>& a, const std::vector<Interval>& b)
 }
 
 void peak_activations(const Program& p, const std::vector<ActionTiming>& timings,
-                      const std::function<int64_t(int)>& activation_bytes, RankStats& s) {
+                      const std::function<int64_t(int)>& activation_bytes,
+                      const std::function<int64_t(int)>& weight_grad_bytes, RankStats& s) {
   struct Change {
     double time_s;
     int chunks;
@@ -52,8 +53,14 @@ void peak_activations(const Program& p, const std::vector<ActionTiming>& timings
     const Action& a = p.actions[i];
     if (a.flags & kAllocatesActivations)
       changes.push_back({timings[i].start_s, 1, activation_bytes(a.chunk), &a});
+    if (a.flags & kKeepsWeightGradInputs)
+      changes.push_back({timings[i].end_s, 0,
+                         weight_grad_bytes(a.chunk) - activation_bytes(a.chunk), &a});
     if (a.flags & kFreesActivations)
-      changes.push_back({timings[i].end_s, -1, -activation_bytes(a.chunk), &a});
+      changes.push_back({timings[i].end_s, -1,
+                         -(a.pass == Pass::weight_grad ? weight_grad_bytes(a.chunk)
+                                                                   : activation_bytes(a.chunk)),
+                         &a});
   }
   // At equal times frees come first: a backward's activations are gone before the next forward's.
   std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
@@ -78,7 +85,8 @@ void peak_activations(const Program& p, const std::vector<ActionTiming>& timings
 }  // namespace
 
 RankStats rank_stats(const Program& p, const std::vector<ActionTiming>& timings, double step_time_s,
-                     const std::function<int64_t(int chunk)>& activation_bytes) {
+                     const std::function<int64_t(int chunk)>& activation_bytes,
+                     const std::function<int64_t(int chunk)>& weight_grad_bytes) {
   assert(timings.size() == p.actions.size());
   RankStats s;
   s.rank = p.rank;
@@ -95,7 +103,7 @@ RankStats rank_stats(const Program& p, const std::vector<ActionTiming>& timings,
   s.idle_s = step_time_s - s.busy_s;
   s.exposed_comm_s = uncovered(merged(std::move(comm)), compute);
   s.bubble_s = s.idle_s - s.exposed_comm_s;
-  peak_activations(p, timings, activation_bytes, s);
+  peak_activations(p, timings, activation_bytes, weight_grad_bytes, s);
   return s;
 }
 

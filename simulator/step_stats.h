@@ -38,8 +38,10 @@ struct RankStats {
 
 // A micro-batch chunk's activations are alive from the start of its action flagged
 // kAllocatesActivations to the end of the one flagged kFreesActivations; `activation_bytes(chunk)`
-// gives their size.
+// gives their size, `weight_grad_bytes(chunk)` what is left of them from the end of an action
+// flagged kKeepsWeightGradInputs (a split backward's B).
 RankStats rank_stats(const Program& p, const std::vector<ActionTiming>& timings, double step_time_s,
-                     const std::function<int64_t(int chunk)>& activation_bytes);
+                     const std::function<int64_t(int chunk)>& activation_bytes,
+                     const std::function<int64_t(int chunk)>& weight_grad_bytes);
 
 }  // namespace shardplan

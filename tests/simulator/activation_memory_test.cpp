@@ -166,3 +166,20 @@ TEST_CASE("micro-batches in flight per schedule", "[memory][pipeline]") {
   CHECK(inflight_chunk_microbatches(l, 0) == 8);
   CHECK(inflight_chunk_microbatches(l, 3) == 8);
 }
+
+TEST_CASE("a split backward's layer holds each linear's input and output gradient until its W",
+          "[memory][activations]") {
+  // GPT-3 175B layer (MHA, h = 12288, ffn = 4h, GeLU), bf16: QKV 2sbh in + 6sbh out, projection
+  // 2sbh + 2sbh, fc1 2sbh + 8sbh, fc2 8sbh + 2sbh = 32·sbh without tp, against the 34·sbh (plus
+  // the s² terms) the layer keeps from its forward; under tp = 8 each output or input that tp
+  // splits is an eighth, and under SP the inputs and gradients W reads are gathered (all tokens).
+  const Model m = test::preset_model("gpt3-175b");
+  const auto bytes = [&](int tp, bool sp) {
+    return layer_weight_grad_tensors(m, Dtype::bf16, RankShape{2048, 2048, 1, tp, sp}, false)
+        .total();
+  };
+  CHECK(bytes(1, false) == 32 * kSbh);
+  // tp = 8: QKV 2 + 6/8, projection 2/8 + 2, fc1 2 + 8/8, fc2 8/8 + 2 = 11·sbh.
+  CHECK(bytes(8, false) == 11 * kSbh);
+  CHECK(bytes(8, true) == bytes(8, false));
+}

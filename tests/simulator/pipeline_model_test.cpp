@@ -45,3 +45,28 @@ TEST_CASE("pipeline time and bubble in closed form", "[pipeline]") {
   CHECK(pipeline_time_s(l, one) == Approx(16.0));
   CHECK(bubble_fraction(l, one) == Approx(0.0).margin(1e-15));
 }
+
+TEST_CASE("ZB-H1's peaks: micro-batches held whole and waiting for their W", "[pipeline]") {
+  // core/schedule.h's order, pp = 4: stage s runs pp − s − 1 forwards, then s F-B pairs whose W
+  // wait, then F-B-W. m = 8: the first steady forward holds pp − s whole and s waiting, the B
+  // after it one fewer whole and one more waiting.
+  Layout l;
+  l.pp = 4;
+  l.num_microbatches = 8;
+  l.schedule = Schedule::zb_h1;
+  const auto peaks = [&](int stage) { return split_backward_peaks(l, stage); };
+  CHECK(peaks(0)[0].whole == 4);
+  CHECK(peaks(0)[0].waiting_weight_grad == 0);
+  CHECK(peaks(3)[0].whole == 1);
+  CHECK(peaks(3)[0].waiting_weight_grad == 3);
+  CHECK(peaks(3)[1].whole == 0);
+  CHECK(peaks(3)[1].waiting_weight_grad == 4);
+  // m = 2 < pp: stage 3 runs F B F B and its W after (at the second F one whole, one waiting);
+  // stage 0 two forwards, then B W B W.
+  l.num_microbatches = 2;
+  CHECK(peaks(3)[0].whole == 1);
+  CHECK(peaks(3)[0].waiting_weight_grad == 1);
+  CHECK(peaks(3)[1].waiting_weight_grad == 2);
+  CHECK(peaks(0)[0].whole == 2);
+  CHECK(peaks(0)[0].waiting_weight_grad == 0);
+}
