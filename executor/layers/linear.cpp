@@ -44,7 +44,10 @@ void weight_grad(Kernels<T>& dev, const char* name, const T* x, const T* dy, int
 template <class T>
 Buffer<T> DeferredWeightGrads<T>::take(Kernels<T>& dev, Buffer<T>* owner, const T* data,
                                        int64_t count, const char* what) {
-  if (owner != nullptr && owner->data() == data && owner->size() == count) return std::move(*owner);
+  if (owner != nullptr && owner->data() == data && owner->size() == count) {
+    alloc_->recharge(*owner, MemoryCategory::activations);
+    return std::move(*owner);
+  }
   Buffer<T> copy = alloc_->allocate_for_overwrite<T>(MemoryCategory::activations, count, what);
   dev.copy(copy.data(), data, count);
   return copy;

@@ -76,13 +76,24 @@ void* TensorAllocator::allocate_bytes(MemoryCategory category, int64_t bytes,
   if (fill != Fill::none) source_->fill(p, rounded, fill == Fill::zeros ? 0x00 : 0xff);
 
   current_[category] += bytes;
+  note_peaks(category);
+  return p;
+}
+
+void TensorAllocator::note_peaks(MemoryCategory category) {
   if (current_[category] > peak_by_category_[category])
     peak_by_category_[category] = current_[category];
   if (current_.total() > peak_total_) {
     peak_total_ = current_.total();
     at_peak_ = current_;
   }
-  return p;
+}
+
+void TensorAllocator::move_charge(MemoryCategory from, MemoryCategory to, int64_t bytes) {
+  assert(current_[from] >= bytes);
+  current_[from] -= bytes;
+  current_[to] += bytes;
+  note_peaks(to);
 }
 
 void TensorAllocator::release(void* p, MemoryCategory category, int64_t bytes) {

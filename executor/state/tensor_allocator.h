@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -156,6 +157,14 @@ class TensorAllocator {
   const MemoryBytes& at_peak() const { return at_peak_; }
   // Starts the peaks afresh from what is in use now (e.g. after the first, warm-up step).
   void reset_peaks();
+  // Charges `b`'s bytes to `category` from now on: a tensor kept for a use other than the one it
+  // was made for (a split backward's W keeps a layer's gradient buffers as activations).
+  template <class T>
+  void recharge(Buffer<T>& b, MemoryCategory category) {
+    assert(b.owner_ == this);
+    move_charge(b.category_, category, b.bytes());
+    b.category_ = category;
+  }
   // Bytes held in freed blocks kept for reuse (not in use by any buffer, so in no category).
   int64_t cached_bytes() const { return cached_bytes_; }
 
@@ -176,6 +185,8 @@ class TensorAllocator {
   }
   void* allocate_bytes(MemoryCategory category, int64_t bytes, std::string_view what, Fill fill);
   void release(void* p, MemoryCategory category, int64_t bytes);
+  void move_charge(MemoryCategory from, MemoryCategory to, int64_t bytes);
+  void note_peaks(MemoryCategory category);
   void free_cache();
 
   std::string owner_;

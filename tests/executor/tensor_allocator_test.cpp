@@ -103,3 +103,18 @@ TEST_CASE("allocator: exceeding the capacity names rank, category, size and use"
   }
   CHECK(alloc.current().total() == 800);
 }
+
+TEST_CASE("allocator: a recharged buffer counts in its new category, and frees from it",
+          "[executor]") {
+  TensorAllocator a;
+  {
+    Buffer<float> b = a.allocate<float>(MemoryCategory::buffers, 100, "output gradient");
+    a.recharge(b, MemoryCategory::activations);
+    CHECK(a.current()[MemoryCategory::buffers] == 0);
+    CHECK(a.current()[MemoryCategory::activations] == 400);
+    CHECK(a.peak_by_category()[MemoryCategory::activations] == 400);
+    CHECK(a.peak_bytes() == 400);
+  }
+  CHECK(a.current()[MemoryCategory::activations] == 0);
+  CHECK(a.current().total() == 0);
+}
