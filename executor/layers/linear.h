@@ -12,8 +12,8 @@
 namespace shardplan {
 
 // Weight gradients a split backward leaves for its W pass (Qi et al. 2024 §2): each linear
-// layer's dw += dyᵀ·x, holding x and dy from B until W. A caller that owns the buffer an operand
-// lies in hands it over (Deferral); other operands are copied (charged as activations).
+// layer's dw += dyᵀ·x, holding x and dy from B until W, charged as activations. A caller that owns
+// the buffer an operand lies in hands it over (Deferral); other operands are copied.
 template <class T>
 class DeferredWeightGrads {
  public:
@@ -21,7 +21,7 @@ class DeferredWeightGrads {
   // `x_owner` / `dy_owner`: the buffers x and dy lie in, taken when they are exactly them.
   void keep(Kernels<T>& dev, const char* name, Buffer<T>* x_owner, const T* x, Buffer<T>* dy_owner,
             const T* dy, int64_t n, int64_t in, int64_t out, T* dw);
-  // Every kept gradient, in the order kept; frees the copies.
+  // Every kept gradient, in the order kept; frees the operands held for them.
   void run(Kernels<T>& dev, MatmulStats* stats);
   bool empty() const { return jobs_.empty(); }
 
