@@ -33,6 +33,15 @@ struct PassEmitter {
   std::map<std::pair<int, int>, uint32_t> loss_end;
   std::vector<int> weight_grads_done = std::vector<int>(chunks.size(), 0);  // per chunk
   uint32_t latest_compute = sd::kNone;
+  // Per chunk: whether its layers have W actions (split backward), so that its gradients are
+  // whole, and its activations gone, only after its W (weight_grad below).
+  std::vector<bool> defers = [&] {
+    std::vector<bool> out;
+    for (const sd::Chunk& c : chunks)
+      out.push_back(std::any_of(c.units.begin(), c.units.end(),
+                                [](const sd::Unit& u) { return !u.weight_grad.empty(); }));
+    return out;
+  }();
 
   uint32_t p2p(ActionKind kind, Pass pass, const PipelineStep& s, int peer_stage, int64_t tag,
                uint32_t dep) {
@@ -47,11 +56,6 @@ struct PassEmitter {
     return sd::emit(p, a, {dep});
   }
 
-  static bool has_weight_grads(const sd::Chunk& c) {
-    return std::any_of(c.units.begin(), c.units.end(),
-                       [](const sd::Unit& u) { return !u.weight_grad.empty(); });
-  }
-
   // recv from the previous stage (forward) or the next (backward), the chunk's units, send on.
   void pass(const PipelineStep& s) {
     if (s.pass == Pass::weight_grad) return weight_grad(s);
@@ -60,8 +64,7 @@ struct PassEmitter {
     const int last_stage = l.pp * l.vpp - 1;
     const Pass pass = s.pass;
     const bool forward = s.forward();
-    // Under a split backward a chunk's gradients are whole after its W (weight_grad below).
-    const bool deferred = !forward && has_weight_grads(c);
+    const bool deferred = !forward && defers[static_cast<size_t>(c.chunk)];
     const int from = forward ? vs - 1 : vs + 1;
     const int to = forward ? vs + 1 : vs - 1;
     uint32_t prev = sd::kNone;

@@ -7,6 +7,13 @@
 
 namespace shardplan {
 
+void add_compute(MicrobatchCompute& dst, const MicrobatchCompute& src, double times) {
+  add_pass(dst.forward, src.forward, times);
+  add_pass(dst.backward, src.backward, times);
+  add_pass(dst.weight_grad, src.weight_grad, times);
+  add_pass(dst.recompute, src.recompute, times);
+}
+
 void add_pass(PassCost& dst, const PassCost& src, double times) {
   for (size_t k = 0; k < src.kinds.size(); ++k) {
     dst.kinds[k].flops += times * src.kinds[k].flops;
@@ -153,18 +160,20 @@ struct PassBuilder {
     return t;
   }
 
+  // Adds `kernels` kernels of kind k, with their work and time, to pass p of the current part.
+  void accumulate(PassCost& p, OpKind k, double flops, double bytes, double time_s,
+                  double kernels) const {
+    KindCost& kc = p[k];
+    kc.flops += flops, kc.bytes += bytes, kc.time_s += time_s, kc.kernels += kernels;
+    p.issue_s += kernels * host_s_per_kernel;
+  }
+
   void add(OpKind k, double flops_fwd, double flops_bwd, double bytes_fwd, double bytes_bwd,
            double time_fwd, double time_bwd, bool recomputed, Launches launches = {}) {
     MicrobatchCompute& c = out[part];
-    const auto accumulate = [&](PassCost& p, double flops, double bytes, double time_s,
-                                double kernels) {
-      KindCost& kc = p[k];
-      kc.flops += flops, kc.bytes += bytes, kc.time_s += time_s, kc.kernels += kernels;
-      p.issue_s += kernels * host_s_per_kernel;
-    };
-    accumulate(c.forward, flops_fwd, bytes_fwd, time_fwd, launches.forward);
-    accumulate(c.backward, flops_bwd, bytes_bwd, time_bwd, launches.backward);
-    if (recomputed) accumulate(c.recompute, flops_fwd, bytes_fwd, time_fwd, launches.forward);
+    accumulate(c.forward, k, flops_fwd, bytes_fwd, time_fwd, launches.forward);
+    accumulate(c.backward, k, flops_bwd, bytes_bwd, time_bwd, launches.backward);
+    if (recomputed) accumulate(c.recompute, k, flops_fwd, bytes_fwd, time_fwd, launches.forward);
   }
 
   // `count` GEMMs Y = X·W of (m×k)·(k×n). Backward: dX = dY·Wᵀ, (m×n)·(n×k), and, as the
@@ -174,10 +183,8 @@ struct PassBuilder {
     const double forward = timed_gemm(Pass::forward, recomputed, m, k, n, count);
     const double backward = timed_gemm(Pass::backward, false, m, n, k, count);
     add(OpKind::matmul, flops, flops, 0, 0, forward, backward, recomputed, {1, 1});
-    const double weight_grad = timed_gemm(Pass::weight_grad, false, k, m, n, count);
-    KindCost& w = out[part].weight_grad[OpKind::matmul];
-    w.flops += flops, w.time_s += weight_grad, w.kernels += 1;
-    out[part].weight_grad.issue_s += host_s_per_kernel;
+    accumulate(out[part].weight_grad, OpKind::matmul, flops, 0,
+               timed_gemm(Pass::weight_grad, false, k, m, n, count), 1);
   }
 
   void flash_attention(AttentionKernel kernel, double flops_fwd, bool recomputed) {
@@ -338,13 +345,6 @@ void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r
   add_residual(b, edges, full);
 }
 
-void add_to(MicrobatchCompute& dst, const MicrobatchCompute& src, double times) {
-  add_pass(dst.forward, src.forward, times);
-  add_pass(dst.backward, src.backward, times);
-  add_pass(dst.weight_grad, src.weight_grad, times);
-  add_pass(dst.recompute, src.recompute, times);
-}
-
 }  // namespace
 
 PartsCompute layer_compute(const Model& m, const Training& t, const Layout& l, bool moe_layer,
@@ -394,13 +394,13 @@ MicrobatchCompute microbatch_compute(const Model& m, const Training& t, const La
        {std::pair{false, s.dense_layers}, std::pair{true, s.moe_layers}}) {
     if (count == 0) continue;
     for (const MicrobatchCompute& part : layer_compute(m, t, l, moe, rates, x).parts)
-      add_to(out, part, count);
+      add_compute(out, part, count);
   }
   if (s.first || s.last) {
     const PartsCompute ends = ends_compute(m, t, l, rates, x);
-    if (s.first) add_to(out, ends[Part::embedding], 1);
+    if (s.first) add_compute(out, ends[Part::embedding], 1);
     if (s.last)
-      for (Part p : {Part::head_norm, Part::head}) add_to(out, ends[p], 1);
+      for (Part p : {Part::head_norm, Part::head}) add_compute(out, ends[p], 1);
   }
   return out;
 }

@@ -67,6 +67,9 @@ struct MicrobatchCompute {
   }
 };
 
+// dst += times × src, pass by pass.
+void add_compute(MicrobatchCompute& dst, const MicrobatchCompute& src, double times);
+
 MicrobatchCompute microbatch_compute(const Model& m, const Training& t, const Layout& l,
                                      const StageLayers& s, const DeviceRates& r,
                                      const ExecutionOptions& x);

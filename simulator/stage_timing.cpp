@@ -164,12 +164,8 @@ void price_into(const StageContext& ctx, int64_t rank, SpanCache& spans,
   for (const FoldedAction& f : folded) {
     const Action& a = f.action;
     if (a.kind == ActionKind::compute) {
-      const MicrobatchCompute c = compute_action_cost(ctx.parts, a, l.recompute);
-      const double times = static_cast<double>(f.per_microbatch);
-      add_pass(p.compute.forward, c.forward, times);
-      add_pass(p.compute.backward, c.backward, times);
-      add_pass(p.compute.weight_grad, c.weight_grad, times);
-      add_pass(p.compute.recompute, c.recompute, times);
+      add_compute(p.compute, compute_action_cost(ctx.parts, a, l.recompute),
+                  static_cast<double>(f.per_microbatch));
       continue;
     }
     if (a.kind == ActionKind::optimizer_step) {
@@ -319,10 +315,7 @@ const PricedActions& cached(EstimateCache::State::Table& table, const Layout& ke
 
 // Adds one priced half of a stage's folded program to the other.
 void add_priced(PricedActions& to, const PricedActions& from) {
-  add_pass(to.compute.forward, from.compute.forward, 1);
-  add_pass(to.compute.backward, from.compute.backward, 1);
-  add_pass(to.compute.weight_grad, from.compute.weight_grad, 1);
-  add_pass(to.compute.recompute, from.compute.recompute, 1);
+  add_compute(to.compute, from.compute, 1);
   for (size_t w = 0; w < kWindows; ++w)
     for (size_t stream = 0; stream < kNumStreams; ++stream)
       for (auto [t, f] :
