@@ -1,7 +1,8 @@
 // Work split over one worker per core, each on its own part, joined before the caller goes on:
-// the planner's enumeration and search, validate's rows.
+// the planner's enumeration, search and full estimates of what it kept, validate's rows.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <exception>
@@ -34,6 +35,19 @@ void run_threads(size_t n, Work work, Meanwhile meanwhile) {
   meanwhile([&running] { return running.load() > 0; });
   for (std::thread& w : workers) w.join();
   if (failure) std::rethrow_exception(failure);
+}
+
+// Runs work(0), …, work(n − 1) on up to `threads` threads, each taking the next index in turn
+// (so that items of uneven cost spread evenly). Rethrows as run_threads does.
+template <class Work>
+void parallel_for(size_t n, size_t threads, Work work) {
+  std::atomic<size_t> next{0};
+  run_threads(
+      std::clamp<size_t>(threads, 1, std::max<size_t>(n, 1)),
+      [&](size_t) {
+        for (size_t i = next++; i < n; i = next++) work(i);
+      },
+      [](const auto&) {});
 }
 
 }  // namespace shardplan

@@ -1,7 +1,6 @@
 #include "planner/enumerate.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cassert>
 #include <iterator>
 #include <numeric>
@@ -48,17 +47,11 @@ class Enumerator {
   Candidates run(int threads) {
     const std::vector<Layout> shapes = all_shapes();
     std::vector<Candidates> parts(shapes.size());
-    std::atomic<size_t> next{0};
-    run_threads(
-        static_cast<size_t>(std::clamp<int64_t>(threads, 1, std::ssize(shapes))),
-        [&](size_t) {
-          for (size_t i = next++; i < shapes.size(); i = next++) {
-            Enumerator e(model_, cluster_, training_, fixed_, runs_on_);
-            e.shape(shapes[i]);
-            parts[i] = std::move(e.out_);
-          }
-        },
-        [](const auto&) {});
+    parallel_for(shapes.size(), static_cast<size_t>(std::max(threads, 1)), [&](size_t i) {
+      Enumerator e(model_, cluster_, training_, fixed_, runs_on_);
+      e.shape(shapes[i]);
+      parts[i] = std::move(e.out_);
+    });
     join(parts);
     return std::move(out_);
   }

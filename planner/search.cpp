@@ -9,6 +9,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <span>
 #include <thread>
 
 #include "core/error.h"
@@ -146,7 +147,7 @@ double overflow_ratio(const RankMemory& r) {
 RankMemory pruning_memory(const Model& m, const Cluster& c, const Training& t, const Layout& l,
                           const ExecutionOptions& x, StageStateCache* cache = nullptr) {
   std::vector<RankMemory> worst{worst_stage_memory(m, t, l, c.device, x, cache).memory};
-  add_runtime_memory(worst, c, l);
+  add_runtime_memory(worst, c, l, cache);
   return worst.front();
 }
 
@@ -306,26 +307,37 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
   r.fitting = all.fitting;
   r.bounded = all.bounded;
   r.timed = all.fitting - all.bounded;
-  const auto ranked = [&](const Key& k) {
-    const Layout& l = layouts[static_cast<size_t>(k.index)];
-    return Ranked{l, estimate(model, cluster, training, l, options.execution), k.objective,
-                  k.index};
+  // Each key's layout estimated in full, over the threads.
+  const auto ranked = [&](std::span<const Key> keys) {
+    std::vector<Ranked> out(keys.size());
+    parallel_for(keys.size(), threads, [&](size_t i) {
+      const Layout& l = layouts[static_cast<size_t>(keys[i].index)];
+      out[i] = {l, estimate(model, cluster, training, l, options.execution), keys[i].objective,
+                keys[i].index};
+    });
+    return out;
   };
   // Kept on the tensors' peak; the full estimate adds the allocator's reserve (replayed for these
-  // alone: about a millisecond a layout), over which a layout at the edge no longer fits.
-  for (const Key& k : all.top) {
-    if (r.top.size() == static_cast<size_t>(options.top_k)) break;
-    Ranked kept = ranked(k);
-    if (kept.estimate.fits) {
-      r.top.push_back(std::move(kept));
-    } else {
-      ++r.pruned_for_memory;
-      --r.fitting;
-      --r.timed;
+  // alone: about a millisecond a layout), over which a layout at the edge no longer fits. As many
+  // as the top still lacks are estimated at a time.
+  const size_t top_k = static_cast<size_t>(options.top_k);
+  for (size_t next = 0; r.top.size() < top_k && next < all.top.size();) {
+    const size_t n = std::min(top_k - r.top.size(), all.top.size() - next);
+    for (Ranked& kept : ranked(std::span(all.top).subspan(next, n))) {
+      if (kept.estimate.fits) {
+        r.top.push_back(std::move(kept));
+      } else {
+        ++r.pruned_for_memory;
+        --r.fitting;
+        --r.timed;
+      }
     }
+    next += n;
   }
   if (!r.top.empty()) {
     const Layout& best = r.top.front().layout;
+    std::vector<Alternative> candidates;
+    std::vector<Key> keys;
     for (size_t a = 0; a < kAxisCount; ++a) {
       const std::map<int, Key>& by_value = all.best_by_axis[a];
       const auto own = by_value.find(kAxes[a].value(best));  // the winner fits, so it is there
@@ -333,11 +345,16 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
         if (it == own) continue;
         const bool adjacent =
             std::next(it) == own || (own != by_value.begin() && std::prev(own) == it);
-        Ranked alternative = ranked(it->second);
-        if (alternative.estimate.fits)
-          r.alternatives.push_back({kAxes[a].name, it->first, adjacent, std::move(alternative)});
+        candidates.push_back({kAxes[a].name, it->first, adjacent, {}});
+        keys.push_back(it->second);
       }
     }
+    std::vector<Ranked> estimated = ranked(keys);
+    for (size_t i = 0; i < candidates.size(); ++i)
+      if (estimated[i].estimate.fits) {
+        candidates[i].best = std::move(estimated[i]);
+        r.alternatives.push_back(std::move(candidates[i]));
+      }
   }
   for (const MissKey& k : options.keep_pruned ? all.all_misses : all.closest) {
     const Layout& l = layouts[static_cast<size_t>(k.index)];

@@ -67,8 +67,9 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
   e.best_published_mfu = c.device.best_published_mfu;
   e.options = x;
 
-  e.stages = stage_memories(m, t, l, c.device, x, cache ? &cache->stage_states() : nullptr);
-  add_runtime_memory(e.stages, c, l);
+  StageStateCache* states = cache ? &cache->stage_states() : nullptr;
+  e.stages = stage_memories(m, t, l, c.device, x, states);
+  add_runtime_memory(e.stages, c, l, states);
   if (x.caching_allocator && (!cache || cache->replay_allocator))
     add_allocator_cache(e.stages, m, t, l, x);
   pick_worst_memory(e, l);

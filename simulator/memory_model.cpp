@@ -196,14 +196,25 @@ std::vector<StageState> stage_states(const Model& m, const Training& t, const La
   return out;
 }
 
+void StageStateCache::select_shape(const Layout& l) {
+  const std::array<int, 5> shape{l.dp, l.tp, l.pp, l.cp, l.ep};
+  if (shape == shape_ && l.rank_order == rank_order_) return;
+  shape_ = shape;
+  rank_order_ = l.rank_order;
+  entries_.clear();
+  runtime_.assign(static_cast<size_t>(l.pp), std::nullopt);
+}
+
+const RuntimeMemory& StageStateCache::runtime(const Cluster& c, const Layout& l, int stage) {
+  select_shape(l);
+  std::optional<RuntimeMemory>& r = runtime_[static_cast<size_t>(stage)];
+  if (!r) r = runtime_memory(c, l, stage);
+  return *r;
+}
+
 const std::vector<StageState>& StageStateCache::stages(const Model& m, const Training& t,
                                                        const Layout& l) {
-  const std::array<int, 5> shape{l.dp, l.tp, l.pp, l.cp, l.ep};
-  if (shape != shape_) {
-    // The enumeration runs one shape at a time: another shape's entries will not serve again.
-    shape_ = shape;
-    entries_.clear();
-  }
+  select_shape(l);
   for (const Entry& e : entries_)
     if (e.vpp == l.vpp && e.zero == l.zero && e.split == l.stages) return e.stages;
   return entries_.emplace_back(Entry{l.vpp, l.zero, l.stages, stage_states(m, t, l)}).stages;
@@ -231,9 +242,10 @@ std::array<MemoryItem, 19> memory_items(const RankMemory& r) {
            {"allocator_cache", r.allocator_cache_bytes}}};
 }
 
-void add_runtime_memory(std::vector<RankMemory>& stages, const Cluster& c, const Layout& l) {
+void add_runtime_memory(std::vector<RankMemory>& stages, const Cluster& c, const Layout& l,
+                        StageStateCache* cache) {
   for (RankMemory& r : stages) {
-    r.runtime = runtime_memory(c, l, r.stage);
+    r.runtime = cache ? cache->runtime(c, l, r.stage) : runtime_memory(c, l, r.stage);
     r.runtime_reserved_bytes = r.runtime.total();
   }
 }

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -100,21 +101,27 @@ struct StageState {
 };
 std::vector<StageState> stage_states(const Model& m, const Training& t, const Layout& l);
 
-// What worst_stage_memory carries from one layout to the next: stage_states, sized once for all
-// the layouts the planner's inner loops run over one shape. A cache serves one model and training;
-// the planner keeps one per thread.
+// What worst_stage_memory carries from one layout to the next: stage_states and each stage's
+// runtime_memory, sized once for all the layouts the planner's inner loops run over one shape. A
+// cache serves one model, training and cluster; the planner keeps one per thread.
 class StageStateCache {
  public:
   const std::vector<StageState>& stages(const Model& m, const Training& t, const Layout& l);
+  const RuntimeMemory& runtime(const Cluster& c, const Layout& l, int stage);
 
  private:
+  // Forgets what another shape sized: the enumeration runs one shape at a time.
+  void select_shape(const Layout& l);
+
   struct Entry {
     int vpp = 1, zero = 0;
     std::vector<int> split;  // Layout::stages: the layers of each virtual stage
     std::vector<StageState> stages;
   };
   std::array<int, 5> shape_{};  // dp, tp, pp, cp, ep
+  std::string rank_order_;      // with the shape, where the groups' ranks sit
   std::vector<Entry> entries_;  // of that shape
+  std::vector<std::optional<RuntimeMemory>> runtime_;  // by stage
 };
 
 // Every stage's memory, first to last, their layers and model state from `cache` when given.
@@ -143,7 +150,8 @@ std::array<MemoryItem, 19> memory_items(const RankMemory& r);
 
 // Sets every stage's runtime memory (stages[i] is stage i) to runtime_memory's: its NCCL
 // communicators and cuBLAS workspaces beside the context.
-void add_runtime_memory(std::vector<RankMemory>& stages, const Cluster& c, const Layout& l);
+void add_runtime_memory(std::vector<RankMemory>& stages, const Cluster& c, const Layout& l,
+                        StageStateCache* cache = nullptr);
 
 // The first item that does not fit into what the items before it left free.
 struct MemoryOverflow {

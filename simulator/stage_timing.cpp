@@ -1,6 +1,7 @@
 #include "simulator/stage_timing.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 
 #include "core/error.h"
@@ -283,6 +284,14 @@ struct EstimateCache::State {
     bool complete = true;  // of every stage; otherwise of those its `enough` needed
   };
   std::vector<Bound> bounds;  // step_time_lower_bound's
+  // model_parts_compute's, by what it reads of the layout (rank_shape's fields, ep, recompute):
+  // the enumeration's inner loops over ZeRO stages, splits and schedules reuse one.
+  struct Parts {
+    std::array<int, 5> key{};  // tp, cp, ep, micro_batch, sequence_parallel
+    Recompute recompute = Recompute::none;
+    PartsCompute parts;
+  };
+  std::vector<Parts> parts;
   CallCosts calls;
   StageStateCache stages;
 };
@@ -356,6 +365,18 @@ StageTiming time_stage(const StageContext& ctx, int64_t rank, SpanCache& spans, 
   return finish(ctx, p, records);
 }
 
+const PartsCompute& cached_parts(EstimateCache& cache, const Model& m, const Training& t,
+                                 const Layout& l, const DeviceRates& rates,
+                                 const ExecutionOptions& x) {
+  using Parts = EstimateCache::State::Parts;
+  std::vector<Parts>& table = cache.state().parts;
+  const std::array<int, 5> key{l.tp, l.cp, l.ep, l.micro_batch, l.sequence_parallel ? 1 : 0};
+  for (const Parts& p : table)
+    if (p.key == key && p.recompute == l.recompute) return p.parts;
+  if (table.size() == EstimateCache::State::kLayouts) table.erase(table.begin());
+  return table.emplace_back(Parts{key, l.recompute, model_parts_compute(m, t, l, rates, x)}).parts;
+}
+
 void check_dtype(const Cluster& c, Dtype dtype) {
   if (c.device.peak_tflops(dtype) > 0) return;
   const std::string name(enum_name(dtype, kDtypeNames));
@@ -427,15 +448,16 @@ StageContext make_stage_context(const Model& m, const Cluster& c, const Training
   const DeviceRates rates = device_rates(c.device, t.dtype, x.profile);
   CollectiveOptions collectives;
   collectives.profile = x.profile;
-  return StageContext{m,
-                      c,
-                      t,
-                      l,
-                      x,
-                      rates,
-                      model_parts_compute(m, t, l, rates, x),
-                      collectives,
-                      cache ? &cache->state().calls : nullptr};
+  return StageContext{
+      m,
+      c,
+      t,
+      l,
+      x,
+      rates,
+      cache ? cached_parts(*cache, m, t, l, rates, x) : model_parts_compute(m, t, l, rates, x),
+      collectives,
+      cache ? &cache->state().calls : nullptr};
 }
 
 // Declared in estimate.h; here, beside the stage pricing and the bounds the cache keeps.

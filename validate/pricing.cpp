@@ -1,7 +1,6 @@
 #include "validate/pricing.h"
 
 #include <algorithm>
-#include <atomic>
 #include <thread>
 
 #include "core/error.h"
@@ -43,14 +42,8 @@ PricedRow price_row(const FidelityRow& row, const ExecutionOptions& x) {
 std::vector<PricedRow> price_set(const FidelitySet& s, unsigned threads) {
   const ExecutionOptions x = set_execution(s.framework);
   std::vector<PricedRow> priced(s.rows.size());
-  std::atomic<size_t> next{0};
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  run_threads(
-      threads,
-      [&](size_t) {
-        for (size_t i = next++; i < s.rows.size(); i = next++) priced[i] = price_row(s.rows[i], x);
-      },
-      [](auto) {});
+  parallel_for(s.rows.size(), threads, [&](size_t i) { priced[i] = price_row(s.rows[i], x); });
   return priced;
 }
 
