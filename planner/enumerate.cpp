@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <iterator>
+#include <map>
 #include <numeric>
 #include <optional>
 
@@ -47,13 +48,18 @@ class Enumerator {
   Candidates run(int threads) {
     const std::vector<Layout> shapes = all_shapes();
     std::vector<Candidates> parts(shapes.size());
-    parallel_for(shapes.size(), static_cast<size_t>(std::max(threads, 1)), [&](size_t i) {
-      Enumerator e(model_, cluster_, training_, fixed_, runs_on_);
-      e.shape(shapes[i]);
-      parts[i] = std::move(e.out_);
-    });
+    parallel_for(shapes.size(), static_cast<size_t>(std::max(threads, 1)),
+                 [&](size_t i) { parts[i] = of_shape(shapes[i]); });
     join(parts);
     return std::move(out_);
+  }
+
+  // One shape's candidates.
+  Candidates of_shape(const Layout& s) const {
+    Enumerator e(model_, cluster_, training_, fixed_, runs_on_);
+    e.shape(s);
+    e.out_.valid = std::ssize(e.out_.layouts);
+    return std::move(e.out_);
   }
 
   // The layouts run() would visit, valid or not, counted without validating any.
@@ -63,7 +69,6 @@ class Enumerator {
     return counted_;
   }
 
- private:
   // Every (tp, cp, pp, dp, ep) the fixed fields leave, or the one they name when none is left.
   std::vector<Layout> all_shapes() const {
     const int64_t world = cluster_.world();
@@ -80,21 +85,15 @@ class Enumerator {
     return shapes;
   }
 
+ private:
   // The shapes' candidates one after another, in enumeration order.
   void join(std::vector<Candidates>& parts) {
-    size_t layouts = 0, rejections = 0;
-    for (const Candidates& p : parts) {
-      layouts += p.layouts.size();
-      rejections += p.rejections.size();
-    }
+    size_t layouts = 0;
+    for (const Candidates& p : parts) layouts += p.layouts.size();
     out_.layouts.reserve(layouts);
-    out_.rejections.reserve(rejections);
     for (Candidates& p : parts) {
-      out_.shapes += p.shapes;
-      out_.shapes_invalid += p.shapes_invalid;
-      out_.layouts_invalid += p.layouts_invalid;
       std::move(p.layouts.begin(), p.layouts.end(), std::back_inserter(out_.layouts));
-      std::move(p.rejections.begin(), p.rejections.end(), std::back_inserter(out_.rejections));
+      out_.add(std::move(p));
     }
   }
 
@@ -165,8 +164,16 @@ class Enumerator {
   // The layers per virtual stage: the fixed split (in canonical form where it is whole, else as
   // given for validate_layout to name what is wrong), the framework's own where it splits them
   // itself, or candidate_splits' (the even one first when it divides). {{}} where none fits, so
-  // that validate_layout names the rule.
-  std::vector<std::vector<int>> splits(const Layout& l) const {
+  // that validate_layout names the rule. Each depends on pp · vpp alone, and is found once for
+  // the inner loops that ask for it again.
+  const std::vector<std::vector<int>>& splits(const Layout& l) {
+    const int64_t chunks = int64_t{l.pp} * l.vpp;
+    auto [it, fresh] = splits_.try_emplace(chunks);
+    if (fresh) it->second = splits_of(l);
+    return it->second;
+  }
+
+  std::vector<std::vector<int>> splits_of(const Layout& l) const {
     const int64_t chunks = int64_t{l.pp} * l.vpp;
     if (fixed_.stages) {
       const std::vector<int>& s = *fixed_.stages;
@@ -194,7 +201,7 @@ class Enumerator {
 
   // The shape's least demanding layout: ZeRO 0, the smallest micro-batch, no recompute, no sp,
   // one virtual stage unless an interleaved schedule is fixed.
-  Layout simplest(Layout l) const {
+  Layout simplest(Layout l) {
     l.zero = fixed_.zero.value_or(0);
     set_micro_batch(l, micro_batches(l).front());
     l.recompute = fixed_.recompute.value_or(Recompute::none);
@@ -238,8 +245,8 @@ class Enumerator {
         l.sequence_parallel = sp;
         for (int vpp : virtual_stages(l)) {
           l.vpp = vpp;
-          for (std::vector<int>& split : splits(l)) {
-            l.stages = std::move(split);
+          for (const std::vector<int>& split : splits(l)) {
+            l.stages = split;
             for (Schedule schedule : schedules(l)) {
               l.schedule = schedule;
               stages_and_recomputes(l);
@@ -291,17 +298,42 @@ class Enumerator {
   const LayoutSpec& fixed_;
   std::optional<ExportFormat> runs_on_;
   Candidates out_;
+  std::map<int64_t, std::vector<std::vector<int>>> splits_;  // by pp · vpp
   bool counting_ = false;  // count(): loops only
   int64_t counted_ = 0;
 };
 
 }  // namespace
 
+void Enumerated::add(Enumerated&& part) {
+  shapes += part.shapes;
+  shapes_invalid += part.shapes_invalid;
+  valid += part.valid;
+  layouts_invalid += part.layouts_invalid;
+  if (rejections.empty()) {
+    rejections = std::move(part.rejections);
+    return;
+  }
+  std::move(part.rejections.begin(), part.rejections.end(), std::back_inserter(rejections));
+}
+
 Candidates enumerate_layouts(const Model& model, const Cluster& cluster, const Training& training,
                              const LayoutSpec& fixed, std::optional<ExportFormat> runs_on,
                              int threads) {
   assert(!fixed.global_batch || *fixed.global_batch == training.global_batch);
   return Enumerator(model, cluster, training, fixed, runs_on).run(threads);
+}
+
+std::vector<Layout> enumeration_shapes(const Model& model, const Cluster& cluster,
+                                       const Training& training, const LayoutSpec& fixed) {
+  return Enumerator(model, cluster, training, fixed, std::nullopt).all_shapes();
+}
+
+Candidates shape_candidates(const Model& model, const Cluster& cluster, const Training& training,
+                            const LayoutSpec& fixed, std::optional<ExportFormat> runs_on,
+                            const Layout& shape) {
+  assert(!fixed.global_batch || *fixed.global_batch == training.global_batch);
+  return Enumerator(model, cluster, training, fixed, runs_on).of_shape(shape);
 }
 
 int64_t count_layouts(const Model& model, const Cluster& cluster, const Training& training,

@@ -27,12 +27,21 @@ struct Rejection {
   std::string reason;        // "16 does not divide num_key_value_heads=8"
 };
 
-struct Candidates {
-  std::vector<Layout> layouts;        // valid, in enumeration order (which breaks ties)
+// What an enumeration counted and refused.
+struct Enumerated {
   std::vector<Rejection> rejections;  // in enumeration order
   int64_t shapes = 0;                 // (tp, cp, pp, dp, ep) combinations tried
   int64_t shapes_invalid = 0;
+  int64_t valid = 0;            // layouts validate_layout accepted
   int64_t layouts_invalid = 0;  // single layouts refused inside a valid shape
+
+  // Another part's counts added, its rejections after these.
+  void add(Enumerated&& part);
+};
+
+// The valid layouts themselves beside the counts.
+struct Candidates : Enumerated {
+  std::vector<Layout> layouts;  // valid, in enumeration order (which breaks ties)
 };
 
 // The positive divisors of n, increasing.
@@ -48,6 +57,15 @@ std::vector<int> divisors(int64_t n);
 Candidates enumerate_layouts(const Model& model, const Cluster& cluster, const Training& training,
                              const LayoutSpec& fixed,
                              std::optional<ExportFormat> runs_on = std::nullopt, int threads = 1);
+
+// The shapes (tp, cp, pp, dp, ep) enumerate_layouts runs over, in its order, and the candidates
+// of one of them: the search enumerates and prices a shape at a time instead of holding every
+// layout.
+std::vector<Layout> enumeration_shapes(const Model& model, const Cluster& cluster,
+                                       const Training& training, const LayoutSpec& fixed);
+Candidates shape_candidates(const Model& model, const Cluster& cluster, const Training& training,
+                            const LayoutSpec& fixed, std::optional<ExportFormat> runs_on,
+                            const Layout& shape);
 
 // How many layouts enumerate_layouts visits (valid or not, before --export's filter), counted
 // from its loops without validating any: what plan_search checks against --max-layouts before

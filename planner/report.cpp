@@ -45,8 +45,8 @@ std::string layout_label(const Layout& l) {
 }
 
 std::string format_counts(const SearchResult& r) {
-  const Candidates& c = r.candidates;
-  const auto valid = static_cast<int64_t>(c.layouts.size());
+  const Enumerated& c = r.enumerated;
+  const int64_t valid = c.valid;
   // One figure's line each, so that lines fit kTableColumns and none breaks where a time's
   // digits fall.
   std::string out = fmt::format("{} shapes (tp, cp, pp, dp, ep), {} of them invalid\n", c.shapes,
@@ -62,7 +62,7 @@ std::string format_counts(const SearchResult& r) {
 }
 
 nlohmann::json search_to_json(const SearchResult& r) {
-  const Candidates& c = r.candidates;
+  const Enumerated& c = r.enumerated;
   nlohmann::json top = nlohmann::json::array();
   for (const Ranked& k : r.top)
     top.push_back({{"layout", layout_label(k.layout)},
@@ -70,7 +70,7 @@ nlohmann::json search_to_json(const SearchResult& r) {
                    {"prediction", estimate_to_json(k.estimate)}});
   return {{"shapes", c.shapes},
           {"shapes_invalid", c.shapes_invalid},
-          {"layouts", static_cast<int64_t>(c.layouts.size()) + c.layouts_invalid},
+          {"layouts", c.valid + c.layouts_invalid},
           {"layouts_invalid", c.layouts_invalid},
           {"pruned_for_memory", r.pruned_for_memory},
           {"fitting", r.fitting},
@@ -78,7 +78,7 @@ nlohmann::json search_to_json(const SearchResult& r) {
           {"bounded", r.bounded},
           {"wall_s", r.wall_s},
           {"threads", r.threads},
-          {"layouts_per_s", static_cast<double>(c.layouts.size()) / r.wall_s},
+          {"layouts_per_s", static_cast<double>(c.valid) / r.wall_s},
           {"top", top}};
 }
 
@@ -122,7 +122,7 @@ std::string format_top(const SearchResult& r, bool wide) {
 
 std::string format_rejections(const SearchResult& r) {
   std::string out;
-  for (const Rejection& x : r.candidates.rejections)
+  for (const Rejection& x : r.enumerated.rejections)
     out += fmt::format("invalid  {}: {}: {}\n",
                        x.whole_shape ? shape_label(x.layout) + " (every layout of the shape)"
                                      : layout_label(x.layout),

@@ -97,6 +97,35 @@ void keep_smallest(std::vector<K>& kept, const K& k, size_t n) {
   if (kept.size() > n) kept.pop_back();
 }
 
+// A key with its layout: the search keeps the layouts it may report, not every one it prices.
+template <class K>
+struct Kept {
+  K key;
+  Layout layout;
+  bool operator<(const Kept& o) const { return key < o.key; }
+};
+
+// keep_smallest's, copying the layout only where the key is kept.
+template <class K>
+void keep_smallest(std::vector<Kept<K>>& kept, const K& k, const Layout& l, size_t n) {
+  if (kept.size() == n && !(k < kept.back().key)) return;
+  keep_smallest(kept, Kept<K>{k, l}, n);
+}
+
+// The better of `by_value[value]` and (k, l).
+void keep_best(std::map<int, Kept<Key>>& by_value, int value, const Key& k, const Layout& l) {
+  const auto it = by_value.find(value);
+  if (it == by_value.end())
+    by_value.emplace(value, Kept<Key>{k, l});
+  else if (k < it->second.key)
+    it->second = {k, l};
+}
+
+// The enumeration order of a shape's j-th layout: shape by shape, as enumerate_layouts lists them.
+int64_t layout_index(size_t shape, size_t j) {
+  return static_cast<int64_t>((uint64_t{shape} << 32) | j);
+}
+
 // The layouts that came closest to fitting, kept for "nothing fits".
 constexpr size_t kClosestMisses = 8;
 
@@ -129,10 +158,10 @@ struct Partial {
   int64_t pruned = 0;
   int64_t fitting = 0;
   int64_t bounded = 0;
-  std::vector<Key> top;
-  std::array<std::map<int, Key>, kAxisCount> best_by_axis;
-  std::vector<MissKey> closest;
-  std::vector<MissKey> all_misses;  // with keep_pruned
+  std::vector<Kept<Key>> top;
+  std::array<std::map<int, Kept<Key>>, kAxisCount> best_by_axis;
+  std::vector<Kept<MissKey>> closest;
+  std::vector<Kept<MissKey>> all_misses;  // with keep_pruned
   Bar bar;
 };
 
@@ -160,35 +189,56 @@ size_t kept_layouts(const SearchOptions& o) {
 
 class Search {
  public:
-  Search(const Model& m, const Cluster& c, const Training& t, const SearchOptions& o,
-         const Candidates& cand)
-      : m_(m), c_(c), t_(t), o_(o), layouts_(cand.layouts), kept_(kept_layouts(o)) {}
+  Search(const Model& m, const Cluster& c, const Training& t, const LayoutSpec& fixed,
+         const SearchOptions& o)
+      : m_(m),
+        c_(c),
+        t_(t),
+        fixed_(fixed),
+        o_(o),
+        shapes_(enumeration_shapes(m, c, t, fixed)),
+        enumerated_(shapes_.size()),
+        kept_(kept_layouts(o)) {}
 
-  // Prices candidates in chunks taken from a shared counter until none is left.
+  // Enumerates and prices shapes taken from a shared counter until none is left, sharing its bar
+  // every kChunk layouts.
   void work(Partial& p) {
-    EstimateCache cache;  // this thread's: the enumeration runs a shape's inner loops in a row
+    EstimateCache cache;  // this thread's: a shape's inner loops run in a row
     cache.replay_allocator = false;
-    for (;;) {
-      const size_t begin = next_.fetch_add(kChunk);
-      if (begin >= layouts_.size()) return;
-      const size_t end = std::min(begin + kChunk, layouts_.size());
-      for (size_t i = begin; i < end; ++i) price(p, static_cast<int64_t>(i), cache);
-      done_.fetch_add(end - begin);
-      if (o_.bound) share(p.bar);
+    size_t unshared = 0;
+    for (size_t s = next_++; s < shapes_.size(); s = next_++) {
+      Candidates c = shape_candidates(m_, c_, t_, fixed_, o_.runs_on, shapes_[s]);
+      for (size_t j = 0; j < c.layouts.size(); ++j) {
+        price(p, c.layouts[j], layout_index(s, j), cache);
+        if (++unshared == kChunk) {
+          done_.fetch_add(unshared);
+          unshared = 0;
+          if (o_.bound) share(p.bar);
+        }
+      }
+      done_.fetch_add(c.layouts_invalid);
+      enumerated_[s] = std::move(c);
     }
+    done_.fetch_add(unshared);
   }
 
   size_t done() const { return done_.load(); }
 
+  // Every shape's counts and rejections, in enumeration order, once the workers are done.
+  Enumerated enumerated() {
+    Enumerated all;
+    for (Enumerated& e : enumerated_) all.add(std::move(e));
+    return all;
+  }
+
  private:
-  void price(Partial& p, int64_t index, EstimateCache& cache) {
-    const Layout& l = layouts_[static_cast<size_t>(index)];
+  void price(Partial& p, const Layout& l, int64_t index, EstimateCache& cache) {
     const RankMemory mem = pruning_memory(m_, c_, t_, l, o_.execution, &cache.stage_states());
     if (!mem.fits()) {
       ++p.pruned;
       const MissKey miss{overflow_ratio(mem), index};
-      keep_smallest(p.closest, miss, kClosestMisses);
-      if (o_.keep_pruned) p.all_misses.push_back(miss);
+      keep_smallest(p.closest, miss, l, kClosestMisses);
+      if (o_.keep_pruned) p.all_misses.push_back({miss, l});
       return;
     }
     ++p.fitting;
@@ -198,11 +248,10 @@ class Search {
     }
     const Estimate e = estimate(m_, c_, t_, l, o_.execution, &cache);
     const Key k{objective_value(o_.objective, e, c_, t_), e.memory().peak_bytes(), index};
-    keep_smallest(p.top, k, kept_);
+    keep_smallest(p.top, k, l, kept_);
     p.bar.add_top(k.objective, index, kept_);
     for (size_t a = 0; a < kAxisCount; ++a) {
-      auto [it, inserted] = p.best_by_axis[a].try_emplace(kAxes[a].value(l), k);
-      if (!inserted && k < it->second) it->second = k;
+      keep_best(p.best_by_axis[a], kAxes[a].value(l), k, l);
       p.bar.add_best(a, kAxes[a].value(l), k.objective);
     }
   }
@@ -235,8 +284,10 @@ class Search {
   const Model& m_;
   const Cluster& c_;
   const Training& t_;
+  const LayoutSpec& fixed_;
   const SearchOptions& o_;
-  const std::vector<Layout>& layouts_;
+  const std::vector<Layout> shapes_;
+  std::vector<Enumerated> enumerated_;  // by shape
   const size_t kept_;
   std::atomic<size_t> next_{0};
   std::atomic<size_t> done_{0};
@@ -250,14 +301,12 @@ Partial merge(std::vector<Partial>& parts, size_t top_k) {
     all.pruned += p.pruned;
     all.fitting += p.fitting;
     all.bounded += p.bounded;
-    for (const Key& k : p.top) keep_smallest(all.top, k, top_k);
-    for (const MissKey& k : p.closest) keep_smallest(all.closest, k, kClosestMisses);
+    for (Kept<Key>& k : p.top) keep_smallest(all.top, std::move(k), top_k);
+    for (Kept<MissKey>& k : p.closest) keep_smallest(all.closest, std::move(k), kClosestMisses);
     for (size_t a = 0; a < kAxisCount; ++a)
-      for (const auto& [value, k] : p.best_by_axis[a]) {
-        auto [it, inserted] = all.best_by_axis[a].try_emplace(value, k);
-        if (!inserted && k < it->second) it->second = k;
-      }
-    all.all_misses.insert(all.all_misses.end(), p.all_misses.begin(), p.all_misses.end());
+      for (const auto& [value, k] : p.best_by_axis[a])
+        keep_best(all.best_by_axis[a], value, k.key, k.layout);
+    std::move(p.all_misses.begin(), p.all_misses.end(), std::back_inserter(all.all_misses));
   }
   std::sort(all.all_misses.begin(), all.all_misses.end());
   return all;
@@ -291,16 +340,13 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
                      "pin part of the layout with --fix (e.g. tp=8 or pp=4), or raise "
                      "--max-layouts");
   SearchResult r;
-  r.candidates =
-      enumerate_layouts(model, cluster, training, fixed, options.runs_on, options.threads);
-  const std::vector<Layout>& layouts = r.candidates.layouts;
-
-  Search search(model, cluster, training, options, r.candidates);
+  Search search(model, cluster, training, fixed, options);
   const size_t threads = std::clamp<size_t>(static_cast<size_t>(options.threads), 1,
-                                            std::max<size_t>(1, layouts.size() / 1024));
+                                            std::max<int64_t>(1, visited / 1024));
   r.threads = static_cast<int>(threads);
   std::vector<Partial> parts(threads);
-  run_workers(search, parts, layouts.size(), options.progress);
+  run_workers(search, parts, static_cast<size_t>(visited), options.progress);
+  r.enumerated = search.enumerated();
   const Partial all = merge(parts, kept_layouts(options));
 
   r.pruned_for_memory = all.pruned;
@@ -308,12 +354,11 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
   r.bounded = all.bounded;
   r.timed = all.fitting - all.bounded;
   // Each key's layout estimated in full, over the threads.
-  const auto ranked = [&](std::span<const Key> keys) {
+  const auto ranked = [&](std::span<const Kept<Key>> keys) {
     std::vector<Ranked> out(keys.size());
     parallel_for(keys.size(), threads, [&](size_t i) {
-      const Layout& l = layouts[static_cast<size_t>(keys[i].index)];
-      out[i] = {l, estimate(model, cluster, training, l, options.execution), keys[i].objective,
-                keys[i].index};
+      const auto& [k, l] = keys[i];
+      out[i] = {l, estimate(model, cluster, training, l, options.execution), k.objective, k.index};
     });
     return out;
   };
@@ -337,9 +382,9 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
   if (!r.top.empty()) {
     const Layout& best = r.top.front().layout;
     std::vector<Alternative> candidates;
-    std::vector<Key> keys;
+    std::vector<Kept<Key>> keys;
     for (size_t a = 0; a < kAxisCount; ++a) {
-      const std::map<int, Key>& by_value = all.best_by_axis[a];
+      const std::map<int, Kept<Key>>& by_value = all.best_by_axis[a];
       const auto own = by_value.find(kAxes[a].value(best));  // the winner fits, so it is there
       for (auto it = by_value.begin(); it != by_value.end(); ++it) {
         if (it == own) continue;
@@ -356,11 +401,9 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
         r.alternatives.push_back(std::move(candidates[i]));
       }
   }
-  for (const MissKey& k : options.keep_pruned ? all.all_misses : all.closest) {
-    const Layout& l = layouts[static_cast<size_t>(k.index)];
+  for (const auto& [k, l] : options.keep_pruned ? all.all_misses : all.closest)
     r.pruned.push_back(
         {l, pruning_memory(model, cluster, training, l, options.execution), k.index});
-  }
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

@@ -1,6 +1,8 @@
 // The search: every candidate layout priced by the cost model — memory first, and only what fits is
 // timed — and ranked by an objective, with ties broken by memory and then by enumeration order, so
-// that every run gives the same answer. Threads (one per core) split the candidates. A fitting
+// that every run gives the same answer. Threads (one per core) take the shapes in turn, each
+// enumerating a shape's layouts and pricing them there, keeping only the layouts it may report
+// (so that a search of millions holds none of them at once). A fitting
 // layout whose lower bound (simulator/estimate.h's step_time_lower_bound) is worse than every
 // layout it could displace is not timed in full: it could enter neither the ranking nor the best of
 // any of its fields' values, so the result is the one timing every layout gives.
@@ -68,7 +70,7 @@ struct MemoryMiss {
 };
 
 struct SearchResult {
-  Candidates candidates;          // layouts and what was invalid
+  Enumerated enumerated;          // how many layouts were valid, and what was not
   int64_t pruned_for_memory = 0;  // valid but over the device's memory
   int64_t fitting = 0;            // fit: timed in full, or ruled out by their lower bound
   int64_t timed = 0;              // fitting layouts priced in full and ranked

@@ -73,7 +73,7 @@ std::optional<Suggestion> try_change(const std::string& text, const Model& model
 
 // "286 rejected by layout.tp, e.g. 8 does not divide num_attention_heads=4": the three rules
 // that rejected the most candidates.
-std::string commonest_rules(const Candidates& c) {
+std::string commonest_rules(const Enumerated& c) {
   struct RuleCount {
     int64_t n = 0;
     size_t order = 0;
@@ -100,8 +100,8 @@ std::string commonest_rules(const Candidates& c) {
 
 void require_valid(const SearchResult& r, const Model& model, const Cluster& cluster,
                    const Training& training, const LayoutSpec& fixed) {
-  const Candidates& c = r.candidates;
-  if (!c.layouts.empty()) return;
+  const Enumerated& c = r.enumerated;
+  if (c.valid > 0) return;
   std::string reason = fmt::format(
       "no valid layout of {} on {} devices (gbs {}, seq {}): {} shapes (tp, cp, pp, dp, "
       "ep) rejected whole, {} single layouts rejected{}",
@@ -112,7 +112,7 @@ void require_valid(const SearchResult& r, const Model& model, const Cluster& clu
       "rejection";
   for (int nodes = cluster.nodes / 2; nodes >= 1; nodes /= 2) {
     const Cluster smaller = with_nodes(cluster, nodes, cluster.name);
-    if (enumerate_layouts(model, smaller, training, fixed).layouts.empty()) continue;
+    if (enumerate_layouts(model, smaller, training, fixed).valid == 0) continue;
     reason +=
         fmt::format("; with {} nodes ({} devices) there are valid layouts", nodes, smaller.world());
     hint = fmt::format("--nodes {}, or ", nodes) + hint;

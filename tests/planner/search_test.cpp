@@ -15,7 +15,7 @@ TEST_CASE("the chosen layouts fit in device memory and what was pruned does not"
   const PlannerCase c = planner_case("llama3-8b", 1, 32, 4096);
   const SearchResult r = c.search();
   REQUIRE(r.top.size() == 5);
-  CHECK(r.fitting + r.pruned_for_memory == static_cast<int64_t>(r.candidates.layouts.size()));
+  CHECK(r.fitting + r.pruned_for_memory == r.enumerated.valid);
   CHECK(r.pruned_for_memory > 0);
   for (const Ranked& k : r.top) {
     CHECK(k.estimate.fits);
@@ -93,6 +93,29 @@ TEST_CASE("identical results on every run and with any number of threads", "[pla
   }
 }
 
+TEST_CASE("the search, enumerating shape by shape, counts and refuses what enumerate_layouts does",
+          "[planner][search]") {
+  const PlannerCase c = planner_case("llama3-8b", 2, 64, 4096);
+  const Candidates all = c.enumerate();
+  for (int threads : {1, 2}) {
+    SearchOptions o;
+    o.threads = threads;
+    const SearchResult r = c.search(o);
+    CHECK(r.enumerated.shapes == all.shapes);
+    CHECK(r.enumerated.shapes_invalid == all.shapes_invalid);
+    CHECK(r.enumerated.valid == std::ssize(all.layouts));
+    CHECK(r.enumerated.layouts_invalid == all.layouts_invalid);
+    REQUIRE(r.enumerated.rejections.size() == all.rejections.size());
+    for (size_t i = 0; i < all.rejections.size(); ++i) {
+      CHECK(r.enumerated.rejections[i].layout == all.rejections[i].layout);
+      CHECK(r.enumerated.rejections[i].reason == all.rejections[i].reason);
+    }
+    // The kept layouts are those enumerated.
+    for (const Ranked& k : r.top)
+      CHECK(std::find(all.layouts.begin(), all.layouts.end(), k.layout) != all.layouts.end());
+  }
+}
+
 TEST_CASE("the objectives rank alike on one cluster and batch", "[planner][search]") {
   const PlannerCase c = planner_case("llama3-8b", 1, 32, 4096);
   SearchOptions cost, tokens;
@@ -120,7 +143,7 @@ TEST_CASE("pins from --fix are kept and --export keeps what the framework runs",
     CHECK_FALSE(unsupported_by(ExportFormat::megatron, k.layout));
   }
   CHECK(
-      std::any_of(r.candidates.rejections.begin(), r.candidates.rejections.end(),
+      std::any_of(r.enumerated.rejections.begin(), r.enumerated.rejections.end(),
                   [](const Rejection& x) { return x.field == "--export" && x.layout.zero == 2; }));
 }
 
