@@ -55,8 +55,9 @@ class Enumerator {
   }
 
   // One shape's candidates.
-  Candidates of_shape(const Layout& s) const {
+  Candidates of_shape(const Layout& s, bool keep_rejections = true) const {
     Enumerator e(model_, cluster_, training_, fixed_, runs_on_);
+    e.keep_rejections_ = keep_rejections;
     e.shape(s);
     e.out_.valid = std::ssize(e.out_.layouts);
     return std::move(e.out_);
@@ -132,7 +133,7 @@ class Enumerator {
   }
 
   void reject(const Layout& l, const InputError& e, bool whole_shape) {
-    out_.rejections.push_back({l, whole_shape, e.field, e.reason});
+    if (keep_rejections_) out_.rejections.push_back({l, whole_shape, e.field, e.reason});
   }
 
   int64_t local_batch(const Layout& l) const { return training_.global_batch / l.dp; }
@@ -299,6 +300,7 @@ class Enumerator {
   std::optional<ExportFormat> runs_on_;
   Candidates out_;
   std::map<int64_t, std::vector<std::vector<int>>> splits_;  // by pp · vpp
+  bool keep_rejections_ = true;
   bool counting_ = false;  // count(): loops only
   int64_t counted_ = 0;
 };
@@ -331,9 +333,9 @@ std::vector<Layout> enumeration_shapes(const Model& model, const Cluster& cluste
 
 Candidates shape_candidates(const Model& model, const Cluster& cluster, const Training& training,
                             const LayoutSpec& fixed, std::optional<ExportFormat> runs_on,
-                            const Layout& shape) {
+                            const Layout& shape, bool keep_rejections) {
   assert(!fixed.global_batch || *fixed.global_batch == training.global_batch);
-  return Enumerator(model, cluster, training, fixed, runs_on).of_shape(shape);
+  return Enumerator(model, cluster, training, fixed, runs_on).of_shape(shape, keep_rejections);
 }
 
 int64_t count_layouts(const Model& model, const Cluster& cluster, const Training& training,

@@ -63,9 +63,10 @@ Candidates enumerate_layouts(const Model& model, const Cluster& cluster, const T
 // layout.
 std::vector<Layout> enumeration_shapes(const Model& model, const Cluster& cluster,
                                        const Training& training, const LayoutSpec& fixed);
+// Without `keep_rejections` only their counts.
 Candidates shape_candidates(const Model& model, const Cluster& cluster, const Training& training,
                             const LayoutSpec& fixed, std::optional<ExportFormat> runs_on,
-                            const Layout& shape);
+                            const Layout& shape, bool keep_rejections);
 
 // How many layouts enumerate_layouts visits (valid or not, before --export's filter), counted
 // from its loops without validating any: what plan_search checks against --max-layouts before

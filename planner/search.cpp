@@ -161,7 +161,7 @@ struct Partial {
   std::vector<Kept<Key>> top;
   std::array<std::map<int, Kept<Key>>, kAxisCount> best_by_axis;
   std::vector<Kept<MissKey>> closest;
-  std::vector<Kept<MissKey>> all_misses;  // with keep_pruned
+  std::vector<Kept<MissKey>> all_misses;  // with keep_refused
   Bar bar;
 };
 
@@ -207,7 +207,7 @@ class Search {
     cache.replay_allocator = false;
     size_t unshared = 0;
     for (size_t s = next_++; s < shapes_.size(); s = next_++) {
-      Candidates c = shape_candidates(m_, c_, t_, fixed_, o_.runs_on, shapes_[s]);
+      Candidates c = shape_candidates(m_, c_, t_, fixed_, o_.runs_on, shapes_[s], o_.keep_refused);
       for (size_t j = 0; j < c.layouts.size(); ++j) {
         price(p, c.layouts[j], layout_index(s, j), cache);
         if (++unshared == kChunk) {
@@ -238,7 +238,7 @@ class Search {
       ++p.pruned;
       const MissKey miss{overflow_ratio(mem), index};
       keep_smallest(p.closest, miss, l, kClosestMisses);
-      if (o_.keep_pruned) p.all_misses.push_back({miss, l});
+      if (o_.keep_refused) p.all_misses.push_back({miss, l});
       return;
     }
     ++p.fitting;
@@ -347,6 +347,11 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
   std::vector<Partial> parts(threads);
   run_workers(search, parts, static_cast<size_t>(visited), options.progress);
   r.enumerated = search.enumerated();
+  // With nothing valid, the rules that refused everything are the answer (require_valid names
+  // them), and the enumeration was all the search did: it runs again, keeping them.
+  if (r.enumerated.valid == 0 && !options.keep_refused)
+    r.enumerated =
+        enumerate_layouts(model, cluster, training, fixed, options.runs_on, options.threads);
   const Partial all = merge(parts, kept_layouts(options));
 
   r.pruned_for_memory = all.pruned;
@@ -401,7 +406,7 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
         r.alternatives.push_back(std::move(candidates[i]));
       }
   }
-  for (const auto& [k, l] : options.keep_pruned ? all.all_misses : all.closest)
+  for (const auto& [k, l] : options.keep_refused ? all.all_misses : all.closest)
     r.pruned.push_back(
         {l, pruning_memory(model, cluster, training, l, options.execution), k.index});
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

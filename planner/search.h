@@ -35,7 +35,9 @@ struct SearchOptions {
   Objective objective = Objective::time;
   int top_k = 5;
   std::optional<ExportFormat> runs_on;  // only layouts this framework runs (--export)
-  bool keep_pruned = false;             // keep every layout pruned for memory (--explain)
+  // Keep every layout refused, by validation or for memory (--explain); otherwise only the
+  // rejections' counts and the layouts closest to fitting.
+  bool keep_refused = false;
   int threads = 2;
   bool bound = true;  // skip the layouts the lower bound rules out (off: time every one that fits)
   bool progress = false;       // a progress line on stderr
@@ -79,7 +81,7 @@ struct SearchResult {
   // The best fitting layout for each value of each field (tp=16, pp=2, zero=3, ...) other than
   // the winner's, so that the explanation can say why the winner's neighbours lose.
   std::vector<Alternative> alternatives;
-  // The layouts that came closest to fitting (every pruned one with keep_pruned), smallest
+  // The layouts that came closest to fitting (every pruned one with keep_refused), smallest
   // overflow first.
   std::vector<MemoryMiss> pruned;
   double wall_s = 0;  // enumeration and pricing

@@ -60,7 +60,7 @@ std::optional<Suggestion> try_change(const std::string& text, const Model& model
                                      const Cluster& cluster, const Training& training,
                                      const LayoutSpec& fixed, SearchOptions options) {
   options.top_k = 1;
-  options.keep_pruned = false;
+  options.keep_refused = false;
   options.progress = false;
   try {
     SearchResult r = plan_search(model, cluster, training, fixed, options);

@@ -76,7 +76,7 @@ int report_nothing_fits(const SearchResult& r, const Inputs& in, const LayoutSpe
       "\nnothing fits: every valid layout needs more than a device's {} ({} usable).\n",
       format_gib(in.cluster.device.memory_GiB * (1 << 30)),
       format_gib((in.cluster.device.memory_GiB - in.cluster.device.reserved_GiB) * (1 << 30)));
-  if (!r.pruned.empty() && !search.keep_pruned) {
+  if (!r.pruned.empty() && !search.keep_refused) {
     fmt::print("closest to fitting:\n");
     SearchResult closest;
     closest.pruned = {r.pruned.begin(), r.pruned.begin() + std::min<size_t>(3, r.pruned.size())};
@@ -132,7 +132,7 @@ int run_plan(const PlanOptions& o) {
   search.top_k = o.top_k;
   if (!o.export_format.empty())
     search.runs_on = enum_from_name(o.export_format, kExportFormatNames);
-  search.keep_pruned = o.explain;
+  search.keep_refused = o.explain;
   search.threads = o.threads;
   search.max_layouts = o.max_layouts;
   search.progress = isatty(fileno(stderr)) != 0;

@@ -43,7 +43,9 @@ TEST_CASE("layout labels leave out defaults and read back to the same layout",
 
 TEST_CASE("counts, the table and every rejection with its reason", "[planner][report]") {
   const PlannerCase c = planner_case("gpt-tiny", 1, 16, 64);
-  const SearchResult r = c.search();
+  SearchOptions explain;
+  explain.keep_refused = true;
+  const SearchResult r = c.search(explain);
   const std::string counts = format_counts(r);
   // 20 shapes, tp=8 and pp=8 invalid; 270 interleaved layouts with one micro-batch, 90 under each
   // of three splits (enumerate_test).
@@ -71,7 +73,7 @@ TEST_CASE("counts, the table and every rejection with its reason", "[planner][re
 
 TEST_CASE("a layout over memory is listed with the item that overflows", "[planner][report]") {
   SearchOptions explain;
-  explain.keep_pruned = true;
+  explain.keep_refused = true;
   const SearchResult r = planner_case("llama3-8b", 1, 32, 4096, "tp=1,pp=1,cp=1").search(explain);
   REQUIRE_FALSE(r.pruned.empty());
   const MemoryMiss& worst = r.pruned.back();

@@ -111,7 +111,7 @@ TEST_CASE("the bounded search keeps the same layouts with a framework to run and
   const PlannerCase c = planner_case("llama3-8b", 2, 64, 4096);
   SearchOptions bounded, full;
   bounded.runs_on = full.runs_on = ExportFormat::megatron;
-  bounded.keep_pruned = full.keep_pruned = true;
+  bounded.keep_refused = full.keep_refused = true;
   full.bound = false;
   check_same(c.search(bounded), c.search(full));
 }

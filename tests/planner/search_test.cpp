@@ -97,14 +97,20 @@ TEST_CASE("the search, enumerating shape by shape, counts and refuses what enume
           "[planner][search]") {
   const PlannerCase c = planner_case("llama3-8b", 2, 64, 4096);
   const Candidates all = c.enumerate();
+  REQUIRE_FALSE(all.rejections.empty());
   for (int threads : {1, 2}) {
     SearchOptions o;
     o.threads = threads;
+    const SearchResult counted = c.search(o);
+    CHECK(counted.enumerated.rejections.empty());  // counted, not kept, unless asked
+    o.keep_refused = true;
     const SearchResult r = c.search(o);
-    CHECK(r.enumerated.shapes == all.shapes);
-    CHECK(r.enumerated.shapes_invalid == all.shapes_invalid);
-    CHECK(r.enumerated.valid == std::ssize(all.layouts));
-    CHECK(r.enumerated.layouts_invalid == all.layouts_invalid);
+    for (const SearchResult* e : {&counted, &r}) {
+      CHECK(e->enumerated.shapes == all.shapes);
+      CHECK(e->enumerated.shapes_invalid == all.shapes_invalid);
+      CHECK(e->enumerated.valid == std::ssize(all.layouts));
+      CHECK(e->enumerated.layouts_invalid == all.layouts_invalid);
+    }
     REQUIRE(r.enumerated.rejections.size() == all.rejections.size());
     for (size_t i = 0; i < all.rejections.size(); ++i) {
       CHECK(r.enumerated.rejections[i].layout == all.rejections[i].layout);
@@ -134,6 +140,7 @@ TEST_CASE("pins from --fix are kept and --export keeps what the framework runs",
   SearchOptions megatron;
   megatron.runs_on = ExportFormat::megatron;
   megatron.top_k = 50;
+  megatron.keep_refused = true;
   const SearchResult r =
       planner_case("llama3-8b", 2, 64, 4096, "tp=8,recompute=selective").search(megatron);
   REQUIRE_FALSE(r.top.empty());
@@ -151,7 +158,7 @@ TEST_CASE("explaining keeps every layout pruned for memory, closest to fitting f
           "[planner][search]") {
   const PlannerCase c = planner_case("llama3-8b", 1, 32, 4096);
   SearchOptions explain;
-  explain.keep_pruned = true;
+  explain.keep_refused = true;
   const SearchResult r = c.search(explain);
   REQUIRE(static_cast<int64_t>(r.pruned.size()) == r.pruned_for_memory);
   const auto need = [](const MemoryMiss& m) {
