@@ -82,12 +82,17 @@ int64_t layer_activation_bytes(const Model& m, Dtype dtype, const RankShape& r, 
   return layer_activation_tensors(m, dtype, r, moe_layer, recompute, x).total();
 }
 
-int64_t layer_backward_buffer_bytes(const Model& m, Dtype dtype, const RankShape& r,
+LayerTensors layer_backward_buffers(const Model& m, Dtype dtype, const RankShape& r,
                                     bool moe_layer) {
+  const int64_t e = dtype_bytes(dtype);
   const int64_t rows = moe_layer ? r.tokens() * m.moe.top_k : r.tokens();
   const int64_t ffn = shard_size(moe_layer ? m.moe.expert_ffn_hidden : m.ffn_hidden, r.tp);
   const int64_t fc1_width = m.activation == Activation::swiglu ? 2 * ffn : ffn;
-  return dtype_bytes(dtype) * (2 * r.region_tokens() * m.hidden + rows * fc1_width);
+  LayerTensors out;
+  out.add(e * r.region_tokens() * m.hidden);  // the gradient coming in
+  out.add(e * rows * fc1_width);              // the MLP's
+  out.add(e * r.region_tokens() * m.hidden);  // the layer input's
+  return out;
 }
 
 LayerTensors layer_weight_grad_tensors(const Model& m, Dtype dtype, const RankShape& r,

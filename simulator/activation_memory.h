@@ -45,8 +45,9 @@ int64_t layer_activation_bytes(const Model& m, Dtype dtype, const RankShape& r, 
 // the norm regions), then the MLP's activation gradient (tokens × ffn/tp) and fc1's output
 // gradient (× 2 under SwiGLU: gate and up) once the activation itself is freed. The CUDA
 // executor's run of a 1.3B GPT held these to the byte at its peak (docs/measurements.md); PyTorch's
-// autograd holds the same three through an MLP's backward.
-int64_t layer_backward_buffer_bytes(const Model& m, Dtype dtype, const RankShape& r,
+// autograd holds the same three through an MLP's backward. In the order they are taken: the
+// gradient coming in, the MLP's, the layer input's (the allocator replay frees the MLP's first).
+LayerTensors layer_backward_buffers(const Model& m, Dtype dtype, const RankShape& r,
                                     bool moe_layer);
 
 // What a layer holds between its B and its W under a split backward (Qi et al. 2024 §2: W

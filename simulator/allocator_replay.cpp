@@ -1,6 +1,7 @@
 #include "simulator/allocator_replay.h"
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "core/schedule.h"
@@ -61,6 +62,7 @@ class Replay {
     layer_ = moe_stage ? moe : dense;
     whole_layer_ =
         layer_activation_bytes(m, t.dtype, shape_, moe_stage, Recompute::none, x);
+    backward_ = layer_backward_buffers(m, t.dtype, shape_, moe_stage);
     if (split_) weight_grad_ = layer_weight_grad_tensors(m, t.dtype, shape_, moe_stage);
   }
 
@@ -124,27 +126,21 @@ class Replay {
   }
 
   void backward(const PipelineStep& p) {
-    const int64_t hidden = e_ * shape_.tokens() * m_.hidden;
     if (holds_loss(p)) {
       const LossMemory loss = loss_memory(m_, t_.dtype, shape_, x_.cross_entropy);
       a_.release(a_.allocate(loss.transient - extra_copy(loss)));  // the logits' gradient
     }
-    const int64_t ffn = shard_size(m_.ffn_hidden, shape_.tp);
-    const int64_t widths = m_.activation == Activation::swiglu ? 2 : 1;
     for (int layer = 0; layer < layers_per_chunk_[static_cast<size_t>(p.chunk)]; ++layer) {
       const Handle recomputed =
           l_.recompute != Recompute::none
               ? a_.allocate(std::max<int64_t>(whole_layer_ - layer_.total(), 0))
               : -1;
-      // The gradient coming in, the MLP's input gradients and the layer input's
-      // (layer_backward_buffer_bytes).
-      const Handle dy = a_.allocate(hidden);
-      const Handle up = a_.allocate(e_ * shape_.tokens() * widths * ffn);
-      const Handle dx = a_.allocate(hidden);
-      a_.release(up);
+      std::array<Handle, 3> gradients{};  // layer_backward_buffers': in, the MLP's, the input's
+      for (size_t i = 0; i < gradients.size(); ++i) gradients[i] = a_.allocate(backward_.bytes[i]);
+      a_.release(gradients[1]);
       if (recomputed >= 0) a_.release(recomputed);
-      a_.release(dy);
-      a_.release(dx);
+      a_.release(gradients[0]);
+      a_.release(gradients[2]);
     }
   }
 
@@ -182,6 +178,7 @@ class Replay {
   double end_share_ = 0;
   std::vector<int> layers_per_chunk_;
   LayerTensors layer_;
+  LayerTensors backward_;     // layer_backward_buffers'
   LayerTensors weight_grad_;  // held from B to W (split backward)
   int64_t whole_layer_ = 0;
   CachingAllocator a_;

@@ -83,13 +83,13 @@ LayerActivations layer_activations(const Model& m, const Training& t, const Layo
   LayerActivations a;
   a.dense = layer(false, l.recompute);
   a.dense_whole = layer(false, Recompute::none);
-  a.dense_backward = layer_backward_buffer_bytes(m, t.dtype, shape, false);
+  a.dense_backward = layer_backward_buffers(m, t.dtype, shape, false).total();
   const bool split = splits_backward(l.schedule);
   if (split) a.dense_weight_grad = layer_weight_grad_tensors(m, t.dtype, shape, false).total();
   if (m.is_moe()) {  // a dense model's stages hold no MoE layer
     a.moe = layer(true, l.recompute);
     a.moe_whole = layer(true, Recompute::none);
-    a.moe_backward = layer_backward_buffer_bytes(m, t.dtype, shape, true);
+    a.moe_backward = layer_backward_buffers(m, t.dtype, shape, true).total();
     if (split) a.moe_weight_grad = layer_weight_grad_tensors(m, t.dtype, shape, true).total();
   }
   return a;

@@ -59,7 +59,7 @@ struct RankMemory {
   int64_t grad_bucket_copy_bytes = 0;  // ZeRO-0 DDP buckets apart from the gradients
   int64_t sp_gather_buffer_bytes = 0;  // the framework's kept sequence-parallel gather buffers
   // The gradients the layer being back-propagated holds beside the activations
-  // (layer_backward_buffer_bytes), beyond the loss's buffers the last stage has freed by then.
+  // (layer_backward_buffers), beyond the loss's buffers the last stage has freed by then.
   int64_t backward_buffers_bytes = 0;
   // Autograd's compute-dtype gradients of the stage's parameters, held at a backward's end
   // (core/framework.h: param_grads_held) beyond what that backward freed: the micro-batch's

@@ -81,13 +81,13 @@ TEST_CASE("a layer's backward holds the gradient in, the input's and the MLP's",
   const Model gpt = test::preset_model("gpt3-175b");
   const Model xl = test::reshaped(gpt, "gpt-xl", 24, 2048, 16, 128, 8192);
   const RankShape one_gpu{1024, 1024, 16, 1, false};
-  CHECK(layer_backward_buffer_bytes(xl, Dtype::bf16, one_gpu, false) ==
+  CHECK(layer_backward_buffers(xl, Dtype::bf16, one_gpu, false).total() ==
         402'784'256 - 2 * 16384 * 4);
   // SwiGLU: fc1's output gradient is gate and up, twice the activation's; tp splits the MLP, and
   // sequence parallelism the two hidden-wide gradients.
   const Model llama = test::preset_model("llama3-8b");
   const RankShape tp8{8192, 8192, 1, 8, true};
-  CHECK(layer_backward_buffer_bytes(llama, Dtype::bf16, tp8, false) ==
+  CHECK(layer_backward_buffers(llama, Dtype::bf16, tp8, false).total() ==
         2 * (2 * 1024 * 4096 + 8192 * 2 * 1792));
 }
 

@@ -268,7 +268,7 @@ TEST_CASE("a stage's first backward holds the layer's gradients, the last stage'
   const Layout pp2 = test::layout(2, 4, 1, 2);
   const RankShape shape = rank_shape(t, pp2);
   const RankMemory first = rank_memory(m, t, pp2, stage_layers(m, pp2, 0), d, {});
-  CHECK(first.backward_buffers_bytes == layer_backward_buffer_bytes(m, t.dtype, shape, false));
+  CHECK(first.backward_buffers_bytes == layer_backward_buffers(m, t.dtype, shape, false).total());
   CHECK(first.backward_buffers_bytes > 0);
   // The last stage's 128K-word loss buffers, freed before its layers' backward, exceed them.
   const RankMemory last = rank_memory(m, t, pp2, stage_layers(m, pp2, 1), d, {});
@@ -279,7 +279,7 @@ TEST_CASE("a stage's first backward holds the layer's gradients, the last stage'
   bytes.vocab = 256;
   const RankMemory small = rank_memory(bytes, t, pp2, stage_layers(bytes, pp2, 1), d, {});
   const LossMemory loss = loss_memory(bytes, t.dtype, shape, ExecutionOptions{}.cross_entropy);
-  CHECK(small.backward_buffers_bytes == layer_backward_buffer_bytes(bytes, t.dtype, shape, false) -
-                                            output_layer_activation_bytes(bytes, t.dtype, shape) -
-                                            loss.saved - loss.transient);
+  CHECK(small.backward_buffers_bytes ==
+        layer_backward_buffers(bytes, t.dtype, shape, false).total() -
+            output_layer_activation_bytes(bytes, t.dtype, shape) - loss.saved - loss.transient);
 }
