@@ -165,8 +165,8 @@ class Enumerator {
   // The layers per virtual stage: the fixed split (in canonical form where it is whole, else as
   // given for validate_layout to name what is wrong), the framework's own where it splits them
   // itself, or candidate_splits' (the even one first when it divides). {{}} where none fits, so
-  // that validate_layout names the rule. Each depends on pp · vpp alone, and is found once for
-  // the inner loops that ask for it again.
+  // that validate_layout names the rule. Each depends on pp · vpp alone (on pp where the framework
+  // splits the layers, which runs no interleaving), and is found once for the inner loops.
   const std::vector<std::vector<int>>& splits(const Layout& l) {
     const int64_t chunks = int64_t{l.pp} * l.vpp;
     auto [it, fresh] = splits_.try_emplace(chunks);

@@ -201,7 +201,7 @@ class Search {
         kept_(kept_layouts(o)) {}
 
   // Enumerates and prices shapes taken from a shared counter until none is left, sharing its bar
-  // every kChunk layouts.
+  // every kChunk layouts priced.
   void work(Partial& p) {
     EstimateCache cache;  // this thread's: a shape's inner loops run in a row
     cache.replay_allocator = false;
@@ -210,19 +210,18 @@ class Search {
       Candidates c = shape_candidates(m_, c_, t_, fixed_, o_.runs_on, shapes_[s], o_.keep_refused);
       for (size_t j = 0; j < c.layouts.size(); ++j) {
         price(p, c.layouts[j], layout_index(s, j), cache);
-        if (++unshared == kChunk) {
-          done_.fetch_add(unshared);
+        if (o_.bound && ++unshared == kChunk) {
           unshared = 0;
-          if (o_.bound) share(p.bar);
+          share(p.bar);
         }
       }
-      done_.fetch_add(c.layouts_invalid);
       enumerated_[s] = std::move(c);
+      ++shapes_done_;
     }
-    done_.fetch_add(unshared);
   }
 
-  size_t done() const { return done_.load(); }
+  size_t shapes() const { return shapes_.size(); }
+  size_t shapes_done() const { return shapes_done_.load(); }
 
   // Every shape's counts and rejections, in enumeration order, once the workers are done.
   Enumerated enumerated() {
@@ -290,7 +289,7 @@ class Search {
   std::vector<Enumerated> enumerated_;  // by shape
   const size_t kept_;
   std::atomic<size_t> next_{0};
-  std::atomic<size_t> done_{0};
+  std::atomic<size_t> shapes_done_{0};
   std::mutex shared_mutex_;
   Bar shared_;
 };
@@ -301,8 +300,8 @@ Partial merge(std::vector<Partial>& parts, size_t top_k) {
     all.pruned += p.pruned;
     all.fitting += p.fitting;
     all.bounded += p.bounded;
-    for (Kept<Key>& k : p.top) keep_smallest(all.top, std::move(k), top_k);
-    for (Kept<MissKey>& k : p.closest) keep_smallest(all.closest, std::move(k), kClosestMisses);
+    for (const Kept<Key>& k : p.top) keep_smallest(all.top, k, top_k);
+    for (const Kept<MissKey>& k : p.closest) keep_smallest(all.closest, k, kClosestMisses);
     for (size_t a = 0; a < kAxisCount; ++a)
       for (const auto& [value, k] : p.best_by_axis[a])
         keep_best(all.best_by_axis[a], value, k.key, k.layout);
@@ -313,14 +312,15 @@ Partial merge(std::vector<Partial>& parts, size_t top_k) {
 }
 
 // Runs `threads` workers; while they run, a progress line on stderr every 0.2 s when asked.
-void run_workers(Search& search, std::vector<Partial>& parts, size_t total, bool progress) {
+void run_workers(Search& search, std::vector<Partial>& parts, bool progress) {
   bool printed = false;
   run_threads(
       parts.size(), [&](size_t i) { search.work(parts[i]); },
       [&](const auto& running) {
         while (progress && running()) {
           std::this_thread::sleep_for(std::chrono::milliseconds(200));
-          fmt::print(stderr, "\rpricing layouts: {} of {}", search.done(), total);
+          fmt::print(stderr, "\rpricing layouts: shape {} of {}", search.shapes_done(),
+                     search.shapes());
           printed = true;
         }
       });
@@ -345,13 +345,8 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
                                             std::max<int64_t>(1, visited / 1024));
   r.threads = static_cast<int>(threads);
   std::vector<Partial> parts(threads);
-  run_workers(search, parts, static_cast<size_t>(visited), options.progress);
+  run_workers(search, parts, options.progress);
   r.enumerated = search.enumerated();
-  // With nothing valid, the rules that refused everything are the answer (require_valid names
-  // them), and the enumeration was all the search did: it runs again, keeping them.
-  if (r.enumerated.valid == 0 && !options.keep_refused)
-    r.enumerated =
-        enumerate_layouts(model, cluster, training, fixed, options.runs_on, options.threads);
   const Partial all = merge(parts, kept_layouts(options));
 
   r.pruned_for_memory = all.pruned;

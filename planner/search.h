@@ -41,9 +41,9 @@ struct SearchOptions {
   int threads = 2;
   bool bound = true;  // skip the layouts the lower bound rules out (off: time every one that fits)
   bool progress = false;       // a progress line on stderr
-  // The most layouts a search visits (count_layouts), refused before any is priced: about 1 s and
-  // 0.3 GB per 300,000 layouts of a 100-layer model (measured 2026-11-26 on this 2-core machine:
-  // llama3-405b on 2,048 H100 at gbs 16384 spans 421,800 layouts). No preset search comes near.
+  // The most layouts a search visits (count_layouts), refused before any is priced: about 1 s per
+  // million on this 2-core machine (docs/measurements.md, 2026-11-27); its memory does not grow
+  // with them unless keep_refused holds every refused one. No preset search comes near.
   int64_t max_layouts = kDefaultMaxLayouts;
   ExecutionOptions execution;  // how every candidate is priced (--profile)
 };

@@ -99,9 +99,11 @@ std::string commonest_rules(const Enumerated& c) {
 }  // namespace
 
 void require_valid(const SearchResult& r, const Model& model, const Cluster& cluster,
-                   const Training& training, const LayoutSpec& fixed) {
-  const Enumerated& c = r.enumerated;
-  if (c.valid > 0) return;
+                   const Training& training, const LayoutSpec& fixed,
+                   const SearchOptions& options) {
+  if (r.enumerated.valid > 0) return;
+  const Enumerated c =
+      enumerate_layouts(model, cluster, training, fixed, options.runs_on, options.threads);
   std::string reason = fmt::format(
       "no valid layout of {} on {} devices (gbs {}, seq {}): {} shapes (tp, cp, pp, dp, "
       "ep) rejected whole, {} single layouts rejected{}",

@@ -13,8 +13,10 @@ namespace shardplan {
 
 // Throws InputError when no layout was valid: the rules that rejected most candidates, and, when
 // the cluster has more devices than any layout can use, the most nodes with a valid layout.
+// The search keeps the rejections only for --explain: they are enumerated again (the search did
+// no more than that) under `options`' framework filter.
 void require_valid(const SearchResult& r, const Model& model, const Cluster& cluster,
-                   const Training& training, const LayoutSpec& fixed);
+                   const Training& training, const LayoutSpec& fixed, const SearchOptions& options);
 
 struct Suggestion {
   std::string

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <vector>
 
 #include "core/schedule.h"
@@ -136,6 +137,7 @@ class Replay {
               ? a_.allocate(std::max<int64_t>(whole_layer_ - layer_.total(), 0))
               : -1;
       std::array<Handle, 3> gradients{};  // layer_backward_buffers': in, the MLP's, the input's
+      assert(backward_.count == static_cast<int>(gradients.size()));
       for (size_t i = 0; i < gradients.size(); ++i) gradients[i] = a_.allocate(backward_.bytes[i]);
       a_.release(gradients[1]);
       if (recomputed >= 0) a_.release(recomputed);

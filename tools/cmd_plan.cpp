@@ -151,7 +151,7 @@ int run_plan(const PlanOptions& o) {
   SearchResult r;
   if (search.objective == Objective::cost) {
     std::vector<NodeCountSearch> runs = search_node_counts(in.model, c, in.training, fixed, search);
-    require_valid(runs.front().result, in.model, c, in.training, fixed);
+    require_valid(runs.front().result, in.model, c, in.training, fixed, search);
     const std::optional<size_t> best = cheapest(runs);
     print_node_counts(runs, best);
     const size_t chosen = best.value_or(0);
@@ -161,7 +161,7 @@ int run_plan(const PlanOptions& o) {
     r = plan_search(in.model, c, in.training, fixed, search);
   }
   if (o.explain) fmt::print("\nrejected layouts:\n{}", format_rejections(r));
-  require_valid(r, in.model, c, in.training, fixed);
+  require_valid(r, in.model, c, in.training, fixed, search);
   fmt::print("{}", format_counts(r));
   if (!o.json.empty()) write_json_file(o.json, search_json(r));
   if (r.top.empty()) return report_nothing_fits(r, in, fixed, search);

@@ -12,7 +12,7 @@ namespace {
 
 std::string thrown_reason(const PlannerCase& c) {
   try {
-    require_valid(c.search(), c.model, c.cluster, c.training, c.fixed);
+    require_valid(c.search(), c.model, c.cluster, c.training, c.fixed, {});
   } catch (const InputError& e) {
     return e.reason;
   }
