@@ -312,10 +312,6 @@ void Enumerated::add(Enumerated&& part) {
   shapes_invalid += part.shapes_invalid;
   valid += part.valid;
   layouts_invalid += part.layouts_invalid;
-  if (rejections.empty()) {
-    rejections = std::move(part.rejections);
-    return;
-  }
   std::move(part.rejections.begin(), part.rejections.end(), std::back_inserter(rejections));
 }
 

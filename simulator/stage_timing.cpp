@@ -287,8 +287,7 @@ struct EstimateCache::State {
   // model_parts_compute's, by what it reads of the layout (rank_shape's fields, ep, recompute):
   // the enumeration's inner loops over ZeRO stages, splits and schedules reuse one.
   struct Parts {
-    std::array<int, 5> key{};  // tp, cp, ep, micro_batch, sequence_parallel
-    Recompute recompute = Recompute::none;
+    std::array<int, 6> key{};  // tp, cp, ep, micro_batch, sequence_parallel, recompute
     PartsCompute parts;
   };
   std::vector<Parts> parts;
@@ -304,22 +303,30 @@ StageStateCache& EstimateCache::stage_states() {
 
 namespace {
 
+// The entry of `table` that `matches`, or `make()`'s, which takes the oldest one's place once the
+// table holds kLayouts.
+template <class T, class Matches, class Make>
+T& recent(std::vector<T>& table, Matches matches, Make make) {
+  const auto found = std::find_if(table.begin(), table.end(), matches);
+  if (found != table.end()) return *found;
+  if (table.size() == EstimateCache::State::kLayouts) table.erase(table.begin());
+  return table.emplace_back(make());
+}
+
 // `price()` for stage rank `rank` under `key`, from `table` when a layout with the same key
 // priced it.
 template <class Price>
 const PricedActions& cached(EstimateCache::State::Table& table, const Layout& key, int64_t rank,
                             Price price) {
-  auto entry = std::find_if(table.begin(), table.end(),
-                            [&](const EstimateCache::State::Entry& e) { return e.layout == key; });
-  if (entry == table.end()) {
-    if (table.size() == EstimateCache::State::kLayouts) table.erase(table.begin());
-    table.push_back({key, {}});
-    entry = table.end() - 1;
-  }
-  for (const CachedPasses& c : entry->stages)
+  using Entry = EstimateCache::State::Entry;
+  Entry& entry = recent(
+      table, [&](const Entry& e) { return e.layout == key; },
+      [&] {
+        return Entry{key, {}};
+      });
+  for (const CachedPasses& c : entry.stages)
     if (c.rank == rank) return c.priced;
-  entry->stages.push_back({rank, price()});
-  return entry->stages.back().priced;
+  return entry.stages.emplace_back(CachedPasses{rank, price()}).priced;
 }
 
 // Adds one priced half of a stage's folded program to the other.
@@ -369,12 +376,14 @@ const PartsCompute& cached_parts(EstimateCache& cache, const Model& m, const Tra
                                  const Layout& l, const DeviceRates& rates,
                                  const ExecutionOptions& x) {
   using Parts = EstimateCache::State::Parts;
-  std::vector<Parts>& table = cache.state().parts;
-  const std::array<int, 5> key{l.tp, l.cp, l.ep, l.micro_batch, l.sequence_parallel ? 1 : 0};
-  for (const Parts& p : table)
-    if (p.key == key && p.recompute == l.recompute) return p.parts;
-  if (table.size() == EstimateCache::State::kLayouts) table.erase(table.begin());
-  return table.emplace_back(Parts{key, l.recompute, model_parts_compute(m, t, l, rates, x)}).parts;
+  const std::array<int, 6> key{
+      l.tp, l.cp, l.ep, l.micro_batch, l.sequence_parallel ? 1 : 0, static_cast<int>(l.recompute)};
+  return recent(
+             cache.state().parts, [&](const Parts& p) { return p.key == key; },
+             [&] {
+               return Parts{key, model_parts_compute(m, t, l, rates, x)};
+             })
+      .parts;
 }
 
 void check_dtype(const Cluster& c, Dtype dtype) {
