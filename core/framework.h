@@ -94,6 +94,12 @@ struct Framework {
   // FP32GradientAccumulator.backward). false: they go into the buffer as the backward makes them
   // (Megatron's main_grad, written by the weight-gradient GEMM), or are the buffer.
   bool param_grads_held = false;
+  // The optimizer step makes the fp32 gradients its master weights read as a new tensor, and frees
+  // it when the step ends (DeepSpeed: FP16_Optimizer under ZeRO-0, each gradient cast to fp32 and
+  // the casts concatenated; the ZeRO-1/2 optimizer, the partition's gradients concatenated and the
+  // flat copy cast). Only where the gradients are kept in the compute dtype. false: the master
+  // weights read a buffer that lives throughout (Megatron's main_grad) or the gradients themselves.
+  bool step_grad_copy = false;
   // Who splits the decoder layers over the pipeline stages (core/training.h: LayerSplit).
   LayerSplit layer_split = LayerSplit::layout;
 

@@ -69,8 +69,9 @@ class Replay {
 
   AllocatorPeaks run() {
     for (int64_t b : state_blocks(r_.state.parameters)) a_.allocate(b);
-    for (int64_t b : {r_.state.gradients, r_.state.master_weights, r_.comm_buffer_bytes,
-                      r_.zero3_gathered_bytes, r_.sp_gather_buffer_bytes})
+    Handle gradients = r_.state.gradients > 0 ? a_.allocate(r_.state.gradients) : -1;
+    for (int64_t b : {r_.state.master_weights, r_.comm_buffer_bytes, r_.zero3_gathered_bytes,
+                      r_.sp_gather_buffer_bytes})
       if (b > 0) a_.allocate(b);
     // DDP's buckets (bucket_cap_mb, 25 MB in PyTorch and nanotron).
     constexpr int64_t kBucketBytes = 25 << 20;
@@ -85,11 +86,7 @@ class Replay {
         // Under a split backward what the layers' W read stays until then.
         if (p.pass == Pass::backward && split_) hold_for_weight_grad(p);
       }
-      if (step == 0)
-        for (int64_t b : state_blocks(r_.state.optimizer_moments / 2)) {
-          a_.allocate(b);
-          a_.allocate(b);
-        }
+      optimizer_step(step, gradients);
     }
     return {a_.peak_allocated_bytes(), a_.peak_reserved_bytes()};
   }
@@ -100,6 +97,37 @@ class Replay {
     std::vector<int64_t> out = split(bytes - ends, s_.layers());
     if (ends > 0) out.push_back(ends);
     return out;
+  }
+
+  // The optimizer creates the Adam moments at its first step, while the gradients it reads exist.
+  // A step that copies them to fp32 (memory_model.h: step_grad_copy) frees what lies outside the
+  // rank's partition, makes the intermediate and the fp32 copy, frees the intermediate and the
+  // gradients, and frees the fp32 copy when it ends; the next backward makes the gradients again.
+  void optimizer_step(int step, Handle& gradients) {
+    const StepGradCopy c = step_grad_copy(t_, l_, r_.state, x_);
+    Handle fp32 = -1;
+    if (c.fp32 > 0) {
+      if (c.gradients_kept < r_.state.gradients) {
+        a_.release(gradients);
+        gradients = a_.allocate(c.gradients_kept);
+      }
+      // FP16_Optimizer's casts are one per parameter; the ZeRO optimizer's flat copy is one.
+      std::vector<Handle> intermediate;
+      for (int64_t b : l_.zero == 0 ? state_blocks(c.intermediate) : split(c.intermediate, 1))
+        intermediate.push_back(a_.allocate(b));
+      fp32 = a_.allocate(c.fp32);
+      for (Handle h : intermediate) a_.release(h);
+      a_.release(gradients);
+    }
+    if (step == 0)
+      for (int64_t b : state_blocks(r_.state.optimizer_moments / 2)) {
+        a_.allocate(b);
+        a_.allocate(b);
+      }
+    if (c.fp32 > 0) {
+      a_.release(fp32);
+      gradients = a_.allocate(r_.state.gradients);
+    }
   }
 
   bool holds_loss(const PipelineStep& p) const { return s_.last && p.chunk == l_.vpp - 1; }

@@ -172,6 +172,11 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
   if (x.param_grads_held && t.grad_dtype != t.dtype && l.zero < 3 && l.vpp == 1)
     r.param_grads_bytes =
         std::max<int64_t>(0, state.parameters - backward_frees - r.backward_buffers_bytes);
+  // The optimizer step's fp32 copy of the gradients exists when every activation and loss buffer
+  // is gone; it raises the peak by what exceeds them.
+  r.step_grad_copy_bytes =
+      std::max<int64_t>(0, step_grad_copy_extra_bytes(t, l, state, x) - r.activations_bytes() -
+                               r.logits_bytes - r.backward_buffers_bytes - r.param_grads_bytes);
   r.runtime.cuda_context_bytes = d.reserved_bytes();
   r.runtime_reserved_bytes = r.runtime.total();
   r.capacity_bytes = d.memory_bytes();
@@ -179,6 +184,27 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
 }
 
 }  // namespace
+
+StepGradCopy step_grad_copy(const Training& t, const Layout& l, const ModelStateBytes& state,
+                            const ExecutionOptions& x) {
+  const int64_t fp32 = dtype_bytes(Dtype::fp32);
+  const int64_t e = dtype_bytes(t.grad_dtype);
+  if (!x.step_grad_copy || e >= fp32 || l.zero >= 3 || state.master_weights == 0) return {};
+  // The elements the rank's master weights update: its partition under ZeRO-1/2.
+  const int64_t elements = state.master_weights / fp32;
+  const bool zero0 = l.zero == 0;
+  return {.gradients_kept = e * elements,
+          .intermediate = (zero0 ? fp32 : e) * elements,
+          .fp32 = fp32 * elements};
+}
+
+int64_t step_grad_copy_extra_bytes(const Training& t, const Layout& l, const ModelStateBytes& state,
+                                   const ExecutionOptions& x) {
+  const StepGradCopy c = step_grad_copy(t, l, state, x);
+  if (c.fp32 == 0) return 0;
+  // Gradients outside the partition are freed first (ZeRO-1); the copies come beside the rest.
+  return c.gradients_kept - state.gradients + c.intermediate + c.fp32;
+}
 
 RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
                        const Device& d, const ExecutionOptions& x) {
@@ -220,7 +246,7 @@ const std::vector<StageState>& StageStateCache::stages(const Model& m, const Tra
   return entries_.emplace_back(Entry{l.vpp, l.zero, l.stages, stage_states(m, t, l)}).stages;
 }
 
-std::array<MemoryItem, 19> memory_items(const RankMemory& r) {
+std::array<MemoryItem, 20> memory_items(const RankMemory& r) {
   return {{{"cuda_context", r.runtime.cuda_context_bytes},
            {"cublas_workspace", r.runtime.cublas_workspace_bytes},
            {"nccl_buffers", r.runtime.nccl_buffer_bytes},
@@ -239,6 +265,7 @@ std::array<MemoryItem, 19> memory_items(const RankMemory& r) {
            {"recompute_working", r.recompute_working_bytes},
            {"backward_buffers", r.backward_buffers_bytes},
            {"param_grads", r.param_grads_bytes},
+           {"step_grad_copy", r.step_grad_copy_bytes},
            {"allocator_cache", r.allocator_cache_bytes}}};
 }
 

@@ -65,6 +65,9 @@ struct RankMemory {
   // (core/framework.h: param_grads_held) beyond what that backward freed: the micro-batch's
   // activations and the loss's buffers.
   int64_t param_grads_bytes = 0;
+  // The optimizer step's fp32 copy of the gradients and the copy it is made from
+  // (step_grad_copy), beyond the activations and buffers the backward held.
+  int64_t step_grad_copy_bytes = 0;
   // What the caching allocator reserves beyond the tensors' peak: rounding, and cached blocks that
   // later, larger requests could not use (allocator_replay.h); 0 until replayed.
   int64_t allocator_cache_bytes = 0;
@@ -80,7 +83,8 @@ struct RankMemory {
   }
   int64_t other_bytes() const {
     return logits_bytes + zero3_gathered_bytes + comm_buffer_bytes + grad_bucket_copy_bytes +
-           sp_gather_buffer_bytes + backward_buffers_bytes + param_grads_bytes;
+           sp_gather_buffer_bytes + backward_buffers_bytes + param_grads_bytes +
+           step_grad_copy_bytes;
   }
   // What the training process allocates at its peak (PyTorch's max_memory_allocated).
   int64_t peak_bytes() const { return state.total() + activations_bytes() + other_bytes(); }
@@ -88,6 +92,27 @@ struct RankMemory {
   int64_t reserved_bytes() const { return peak_bytes() + allocator_cache_bytes; }
   bool fits() const { return reserved_bytes() + runtime_reserved_bytes <= capacity_bytes; }
 };
+
+// What an optimizer step that copies the gradients to fp32 (core/framework.h: step_grad_copy)
+// allocates on a rank with model state `state`: beside the compute-dtype gradients of the rank's
+// partition, an intermediate copy and from it the flat fp32 gradients; then the intermediate and
+// the compute-dtype gradients are freed, and the fp32 gradients held until the step ends.
+// DeepSpeed's FP16_Optimizer (ZeRO-0, deepspeed/runtime/fp16/fused_optimizer.py step) casts each
+// gradient to fp32 (the intermediate), then concatenates the casts; its ZeRO-1/2 optimizer
+// (deepspeed/runtime/zero/stage_1_and_2.py step) concatenates the partition's gradients (the
+// intermediate), then casts that. All zero where the framework makes no copy, the gradients are
+// fp32, there is no master copy, or under ZeRO-3 (its copies per sub-group are not modelled).
+struct StepGradCopy {
+  int64_t gradients_kept = 0;  // the partition's, in the gradient dtype
+  int64_t intermediate = 0;
+  int64_t fp32 = 0;
+};
+StepGradCopy step_grad_copy(const Training& t, const Layout& l, const ModelStateBytes& state,
+                            const ExecutionOptions& x);
+// The most that copy holds beyond the model state: ZeRO-1 frees the gradients outside the
+// partition first.
+int64_t step_grad_copy_extra_bytes(const Training& t, const Layout& l, const ModelStateBytes& state,
+                                   const ExecutionOptions& x);
 
 RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
                        const Device& d, const ExecutionOptions& x);
@@ -146,7 +171,7 @@ struct MemoryItem {
 };
 
 // Every item, in the order a training process allocates them (the reserve first).
-std::array<MemoryItem, 19> memory_items(const RankMemory& r);
+std::array<MemoryItem, 20> memory_items(const RankMemory& r);
 
 // Sets every stage's runtime memory (stages[i] is stage i) to runtime_memory's: its NCCL
 // communicators and cuBLAS workspaces beside the context.

@@ -283,3 +283,56 @@ TEST_CASE("a stage's first backward holds the layer's gradients, the last stage'
         layer_backward_buffers(bytes, t.dtype, shape, false).total() -
             output_layer_activation_bytes(bytes, t.dtype, shape) - loss.saved - loss.transient);
 }
+
+TEST_CASE(
+    "DeepSpeed's optimizer step copies the gradients to fp32: the peak grows by what exceeds the "
+    "freed activations",
+    "[memory]") {
+  const Model m = test::preset_model("llama3-8b");
+  Training t = mixed_precision_adam();
+  t.dtype = Dtype::fp16;
+  t.grad_dtype = Dtype::fp16;
+  t.seq_len = 128;  // short sequences: the copies outweigh what a backward frees
+  const Device d = test::preset_cluster("dgx-h100", 1).device;
+  const ExecutionOptions copies{.step_grad_copy = true};
+  const auto freed = [](const RankMemory& r) {
+    return r.activations_bytes() + r.logits_bytes + r.backward_buffers_bytes;
+  };
+  // ZeRO-1 on one rank: the flat fp16 copy and its fp32 cast beside the gradients, 6 bytes per
+  // parameter (stage_1_and_2.py step).
+  const Layout zero1 = test::layout(1, 8, 1, 1, 1, 1);
+  const StageLayers s = stage_layers(m, zero1, 0);
+  const RankMemory r1 = rank_memory(m, t, zero1, s, d, copies);
+  const int64_t params = r1.state.parameters / 2;
+  CHECK(step_grad_copy_extra_bytes(t, zero1, r1.state, copies) == 6 * params);
+  CHECK(r1.step_grad_copy_bytes == 6 * params - freed(r1));
+  CHECK(r1.peak_bytes() - rank_memory(m, t, zero1, s, d, {}).peak_bytes() ==
+        r1.step_grad_copy_bytes);
+  // ZeRO-0 (FP16_Optimizer): an fp32 cast of every gradient, then their concatenation.
+  const Layout zero0 = test::layout(1, 8, 1, 1, 1, 0);
+  CHECK(step_grad_copy_extra_bytes(t, zero0, rank_memory(m, t, zero0, s, d, copies).state,
+                                   copies) == 8 * params);
+  // ZeRO-1 over 4 ranks frees the gradients outside the quarter it updates first:
+  // 2·P/4 kept + 6·P/4 copies = the 2·P of gradients the backward held.
+  const Layout dp4 = test::layout(4, 8, 1, 1, 1, 1);
+  const RankMemory r4 = rank_memory(m, t, dp4, s, d, copies);
+  CHECK(step_grad_copy_extra_bytes(t, dp4, r4.state, copies) ==
+        8 * (r4.state.master_weights / 4) - r4.state.gradients);
+  CHECK(r4.step_grad_copy_bytes == 0);
+  // ZeRO-2 keeps only the partition's gradients: the copies are 6 bytes per partition element.
+  const Layout zero2 = test::layout(4, 8, 1, 1, 1, 2);
+  const ModelStateBytes s2 = rank_memory(m, t, zero2, s, d, copies).state;
+  CHECK(step_grad_copy_extra_bytes(t, zero2, s2, copies) == 6 * (s2.master_weights / 4));
+  // No copy: frameworks whose master weights read a buffer, fp32 gradients (the BF16
+  // optimizer's), ZeRO-3, long sequences whose freed activations exceed it.
+  CHECK(rank_memory(m, t, zero1, s, d, {}).step_grad_copy_bytes == 0);
+  Training fp32_grads = t;
+  fp32_grads.grad_dtype = Dtype::fp32;
+  CHECK(rank_memory(m, fp32_grads, zero1, s, d, copies).step_grad_copy_bytes == 0);
+  const Layout zero3 = test::layout(4, 8, 1, 1, 1, 3);
+  CHECK(rank_memory(m, t, zero3, s, d, copies).step_grad_copy_bytes == 0);
+  Training long_seq = t;
+  long_seq.seq_len = 65536;
+  const RankMemory big = rank_memory(m, long_seq, dp4, s, d, copies);
+  CHECK(big.step_grad_copy_bytes == 0);
+}
