@@ -15,6 +15,7 @@ ExecutionOptions execution_options(const Framework& f) {
   x.sp_gather_buffers = f.sp_gather_buffers;
   x.mha_kv_copied = f.mha_kv_copied;
   x.param_grads_held = f.param_grads_held;
+  x.param_grads_kept = f.param_grads_kept;
   x.step_grad_copy = f.step_grad_copy;
   x.caching_allocator = f.caching_allocator;
   x.expandable_segments = f.expandable_segments;

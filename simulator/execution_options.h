@@ -37,6 +37,7 @@ struct ExecutionOptions {
   int sp_gather_buffers = 0;
   bool mha_kv_copied = false;
   bool param_grads_held = false;
+  bool param_grads_kept = false;
   bool step_grad_copy = false;
   bool caching_allocator = true;
   bool expandable_segments = false;

@@ -95,6 +95,16 @@ LayerActivations layer_activations(const Model& m, const Training& t, const Layo
   return a;
 }
 
+// Whether stage `stage` runs a forward after one of its backwards within a step.
+bool forward_follows_backward(const Layout& l, int stage) {
+  bool backward_seen = false;
+  for (const PipelineStep& p : pipeline_order(l, stage)) {
+    if (p.pass == Pass::forward && backward_seen) return true;
+    backward_seen = backward_seen || p.pass == Pass::backward;
+  }
+  return false;
+}
+
 // rank_memory with the stage's model state and the layout's layer activations already sized.
 RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
                           const Device& d, const ExecutionOptions& x, const ModelStateBytes& state,
@@ -169,9 +179,14 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
   // the gradients raise it by what exceeds them. The frameworks that hold them (nanotron) run
   // neither ZeRO-3 (whose parameters are shards) nor virtual stages (whose backward makes one
   // chunk's gradients).
-  if (x.param_grads_held && t.grad_dtype != t.dtype && l.zero < 3 && l.vpp == 1)
+  // Kept until the next backward starts (param_grads_kept), they are there at the end of every
+  // forward that follows a backward, beside the micro-batches in flight at their most.
+  if (x.param_grads_held && dtype_bytes(t.grad_dtype) != dtype_bytes(t.dtype) && l.zero < 3 &&
+      l.vpp == 1)
     r.param_grads_bytes =
-        std::max<int64_t>(0, state.parameters - backward_frees - r.backward_buffers_bytes);
+        x.param_grads_kept && forward_follows_backward(l, s.stage)
+            ? std::max<int64_t>(0, state.parameters - r.backward_buffers_bytes)
+            : std::max<int64_t>(0, state.parameters - backward_frees - r.backward_buffers_bytes);
   // The optimizer step's fp32 copy of the gradients exists when every activation and loss buffer
   // is gone; it raises the peak by what exceeds them.
   r.step_grad_copy_bytes =

@@ -20,12 +20,14 @@ json unfused_json() {
     "overlap_param_gather": false, "fused_swiglu": false, "grad_bucket_copy": true,
     "sp_gather_buffers": 2,
     "caching_allocator": false, "expandable_segments": false, "layer_split": "cost_balanced",
-    "mha_kv_copied": true, "param_grads_held": true, "step_grad_copy": true,
+    "mha_kv_copied": true, "param_grads_held": true, "param_grads_kept": true,
+    "step_grad_copy": true,
     "source": {"attention": "a", "dropout": "b", "fused_bias": "c", "host_us_per_kernel": "d",
                "cross_entropy": "f", "overlap_grad_reduce": "e", "overlap_param_gather": "l",
                "fused_swiglu": "g", "grad_bucket_copy": "h", "sp_gather_buffers": "i",
                "caching_allocator": "j", "expandable_segments": "k", "layer_split": "m",
-               "mha_kv_copied": "n", "param_grads_held": "o", "step_grad_copy": "p"}})");
+               "mha_kv_copied": "n", "param_grads_held": "o", "param_grads_kept": "q",
+               "step_grad_copy": "p"}})");
 }
 
 std::string error_field(const json& j) {
@@ -58,6 +60,7 @@ TEST_CASE("framework JSON is read field by field", "[framework]") {
   CHECK(f.layer_split == LayerSplit::cost_balanced);
   CHECK(f.mha_kv_copied);
   CHECK(f.param_grads_held);
+  CHECK(f.param_grads_kept);
   CHECK(f.step_grad_copy);
   CHECK(t.layer_split == LayerSplit::layout);
   CHECK(run_by(t, f).layer_split == LayerSplit::cost_balanced);
@@ -96,6 +99,10 @@ TEST_CASE("a framework field without a source, or with a bad value, names the fi
   j = unfused_json();
   j["expandable_segments"] = true;  // without PyTorch's caching allocator
   CHECK(error_field(j) == "expandable_segments");
+
+  j = unfused_json();
+  j["param_grads_held"] = false;  // nothing held to keep
+  CHECK(error_field(j) == "param_grads_kept");
 
   j = unfused_json();
   j["cuda_graphs"] = true;

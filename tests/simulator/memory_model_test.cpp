@@ -336,3 +336,36 @@ TEST_CASE(
   const RankMemory big = rank_memory(m, long_seq, dp4, s, d, copies);
   CHECK(big.step_grad_copy_bytes == 0);
 }
+
+TEST_CASE(
+    "gradients kept until the next backward are there at the end of every forward that follows "
+    "one",
+    "[memory]") {
+  // DeepSpeed's BF16_Optimizer: the bf16 gradients stay after update_hp_grads until the next
+  // backward clears them, so a stage whose order runs a forward after a backward holds them beside
+  // the micro-batches in flight.
+  const Model m = test::preset_model("llama3-8b");
+  Training t = mixed_precision_adam();
+  t.grad_dtype = Dtype::fp32;
+  t.seq_len = 8192;  // long sequences: a backward frees more than the gradients
+  const Device d = test::preset_cluster("dgx-h100", 1).device;
+  const ExecutionOptions held{.param_grads_held = true};
+  const ExecutionOptions kept{.param_grads_held = true, .param_grads_kept = true};
+  // pp = 2, 8 micro-batches: stage 0 warms up with one forward, then alternates.
+  const Layout pp2 = test::layout(2, 8, 1, 2);
+  const StageLayers first = stage_layers(m, pp2, 0);
+  CHECK(rank_memory(m, t, pp2, first, d, held).param_grads_bytes == 0);
+  const RankMemory r = rank_memory(m, t, pp2, first, d, kept);
+  CHECK(r.param_grads_bytes == r.state.parameters - r.backward_buffers_bytes);
+  CHECK(r.param_grads_bytes > 0);
+  // One micro-batch: no forward follows the backward, so only its end holds them.
+  const Layout one = test::layout(1, 1, 1, 1);
+  const StageLayers whole = stage_layers(m, one, 0);
+  CHECK(rank_memory(m, t, one, whole, d, kept).param_grads_bytes ==
+        rank_memory(m, t, one, whole, d, held).param_grads_bytes);
+  // GPipe runs every forward first.
+  Layout gpipe = pp2;
+  gpipe.schedule = Schedule::gpipe;
+  CHECK(rank_memory(m, t, gpipe, first, d, kept).param_grads_bytes ==
+        rank_memory(m, t, gpipe, first, d, held).param_grads_bytes);
+}
