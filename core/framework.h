@@ -95,10 +95,10 @@ struct Framework {
   // (Megatron's main_grad, written by the weight-gradient GEMM), or are the buffer.
   bool param_grads_held = false;
   // With param_grads_held: the compute-dtype gradients stay after they are added into the fp32
-  // buffer, until the next backward frees them as it starts, so they are held through the
-  // forwards between two backwards too (DeepSpeed's BF16_Optimizer: the pipeline engine's and
-  // the engine's backward call clear_lp_grads before and update_hp_grads(clear_lp_grads=False)
-  // after). false: freed once added (nanotron).
+  // buffer, until the next backward frees them as it starts, so they are held through every
+  // forward, the next step's too (DeepSpeed's BF16_Optimizer, ZeRO-0/1: its backward calls
+  // clear_lp_grads before and update_hp_grads(clear_lp_grads=False) after, and its step does not
+  // free them). false: freed once added (nanotron).
   bool param_grads_kept = false;
   // The optimizer step makes the fp32 gradients its master weights read as a new tensor, and frees
   // it when the step ends (DeepSpeed: FP16_Optimizer under ZeRO-0, each gradient cast to fp32 and

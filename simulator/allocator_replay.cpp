@@ -69,9 +69,18 @@ class Replay {
 
   AllocatorPeaks run() {
     for (int64_t b : state_blocks(r_.state.parameters)) a_.allocate(b);
-    Handle gradients = r_.state.gradients > 0 ? a_.allocate(r_.state.gradients) : -1;
-    for (int64_t b : {r_.state.master_weights, r_.comm_buffer_bytes, r_.zero3_gathered_bytes,
-                      r_.sp_gather_buffer_bytes})
+    if (r_.state.master_weights > 0) a_.allocate(r_.state.master_weights);
+    // DeepSpeed's optimizers make their moments when they are built (initialize_optimizer_states:
+    // a step on zero fp32 gradients), two flat tensors over the partition, before any gradient or
+    // activation exists.
+    if (copy_.fp32 > 0) {
+      const Handle zeros = a_.allocate(copy_.fp32);
+      a_.allocate(r_.state.optimizer_moments / 2);
+      a_.allocate(r_.state.optimizer_moments / 2);
+      a_.release(zeros);
+    }
+    allocate_gradients();
+    for (int64_t b : {r_.comm_buffer_bytes, r_.zero3_gathered_bytes, r_.sp_gather_buffer_bytes})
       if (b > 0) a_.allocate(b);
     // DDP's buckets (bucket_cap_mb, 25 MB in PyTorch and nanotron).
     constexpr int64_t kBucketBytes = 25 << 20;
@@ -86,7 +95,7 @@ class Replay {
         // Under a split backward what the layers' W read stays until then.
         if (p.pass == Pass::backward && split_) hold_for_weight_grad(p);
       }
-      optimizer_step(step, gradients);
+      optimizer_step(step);
     }
     return {a_.peak_allocated_bytes(), a_.peak_reserved_bytes()};
   }
@@ -99,35 +108,53 @@ class Replay {
     return out;
   }
 
-  // The optimizer creates the Adam moments at its first step, while the gradients it reads exist.
-  // A step that copies them to fp32 (memory_model.h: step_grad_copy) frees what lies outside the
-  // rank's partition, makes the intermediate and the fp32 copy, frees the intermediate and the
-  // gradients, and frees the fp32 copy when it ends; the next backward makes the gradients again.
-  void optimizer_step(int step, Handle& gradients) {
-    const StepGradCopy c = step_grad_copy(t_, l_, r_.state, x_);
-    Handle fp32 = -1;
-    if (c.fp32 > 0) {
-      if (c.gradients_kept < r_.state.gradients) {
-        a_.release(gradients);
-        gradients = a_.allocate(c.gradients_kept);
-      }
-      // FP16_Optimizer's casts are one per parameter; the ZeRO optimizer's flat copy is one.
-      std::vector<Handle> intermediate;
-      for (int64_t b : l_.zero == 0 ? state_blocks(c.intermediate) : split(c.intermediate, 1))
-        intermediate.push_back(a_.allocate(b));
-      fp32 = a_.allocate(c.fp32);
-      for (Handle h : intermediate) a_.release(h);
-      a_.release(gradients);
+  // The gradients: one flat buffer (Megatron-LM's and nanotron's contiguous buffers, DeepSpeed
+  // ZeRO-2's partition), or, where DeepSpeed's ZeRO-0/1 step frees autograd's gradients, a block
+  // per layer and end as their .grad tensors are held.
+  void allocate_gradients() {
+    if (r_.state.gradients == 0) return;
+    const std::vector<int64_t> blocks = copy_.fp32 > 0 && l_.zero <= 1
+                                            ? state_blocks(r_.state.gradients)
+                                            : split(r_.state.gradients, 1);
+    for (int64_t b : blocks) gradients_.push_back({a_.allocate(b), b});
+  }
+
+  // PyTorch's optimizers create the Adam moments at their first step, while the gradients exist.
+  // A step that copies the gradients to fp32 (memory_model.h: step_grad_copy) frees those outside
+  // the rank's partition (ZeRO-1), makes the intermediate and the fp32 copy, frees the
+  // intermediate and autograd's gradients (ZeRO-0/1), and frees the fp32 copy when it ends; the
+  // next backward makes the gradients again, in the blocks they left.
+  void optimizer_step(int step) {
+    if (copy_.fp32 == 0) {
+      if (step == 0)
+        for (int64_t b : state_blocks(r_.state.optimizer_moments / 2)) {
+          a_.allocate(b);
+          a_.allocate(b);
+        }
+      return;
     }
-    if (step == 0)
-      for (int64_t b : state_blocks(r_.state.optimizer_moments / 2)) {
-        a_.allocate(b);
-        a_.allocate(b);
-      }
-    if (c.fp32 > 0) {
-      a_.release(fp32);
-      gradients = a_.allocate(r_.state.gradients);
+    const bool frees_gradients = l_.zero <= 1;
+    if (frees_gradients) {
+      // The partition is a contiguous share of the flattened parameters: keep the last blocks.
+      int64_t kept = 0;
+      size_t first_kept = gradients_.size();
+      while (first_kept > 0 && kept < copy_.partition_gradients)
+        kept += gradients_[--first_kept].bytes;
+      for (size_t i = 0; i < first_kept; ++i) a_.release(gradients_[i].handle);
+      gradients_.erase(gradients_.begin(), gradients_.begin() + static_cast<ptrdiff_t>(first_kept));
     }
+    // FP16_Optimizer (ZeRO-0) casts each gradient; the ZeRO optimizer makes one flat copy.
+    std::vector<Handle> intermediate;
+    for (int64_t b : l_.zero == 0 ? state_blocks(copy_.intermediate) : split(copy_.intermediate, 1))
+      intermediate.push_back(a_.allocate(b));
+    const Handle fp32 = a_.allocate(copy_.fp32);
+    for (Handle h : intermediate) a_.release(h);
+    if (frees_gradients) {
+      for (const HeldBlock& g : gradients_) a_.release(g.handle);
+      gradients_.clear();
+    }
+    a_.release(fp32);
+    if (frees_gradients) allocate_gradients();
   }
 
   bool holds_loss(const PipelineStep& p) const { return s_.last && p.chunk == l_.vpp - 1; }
@@ -203,6 +230,12 @@ class Replay {
   const RankMemory& r_;
   const ExecutionOptions& x_;
   const bool split_ = splits_backward(l_.schedule);
+  const StepGradCopy copy_ = step_grad_copy(t_, l_, r_.state, x_);
+  struct HeldBlock {
+    Handle handle;
+    int64_t bytes;
+  };
+  std::vector<HeldBlock> gradients_;
   const RankShape shape_;
   const int64_t e_;
   double end_share_ = 0;

@@ -33,8 +33,10 @@ struct AllocatorPeaks {
 //     a recomputed layer, and frees what the forward kept; under a split backward it then keeps
 //     what each layer's W reads (layer_weight_grad_tensors) until that W;
 //   the first optimizer step creates the Adam moments (PyTorch's optimizers create their state at
-//   the first step), two per layer and end; a step that copies the gradients to fp32
-//   (memory_model.h: step_grad_copy) makes and frees its copies around them.
+//     the first step), two per layer and end; a step that copies the gradients to fp32
+//     (memory_model.h: step_grad_copy, DeepSpeed's optimizers, which make their moments at
+//     start-up) makes and frees its copies, and at ZeRO-0/1 autograd's gradients, a block per
+//     layer and end.
 // Micro-batches past those the schedule's warm-up and one steady forward-backward pair need are
 // left out: the steady state repeats the same requests and reserves nothing more.
 AllocatorPeaks replay_allocations(const Model& m, const Training& t, const Layout& l,

@@ -95,16 +95,6 @@ LayerActivations layer_activations(const Model& m, const Training& t, const Layo
   return a;
 }
 
-// Whether stage `stage` runs a forward after one of its backwards within a step.
-bool forward_follows_backward(const Layout& l, int stage) {
-  bool backward_seen = false;
-  for (const PipelineStep& p : pipeline_order(l, stage)) {
-    if (p.pass == Pass::forward && backward_seen) return true;
-    backward_seen = backward_seen || p.pass == Pass::backward;
-  }
-  return false;
-}
-
 // rank_memory with the stage's model state and the layout's layer activations already sized.
 RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
                           const Device& d, const ExecutionOptions& x, const ModelStateBytes& state,
@@ -176,16 +166,19 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
         x.sp_gather_buffers * dtype_bytes(t.dtype) * shape.tokens() * m.hidden;
   // At the end of a backward its buffers are gone and every parameter's gradient is there; the
   // peak counted at the loss's forward, or at the layers' backward, held those buffers instead, so
-  // the gradients raise it by what exceeds them. The frameworks that hold them (nanotron) run
-  // neither ZeRO-3 (whose parameters are shards) nor virtual stages (whose backward makes one
-  // chunk's gradients).
-  // Kept until the next backward starts (param_grads_kept), they are there at the end of every
-  // forward that follows a backward, beside the micro-batches in flight at their most.
+  // the gradients raise it by what exceeds them. The frameworks that hold them (nanotron,
+  // DeepSpeed's BF16_Optimizer) run neither ZeRO-3 (whose parameters are shards) nor virtual
+  // stages (whose backward makes one chunk's gradients). Sizes, not dtypes, are compared: fp16
+  // compute with 16-bit gradients holds nothing twice.
+  // Kept until the next backward starts (param_grads_kept; BF16_Optimizer runs at ZeRO-0/1 only),
+  // they are there at the end of every forward, beside the micro-batches in flight at their most,
+  // where neither the backward's buffers nor a recomputed layer is.
   if (x.param_grads_held && dtype_bytes(t.grad_dtype) != dtype_bytes(t.dtype) && l.zero < 3 &&
       l.vpp == 1)
     r.param_grads_bytes =
-        x.param_grads_kept && forward_follows_backward(l, s.stage)
-            ? std::max<int64_t>(0, state.parameters - r.backward_buffers_bytes)
+        x.param_grads_kept && l.zero <= 1
+            ? std::max<int64_t>(
+                  0, state.parameters - r.backward_buffers_bytes - r.recompute_working_bytes)
             : std::max<int64_t>(0, state.parameters - backward_frees - r.backward_buffers_bytes);
   // The optimizer step's fp32 copy of the gradients exists when every activation and loss buffer
   // is gone; it raises the peak by what exceeds them.
@@ -204,12 +197,14 @@ StepGradCopy step_grad_copy(const Training& t, const Layout& l, const ModelState
                             const ExecutionOptions& x) {
   const int64_t fp32 = dtype_bytes(Dtype::fp32);
   const int64_t e = dtype_bytes(t.grad_dtype);
-  if (!x.step_grad_copy || e >= fp32 || l.zero >= 3 || state.master_weights == 0) return {};
+  // DeepSpeed runs FP16_Optimizer at ZeRO-0 for fp16 only (bf16 gets its BF16_Optimizer).
+  if (!x.step_grad_copy || e >= fp32 || l.zero >= 3 || state.master_weights == 0 ||
+      (l.zero == 0 && t.dtype != Dtype::fp16))
+    return {};
   // The elements the rank's master weights update: its partition under ZeRO-1/2.
   const int64_t elements = state.master_weights / fp32;
-  const bool zero0 = l.zero == 0;
-  return {.gradients_kept = e * elements,
-          .intermediate = (zero0 ? fp32 : e) * elements,
+  return {.partition_gradients = e * elements,
+          .intermediate = (l.zero == 0 ? fp32 : e) * elements,
           .fp32 = fp32 * elements};
 }
 
@@ -218,7 +213,7 @@ int64_t step_grad_copy_extra_bytes(const Training& t, const Layout& l, const Mod
   const StepGradCopy c = step_grad_copy(t, l, state, x);
   if (c.fp32 == 0) return 0;
   // Gradients outside the partition are freed first (ZeRO-1); the copies come beside the rest.
-  return c.gradients_kept - state.gradients + c.intermediate + c.fp32;
+  return c.partition_gradients - state.gradients + c.intermediate + c.fp32;
 }
 
 RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const StageLayers& s,

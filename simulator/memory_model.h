@@ -102,16 +102,17 @@ struct RankMemory {
 // gradient to fp32 (the intermediate), then concatenates the casts; its ZeRO-1/2 optimizer
 // (deepspeed/runtime/zero/stage_1_and_2.py step) concatenates the partition's gradients (the
 // intermediate), then casts that. All zero where the framework makes no copy, the gradients are
-// fp32, there is no master copy, or under ZeRO-3 (its copies per sub-group are not modelled).
+// fp32 (DeepSpeed's BF16_Optimizer), there is no master copy, at ZeRO-0 but for fp16 (only
+// FP16_Optimizer copies), or under ZeRO-3 (its copies per sub-group are not modelled).
 struct StepGradCopy {
-  int64_t gradients_kept = 0;  // the partition's, in the gradient dtype
+  int64_t partition_gradients = 0;  // the partition's, in the gradient dtype
   int64_t intermediate = 0;
   int64_t fp32 = 0;
 };
 StepGradCopy step_grad_copy(const Training& t, const Layout& l, const ModelStateBytes& state,
                             const ExecutionOptions& x);
-// The most that copy holds beyond the model state: ZeRO-1 frees the gradients outside the
-// partition first.
+// What that copy holds beyond the model state at its most, negative where ZeRO-1 first frees
+// more gradients (those outside the partition) than the copies take.
 int64_t step_grad_copy_extra_bytes(const Training& t, const Layout& l, const ModelStateBytes& state,
                                    const ExecutionOptions& x);
 

@@ -308,16 +308,21 @@ TEST_CASE(
   CHECK(r1.step_grad_copy_bytes == 6 * params - freed(r1));
   CHECK(r1.peak_bytes() - rank_memory(m, t, zero1, s, d, {}).peak_bytes() ==
         r1.step_grad_copy_bytes);
-  // ZeRO-0 (FP16_Optimizer): an fp32 cast of every gradient, then their concatenation.
+  // ZeRO-0 (FP16_Optimizer): an fp32 cast of every gradient, then their concatenation; bf16 at
+  // ZeRO-0 runs the BF16_Optimizer, which copies nothing.
   const Layout zero0 = test::layout(1, 8, 1, 1, 1, 0);
-  CHECK(step_grad_copy_extra_bytes(t, zero0, rank_memory(m, t, zero0, s, d, copies).state,
-                                   copies) == 8 * params);
+  const ModelStateBytes s0 = rank_memory(m, t, zero0, s, d, copies).state;
+  CHECK(step_grad_copy_extra_bytes(t, zero0, s0, copies) == 8 * params);
+  Training bf16 = t;
+  bf16.dtype = Dtype::bf16;
+  bf16.grad_dtype = Dtype::bf16;
+  CHECK(step_grad_copy_extra_bytes(bf16, zero0, s0, copies) == 0);
+  CHECK(step_grad_copy_extra_bytes(bf16, zero1, r1.state, copies) == 6 * params);
   // ZeRO-1 over 4 ranks frees the gradients outside the quarter it updates first:
-  // 2·P/4 kept + 6·P/4 copies = the 2·P of gradients the backward held.
+  // 2·P/4 kept + 6·P/4 copies, no more than the 2·P of gradients the backward held.
   const Layout dp4 = test::layout(4, 8, 1, 1, 1, 1);
   const RankMemory r4 = rank_memory(m, t, dp4, s, d, copies);
-  CHECK(step_grad_copy_extra_bytes(t, dp4, r4.state, copies) ==
-        8 * (r4.state.master_weights / 4) - r4.state.gradients);
+  CHECK(step_grad_copy_extra_bytes(t, dp4, r4.state, copies) == 0);
   CHECK(r4.step_grad_copy_bytes == 0);
   // ZeRO-2 keeps only the partition's gradients: the copies are 6 bytes per partition element.
   const Layout zero2 = test::layout(4, 8, 1, 1, 1, 2);
@@ -333,17 +338,16 @@ TEST_CASE(
   CHECK(rank_memory(m, t, zero3, s, d, copies).step_grad_copy_bytes == 0);
   Training long_seq = t;
   long_seq.seq_len = 65536;
-  const RankMemory big = rank_memory(m, long_seq, dp4, s, d, copies);
+  const RankMemory big = rank_memory(m, long_seq, zero1, s, d, copies);
+  CHECK(freed(big) > 6 * params);
   CHECK(big.step_grad_copy_bytes == 0);
 }
 
-TEST_CASE(
-    "gradients kept until the next backward are there at the end of every forward that follows "
-    "one",
-    "[memory]") {
+TEST_CASE("gradients kept until the next backward are there at the end of every forward",
+          "[memory]") {
   // DeepSpeed's BF16_Optimizer: the bf16 gradients stay after update_hp_grads until the next
-  // backward clears them, so a stage whose order runs a forward after a backward holds them beside
-  // the micro-batches in flight.
+  // backward clears them, and its step does not free them, so every forward runs beside them,
+  // the next step's warm-up too.
   const Model m = test::preset_model("llama3-8b");
   Training t = mixed_precision_adam();
   t.grad_dtype = Dtype::fp32;
@@ -351,21 +355,33 @@ TEST_CASE(
   const Device d = test::preset_cluster("dgx-h100", 1).device;
   const ExecutionOptions held{.param_grads_held = true};
   const ExecutionOptions kept{.param_grads_held = true, .param_grads_kept = true};
-  // pp = 2, 8 micro-batches: stage 0 warms up with one forward, then alternates.
-  const Layout pp2 = test::layout(2, 8, 1, 2);
-  const StageLayers first = stage_layers(m, pp2, 0);
-  CHECK(rank_memory(m, t, pp2, first, d, held).param_grads_bytes == 0);
-  const RankMemory r = rank_memory(m, t, pp2, first, d, kept);
-  CHECK(r.param_grads_bytes == r.state.parameters - r.backward_buffers_bytes);
-  CHECK(r.param_grads_bytes > 0);
-  // One micro-batch: no forward follows the backward, so only its end holds them.
-  const Layout one = test::layout(1, 1, 1, 1);
-  const StageLayers whole = stage_layers(m, one, 0);
-  CHECK(rank_memory(m, t, one, whole, d, kept).param_grads_bytes ==
-        rank_memory(m, t, one, whole, d, held).param_grads_bytes);
-  // GPipe runs every forward first.
-  Layout gpipe = pp2;
+  for (const Recompute recompute : {Recompute::none, Recompute::full}) {
+    INFO("recompute " << static_cast<int>(recompute));
+    Layout pp2 = test::layout(2, 8, 1, 2);
+    pp2.recompute = recompute;
+    const StageLayers first = stage_layers(m, pp2, 0);
+    const RankMemory r = rank_memory(m, t, pp2, first, d, kept);
+    CHECK(rank_memory(m, t, pp2, first, d, held).param_grads_bytes < r.param_grads_bytes);
+    // At a forward's end neither the backward's buffers nor the layer it recomputes exist.
+    CHECK(r.param_grads_bytes ==
+          r.state.parameters - r.backward_buffers_bytes - r.recompute_working_bytes);
+    CHECK(r.param_grads_bytes > r.state.parameters / 2);
+    CHECK(r.peak_bytes() - rank_memory(m, t, pp2, first, d, {}).peak_bytes() ==
+          r.param_grads_bytes);
+  }
+  // GPipe too: the last step's gradients are there through this step's forwards.
+  Layout gpipe = test::layout(2, 8, 1, 2);
   gpipe.schedule = Schedule::gpipe;
-  CHECK(rank_memory(m, t, gpipe, first, d, kept).param_grads_bytes ==
-        rank_memory(m, t, gpipe, first, d, held).param_grads_bytes);
+  CHECK(rank_memory(m, t, gpipe, stage_layers(m, gpipe, 0), d, kept).param_grads_bytes > 0);
+  // BF16_Optimizer runs at ZeRO-0/1 only; ZeRO-2 reduces each gradient as it is made.
+  const Layout zero2 = test::layout(2, 8, 1, 1, 1, 2);
+  const StageLayers whole = stage_layers(m, zero2, 0);
+  CHECK(rank_memory(m, t, zero2, whole, d, kept).param_grads_bytes ==
+        rank_memory(m, t, zero2, whole, d, held).param_grads_bytes);
+  // fp16 compute with 16-bit gradients of another name holds nothing twice.
+  Training fp16 = t;
+  fp16.dtype = Dtype::fp16;
+  fp16.grad_dtype = Dtype::bf16;
+  const Layout pp2 = test::layout(2, 8, 1, 2);
+  CHECK(rank_memory(m, fp16, pp2, stage_layers(m, pp2, 0), d, kept).param_grads_bytes == 0);
 }

@@ -60,7 +60,7 @@ constexpr Bounds kMosaicml{10, 5};     // MAPE 9.2%, signed mean −3.6%
 // attention's second K and V, and the gradients a layer's backward holds (before: BLOOM 25.9%,
 // Ultra-Scale 38.9%, then 28.2% and 202 false fits of 711 crashes priced, then 18.7%, then 14.8%
 // and 187 of 807).
-constexpr Bounds kBloomMemory{19, 19};             // MAPE 17.5%, signed mean −16.9% (96 rows)
+constexpr Bounds kBloomMemory{19, 19};             // MAPE 16.9%, signed mean −16.9% (96 rows)
 constexpr Bounds kUltrascaleMemory{16, 16};        // MAPE 14.5%, signed mean −13.6% (899 rows)
 constexpr double kUltrascaleFalseFitShare = 0.25;  // 183 of 807 crashes predicted to fit: 22.7%
 
