@@ -77,6 +77,9 @@ Training with_compute_dtype(Training t, Dtype d) {
   if (d == Dtype::fp32) {
     t.grad_dtype = Dtype::fp32;
     t.master_weights = false;
+  } else if (dtype_bytes(t.grad_dtype) == dtype_bytes(d)) {
+    // 16-bit gradients are those of the compute dtype: fp16 runs keep fp16 gradients.
+    t.grad_dtype = d;
   }
   return t;
 }

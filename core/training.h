@@ -47,7 +47,8 @@ struct Training {
 };
 
 // The training computing in `d`: the dtype, and for fp32 fp32 gradients and no master copy (there
-// is no lower precision to keep one for), as a plain fp32 run of Megatron-LM or PyTorch keeps them.
+// is no lower precision to keep one for), as a plain fp32 run of Megatron-LM or PyTorch keeps them;
+// 16-bit gradients become `d`'s (fp16 runs keep fp16 gradients), fp32 ones stay.
 // What --dtype means on the command line.
 Training with_compute_dtype(Training t, Dtype d);
 

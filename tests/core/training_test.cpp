@@ -117,8 +117,11 @@ TEST_CASE("training: --dtype fp32 means fp32 gradients and no master copy", "[tr
   CHECK_FALSE(fp32.master_weights);
   const Training fp16 = with_compute_dtype(t, Dtype::fp16);
   CHECK(fp16.dtype == Dtype::fp16);
-  CHECK(fp16.grad_dtype == Dtype::bf16);  // left as it was
+  CHECK(fp16.grad_dtype == Dtype::fp16);  // 16-bit gradients follow the compute dtype
   CHECK(fp16.master_weights);
+  Training fp32_grads = t;
+  fp32_grads.grad_dtype = Dtype::fp32;  // fp32 accumulation is kept
+  CHECK(with_compute_dtype(fp32_grads, Dtype::fp16).grad_dtype == Dtype::fp32);
 }
 
 }  // namespace
