@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <catch2/catch.hpp>
+#include <stdexcept>
 #include <vector>
 
 #include "calibrate/calibrate_collective.h"
@@ -74,7 +75,18 @@ TEST_CASE("mpi: a sweep times every count and fits on both ranks alike", "[calib
   const SweepOptions o{16 << 10, 4 << 20, 4, {1, 7, 1e-5}};
   MpiCollectiveRunner runner(MPI_COMM_WORLD);
   CHECK(runner.step_work(cold_input));
-  const CollectiveSweep s = sweep_collective(*bench, o, runner, 0, cold_input);
+  // A machine busy with other tests can still time the small sizes slower than the large ones
+  // (CI, 2026-11-27: all_gather's fit refused); both ranks hold the slowest rank's times, so they
+  // refuse alike and sweep again together.
+  const CollectiveSweep s = [&] {
+    for (int attempt = 1;; ++attempt) {
+      try {
+        return sweep_collective(*bench, o, runner, 0, cold_input);
+      } catch (const std::runtime_error&) {
+        if (attempt == 3) throw;
+      }
+    }
+  }();
   CHECK(s.fit.collective == bench->collective);
   CHECK(s.fit.cold_input == cold_input);
   REQUIRE(s.rows.size() == 5);
