@@ -113,9 +113,8 @@ class Replay {
   // per layer and end as their .grad tensors are held.
   void allocate_gradients() {
     if (r_.state.gradients == 0) return;
-    const std::vector<int64_t> blocks = copy_.fp32 > 0 && l_.zero <= 1
-                                            ? state_blocks(r_.state.gradients)
-                                            : split(r_.state.gradients, 1);
+    const std::vector<int64_t> blocks =
+        step_frees_gradients_ ? state_blocks(r_.state.gradients) : split(r_.state.gradients, 1);
     for (int64_t b : blocks) gradients_.push_back({a_.allocate(b), b});
   }
 
@@ -133,8 +132,7 @@ class Replay {
         }
       return;
     }
-    const bool frees_gradients = l_.zero <= 1;
-    if (frees_gradients) {
+    if (step_frees_gradients_) {
       // The partition is a contiguous share of the flattened parameters: keep the last blocks.
       int64_t kept = 0;
       size_t first_kept = gradients_.size();
@@ -149,12 +147,12 @@ class Replay {
       intermediate.push_back(a_.allocate(b));
     const Handle fp32 = a_.allocate(copy_.fp32);
     for (Handle h : intermediate) a_.release(h);
-    if (frees_gradients) {
+    if (step_frees_gradients_) {
       for (const HeldBlock& g : gradients_) a_.release(g.handle);
       gradients_.clear();
     }
     a_.release(fp32);
-    if (frees_gradients) allocate_gradients();
+    if (step_frees_gradients_) allocate_gradients();
   }
 
   bool holds_loss(const PipelineStep& p) const { return s_.last && p.chunk == l_.vpp - 1; }
@@ -231,6 +229,8 @@ class Replay {
   const ExecutionOptions& x_;
   const bool split_ = splits_backward(l_.schedule);
   const StepGradCopy copy_ = step_grad_copy(t_, l_, r_.state, x_);
+  // DeepSpeed's ZeRO-0/1 step frees autograd's gradients (ZeRO-2 keeps its partition buffer).
+  const bool step_frees_gradients_ = copy_.fp32 > 0 && l_.zero <= 1;
   struct HeldBlock {
     Handle handle;
     int64_t bytes;

@@ -63,8 +63,8 @@ struct RankMemory {
   int64_t backward_buffers_bytes = 0;
   // Autograd's compute-dtype gradients of the stage's parameters, held at a backward's end
   // (core/framework.h: param_grads_held) beyond what that backward freed: the micro-batch's
-  // activations and the loss's buffers; kept to the next backward (param_grads_kept), beyond the
-  // backward's buffers, at the end of a forward that follows a backward.
+  // activations and the loss's buffers; kept to the next backward (param_grads_kept), at the end
+  // of every forward, beyond the backward's buffers and the recomputed layer.
   int64_t param_grads_bytes = 0;
   // The optimizer step's fp32 copy of the gradients and the copy it is made from
   // (step_grad_copy), beyond the activations and buffers the backward held.
