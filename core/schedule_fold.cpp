@@ -179,6 +179,16 @@ std::vector<FoldedAction> fold_passes(const Model& m, const Training& t, const L
   return f.take();
 }
 
+void passes_split_key(const Model& m, const Layout& l, int64_t rank, std::vector<int>& key) {
+  const int pp_rank = rank_coord(l, rank).pp;
+  key.clear();
+  for (int c = 0; c < l.vpp; ++c) {
+    const ChunkShape shape = chunk_shape(m, l, virtual_stage(l, pp_rank, c));
+    key.push_back(shape.layers);
+    key.push_back(shape.moe_phase);
+  }
+}
+
 std::vector<FoldedAction> fold_data_parallel(const Model& m, const Training& t, const Layout& l,
                                              int64_t rank) {
   Folder f;

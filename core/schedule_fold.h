@@ -41,6 +41,11 @@ std::vector<FoldedAction> fold_passes(const Model& m, const Training& t, const L
 std::vector<FoldedAction> fold_data_parallel(const Model& m, const Training& t, const Layout& l,
                                              int64_t rank);
 
+// What of the split of the layers (Layout::stages) fold_passes(m, t, l, rank) reads, into `key`:
+// each of the rank's chunks' layers and where they begin in the MoE pattern. Layouts alike but in
+// their split and ZeRO stage fold a rank's passes alike where their keys are equal.
+void passes_split_key(const Model& m, const Layout& l, int64_t rank, std::vector<int>& key);
+
 // Whether two actions cost the same wherever they run on one rank: the same kind, stream, pass,
 // op, group, bytes and parameters, the same parts and kInputGradOnly flag (compute), and the same
 // reads_cold_input.

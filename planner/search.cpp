@@ -173,11 +173,16 @@ double overflow_ratio(const RankMemory& r) {
 // What the search prunes on: the worst stage's tensors' peak with the runtime's memory (NCCL's
 // buffers, cuBLAS's workspaces), as the estimate adds it; not yet the allocator's reserve (see
 // kept_layouts).
+RankMemory with_runtime(RankMemory worst, const Cluster& c, const Layout& l,
+                        StageStateCache* cache = nullptr) {
+  std::vector<RankMemory> stages{std::move(worst)};
+  add_runtime_memory(stages, c, l, cache);
+  return stages.front();
+}
+
 RankMemory pruning_memory(const Model& m, const Cluster& c, const Training& t, const Layout& l,
-                          const ExecutionOptions& x, StageStateCache* cache = nullptr) {
-  std::vector<RankMemory> worst{worst_stage_memory(m, t, l, c.device, x, cache).memory};
-  add_runtime_memory(worst, c, l, cache);
-  return worst.front();
+                          const ExecutionOptions& x) {
+  return with_runtime(worst_stage_memory(m, t, l, c.device, x).memory, c, l);
 }
 
 // The search keeps twice the top it reports: it ranks on the tensors' peak, and the allocator's
@@ -232,7 +237,25 @@ class Search {
 
  private:
   void price(Partial& p, const Layout& l, int64_t index, EstimateCache& cache) {
-    const RankMemory mem = pruning_memory(m_, c_, t_, l, o_.execution, &cache.stage_states());
+    StageStateCache& states = cache.stage_states();
+    // A stage whose tensors alone are over the device beside the least runtime memory any stage
+    // holds rules the layout out; its overflow, at least theirs, is needed only if it could be
+    // among the closest misses (every miss's with keep_refused).
+    const int64_t capacity = c_.device.memory_bytes();
+    const int64_t least_runtime = states.least_runtime_bytes(c_, l);
+    WorstStageMemory worst = worst_stage_memory(
+        m_, t_, l, c_.device, o_.execution, &states,
+        o_.keep_refused ? std::nullopt : std::optional<int64_t>(capacity - least_runtime));
+    if (!worst.complete) {
+      const double over = static_cast<double>(worst.memory.peak_bytes() + least_runtime) /
+                          static_cast<double>(capacity);
+      if (p.closest.size() == kClosestMisses && over > p.closest.back().key.over) {
+        ++p.pruned;
+        return;
+      }
+      worst = worst_stage_memory(m_, t_, l, c_.device, o_.execution, &states);
+    }
+    const RankMemory mem = with_runtime(std::move(worst.memory), c_, l, &states);
     if (!mem.fits()) {
       ++p.pruned;
       const MissKey miss{overflow_ratio(mem), index};

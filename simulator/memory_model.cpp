@@ -63,24 +63,15 @@ ModelStateBytes stage_model_state_bytes(const Model& m, const Training& t, const
          model_state_bytes(p.experts, shard_size(p.experts, expert_replicas(l)), l.zero, t);
 }
 
-namespace {
+namespace {}  // namespace
 
-// One layer's activations per micro-batch, dense and MoE, under the layout's recomputation and
-// without any: the same on every stage, so sized once per layout.
-struct LayerActivations {
-  int64_t dense = 0, moe = 0;                    // under the layout's recomputation
-  int64_t dense_whole = 0, moe_whole = 0;        // without recomputation
-  int64_t dense_backward = 0, moe_backward = 0;  // the gradients its backward holds
-  int64_t dense_weight_grad = 0, moe_weight_grad = 0;  // held from B to W (split backward)
-};
-
-LayerActivations layer_activations(const Model& m, const Training& t, const Layout& l,
-                                   const ExecutionOptions& x) {
+ActivationSizes activation_sizes(const Model& m, const Training& t, const Layout& l,
+                                 const ExecutionOptions& x) {
   const RankShape shape = rank_shape(t, l);
   const auto layer = [&](bool moe, Recompute rc) {
     return layer_activation_bytes(m, t.dtype, shape, moe, rc, x);
   };
-  LayerActivations a;
+  ActivationSizes a;
   a.dense = layer(false, l.recompute);
   a.dense_whole = layer(false, Recompute::none);
   a.dense_backward = layer_backward_buffers(m, t.dtype, shape, false).total();
@@ -92,13 +83,20 @@ LayerActivations layer_activations(const Model& m, const Training& t, const Layo
     a.moe_backward = layer_backward_buffers(m, t.dtype, shape, true).total();
     if (split) a.moe_weight_grad = layer_weight_grad_tensors(m, t.dtype, shape, true).total();
   }
+  a.input = input_layer_activation_bytes(m, shape, x);
+  a.output = output_layer_activation_bytes(m, t.dtype, shape);
+  const LossMemory loss = loss_memory(m, t.dtype, shape, x.cross_entropy);
+  a.loss_saved = loss.saved;
+  a.loss_transient = loss.transient;
   return a;
 }
+
+namespace {
 
 // rank_memory with the stage's model state and the layout's layer activations already sized.
 RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
                           const Device& d, const ExecutionOptions& x, const ModelStateBytes& state,
-                          const LayerActivations& layer) {
+                          const ActivationSizes& layer) {
   RankMemory r;
   r.stage = s.stage;
   r.state = state;
@@ -120,8 +118,7 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
           std::max(r.layer_activations_bytes,
                    h.whole * stage_layers_bytes + h.waiting_weight_grad * waiting);
   }
-  if (s.first)
-    r.embedding_activations_bytes = chunks * input_layer_activation_bytes(m, shape, x) / l.vpp;
+  if (s.first) r.embedding_activations_bytes = chunks * layer.input / l.vpp;
   if (l.recompute != Recompute::none) {
     // The layer being back-propagated is materialised again in full.
     for (const auto& [layers, whole, kept] :
@@ -138,11 +135,9 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
     // The last stage runs each micro-batch's backward right after its forward unless the
     // schedule runs every forward first.
     const int64_t held = runs_all_forwards_first(l) ? l.num_microbatches : 1;
-    const int64_t output = output_layer_activation_bytes(m, t.dtype, shape);
-    r.output_activations_bytes = held * output;
-    const LossMemory loss = loss_memory(m, t.dtype, shape, x.cross_entropy);
-    r.logits_bytes = held * loss.saved + loss.transient;
-    loss_frees = output + loss.saved + loss.transient;
+    r.output_activations_bytes = held * layer.output;
+    r.logits_bytes = held * layer.loss_saved + layer.loss_transient;
+    loss_frees = layer.output + layer.loss_saved + layer.loss_transient;
     backward_frees += loss_frees;
   }
   // A stage's first backward holds the layer's gradients beside every activation in flight; the
@@ -219,7 +214,7 @@ int64_t step_grad_copy_extra_bytes(const Training& t, const Layout& l, const Mod
 RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const StageLayers& s,
                        const Device& d, const ExecutionOptions& x) {
   return rank_memory_of(m, t, l, s, d, x, stage_model_state_bytes(m, t, l, s),
-                        layer_activations(m, t, l, x));
+                        activation_sizes(m, t, l, x));
 }
 
 std::vector<StageState> stage_states(const Model& m, const Training& t, const Layout& l) {
@@ -238,6 +233,8 @@ void StageStateCache::select_shape(const Layout& l) {
   shape_ = shape;
   rank_order_ = l.rank_order;
   entries_.clear();
+  activations_.clear();
+  least_runtime_.reset();
   runtime_.assign(static_cast<size_t>(l.pp), std::nullopt);
 }
 
@@ -246,6 +243,26 @@ const RuntimeMemory& StageStateCache::runtime(const Cluster& c, const Layout& l,
   std::optional<RuntimeMemory>& r = runtime_[static_cast<size_t>(stage)];
   if (!r) r = runtime_memory(c, l, stage);
   return *r;
+}
+
+int64_t StageStateCache::least_runtime_bytes(const Cluster& c, const Layout& l) {
+  select_shape(l);
+  if (!least_runtime_) {
+    least_runtime_ = runtime(c, l, 0).total();
+    for (int stage = 1; stage < l.pp; ++stage)
+      least_runtime_ = std::min(*least_runtime_, runtime(c, l, stage).total());
+  }
+  return *least_runtime_;
+}
+
+const ActivationSizes& StageStateCache::activations(const Model& m, const Training& t,
+                                                    const Layout& l, const ExecutionOptions& x) {
+  select_shape(l);
+  const std::array<int, 4> key{l.micro_batch, l.sequence_parallel ? 1 : 0,
+                               static_cast<int>(l.recompute), splits_backward(l.schedule) ? 1 : 0};
+  for (auto a = activations_.rbegin(); a != activations_.rend(); ++a)
+    if (a->key == key) return a->sizes;
+  return activations_.emplace_back(Activations{key, activation_sizes(m, t, l, x)}).sizes;
 }
 
 const std::vector<StageState>& StageStateCache::stages(const Model& m, const Training& t,
@@ -319,7 +336,7 @@ std::vector<RankMemory> stage_memories(const Model& m, const Training& t, const 
                                        StageStateCache* cache) {
   std::vector<StageState> uncached;
   const std::vector<StageState>& stages = cached_or(uncached, m, t, l, cache);
-  const LayerActivations layer = layer_activations(m, t, l, x);
+  const ActivationSizes layer = activation_sizes(m, t, l, x);
   std::vector<RankMemory> out;
   out.reserve(stages.size());
   for (const StageState& s : stages)
@@ -329,10 +346,12 @@ std::vector<RankMemory> stage_memories(const Model& m, const Training& t, const 
 
 WorstStageMemory worst_stage_memory(const Model& m, const Training& t, const Layout& l,
                                     const Device& d, const ExecutionOptions& x,
-                                    StageStateCache* cache) {
+                                    StageStateCache* cache, std::optional<int64_t> stop_above) {
   std::vector<StageState> uncached;
   const std::vector<StageState>& stages = cached_or(uncached, m, t, l, cache);
-  const LayerActivations layer = layer_activations(m, t, l, x);
+  std::optional<ActivationSizes> sized;
+  const ActivationSizes& layer =
+      cache ? cache->activations(m, t, l, x) : sized.emplace(activation_sizes(m, t, l, x));
   WorstStageMemory worst;
   for (size_t i = 0; i < stages.size(); ++i) {
     const int stage = static_cast<int>(i);
@@ -345,6 +364,7 @@ WorstStageMemory worst_stage_memory(const Model& m, const Training& t, const Lay
         inflight_chunk_microbatches(l, stage) <= inflight_chunk_microbatches(l, stage - 1))
       continue;
     RankMemory r = rank_memory_of(m, t, l, stages[i].layers, d, x, stages[i].state, layer);
+    if (stop_above && r.peak_bytes() > *stop_above) return {stage, std::move(r), false};
     if (i == 0 || r.peak_bytes() > worst.memory.peak_bytes()) worst = {stage, std::move(r)};
   }
   return worst;

@@ -128,13 +128,32 @@ struct StageState {
 };
 std::vector<StageState> stage_states(const Model& m, const Training& t, const Layout& l);
 
+// What one micro-batch's activations take on a rank, the same on every stage: sized once per
+// layout from its rank shape, recomputation and whether its schedule splits the backward.
+struct ActivationSizes {
+  int64_t dense = 0, moe = 0;                    // a layer's, under the layout's recomputation
+  int64_t dense_whole = 0, moe_whole = 0;        // a layer's without recomputation
+  int64_t dense_backward = 0, moe_backward = 0;  // the gradients a layer's backward holds
+  int64_t dense_weight_grad = 0, moe_weight_grad = 0;  // held from B to W (split backward)
+  int64_t input = 0;                                   // the embedding's output (first stage)
+  int64_t output = 0;                                  // the head's input (last stage)
+  int64_t loss_saved = 0, loss_transient = 0;          // activation_memory.h's LossMemory
+};
+ActivationSizes activation_sizes(const Model& m, const Training& t, const Layout& l,
+                                 const ExecutionOptions& x);
+
 // What worst_stage_memory carries from one layout to the next: stage_states and each stage's
-// runtime_memory, sized once for all the layouts the planner's inner loops run over one shape. A
-// cache serves one model, training and cluster; the planner keeps one per thread.
+// runtime_memory, sized once for all the layouts the planner's inner loops run over one shape, and
+// the activation sizes of the micro-batch shapes and recomputations met in it. A cache serves one
+// model, training, cluster and execution options; the planner keeps one per thread.
 class StageStateCache {
  public:
   const std::vector<StageState>& stages(const Model& m, const Training& t, const Layout& l);
   const RuntimeMemory& runtime(const Cluster& c, const Layout& l, int stage);
+  // The least runtime_memory of any stage of the shape.
+  int64_t least_runtime_bytes(const Cluster& c, const Layout& l);
+  const ActivationSizes& activations(const Model& m, const Training& t, const Layout& l,
+                                     const ExecutionOptions& x);
 
  private:
   // Forgets what another shape sized: the enumeration runs one shape at a time.
@@ -149,6 +168,12 @@ class StageStateCache {
   std::string rank_order_;      // with the shape, where the groups' ranks sit
   std::vector<Entry> entries_;  // of that shape
   std::vector<std::optional<RuntimeMemory>> runtime_;  // by stage
+  std::optional<int64_t> least_runtime_;
+  struct Activations {
+    std::array<int, 4> key{};  // micro_batch, sequence_parallel, recompute, split backward
+    ActivationSizes sizes;
+  };
+  std::vector<Activations> activations_;  // of that shape
 };
 
 // Every stage's memory, first to last, their layers and model state from `cache` when given.
@@ -159,13 +184,17 @@ std::vector<RankMemory> stage_memories(const Model& m, const Training& t, const 
 // The pipeline stage whose ranks need the most memory. Every stage has the same capacity and
 // reserve, so that stage decides whether the layout fits (the planner prunes with it before
 // timing; estimate() picks its worst stage the same way).
+// With `stop_above`, the stages are sized first to last only until one's peak is above it: then
+// `complete` is false and `memory` is that stage's, whose peak is a lower bound of the worst's.
 struct WorstStageMemory {
   int stage = 0;
   RankMemory memory;
+  bool complete = true;
 };
 WorstStageMemory worst_stage_memory(const Model& m, const Training& t, const Layout& l,
                                     const Device& d, const ExecutionOptions& x,
-                                    StageStateCache* cache = nullptr);
+                                    StageStateCache* cache = nullptr,
+                                    std::optional<int64_t> stop_above = std::nullopt);
 
 struct MemoryItem {
   std::string_view name;

@@ -151,7 +151,9 @@ PricedComm price_comm(const StageContext& ctx, const Action& a, int64_t rank, Sp
 struct PricedActions {
   MicrobatchCompute compute;
   Loads per_mb{}, per_step{};
-  double fill_drain_s = 0;  // overlapped pipeline messages: those of the fill and drain
+  // The pipeline messages of the fill and drain, exposed where the schedule overlaps the others:
+  // the one thing of the passes' prices that tells GPipe from 1F1B (pipeline_messages_overlap).
+  double fill_drain_s = 0;
   double optimizer_s = 0;
   double optimizer_bytes = 0;
   std::vector<CollectiveEstimate> records;
@@ -186,8 +188,7 @@ void price_into(const StageContext& ctx, int64_t rank, SpanCache& spans,
     load.longest_call_s = std::max(load.longest_call_s, call_s);
     load.stolen_s += static_cast<double>(calls) * call_s * priced.interference_share;
     // The fill's forward sends and the drain's backward ones: p − 1 each.
-    if (window == CommWindow::pipeline && pipeline_messages_overlap(l))
-      p.fill_drain_s += (l.pp - 1) * call_s;
+    if (window == CommWindow::pipeline) p.fill_drain_s += (l.pp - 1) * call_s;
     const int64_t per_step_calls = mb ? calls * l.num_microbatches : calls;
     // The forward's and the backward's collectives of one kind and size read as one line.
     const auto same = std::find_if(p.records.begin(), p.records.end(), [&](const auto& r) {
@@ -232,7 +233,7 @@ StageTiming finish(const StageContext& ctx, const PricedActions& p,
     st.microbatch_interference_s += mb.interference_s;
     st.step_interference_s += step.interference_s;
   }
-  st.step_comm_s += p.fill_drain_s;
+  if (overlapped_p2p) st.step_comm_s += p.fill_drain_s;
   if (!records) return st;
   *records = p.records;
   // Each window's exposed time, shared among its actions by their share of its load.
@@ -276,7 +277,19 @@ struct EstimateCache::State {
     std::vector<CachedPasses> stages;
   };
   using Table = std::vector<Entry>;
-  Table passes;         // by the layout with zero 0: the passes do not depend on it
+  // A stage rank's priced passes, by the layout with zero 0 and without its split, and the part
+  // of the split the rank's passes read (passes_split_key): a layout's splits share the stages
+  // whose chunks they give the same layers. Enough entries for the latest layouts' stages under
+  // each schedule and recomputation (the enumeration's innermost loops) between two splits.
+  static constexpr size_t kPasses = 48;
+  struct Passes {
+    Layout layout;
+    int64_t rank = 0;
+    std::vector<int> split_key;
+    PricedActions priced;
+  };
+  std::vector<Passes> passes;
+  size_t oldest_passes = 0;
   Table data_parallel;  // by the layout without recomputation: its actions do not depend on it
   struct Bound {
     Layout layout;  // with zero 0
@@ -293,6 +306,10 @@ struct EstimateCache::State {
   std::vector<Parts> parts;
   CallCosts calls;
   StageStateCache stages;
+  // Keys made from the layout being priced: assigned, not copied, so that they reuse their
+  // buffers (the split and the rank order) from one layout to the next.
+  Layout any_zero, no_recompute, bound_any_zero, bound_without_recompute;
+  std::vector<int> split_key;
 };
 
 EstimateCache::EstimateCache() : state_(std::make_unique<State>()) {}
@@ -363,12 +380,35 @@ StageTiming time_stage(const StageContext& ctx, int64_t rank, SpanCache& spans, 
     if (what == Priced::program) add_priced(p, data_parallel());
     return finish(ctx, p, records);
   }
-  Layout any_zero = ctx.l, no_recompute = ctx.l;
-  any_zero.zero = 0;
-  no_recompute.recompute = Recompute::none;
-  PricedActions p = cached(cache->state().passes, any_zero, rank, passes);
-  if (what == Priced::program)
-    add_priced(p, cached(cache->state().data_parallel, no_recompute, rank, data_parallel));
+  EstimateCache::State& state = cache->state();
+  state.any_zero = ctx.l;
+  state.any_zero.zero = 0;
+  state.any_zero.stages.clear();
+  if (state.any_zero.schedule == Schedule::gpipe) state.any_zero.schedule = Schedule::one_f_one_b;
+  passes_split_key(ctx.m, ctx.l, rank, state.split_key);
+  using Passes = EstimateCache::State::Passes;
+  auto found = std::find_if(state.passes.begin(), state.passes.end(), [&](const Passes& e) {
+    return e.rank == rank && e.split_key == state.split_key && e.layout == state.any_zero;
+  });
+  if (found == state.passes.end()) {
+    // Each new entry takes the oldest's place.
+    if (state.passes.size() < EstimateCache::State::kPasses) {
+      found = state.passes.insert(state.passes.end(), Passes{});
+    } else {
+      found = state.passes.begin() + static_cast<std::ptrdiff_t>(state.oldest_passes);
+      state.oldest_passes = (state.oldest_passes + 1) % EstimateCache::State::kPasses;
+    }
+    found->layout = state.any_zero;
+    found->rank = rank;
+    found->split_key = state.split_key;
+    found->priced = passes();
+  }
+  const PricedActions& priced_passes = found->priced;
+  if (what == Priced::passes) return finish(ctx, priced_passes, records);
+  state.no_recompute = ctx.l;
+  state.no_recompute.recompute = Recompute::none;
+  PricedActions p = priced_passes;
+  add_priced(p, cached(state.data_parallel, state.no_recompute, rank, data_parallel));
   return finish(ctx, p, records);
 }
 
@@ -474,12 +514,16 @@ double step_time_lower_bound(const Model& m, const Cluster& c, const Training& t
                              const ExecutionOptions& x, EstimateCache* cache,
                              const std::function<bool(double)>& enough) {
   if (enough && l.recompute != Recompute::none) {
-    Layout without = l;
+    Layout scratch;
+    Layout& without = cache ? cache->state().bound_without_recompute : scratch;
+    without = l;
     without.recompute = Recompute::none;
     const double bound = step_time_lower_bound(m, c, t, without, x, cache, enough);
     if (enough(bound)) return bound;
   }
-  Layout any_zero = l;
+  Layout scratch;
+  Layout& any_zero = cache ? cache->state().bound_any_zero : scratch;
+  any_zero = l;
   any_zero.zero = 0;
   using Bound = EstimateCache::State::Bound;
   std::vector<Bound>* bounds = cache ? &cache->state().bounds : nullptr;
@@ -496,11 +540,11 @@ double step_time_lower_bound(const Model& m, const Cluster& c, const Training& t
   const double bound = critical_path_s(l, timings);
   if (!bounds) return bound;
   if (known != bounds->end()) {
-    *known = {std::move(any_zero), bound, timings.complete};
+    *known = {any_zero, bound, timings.complete};
     return bound;
   }
   if (bounds->size() == EstimateCache::State::kLayouts) bounds->erase(bounds->begin());
-  bounds->push_back({std::move(any_zero), bound, timings.complete});
+  bounds->push_back({any_zero, bound, timings.complete});
   return bound;
 }
 
