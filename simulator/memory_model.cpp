@@ -63,8 +63,6 @@ ModelStateBytes stage_model_state_bytes(const Model& m, const Training& t, const
          model_state_bytes(p.experts, shard_size(p.experts, expert_replicas(l)), l.zero, t);
 }
 
-namespace {}  // namespace
-
 ActivationSizes activation_sizes(const Model& m, const Training& t, const Layout& l,
                                  const ExecutionOptions& x) {
   const RankShape shape = rank_shape(t, l);

@@ -184,33 +184,47 @@ TEST_CASE("time to estimate one layout", "[.benchmark][estimate]") {
 }
 
 TEST_CASE("a cache gives every layout the estimate it gets alone", "[estimate][cache]") {
-  // In the planner's order (ZeRO stages outside, recomputation inside), so that entries are
-  // reused, and across pipeline, sequence parallelism and experts.
+  // In the planner's order (splits, then schedules, then ZeRO stages, recomputation innermost), so
+  // that entries are reused (a stage's passes across the splits that give it the same layers and
+  // across GPipe and 1F1B), and across pipeline, sequence parallelism and experts.
   const Cluster c = test::preset_cluster("dgx-h100", 4);
   EstimateCache cache;
   int checked = 0;
   for (const char* name : {"llama3-8b", "mixtral-8x7b"}) {
     const Model m = test::preset_model(name);
-    for (int pp : {1, 2})
+    for (int pp : {1, 2, 4})
       for (bool sp : {false, true})
-        for (int zero : {0, 1, 2, 3})
-          for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
-            Layout l = test::layout(32, 64, 4, pp);
-            l.zero = zero;
-            l.recompute = r;
-            l.sequence_parallel = sp;
-            l.ep = m.is_moe() ? 2 : 1;
-            const Training t = test::training(64, 4096);
-            INFO(name << " " << to_string(l));
-            const Estimate alone = estimate(m, c, t, l);
-            const Estimate shared = estimate(m, c, t, l, {}, &cache);
-            CHECK(shared.step_time_s == alone.step_time_s);
-            CHECK(shared.exposed_comm_s == alone.exposed_comm_s);
-            CHECK(shared.collectives.size() == alone.collectives.size());
-            ++checked;
-          }
+        for (const std::vector<int>& split :
+             pp == 4 ? std::vector<std::vector<int>>{{}, {8, 8, 9, 7}, {7, 8, 8, 9}}
+                     : std::vector<std::vector<int>>{{}})
+          for (Schedule schedule :
+               pp == 1
+                   ? std::vector<Schedule>{Schedule::one_f_one_b}
+                   : std::vector<Schedule>{Schedule::one_f_one_b, Schedule::gpipe, Schedule::zb_h1})
+            for (int zero : {0, 1, 2, 3})
+              for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+                // A split backward runs with ZeRO-0/1 and without full recomputation.
+                if (splits_backward(schedule) && (zero > 1 || r == Recompute::full)) continue;
+                Layout l = test::layout(32, 64, 4, pp);
+                l.zero = zero;
+                l.recompute = r;
+                l.sequence_parallel = sp;
+                l.ep = m.is_moe() ? 2 : 1;
+                l.schedule = schedule;
+                l.stages = split;
+                const Training t = test::training(64, 4096);
+                INFO(name << " " << to_string(l));
+                const Estimate alone = estimate(m, c, t, l);
+                const Estimate shared = estimate(m, c, t, l, {}, &cache);
+                CHECK(shared.step_time_s == alone.step_time_s);
+                CHECK(shared.exposed_comm_s == alone.exposed_comm_s);
+                CHECK(shared.memory().peak_bytes() == alone.memory().peak_bytes());
+                CHECK(shared.collectives.size() == alone.collectives.size());
+                ++checked;
+              }
   }
-  CHECK(checked == 2 * 2 * 2 * 4 * 3);
+  // Per model and sp: pp 1 (12), pp 2 (1F1B and GPipe 12 each, ZB-H1 4), pp 4 (three splits).
+  CHECK(checked == 2 * 2 * (12 + 28 + 3 * 28));
 }
 
 TEST_CASE("compute slowed by the communication it hides: NCCL's SMs while it runs",
