@@ -54,12 +54,13 @@ class Enumerator {
     return std::move(out_);
   }
 
-  // One shape's candidates.
-  Candidates of_shape(const Layout& s, bool keep_rejections = true) const {
+  // One shape's candidates; with `visit`, handed to it instead of kept.
+  Candidates of_shape(const Layout& s, bool keep_rejections = true,
+                      const std::function<void(const Layout&)>* visit = nullptr) const {
     Enumerator e(model_, cluster_, training_, fixed_, runs_on_);
     e.keep_rejections_ = keep_rejections;
+    e.visit_ = visit;
     e.shape(s);
-    e.out_.valid = std::ssize(e.out_.layouts);
     return std::move(e.out_);
   }
 
@@ -287,7 +288,11 @@ class Enumerator {
           ++out_.layouts_invalid;
           reject(l, *e, false);
         } else {
-          out_.layouts.push_back(l);
+          ++out_.valid;
+          if (visit_)
+            (*visit_)(l);
+          else
+            out_.layouts.push_back(l);
         }
       }
     }
@@ -301,6 +306,7 @@ class Enumerator {
   Candidates out_;
   std::map<int64_t, std::vector<std::vector<int>>> splits_;  // by pp · vpp
   bool keep_rejections_ = true;
+  const std::function<void(const Layout&)>* visit_ = nullptr;
   bool counting_ = false;  // count(): loops only
   int64_t counted_ = 0;
 };
@@ -327,11 +333,13 @@ std::vector<Layout> enumeration_shapes(const Model& model, const Cluster& cluste
   return Enumerator(model, cluster, training, fixed, std::nullopt).all_shapes();
 }
 
-Candidates shape_candidates(const Model& model, const Cluster& cluster, const Training& training,
-                            const LayoutSpec& fixed, std::optional<ExportFormat> runs_on,
-                            const Layout& shape, bool keep_rejections) {
+Enumerated visit_shape(const Model& model, const Cluster& cluster, const Training& training,
+                       const LayoutSpec& fixed, std::optional<ExportFormat> runs_on,
+                       const Layout& shape, bool keep_rejections,
+                       const std::function<void(const Layout&)>& visit) {
   assert(!fixed.global_batch || *fixed.global_batch == training.global_batch);
-  return Enumerator(model, cluster, training, fixed, runs_on).of_shape(shape, keep_rejections);
+  return Enumerator(model, cluster, training, fixed, runs_on)
+      .of_shape(shape, keep_rejections, &visit);
 }
 
 int64_t count_layouts(const Model& model, const Cluster& cluster, const Training& training,

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,14 +60,15 @@ Candidates enumerate_layouts(const Model& model, const Cluster& cluster, const T
                              std::optional<ExportFormat> runs_on = std::nullopt, int threads = 1);
 
 // The shapes (tp, cp, pp, dp, ep) enumerate_layouts runs over, in its order, and the candidates
-// of one of them: the search enumerates and prices a shape at a time instead of holding every
-// layout.
+// of one of them, each handed to `visit` in enumeration order as it is found: the search
+// enumerates and prices a shape at a time instead of holding every layout. Returns the shape's
+// counts and (with `keep_rejections`) its rejections.
 std::vector<Layout> enumeration_shapes(const Model& model, const Cluster& cluster,
                                        const Training& training, const LayoutSpec& fixed);
-// Without `keep_rejections` only their counts.
-Candidates shape_candidates(const Model& model, const Cluster& cluster, const Training& training,
-                            const LayoutSpec& fixed, std::optional<ExportFormat> runs_on,
-                            const Layout& shape, bool keep_rejections);
+Enumerated visit_shape(const Model& model, const Cluster& cluster, const Training& training,
+                       const LayoutSpec& fixed, std::optional<ExportFormat> runs_on,
+                       const Layout& shape, bool keep_rejections,
+                       const std::function<void(const Layout&)>& visit);
 
 // How many layouts enumerate_layouts visits (valid or not, before --export's filter), counted
 // from its loops without validating any: what plan_search checks against --max-layouts before

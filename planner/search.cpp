@@ -212,15 +212,15 @@ class Search {
     cache.replay_allocator = false;
     size_t unshared = 0;
     for (size_t s = next_++; s < shapes_.size(); s = next_++) {
-      Candidates c = shape_candidates(m_, c_, t_, fixed_, o_.runs_on, shapes_[s], o_.keep_refused);
-      for (size_t j = 0; j < c.layouts.size(); ++j) {
-        price(p, c.layouts[j], layout_index(s, j), cache);
-        if (o_.bound && ++unshared == kChunk) {
-          unshared = 0;
-          share(p.bar);
-        }
-      }
-      enumerated_[s] = std::move(c);
+      size_t j = 0;
+      enumerated_[s] = visit_shape(m_, c_, t_, fixed_, o_.runs_on, shapes_[s], o_.keep_refused,
+                                   [&](const Layout& l) {
+                                     price(p, l, layout_index(s, j++), cache);
+                                     if (o_.bound && ++unshared == kChunk) {
+                                       unshared = 0;
+                                       share(p.bar);
+                                     }
+                                   });
       ++shapes_done_;
     }
   }

@@ -266,8 +266,9 @@ const ActivationSizes& StageStateCache::activations(const Model& m, const Traini
 const std::vector<StageState>& StageStateCache::stages(const Model& m, const Training& t,
                                                        const Layout& l) {
   select_shape(l);
-  for (const Entry& e : entries_)
-    if (e.vpp == l.vpp && e.zero == l.zero && e.split == l.stages) return e.stages;
+  // Latest first: the enumeration runs the ZeRO stages of one split in a row.
+  for (auto e = entries_.rbegin(); e != entries_.rend(); ++e)
+    if (e->vpp == l.vpp && e->zero == l.zero && e->split == l.stages) return e->stages;
   return entries_.emplace_back(Entry{l.vpp, l.zero, l.stages, stage_states(m, t, l)}).stages;
 }
 
