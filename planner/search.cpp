@@ -417,10 +417,21 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
         keys.push_back(it->second);
       }
     }
-    std::vector<Ranked> estimated = ranked(keys);
+    // One layout is often the best of several fields' values, or in the top already: each is
+    // estimated once.
+    std::map<int64_t, const Ranked*> known;
+    for (const Ranked& t : r.top) known.emplace(t.index, &t);
+    std::vector<Kept<Key>> unknown;
+    for (const Kept<Key>& k : keys)
+      if (!known.contains(k.key.index) &&
+          std::none_of(unknown.begin(), unknown.end(),
+                       [&](const Kept<Key>& u) { return u.key.index == k.key.index; }))
+        unknown.push_back(k);
+    const std::vector<Ranked> estimated = ranked(unknown);
+    for (const Ranked& e : estimated) known.emplace(e.index, &e);
     for (size_t i = 0; i < candidates.size(); ++i)
-      if (estimated[i].estimate.fits) {
-        candidates[i].best = std::move(estimated[i]);
+      if (const Ranked& best = *known.at(keys[i].key.index); best.estimate.fits) {
+        candidates[i].best = best;
         r.alternatives.push_back(std::move(candidates[i]));
       }
   }
