@@ -423,15 +423,12 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
     for (const Ranked& t : r.top) known.emplace(t.index, &t);
     std::vector<Kept<Key>> unknown;
     for (const Kept<Key>& k : keys)
-      if (!known.contains(k.key.index) &&
-          std::none_of(unknown.begin(), unknown.end(),
-                       [&](const Kept<Key>& u) { return u.key.index == k.key.index; }))
-        unknown.push_back(k);
+      if (known.emplace(k.key.index, nullptr).second) unknown.push_back(k);
     const std::vector<Ranked> estimated = ranked(unknown);
-    for (const Ranked& e : estimated) known.emplace(e.index, &e);
+    for (const Ranked& e : estimated) known[e.index] = &e;
     for (size_t i = 0; i < candidates.size(); ++i)
-      if (const Ranked& best = *known.at(keys[i].key.index); best.estimate.fits) {
-        candidates[i].best = best;
+      if (const Ranked& estimate = *known.at(keys[i].key.index); estimate.estimate.fits) {
+        candidates[i].best = estimate;
         r.alternatives.push_back(std::move(candidates[i]));
       }
   }

@@ -83,9 +83,7 @@ ActivationSizes activation_sizes(const Model& m, const Training& t, const Layout
   }
   a.input = input_layer_activation_bytes(m, shape, x);
   a.output = output_layer_activation_bytes(m, t.dtype, shape);
-  const LossMemory loss = loss_memory(m, t.dtype, shape, x.cross_entropy);
-  a.loss_saved = loss.saved;
-  a.loss_transient = loss.transient;
+  a.loss = loss_memory(m, t.dtype, shape, x.cross_entropy);
   return a;
 }
 
@@ -134,8 +132,8 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
     // schedule runs every forward first.
     const int64_t held = runs_all_forwards_first(l) ? l.num_microbatches : 1;
     r.output_activations_bytes = held * layer.output;
-    r.logits_bytes = held * layer.loss_saved + layer.loss_transient;
-    loss_frees = layer.output + layer.loss_saved + layer.loss_transient;
+    r.logits_bytes = held * layer.loss.saved + layer.loss.transient;
+    loss_frees = layer.output + layer.loss.saved + layer.loss.transient;
     backward_frees += loss_frees;
   }
   // A stage's first backward holds the layer's gradients beside every activation in flight; the
@@ -328,6 +326,13 @@ const std::vector<StageState>& cached_or(std::vector<StageState>& uncached, cons
   return cache ? cache->stages(m, t, l) : (uncached = stage_states(m, t, l));
 }
 
+// The layout's activation sizes from `cache`, or sized into `uncached`.
+const ActivationSizes& activations_or(std::optional<ActivationSizes>& uncached, const Model& m,
+                                      const Training& t, const Layout& l, const ExecutionOptions& x,
+                                      StageStateCache* cache) {
+  return cache ? cache->activations(m, t, l, x) : uncached.emplace(activation_sizes(m, t, l, x));
+}
+
 }  // namespace
 
 std::vector<RankMemory> stage_memories(const Model& m, const Training& t, const Layout& l,
@@ -335,7 +340,8 @@ std::vector<RankMemory> stage_memories(const Model& m, const Training& t, const 
                                        StageStateCache* cache) {
   std::vector<StageState> uncached;
   const std::vector<StageState>& stages = cached_or(uncached, m, t, l, cache);
-  const ActivationSizes layer = activation_sizes(m, t, l, x);
+  std::optional<ActivationSizes> sized;
+  const ActivationSizes& layer = activations_or(sized, m, t, l, x, cache);
   std::vector<RankMemory> out;
   out.reserve(stages.size());
   for (const StageState& s : stages)
@@ -349,8 +355,7 @@ WorstStageMemory worst_stage_memory(const Model& m, const Training& t, const Lay
   std::vector<StageState> uncached;
   const std::vector<StageState>& stages = cached_or(uncached, m, t, l, cache);
   std::optional<ActivationSizes> sized;
-  const ActivationSizes& layer =
-      cache ? cache->activations(m, t, l, x) : sized.emplace(activation_sizes(m, t, l, x));
+  const ActivationSizes& layer = activations_or(sized, m, t, l, x, cache);
   WorstStageMemory worst;
   for (size_t i = 0; i < stages.size(); ++i) {
     const int stage = static_cast<int>(i);

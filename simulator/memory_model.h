@@ -16,6 +16,7 @@
 #include "core/model.h"
 #include "core/param_shard.h"
 #include "core/training.h"
+#include "simulator/activation_memory.h"
 #include "simulator/execution_options.h"
 #include "simulator/runtime_memory.h"
 
@@ -137,7 +138,7 @@ struct ActivationSizes {
   int64_t dense_weight_grad = 0, moe_weight_grad = 0;  // held from B to W (split backward)
   int64_t input = 0;                                   // the embedding's output (first stage)
   int64_t output = 0;                                  // the head's input (last stage)
-  int64_t loss_saved = 0, loss_transient = 0;          // activation_memory.h's LossMemory
+  LossMemory loss;                                     // the last stage's
 };
 ActivationSizes activation_sizes(const Model& m, const Training& t, const Layout& l,
                                  const ExecutionOptions& x);

@@ -1,9 +1,7 @@
-// One pipeline stage's folded program (core/schedule_fold.h) priced on the cost model: its compute
-// per micro-batch, the communication each window leaves exposed and the compute that hidden
-// communication slows (simulator/interference.h), and its per-step work; every stage of a layout
-// timed, stages placed alike with the same layers once, the priced passes shared through an
-// EstimateCache. estimate() assembles an Estimate from these; step_time_lower_bound prices the
-// passes alone (both in simulator/estimate.h).
+// Every stage of a layout timed from its priced folded program (simulator/stage_pricing.h): stages
+// placed alike with the same layers once, the priced passes shared between layouts through an
+// EstimateCache; and the step's critical path over them. estimate() assembles an Estimate from
+// these; step_time_lower_bound prices the passes alone (both in simulator/estimate.h).
 #pragma once
 
 #include <array>
@@ -12,63 +10,15 @@
 #include <optional>
 #include <vector>
 
-#include "simulator/call_costs.h"
-#include "simulator/device_efficiency.h"
 #include "simulator/estimate.h"
-#include "simulator/parts_compute.h"
 #include "simulator/pipeline_model.h"
+#include "simulator/stage_pricing.h"
 
 namespace shardplan {
-
-// What pricing a layout's stages needs, sized once per layout.
-struct StageContext {
-  const Model& m;
-  const Cluster& c;
-  const Training& t;
-  const Layout& l;
-  const ExecutionOptions& x;
-  DeviceRates rates;
-  PartsCompute parts;
-  CollectiveOptions collective_options;
-  CallCosts* calls;  // the cache's, or none
-};
 
 // Throws InputError when the device has no peak for the training dtype.
 StageContext make_stage_context(const Model& m, const Cluster& c, const Training& t,
                                 const Layout& l, const ExecutionOptions& x, EstimateCache* cache);
-
-// Where each group of one rank sits, computed on first use (group_span walks the group's ranks).
-class SpanCache {
- public:
-  SpanCache(const StageContext& ctx, int64_t rank) : ctx_(ctx), rank_(rank) {}
-  const GroupSpan& operator()(Group g) {
-    std::optional<GroupSpan>& s = spans_[static_cast<size_t>(g)];
-    if (!s) s = group_span(ctx_.c, ctx_.l, rank_, g);
-    return *s;
-  }
-
- private:
-  const StageContext& ctx_;
-  int64_t rank_;
-  std::array<std::optional<GroupSpan>, kGroupNames.size()> spans_{};
-};
-
-// One stage's time per micro-batch and per step.
-struct StageTiming {
-  MicrobatchCompute compute;
-  double microbatch_comm_s = 0;  // exposed, per micro-batch
-  double step_comm_s = 0;        // exposed, per step
-  // Compute slowed by the communication it hides (interference.h), per micro-batch and per step.
-  double microbatch_interference_s = 0;
-  double step_interference_s = 0;
-  double optimizer_s = 0;
-  double optimizer_bytes = 0;
-
-  double microbatch_s() const {
-    return compute.time_s() + microbatch_comm_s + microbatch_interference_s;
-  }
-  double step_extra_s() const { return step_comm_s + step_interference_s + optimizer_s; }
-};
 
 // Every stage's timing, and its time per micro-batch (compute and exposed communication).
 struct StageTimings {
