@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
-#include <limits>
+#include <functional>
 
 namespace shardplan {
 
@@ -48,28 +48,49 @@ CachingAllocator::Handle CachingAllocator::grow_pool(int64_t rounded, bool small
   return last;
 }
 
+void CachingAllocator::Free::add(const Block& b, Handle h) {
+  std::vector<Entry>& bin = by_size_[b.size];
+  bin.push_back({b.address, h, b.cached_as});
+  std::push_heap(bin.begin(), bin.end(), std::greater<>());
+}
+
+std::optional<CachingAllocator::Handle> CachingAllocator::Free::take(
+    int64_t size, const std::vector<Block>& blocks) {
+  for (auto bin = by_size_.lower_bound(size); bin != by_size_.end();) {
+    std::vector<Entry>& heap = bin->second;
+    while (!heap.empty()) {
+      const Entry e = heap.front();
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+      heap.pop_back();
+      const Block& b = blocks[static_cast<size_t>(e.handle)];
+      if (b.cached && b.cached_as == e.cached_as) return e.handle;  // still cached as entered
+    }
+    bin = by_size_.erase(bin);
+  }
+  return std::nullopt;
+}
+
 void CachingAllocator::cache(Handle h) {
-  const Block& b = blocks_[static_cast<size_t>(h)];
-  pool(b.small_pool).emplace(b.size, b.address, h);
+  Block& b = blocks_[static_cast<size_t>(h)];
+  b.cached = true;
+  ++b.cached_as;
+  pool(b.small_pool).add(b, h);
 }
 
 void CachingAllocator::uncache(Handle h) {
-  const Block& b = blocks_[static_cast<size_t>(h)];
-  pool(b.small_pool).erase({b.size, b.address, h});
+  blocks_[static_cast<size_t>(h)].cached = false;
 }
 
 CachingAllocator::Handle CachingAllocator::allocate(int64_t bytes) {
   assert(bytes >= 0);
   const int64_t rounded = std::max(kMinBlockSize, round_up(bytes, kMinBlockSize));
   const bool small = rounded <= kSmallSize;
-  Free& free = pool(small);
-  const auto fit = free.lower_bound({rounded, std::numeric_limits<int64_t>::min(), 0});
   Handle h;
-  if (fit == free.end()) {
-    h = expandable_ ? grow_pool(rounded, small) : new_segment(rounded, small);
+  if (const std::optional<Handle> fit = pool(small).take(rounded, blocks_)) {
+    h = *fit;
+    uncache(h);
   } else {
-    h = std::get<2>(*fit);
-    free.erase(fit);
+    h = expandable_ ? grow_pool(rounded, small) : new_segment(rounded, small);
   }
   // should_split: a small block (or any, with expandable segments) whenever a minimum block is
   // left over, a large one only when more than a small request would be (the rest of a large

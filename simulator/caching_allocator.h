@@ -17,8 +17,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <set>
-#include <tuple>
+#include <map>
+#include <optional>
 #include <vector>
 
 namespace shardplan {
@@ -55,10 +55,29 @@ class CachingAllocator {
     int64_t size = 0;
     bool small_pool = false;
     bool free = true;
+    bool cached = false;
+    uint32_t cached_as = 0;       // how often it was cached: tells a bin's stale entries
     Handle prev = -1, next = -1;  // neighbours in the same segment
   };
-  // Cached blocks by (size, address): the smallest that fits, the lowest address among equals.
-  using Free = std::set<std::tuple<int64_t, int64_t, Handle>>;
+  // Cached blocks by size, each size's by address: the smallest that fits, the lowest address
+  // among equals (BlockComparatorSize). A pool caches ~10^3 blocks of a few dozen sizes, so each
+  // size keeps a heap of its blocks' addresses; a block uncached (taken whole, or merged into a
+  // neighbour) leaves its entry behind, skipped when it comes up.
+  class Free {
+   public:
+    void add(const Block& b, Handle h);
+    // Takes the best-fitting cached block of at least `size` out of the pool.
+    std::optional<Handle> take(int64_t size, const std::vector<Block>& blocks);
+
+   private:
+    struct Entry {
+      int64_t address;
+      Handle handle;
+      uint32_t cached_as;
+      bool operator>(const Entry& o) const { return address > o.address; }
+    };
+    std::map<int64_t, std::vector<Entry>> by_size_;  // min-heaps on the address
+  };
 
   Free& pool(bool small) { return small ? small_free_ : large_free_; }
   static std::size_t slot(bool small) { return small ? 1 : 0; }  // of last_

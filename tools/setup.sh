@@ -4,10 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# clang and libclang-rt-14-dev (libFuzzer's runtime) build tools/fuzz.sh's targets; libjs-chart.js
+# libjemalloc-dev is the CLI's malloc (CMakeLists.txt: SHARDPLAN_JEMALLOC). clang and
+# libclang-rt-14-dev (libFuzzer's runtime) build tools/fuzz.sh's targets; libjs-chart.js
 # is inlined into `shardplan report`'s pages, and chromium renders them in tests/report.
 packages=(build-essential cmake nlohmann-json3-dev libeigen3-dev libfmt-dev catch2 libcli11-dev
-          libopenmpi-dev openmpi-bin clang libclang-rt-14-dev libjs-chart.js chromium)
+          libopenmpi-dev openmpi-bin libjemalloc-dev clang libclang-rt-14-dev libjs-chart.js chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
