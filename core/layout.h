@@ -14,6 +14,7 @@
 #include "core/cluster.h"
 #include "core/dtype.h"
 #include "core/enum_names.h"
+#include "core/error.h"
 #include "core/model.h"
 #include "core/training.h"
 
@@ -134,6 +135,11 @@ Layout resolve_layout(const LayoutSpec& spec, const Model& model, const Cluster&
 // dividing seq_len / cp, interleaving needs num_microbatches % pp == 0, seq_len fits the model.
 void validate_layout(const Layout& l, const Model& model, const Cluster& cluster,
                      const Training& training, const std::string& source);
+// The first of those rules the layout breaks, returned instead of thrown: the planner asks it of
+// every candidate, and ~10^5 of them break one.
+std::optional<InputError> broken_layout_rule(const Layout& l, const Model& model,
+                                             const Cluster& cluster, const Training& training,
+                                             const std::string& source);
 
 // The compact string (every field, dp included; stages only when uneven, last), which
 // parse_layout_string reads back.

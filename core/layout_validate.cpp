@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "core/error.h"
@@ -15,12 +16,16 @@ namespace shardplan {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& source, const char* field, std::string reason,
-                       std::string hint = "") {
-  throw InputError(source, field, std::move(reason), std::move(hint));
+// A broken rule: returned, not thrown, so that the planner asks every candidate without unwinding
+// (validate_layout throws it).
+using Broken = std::optional<InputError>;
+
+InputError rule(const std::string& source, const char* field, std::string reason,
+                std::string hint = "") {
+  return InputError(source, field, std::move(reason), std::move(hint));
 }
 
-void check_positive(const Layout& l, const std::string& source) {
+Broken check_positive(const Layout& l, const std::string& source) {
   const std::pair<const char*, int> counts[] = {{"layout.dp", l.dp},
                                                 {"layout.tp", l.tp},
                                                 {"layout.pp", l.pp},
@@ -30,34 +35,38 @@ void check_positive(const Layout& l, const std::string& source) {
                                                 {"layout.micro_batch", l.micro_batch},
                                                 {"layout.num_microbatches", l.num_microbatches}};
   for (const auto& [field, v] : counts)
-    if (v <= 0) fail(source, field, fmt::format("must be positive, found {}", v));
+    if (v <= 0) return rule(source, field, fmt::format("must be positive, found {}", v));
   if (l.zero < 0 || l.zero > 3)
-    fail(source, "layout.zero", fmt::format("must be 0, 1, 2 or 3, found {}", l.zero));
+    return rule(source, "layout.zero", fmt::format("must be 0, 1, 2 or 3, found {}", l.zero));
+  return std::nullopt;
 }
 
 // Megatron-LM: num_microbatches = global_batch_size / (micro_batch_size × data_parallel_size),
 // which must divide exactly (megatron/core/num_microbatches_calculator.py).
-void check_batch_divides(int64_t global_batch, const Layout& l, const std::string& source) {
+Broken check_batch_divides(int64_t global_batch, const Layout& l, const std::string& source) {
   const int64_t per_microbatch = int64_t{l.micro_batch} * l.dp;
   if (global_batch % per_microbatch != 0)
-    fail(source, "layout.global_batch",
-         fmt::format("{} is not divisible by micro_batch × dp = {} × {} = {}", global_batch,
-                     l.micro_batch, l.dp, per_microbatch));
+    return rule(source, "layout.global_batch",
+                fmt::format("{} is not divisible by micro_batch × dp = {} × {} = {}", global_batch,
+                            l.micro_batch, l.dp, per_microbatch));
+  return std::nullopt;
 }
 
-void check_world(const Layout& l, const Cluster& c, const std::string& source) {
+Broken check_world(const Layout& l, const Cluster& c, const std::string& source) {
   if (l.world() != c.world())
-    fail(source, "layout.dp",
-         fmt::format(
-             "dp × tp × pp × cp = {} × {} × {} × {} = {} does not equal the {} devices of the "
-             "cluster ({} nodes × {})",
-             l.dp, l.tp, l.pp, l.cp, l.world(), c.world(), c.nodes, c.devices_per_node),
-         "leave dp out to derive it: dp = devices / (tp × pp × cp)");
+    return rule(
+        source, "layout.dp",
+        fmt::format(
+            "dp × tp × pp × cp = {} × {} × {} × {} = {} does not equal the {} devices of the "
+            "cluster ({} nodes × {})",
+            l.dp, l.tp, l.pp, l.cp, l.world(), c.world(), c.nodes, c.devices_per_node),
+        "leave dp out to derive it: dp = devices / (tp × pp × cp)");
+  return std::nullopt;
 }
 
 // Megatron-Core splits attention heads, key/value heads (query groups) and the MLP's
 // intermediate size over tp with divide(), which asserts exact division.
-void check_tensor_parallel(const Layout& l, const Model& m, const std::string& source) {
+Broken check_tensor_parallel(const Layout& l, const Model& m, const std::string& source) {
   const std::pair<const char*, int64_t> split[] = {
       {"num_attention_heads", m.num_heads},
       {"num_key_value_heads", m.num_kv_heads},
@@ -65,135 +74,154 @@ void check_tensor_parallel(const Layout& l, const Model& m, const std::string& s
       {"moe_intermediate_size", m.moe.expert_ffn_hidden}};
   for (const auto& [name, size] : split)
     if (size % l.tp != 0)
-      fail(source, "layout.tp", fmt::format("{} does not divide {}={}", l.tp, name, size));
+      return rule(source, "layout.tp", fmt::format("{} does not divide {}={}", l.tp, name, size));
   if (l.sequence_parallel && l.tp == 1)
-    fail(source, "layout.sequence_parallel", "needs tp > 1, found tp=1",
-         "sequence parallelism splits the tensor-parallel region's activations over tp");
+    return rule(source, "layout.sequence_parallel", "needs tp > 1, found tp=1",
+                "sequence parallelism splits the tensor-parallel region's activations over tp");
+  return std::nullopt;
 }
 
-void check_batch(const Layout& l, const Training& t, const std::string& source) {
-  check_batch_divides(t.global_batch, l, source);
+Broken check_batch(const Layout& l, const Training& t, const std::string& source) {
+  if (Broken e = check_batch_divides(t.global_batch, l, source)) return e;
   if (l.global_batch() != t.global_batch)
-    fail(source, "layout.num_microbatches",
-         fmt::format("micro_batch × num_microbatches × dp = {} × {} × {} = {} does not equal the "
-                     "global batch {}",
-                     l.micro_batch, l.num_microbatches, l.dp, l.global_batch(), t.global_batch),
-         "DeepSpeed's rule: train_batch_size = train_micro_batch_size_per_gpu × "
-         "gradient_accumulation_steps × data-parallel size");
+    return rule(
+        source, "layout.num_microbatches",
+        fmt::format("micro_batch × num_microbatches × dp = {} × {} × {} = {} does not equal the "
+                    "global batch {}",
+                    l.micro_batch, l.num_microbatches, l.dp, l.global_batch(), t.global_batch),
+        "DeepSpeed's rule: train_batch_size = train_micro_batch_size_per_gpu × "
+        "gradient_accumulation_steps × data-parallel size");
+  return std::nullopt;
 }
 
 // A framework that splits the layers itself (Training::layer_split) runs its own split, empty
 // ranks after the layers included, and no virtual stages.
-void check_framework_split(const Layout& l, const Model& m, const std::string& source) {
+Broken check_framework_split(const Layout& l, const Model& m, const std::string& source) {
   if (l.vpp > 1)
-    fail(source, "layout.vpp",
-         fmt::format("is {}, but the framework splits the layers itself and runs no interleaved "
-                     "pipeline",
-                     l.vpp),
-         "use vpp=1");
+    return rule(
+        source, "layout.vpp",
+        fmt::format("is {}, but the framework splits the layers itself and runs no interleaved "
+                    "pipeline",
+                    l.vpp),
+        "use vpp=1");
   const std::vector<int> own = cost_balanced_split(m, l.pp);
   if (canonical_split(own) != l.stages)
-    fail(source, "layout.stages",
-         fmt::format("is {}, but the framework splits the layers itself: stages={}",
-                     l.stages.empty() ? "even" : split_string(l.stages), split_string(own)),
-         "leave stages out");
+    return rule(source, "layout.stages",
+                fmt::format("is {}, but the framework splits the layers itself: stages={}",
+                            l.stages.empty() ? "even" : split_string(l.stages), split_string(own)),
+                "leave stages out");
+  return std::nullopt;
 }
 
 // Megatron-LM (arguments.py, schedules.py): layers split over pp·vpp model chunks, evenly unless
 // the layout gives each chunk's layers (check_split); virtual stages only with pp > 1 and the
 // interleaved schedule, which needs num_microbatches to be a multiple of pp; a split backward
 // (ZB-H1) with ZeRO-0/1 and without full recomputation.
-void check_pipeline(const Layout& l, const Model& m, const Training& t, const std::string& source) {
+Broken check_pipeline(const Layout& l, const Model& m, const Training& t,
+                      const std::string& source) {
   if (l.vpp > 1 && l.pp == 1)
-    fail(source, "layout.vpp", fmt::format("vpp={} needs pp > 1, found pp=1", l.vpp));
+    return rule(source, "layout.vpp", fmt::format("vpp={} needs pp > 1, found pp=1", l.vpp));
   const int64_t chunks = int64_t{l.pp} * l.vpp;
   if (t.layer_split == LayerSplit::cost_balanced && l.pp > 1) {
-    check_framework_split(l, m, source);
+    if (Broken e = check_framework_split(l, m, source)) return e;
   } else if (!l.stages.empty()) {
-    check_split(l.stages, m, l, source);
+    try {  // stage_split.h's rules throw
+      check_split(l.stages, m, l, source);
+    } catch (const InputError& e) {
+      return e;
+    }
   } else if (m.num_layers % chunks != 0) {
     const std::vector<int> balanced = chunks <= m.num_layers
                                           ? balanced_split(m.num_layers, static_cast<int>(chunks))
                                           : std::vector<int>{};
-    fail(source, l.vpp > 1 ? "layout.vpp" : "layout.pp",
-         fmt::format("pp × vpp = {} × {} = {} does not divide num_hidden_layers={}", l.pp, l.vpp,
-                     chunks, m.num_layers),
-         balanced.empty() ? ""
-                          : "give each virtual stage's layers: stages=" + split_string(balanced));
+    return rule(source, l.vpp > 1 ? "layout.vpp" : "layout.pp",
+                fmt::format("pp × vpp = {} × {} = {} does not divide num_hidden_layers={}", l.pp,
+                            l.vpp, chunks, m.num_layers),
+                balanced.empty()
+                    ? ""
+                    : "give each virtual stage's layers: stages=" + split_string(balanced));
   }
   const bool interleaved = l.schedule == Schedule::interleaved;
   if (l.vpp > 1 && !interleaved)
-    fail(source, "layout.schedule",
-         fmt::format("vpp={} needs schedule=interleaved, found {}", l.vpp,
-                     enum_name(l.schedule, kScheduleNames)));
+    return rule(source, "layout.schedule",
+                fmt::format("vpp={} needs schedule=interleaved, found {}", l.vpp,
+                            enum_name(l.schedule, kScheduleNames)));
   if (interleaved && l.vpp == 1)
-    fail(source, "layout.schedule", "interleaved needs vpp > 1, found vpp=1");
+    return rule(source, "layout.schedule", "interleaved needs vpp > 1, found vpp=1");
   if (interleaved && l.num_microbatches % l.pp != 0)
-    fail(source, "layout.num_microbatches",
-         fmt::format("the interleaved schedule needs a multiple of pp={}, found {}", l.pp,
-                     l.num_microbatches));
-  if (!splits_backward(l.schedule)) return;
+    return rule(source, "layout.num_microbatches",
+                fmt::format("the interleaved schedule needs a multiple of pp={}, found {}", l.pp,
+                            l.num_microbatches));
+  if (!splits_backward(l.schedule)) return std::nullopt;
   const std::string schedule(enum_name(l.schedule, kScheduleNames));
   // W accumulates into the gradients of every micro-batch, which ZeRO-1 reduces once after the
   // last; ZeRO-2/3 reduce-scatter after each micro-batch's backward and ZeRO-3 frees a unit's
   // gradients after it, so a later W would find them gone (the zero-bubble implementations run
   // with Megatron-LM's distributed optimizer, ZeRO-1).
   if (l.zero > 1)
-    fail(source, "layout.zero",
-         fmt::format("schedule={} defers weight gradients past the backward, which ZeRO-{} "
-                     "reduces and frees after each micro-batch; use zero=0 or 1",
-                     schedule, l.zero));
+    return rule(source, "layout.zero",
+                fmt::format("schedule={} defers weight gradients past the backward, which ZeRO-{} "
+                            "reduces and frees after each micro-batch; use zero=0 or 1",
+                            schedule, l.zero));
   // Full recomputation rebuilds a layer's activations inside its backward and drops them after:
   // W would need them kept, which is what full recomputation avoids.
   if (l.recompute == Recompute::full)
-    fail(source, "layout.recompute",
-         fmt::format("schedule={} keeps each layer's inputs until its weight gradient, which full "
-                     "recomputation does not; use recompute=none or selective",
-                     schedule));
+    return rule(
+        source, "layout.recompute",
+        fmt::format("schedule={} keeps each layer's inputs until its weight gradient, which full "
+                    "recomputation does not; use recompute=none or selective",
+                    schedule));
+  return std::nullopt;
 }
 
 // Megatron-Core MoE: experts are split evenly over ep, and the expert-parallel group is carved
 // out of the data-parallel one.
-void check_experts(const Layout& l, const Model& m, const std::string& source) {
-  if (l.ep == 1) return;
+Broken check_experts(const Layout& l, const Model& m, const std::string& source) {
+  if (l.ep == 1) return std::nullopt;
   if (!m.is_moe())
-    fail(source, "layout.ep", fmt::format("ep={} on a dense model (num_local_experts=0)", l.ep),
-         "use ep=1");
+    return rule(source, "layout.ep",
+                fmt::format("ep={} on a dense model (num_local_experts=0)", l.ep), "use ep=1");
   if (m.moe.num_experts % l.ep != 0)
-    fail(source, "layout.ep",
-         fmt::format("{} does not divide num_local_experts={}", l.ep, m.moe.num_experts));
+    return rule(source, "layout.ep",
+                fmt::format("{} does not divide num_local_experts={}", l.ep, m.moe.num_experts));
   if (l.dp % l.ep != 0)
-    fail(source, "layout.ep", fmt::format("{} does not divide dp={}", l.ep, l.dp),
-         "expert parallelism is carved out of data parallelism");
+    return rule(source, "layout.ep", fmt::format("{} does not divide dp={}", l.ep, l.dp),
+                "expert parallelism is carved out of data parallelism");
+  return std::nullopt;
 }
 
-void check_sequence(const Layout& l, const Model& m, const Training& t, const std::string& source) {
+Broken check_sequence(const Layout& l, const Model& m, const Training& t,
+                      const std::string& source) {
   if (m.max_seq > 0 && t.seq_len > m.max_seq)
-    fail(source, "training.seq_len",
-         fmt::format("{} exceeds max_position_embeddings={} of {}", t.seq_len, m.max_seq, m.name));
+    return rule(
+        source, "training.seq_len",
+        fmt::format("{} exceeds max_position_embeddings={} of {}", t.seq_len, m.max_seq, m.name));
   // Megatron-LM's get_batch_on_this_cp_rank cuts the sequence into 2·cp chunks and gives rank i
   // chunks i and 2·cp−1−i, balancing the causal mask's work.
   if (l.cp > 1 && t.seq_len % (2 * l.cp) != 0)
-    fail(source, "layout.cp",
-         fmt::format("2 × cp = {} does not divide seq_len={}", 2 * l.cp, t.seq_len),
-         "load-balanced causal context parallelism splits the sequence into 2·cp chunks");
+    return rule(source, "layout.cp",
+                fmt::format("2 × cp = {} does not divide seq_len={}", 2 * l.cp, t.seq_len),
+                "load-balanced causal context parallelism splits the sequence into 2·cp chunks");
   // Sequence parallelism scatters each context-parallel rank's tokens over tp
   // (Megatron-Core's _split_along_first_dim asserts exact division).
   if (l.sequence_parallel && (t.seq_len / l.cp) % l.tp != 0)
-    fail(source, "layout.sequence_parallel",
-         fmt::format(
-             "tp={} does not divide the {} tokens per context-parallel rank (seq_len={} / cp={})",
-             l.tp, t.seq_len / l.cp, t.seq_len, l.cp));
+    return rule(
+        source, "layout.sequence_parallel",
+        fmt::format(
+            "tp={} does not divide the {} tokens per context-parallel rank (seq_len={} / cp={})",
+            l.tp, t.seq_len / l.cp, t.seq_len, l.cp));
+  return std::nullopt;
 }
 
 int derive_dp(const Layout& l, const Cluster& c, const std::string& source) {
   const int64_t model_parallel = int64_t{l.tp} * l.pp * l.cp;
   if (c.world() % model_parallel != 0)
-    fail(source, "layout.dp",
-         fmt::format(
-             "cannot derive dp: tp × pp × cp = {} × {} × {} = {} does not divide the {} devices",
-             l.tp, l.pp, l.cp, model_parallel, c.world()),
-         "choose tp, pp and cp whose product divides the device count");
+    throw rule(
+        source, "layout.dp",
+        fmt::format(
+            "cannot derive dp: tp × pp × cp = {} × {} × {} = {} does not divide the {} devices",
+            l.tp, l.pp, l.cp, model_parallel, c.world()),
+        "choose tp, pp and cp whose product divides the device count");
   return static_cast<int>(c.world() / model_parallel);
 }
 
@@ -217,7 +245,7 @@ Layout resolve_layout(const LayoutSpec& spec, const Model& model, const Cluster&
   l.schedule = spec.schedule.value_or(Schedule::one_f_one_b);
   if (l.schedule == Schedule::one_f_one_b) l.schedule = implied_schedule(l.vpp);
   l.rank_order = spec.rank_order.value_or(std::string(kDefaultRankOrder));
-  check_positive(l, source);
+  if (Broken e = check_positive(l, source)) throw *e;
   if (!spec.dp) l.dp = derive_dp(l, cluster, source);
   // Layers that do not divide over the virtual stages go where they cost least (balanced_split);
   // a given split is checked as given and kept in its canonical form.
@@ -235,13 +263,13 @@ Layout resolve_layout(const LayoutSpec& spec, const Model& model, const Cluster&
   else if (spec.num_microbatches && t.global_batch <= 0)
     t.global_batch = l.global_batch();
   if (t.global_batch <= 0)
-    fail(source, "layout.global_batch", "not given",
-         "give gbs= in the layout or global_batch in the training description");
+    throw rule(source, "layout.global_batch", "not given",
+               "give gbs= in the layout or global_batch in the training description");
   if (!spec.num_microbatches) {
-    check_batch_divides(t.global_batch, l, source);
+    if (Broken e = check_batch_divides(t.global_batch, l, source)) throw *e;
     const int64_t n = t.global_batch / (int64_t{l.micro_batch} * l.dp);
     if (n > std::numeric_limits<int>::max())
-      fail(source, "layout.num_microbatches", fmt::format("{} is out of range", n));
+      throw rule(source, "layout.num_microbatches", fmt::format("{} is out of range", n));
     l.num_microbatches = static_cast<int>(n);
   }
   // DeepSpeed's bf16/fp16 sections: weights, activations and gradients in that format.
@@ -253,16 +281,28 @@ Layout resolve_layout(const LayoutSpec& spec, const Model& model, const Cluster&
   return l;
 }
 
+std::optional<InputError> broken_layout_rule(const Layout& l, const Model& model,
+                                             const Cluster& cluster, const Training& training,
+                                             const std::string& source) {
+  // In order, each only once those before it hold (check_tensor_parallel divides by tp).
+  if (Broken e = check_positive(l, source)) return e;
+  if (Broken e = check_world(l, cluster, source)) return e;
+  if (Broken e = check_tensor_parallel(l, model, source)) return e;
+  if (Broken e = check_batch(l, training, source)) return e;
+  if (Broken e = check_pipeline(l, model, training, source)) return e;
+  if (Broken e = check_experts(l, model, source)) return e;
+  if (Broken e = check_sequence(l, model, training, source)) return e;
+  try {  // placement.h's rule throws
+    validate_rank_order(l.rank_order, source);
+  } catch (const InputError& e) {
+    return e;
+  }
+  return std::nullopt;
+}
+
 void validate_layout(const Layout& l, const Model& model, const Cluster& cluster,
                      const Training& training, const std::string& source) {
-  check_positive(l, source);
-  check_world(l, cluster, source);
-  check_tensor_parallel(l, model, source);
-  check_batch(l, training, source);
-  check_pipeline(l, model, training, source);
-  check_experts(l, model, source);
-  check_sequence(l, model, training, source);
-  validate_rank_order(l.rank_order, source);
+  if (Broken e = broken_layout_rule(l, model, cluster, training, source)) throw *e;
 }
 
 }  // namespace shardplan

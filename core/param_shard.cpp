@@ -21,24 +21,47 @@ ParamShard operator+(const ParamShard& a, const ParamShard& b) {
 
 }  // namespace
 
+namespace {
+
+// A chunk's layers into its stage's counts: a dense model's counted, not walked (the planner asks
+// this of every stage of every layout).
+void add_chunk(StageLayers& s, const Model& m, LayerRange layers) {
+  if (!m.is_moe()) {
+    s.dense_layers += layers.end - layers.begin;
+    return;
+  }
+  for (int layer = layers.begin; layer < layers.end; ++layer)
+    ++(m.is_moe_layer(layer) ? s.moe_layers : s.dense_layers);
+}
+
+StageLayers no_layers(const Layout& l, int stage) {
+  return {.stage = stage, .first = stage == 0, .last = stage == l.pp - 1};
+}
+
+}  // namespace
+
 StageLayers stage_layers(const Model& m, const Layout& l, int stage) {
   assert(stage >= 0 && stage < l.pp);
-  StageLayers s;
-  s.stage = stage;
-  s.first = stage == 0;
-  s.last = stage == l.pp - 1;
-  // The stage's chunks (virtual stages stage, stage + pp, ...): the planner asks this of every
-  // stage of every layout, so a dense model's are counted, not walked.
-  for (int chunk = 0; chunk < l.vpp; ++chunk) {
-    const LayerRange layers = virtual_stage_layers(m, l, virtual_stage(l, stage, chunk));
-    if (!m.is_moe()) {
-      s.dense_layers += layers.end - layers.begin;
-      continue;
-    }
-    for (int layer = layers.begin; layer < layers.end; ++layer)
-      ++(m.is_moe_layer(layer) ? s.moe_layers : s.dense_layers);
-  }
+  StageLayers s = no_layers(l, stage);
+  // The stage's chunks: virtual stages stage, stage + pp, ...
+  for (int chunk = 0; chunk < l.vpp; ++chunk)
+    add_chunk(s, m, virtual_stage_layers(m, l, virtual_stage(l, stage, chunk)));
   return s;
+}
+
+std::vector<StageLayers> every_stage_layers(const Model& m, const Layout& l) {
+  std::vector<StageLayers> out;
+  out.reserve(static_cast<size_t>(l.pp));
+  for (int stage = 0; stage < l.pp; ++stage) out.push_back(no_layers(l, stage));
+  const int chunks = l.pp * l.vpp;
+  for (int vs = 0, begin = 0; vs < chunks; ++vs) {
+    const LayerRange layers = l.stages.empty()
+                                  ? virtual_stage_layers(m, l, vs)
+                                  : LayerRange{begin, begin + l.stages[static_cast<size_t>(vs)]};
+    add_chunk(out[static_cast<size_t>(vs % l.pp)], m, layers);  // chunk vs runs on rank vs mod pp
+    begin = layers.end;
+  }
+  return out;
 }
 
 int64_t attention_params_shard(const Model& m, int tp) {

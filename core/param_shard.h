@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/layout.h"
 #include "core/model.h"
@@ -27,6 +28,8 @@ struct StageLayers {
 // on pipeline rank c mod pp (Megatron-LM's interleaved assignment, Narayanan et al. 2021 §2.2.2;
 // vpp = 1 gives contiguous blocks).
 StageLayers stage_layers(const Model& m, const Layout& l, int stage);
+// Every stage's, in one walk over the split (stage_layers walks it up to each of its chunks).
+std::vector<StageLayers> every_stage_layers(const Model& m, const Layout& l);
 
 // Parameters on one rank (tensor-parallel rank 0, which holds the largest shard when a dimension
 // does not divide evenly), not yet divided by ZeRO: of a stage, of one layer, or of the model's

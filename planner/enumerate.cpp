@@ -119,12 +119,7 @@ class Enumerator {
   }
 
   std::optional<InputError> broken_rule(const Layout& l) const {
-    try {
-      validate_layout(l, model_, cluster_, training_, "plan");
-    } catch (const InputError& e) {
-      return e;
-    }
-    return std::nullopt;
+    return broken_layout_rule(l, model_, cluster_, training_, "plan");
   }
 
   std::optional<InputError> unsupported(const Layout& l) const {

@@ -216,10 +216,8 @@ RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const
 std::vector<StageState> stage_states(const Model& m, const Training& t, const Layout& l) {
   std::vector<StageState> out;
   out.reserve(static_cast<size_t>(l.pp));
-  for (int stage = 0; stage < l.pp; ++stage) {
-    const StageLayers s = stage_layers(m, l, stage);
+  for (const StageLayers& s : every_stage_layers(m, l))
     out.push_back({s, stage_model_state_bytes(m, t, l, s)});
-  }
   return out;
 }
 

@@ -220,10 +220,7 @@ StageTimings StageTimer::all_stages(const std::function<bool(const StageTimings&
   const size_t n = static_cast<size_t>(ctx_.l.pp);
   StageTimings out{std::vector<StageTiming>(n), std::vector<double>(n, 0.0),
                    std::vector<double>(n, 0.0), std::vector<double>(n, 0.0), false};
-  std::vector<StageLayers> layers;
-  layers.reserve(n);
-  for (int stage = 0; stage < ctx_.l.pp; ++stage)
-    layers.push_back(stage_layers(ctx_.m, ctx_.l, stage));
+  const std::vector<StageLayers> layers = every_stage_layers(ctx_.m, ctx_.l);
   std::vector<bool> timed(n, false);
   size_t left = n;
   for (size_t stage = 0; stage < n; ++stage) {
