@@ -12,22 +12,32 @@ namespace shardplan {
 namespace sd = schedule_detail;
 namespace {
 
+// Folded actions, each entry found by a hash of what same_priced_action compares: a stage's
+// passes add a few hundred actions into some dozens of entries.
 class Folder {
  public:
-  Folder() { out_.reserve(64); }
-  // Newest first: repeats (a ZeRO-3 unit's gathers, layer after layer) match the latest entries.
+  Folder() {
+    out_.reserve(64);
+    slots_.assign(128, kEmpty);
+  }
   void add(const Action& a, int64_t per_microbatch, int64_t per_step) {
     if (per_microbatch == 0 && per_step == 0) return;
-    for (auto f = out_.rbegin(); f != out_.rend(); ++f)
-      if ((f->per_microbatch > 0) == (per_microbatch > 0) && same_priced_action(f->action, a)) {
-        f->per_microbatch += per_microbatch;
-        f->per_step += per_step;
+    const bool per_microbatch_entry = per_microbatch > 0;
+    size_t slot = hash(a, per_microbatch_entry) & (slots_.size() - 1);
+    for (; slots_[slot] != kEmpty; slot = (slot + 1) & (slots_.size() - 1)) {
+      FoldedAction& f = out_[slots_[slot]];
+      if ((f.per_microbatch > 0) == per_microbatch_entry && same_priced_action(f.action, a)) {
+        f.per_microbatch += per_microbatch;
+        f.per_step += per_step;
         return;
       }
+    }
     Action kept = a;
     kept.deps_begin = kept.deps_count = 0;
     kept.flags &= kInputGradOnly;  // what the pricer reads; not where activations live
+    slots_[slot] = static_cast<uint32_t>(out_.size());
     out_.push_back({kept, per_microbatch, per_step});
+    if (2 * out_.size() > slots_.size()) rehash();
   }
   void add_steps(const std::vector<Action>& steps, int64_t times) {
     if (times > 0)
@@ -36,7 +46,32 @@ class Folder {
   std::vector<FoldedAction> take() { return std::move(out_); }
 
  private:
+  static constexpr uint32_t kEmpty = ~uint32_t{0};
+
+  // Of the fields same_priced_action compares (reads_cold_input left to it), so that equal
+  // actions hash alike.
+  static size_t hash(const Action& a, bool per_microbatch_entry) {
+    uint64_t h = static_cast<uint64_t>(a.kind) | static_cast<uint64_t>(a.stream) << 8 |
+                 static_cast<uint64_t>(a.pass) << 16 | static_cast<uint64_t>(a.op) << 24 |
+                 static_cast<uint64_t>(a.group) << 32 | uint64_t{per_microbatch_entry} << 40;
+    if (a.kind == ActionKind::compute)
+      h ^= (static_cast<uint64_t>(a.parts) | uint64_t{(a.flags & kInputGradOnly) != 0} << 16) << 44;
+    for (const uint64_t v : {static_cast<uint64_t>(a.bytes), static_cast<uint64_t>(a.params)})
+      h = (h ^ v) * 0x9e3779b97f4a7c15ull;  // Fibonacci hashing's multiplier
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+
+  void rehash() {
+    slots_.assign(2 * slots_.size(), kEmpty);
+    for (uint32_t i = 0; i < out_.size(); ++i) {
+      size_t slot = hash(out_[i].action, out_[i].per_microbatch > 0) & (slots_.size() - 1);
+      while (slots_[slot] != kEmpty) slot = (slot + 1) & (slots_.size() - 1);
+      slots_[slot] = i;
+    }
+  }
+
   std::vector<FoldedAction> out_;
+  std::vector<uint32_t> slots_;  // open addressing: indices into out_
 };
 
 // A unit as build_chunk makes it, without its steps: what the data-parallel plan reads.
