@@ -175,9 +175,8 @@ double overflow_ratio(const RankMemory& r) {
 // kept_layouts).
 RankMemory with_runtime(RankMemory worst, const Cluster& c, const Layout& l,
                         StageStateCache* cache = nullptr) {
-  std::vector<RankMemory> stages{std::move(worst)};
-  add_runtime_memory(stages, c, l, cache);
-  return stages.front();
+  add_runtime_memory(worst, c, l, cache);
+  return worst;
 }
 
 RankMemory pruning_memory(const Model& m, const Cluster& c, const Training& t, const Layout& l,

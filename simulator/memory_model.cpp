@@ -291,12 +291,15 @@ std::array<MemoryItem, 20> memory_items(const RankMemory& r) {
            {"allocator_cache", r.allocator_cache_bytes}}};
 }
 
+void add_runtime_memory(RankMemory& stage, const Cluster& c, const Layout& l,
+                        StageStateCache* cache) {
+  stage.runtime = cache ? cache->runtime(c, l, stage.stage) : runtime_memory(c, l, stage.stage);
+  stage.runtime_reserved_bytes = stage.runtime.total();
+}
+
 void add_runtime_memory(std::vector<RankMemory>& stages, const Cluster& c, const Layout& l,
                         StageStateCache* cache) {
-  for (RankMemory& r : stages) {
-    r.runtime = cache ? cache->runtime(c, l, r.stage) : runtime_memory(c, l, r.stage);
-    r.runtime_reserved_bytes = r.runtime.total();
-  }
+  for (RankMemory& r : stages) add_runtime_memory(r, c, l, cache);
 }
 
 std::optional<MemoryOverflow> first_overflow(const RankMemory& r) {

@@ -205,8 +205,10 @@ struct MemoryItem {
 // Every item, in the order a training process allocates them (the reserve first).
 std::array<MemoryItem, 20> memory_items(const RankMemory& r);
 
-// Sets every stage's runtime memory (stages[i] is stage i) to runtime_memory's: its NCCL
-// communicators and cuBLAS workspaces beside the context.
+// Sets a stage's runtime memory to runtime_memory's: its NCCL communicators and cuBLAS
+// workspaces beside the context. Of one stage, or of every stage (stages[i] is stage i).
+void add_runtime_memory(RankMemory& stage, const Cluster& c, const Layout& l,
+                        StageStateCache* cache = nullptr);
 void add_runtime_memory(std::vector<RankMemory>& stages, const Cluster& c, const Layout& l,
                         StageStateCache* cache = nullptr);
 
