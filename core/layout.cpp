@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+#include <string>
 #include <tuple>
+#include <type_traits>
+#include <vector>
 
 #include "core/json_reader.h"
 #include "core/stage_split.h"
@@ -37,6 +41,28 @@ std::vector<int> stages_field(ObjectReader& r) {
 
 bool operator==(const Layout& a, const Layout& b) {
   return fields(a) == fields(b);
+}
+
+size_t hash_value(const Layout& l) {
+  size_t h = 0;
+  const auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  std::apply(
+      [&](const auto&... field) {
+        const auto one = [&](const auto& f) {
+          using F = std::decay_t<decltype(f)>;
+          if constexpr (std::is_same_v<F, std::string>) {
+            mix(std::hash<std::string>{}(f));
+          } else if constexpr (std::is_same_v<F, std::vector<int>>) {
+            for (int v : f) mix(std::hash<int>{}(v));
+            mix(f.size());
+          } else {
+            mix(std::hash<int64_t>{}(static_cast<int64_t>(f)));
+          }
+        };
+        (one(field), ...);
+      },
+      fields(l));
+  return h;
 }
 
 LayoutSpec merge(LayoutSpec base, const LayoutSpec& over) {

@@ -71,6 +71,8 @@ struct Layout {
 };
 
 bool operator==(const Layout&, const Layout&);
+// Of every field operator== compares: equal layouts hash alike.
+size_t hash_value(const Layout& l);
 
 // What a user wrote: any field may be missing and is then defaulted or derived by resolve_layout.
 struct LayoutSpec {

@@ -83,6 +83,7 @@ struct EstimateCache::State {
   static constexpr size_t kPasses = 48;
   struct Passes {
     Layout layout;
+    size_t layout_hash = 0;  // compared first: a lookup passes over dozens of entries
     int64_t rank = 0;
     std::vector<int> split_key;
     PricedActions priced;
@@ -158,15 +159,16 @@ StageTiming time_stage(const StageContext& ctx, int64_t rank, SpanCache& spans, 
   if (state.any_zero.schedule == Schedule::gpipe) state.any_zero.schedule = Schedule::one_f_one_b;
   passes_split_key(ctx.m, ctx.l, rank, state.split_key);
   using Passes = EstimateCache::State::Passes;
+  const size_t layout_hash = hash_value(state.any_zero);
   const PricedActions& priced_passes =
       state.passes
           .find_or_add(
               [&](const Passes& e) {
-                return e.rank == rank && e.split_key == state.split_key &&
-                       e.layout == state.any_zero;
+                return e.layout_hash == layout_hash && e.rank == rank &&
+                       e.split_key == state.split_key && e.layout == state.any_zero;
               },
               [&] {
-                return Passes{state.any_zero, rank, state.split_key, passes()};
+                return Passes{state.any_zero, layout_hash, rank, state.split_key, passes()};
               })
           .priced;
   if (what == Priced::passes) return stage_timing(ctx, priced_passes, records);

@@ -187,6 +187,42 @@ TEST_CASE("validate: DeepSpeed's train_batch_size must be mbs × gas × dp", "[l
   CHECK_THAT(e.hint, Contains("train_batch_size"));
 }
 
+TEST_CASE("validate: broken_layout_rule returns what validate_layout throws", "[layout]") {
+  const Model m = load_model("llama2-70b");
+  const Cluster c = test::dgx_h100(128);
+  const Training t = test::training(1536, 4096);
+  const Layout valid = resolve("tp=8,pp=4,vpp=2", m, c, t);
+  CHECK_FALSE(broken_layout_rule(valid, m, c, t, "plan.json"));
+  Layout odd = valid;
+  odd.num_microbatches = 50;  // not a multiple of pp, nor the global batch
+  Layout zero3 = resolve("tp=8,pp=4,schedule=zb-h1", m, c, t);
+  zero3.zero = 3;
+  Layout order = valid;
+  order.rank_order = "tp-dp-pp";  // placement.h's rule, which throws
+  for (const Layout& broken : {odd, zero3, order}) {
+    const std::optional<InputError> returned = broken_layout_rule(broken, m, c, t, "plan.json");
+    REQUIRE(returned);
+    const InputError thrown =
+        thrown_input_error([&] { validate_layout(broken, m, c, t, "plan.json"); });
+    CHECK(returned->field == thrown.field);
+    CHECK(returned->reason == thrown.reason);
+    CHECK(returned->hint == thrown.hint);
+  }
+}
+
+TEST_CASE("layout hash: equal layouts alike, each field it compares apart", "[layout]") {
+  const Model m = load_model("llama2-70b");
+  const Cluster c = test::dgx_h100(128);
+  const Training t = test::training(1536, 4096);
+  const Layout l = resolve("tp=8,pp=4,vpp=2,zero=1", m, c, t);
+  CHECK(hash_value(resolve(to_string(l), m, c, t)) == hash_value(l));
+  Layout zero = l, split = l, order = l;
+  zero.zero = 2;
+  split.stages = {6, 6, 7, 7, 7, 7, 7, 7, 7, 7, 6, 6};
+  order.rank_order = "tp-pp-cp-ep-dp";
+  for (const Layout& other : {zero, split, order}) CHECK(hash_value(other) != hash_value(l));
+}
+
 TEST_CASE("validate: pipeline stages, virtual stages and the schedule", "[layout]") {
   const Model m = load_model("llama2-70b");  // 80 layers
   const Cluster c = test::dgx_h100(128);

@@ -217,11 +217,18 @@ TEST_CASE("stages follow the split: layer ranges, a rank's chunks and its parame
       next = r.end;
     }
     CHECK(next == m.num_layers);
+    const std::vector<StageLayers> every = every_stage_layers(m, l);
+    REQUIRE(std::ssize(every) == l.pp);
     for (int stage = 0; stage < l.pp; ++stage) {
       int held = 0;
       for (int chunk = 0; chunk < l.vpp; ++chunk)
         held += split[static_cast<size_t>(virtual_stage(l, stage, chunk))];
-      CHECK(stage_layers(m, l, stage).layers() == held);
+      const StageLayers one = stage_layers(m, l, stage);
+      CHECK(one.layers() == held);
+      const StageLayers& walked = every[static_cast<size_t>(stage)];
+      CHECK(std::tie(walked.stage, walked.dense_layers, walked.moe_layers, walked.first,
+                     walked.last) ==
+            std::tie(one.stage, one.dense_layers, one.moe_layers, one.first, one.last));
       layers += held;
     }
     CHECK(layers == m.num_layers);
