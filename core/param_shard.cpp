@@ -19,10 +19,6 @@ ParamShard operator+(const ParamShard& a, const ParamShard& b) {
           a.router + b.router,       a.norms + b.norms, a.experts + b.experts};
 }
 
-}  // namespace
-
-namespace {
-
 // A chunk's layers into its stage's counts: a dense model's counted, not walked (the planner asks
 // this of every stage of every layout).
 void add_chunk(StageLayers& s, const Model& m, LayerRange layers) {
