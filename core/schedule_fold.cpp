@@ -48,17 +48,9 @@ class Folder {
  private:
   static constexpr uint32_t kEmpty = ~uint32_t{0};
 
-  // Of the fields same_priced_action compares (reads_cold_input left to it), so that equal
-  // actions hash alike.
+  // An entry's slot: its action's priced_action_hash, and whether it counts per micro-batch.
   static size_t hash(const Action& a, bool per_microbatch_entry) {
-    uint64_t h = static_cast<uint64_t>(a.kind) | static_cast<uint64_t>(a.stream) << 8 |
-                 static_cast<uint64_t>(a.pass) << 16 | static_cast<uint64_t>(a.op) << 24 |
-                 static_cast<uint64_t>(a.group) << 32 | uint64_t{per_microbatch_entry} << 40;
-    if (a.kind == ActionKind::compute)
-      h ^= (static_cast<uint64_t>(a.parts) | uint64_t{(a.flags & kInputGradOnly) != 0} << 16) << 44;
-    for (const uint64_t v : {static_cast<uint64_t>(a.bytes), static_cast<uint64_t>(a.params)})
-      h = (h ^ v) * 0x9e3779b97f4a7c15ull;  // Fibonacci hashing's multiplier
-    return static_cast<size_t>(h ^ (h >> 29));
+    return static_cast<size_t>(priced_action_hash(a) ^ uint64_t{per_microbatch_entry});
   }
 
   void rehash() {

@@ -58,4 +58,17 @@ constexpr bool same_priced_action(const Action& a, const Action& b) {
          reads_cold_input(a) == reads_cold_input(b);
 }
 
+// A hash of what same_priced_action compares (reads_cold_input left to it), so that actions it
+// finds the same hash alike; beside it so that the two keep the same fields.
+constexpr uint64_t priced_action_hash(const Action& a) {
+  uint64_t h = static_cast<uint64_t>(a.kind) | static_cast<uint64_t>(a.stream) << 8 |
+               static_cast<uint64_t>(a.pass) << 16 | static_cast<uint64_t>(a.op) << 24 |
+               static_cast<uint64_t>(a.group) << 32;
+  if (a.kind == ActionKind::compute)
+    h ^= (static_cast<uint64_t>(a.parts) | uint64_t{(a.flags & kInputGradOnly) != 0} << 16) << 44;
+  for (const uint64_t v : {static_cast<uint64_t>(a.bytes), static_cast<uint64_t>(a.params)})
+    h = (h ^ v) * 0x9e3779b97f4a7c15ull;  // Fibonacci hashing's multiplier
+  return h ^ (h >> 29);
+}
+
 }  // namespace shardplan

@@ -31,7 +31,7 @@ CachingAllocator::Handle CachingAllocator::grow_pool(int64_t rounded, bool small
   const int64_t page = small ? kSmallBuffer : kLargeBuffer;  // ExpandableSegment's segment_size
   Handle& last = last_[slot(small)];
   int64_t mapped = 0;
-  if (last >= 0 && at(last).free) {
+  if (last >= 0 && at(last).cached) {
     uncache(last);
     mapped = round_up(rounded - at(last).size, page);
   } else {
@@ -112,7 +112,6 @@ CachingAllocator::Handle CachingAllocator::allocate(int64_t bytes) {
     cache(rest);
   }
   Block& b = blocks_[static_cast<size_t>(h)];
-  b.free = false;
   allocated_ += b.size;
   peak_allocated_ = std::max(peak_allocated_, allocated_);
   return h;
@@ -137,14 +136,13 @@ void CachingAllocator::absorb(Handle h, Handle other) {
 
 void CachingAllocator::release(Handle h) {
   Block& b = blocks_[static_cast<size_t>(h)];
-  assert(!b.free);
-  b.free = true;
+  assert(!b.cached);
   allocated_ -= b.size;
   // free_block merges the block with free neighbours of its segment, so a later request can take
   // them whole.
   for (const Handle n :
        {blocks_[static_cast<size_t>(h)].prev, blocks_[static_cast<size_t>(h)].next})
-    if (n >= 0 && blocks_[static_cast<size_t>(n)].free) absorb(h, n);
+    if (n >= 0 && blocks_[static_cast<size_t>(n)].cached) absorb(h, n);
   cache(h);
 }
 

@@ -54,8 +54,7 @@ class CachingAllocator {
     int64_t address = 0;  // within the whole reserve, so that neighbours are address ± size
     int64_t size = 0;
     bool small_pool = false;
-    bool free = true;
-    bool cached = false;
+    bool cached = false;          // free: in its pool, for a request to take
     uint32_t cached_as = 0;       // how often it was cached: tells a bin's stale entries
     Handle prev = -1, next = -1;  // neighbours in the same segment
   };

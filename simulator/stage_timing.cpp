@@ -106,9 +106,9 @@ struct EstimateCache::State {
   Recent<Parts, kLayouts> parts;
   CallCosts calls;
   StageStateCache stages;
-  // Keys made from the layout being priced: assigned, not copied, so that they reuse their
-  // buffers (the split and the rank order) from one layout to the next.
-  Layout any_zero, no_recompute, bound_any_zero, bound_without_recompute;
+  // The bound's keys, made from the layout being priced: assigned, not copied, so that they
+  // reuse their buffers (the split and the rank order) from one layout to the next.
+  Layout bound_any_zero, bound_without_recompute;
   std::vector<int> split_key;
 };
 
@@ -136,10 +136,25 @@ const PricedActions& cached(
   return entry.stages.emplace_back(CachedPasses{rank, price()}).priced;
 }
 
+StageCacheKeys stage_cache_keys(const Layout& l, Priced what) {
+  StageCacheKeys k;
+  k.passes = l;
+  k.passes.zero = 0;
+  k.passes.stages.clear();
+  if (k.passes.schedule == Schedule::gpipe) k.passes.schedule = Schedule::one_f_one_b;
+  k.passes_hash = hash_value(k.passes);
+  if (what == Priced::program) {
+    k.data_parallel = l;
+    k.data_parallel.recompute = Recompute::none;
+  }
+  return k;
+}
+
 // The folded program of stage rank `rank` priced, its passes and its data-parallel half each
-// from `cache` when a layout it serves priced them.
+// from `cache` (under `keys`) when a layout it serves priced them.
 StageTiming time_stage(const StageContext& ctx, int64_t rank, SpanCache& spans, Priced what,
-                       std::vector<CollectiveEstimate>* records, EstimateCache* cache) {
+                       std::vector<CollectiveEstimate>* records, EstimateCache* cache,
+                       const StageCacheKeys* keys) {
   const auto price = [&](auto fold) {
     PricedActions p;
     price_into(ctx, rank, spans, fold(ctx.m, ctx.t, ctx.l, rank), p);
@@ -153,29 +168,22 @@ StageTiming time_stage(const StageContext& ctx, int64_t rank, SpanCache& spans, 
     return stage_timing(ctx, p, records);
   }
   EstimateCache::State& state = cache->state();
-  state.any_zero = ctx.l;
-  state.any_zero.zero = 0;
-  state.any_zero.stages.clear();
-  if (state.any_zero.schedule == Schedule::gpipe) state.any_zero.schedule = Schedule::one_f_one_b;
   passes_split_key(ctx.m, ctx.l, rank, state.split_key);
   using Passes = EstimateCache::State::Passes;
-  const size_t layout_hash = hash_value(state.any_zero);
   const PricedActions& priced_passes =
       state.passes
           .find_or_add(
               [&](const Passes& e) {
-                return e.layout_hash == layout_hash && e.rank == rank &&
-                       e.split_key == state.split_key && e.layout == state.any_zero;
+                return e.layout_hash == keys->passes_hash && e.rank == rank &&
+                       e.split_key == state.split_key && e.layout == keys->passes;
               },
               [&] {
-                return Passes{state.any_zero, layout_hash, rank, state.split_key, passes()};
+                return Passes{keys->passes, keys->passes_hash, rank, state.split_key, passes()};
               })
           .priced;
   if (what == Priced::passes) return stage_timing(ctx, priced_passes, records);
-  state.no_recompute = ctx.l;
-  state.no_recompute.recompute = Recompute::none;
   PricedActions p = priced_passes;
-  add_priced(p, cached(state.data_parallel, state.no_recompute, rank, data_parallel));
+  add_priced(p, cached(state.data_parallel, keys->data_parallel, rank, data_parallel));
   return stage_timing(ctx, p, records);
 }
 
@@ -209,13 +217,16 @@ StageTimer::StageTimer(const StageContext& ctx, EstimateCache* cache, Priced wha
       cache_(cache),
       what_(what),
       alike_(stages_placed_alike(ctx.c, ctx.l)),
-      shared_spans_(ctx, 0) {}
+      shared_spans_(ctx, 0) {
+  if (cache) keys_ = stage_cache_keys(ctx.l, what);
+}
 
 StageTiming StageTimer::operator()(int stage, std::vector<CollectiveEstimate>* records) {
   const int64_t rank = stage_rank(ctx_.l, stage);
-  if (alike_) return time_stage(ctx_, rank, shared_spans_, what_, records, cache_);
+  const StageCacheKeys* keys = keys_ ? &*keys_ : nullptr;
+  if (alike_) return time_stage(ctx_, rank, shared_spans_, what_, records, cache_, keys);
   SpanCache spans(ctx_, rank);
-  return time_stage(ctx_, rank, spans, what_, records, cache_);
+  return time_stage(ctx_, rank, spans, what_, records, cache_, keys);
 }
 
 StageTimings StageTimer::all_stages(const std::function<bool(const StageTimings&)>& enough) {

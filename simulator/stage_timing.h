@@ -34,6 +34,14 @@ struct StageTimings {
 // bound, step_time_lower_bound).
 enum class Priced { program, passes };
 
+// What an EstimateCache keeps a stage's priced halves by: the layout without what they do not
+// read. The same for every stage of a layout, so made once for all of them.
+struct StageCacheKeys {
+  Layout passes;  // ZeRO 0, no split (passes_split_key gives a rank's part of it), GPipe as 1F1B
+  size_t passes_hash = 0;
+  Layout data_parallel;  // without recomputation; only where the whole program is priced
+};
+
 // Times every stage. Stages with the same layers, placed alike, take the same time: only the
 // first of them is timed.
 class StageTimer {
@@ -56,6 +64,7 @@ class StageTimer {
   Priced what_;
   bool alike_;
   SpanCache shared_spans_;
+  std::optional<StageCacheKeys> keys_;  // with a cache
 };
 
 // The stage with the most per-step work: every stage waits for it at the optimizer step.
