@@ -135,7 +135,11 @@ constexpr size_t kClosestMisses = 8;
 // layout, so a layout bounded above all those of its values could displace none of them.
 struct Bar {
   std::vector<std::pair<double, int64_t>> top;  // the k best (objective, index), ascending
-  std::array<std::map<int, double>, kAxisCount> by_axis;
+  // Each axis's (value, best objective), unordered: a field takes a few dozen values at most, and
+  // every layout priced looks up each of its own (bounded_out).
+  std::array<std::vector<std::pair<int, double>>, kAxisCount> by_axis;
+
+  const double* best(size_t axis, int value) const { return find(by_axis[axis], value); }
 
   // A timed layout among the k best, once however often the threads exchange it.
   void add_top(double objective, int64_t index, size_t k) {
@@ -143,9 +147,18 @@ struct Bar {
       keep_smallest(top, {objective, index}, k);
   }
   void add_best(size_t axis, int value, double objective) {
-    auto [it, inserted] = by_axis[axis].try_emplace(value, objective);
-    if (!inserted) it->second = std::min(it->second, objective);
+    if (double* known = find(by_axis[axis], value))
+      *known = std::min(*known, objective);
+    else
+      by_axis[axis].emplace_back(value, objective);
   }
+  template <class Values>
+  static auto find(Values& values, int value) -> decltype(&values.front().second) {
+    for (auto& [v, objective] : values)
+      if (v == value) return &objective;
+    return nullptr;
+  }
+
   void add(const Bar& other, size_t k) {
     for (const auto& [objective, index] : other.top) add_top(objective, index, k);
     for (size_t a = 0; a < kAxisCount; ++a)
@@ -173,15 +186,11 @@ double overflow_ratio(const RankMemory& r) {
 // What the search prunes on: the worst stage's tensors' peak with the runtime's memory (NCCL's
 // buffers, cuBLAS's workspaces), as the estimate adds it; not yet the allocator's reserve (see
 // kept_layouts).
-RankMemory with_runtime(RankMemory worst, const Cluster& c, const Layout& l,
-                        StageStateCache* cache = nullptr) {
-  add_runtime_memory(worst, c, l, cache);
-  return worst;
-}
-
 RankMemory pruning_memory(const Model& m, const Cluster& c, const Training& t, const Layout& l,
                           const ExecutionOptions& x) {
-  return with_runtime(worst_stage_memory(m, t, l, c.device, x).memory, c, l);
+  RankMemory worst = worst_stage_memory(m, t, l, c.device, x).memory;
+  add_runtime_memory(worst, c, l);
+  return worst;
 }
 
 // The search keeps twice the top it reports: it ranks on the tensors' peak, and the allocator's
@@ -254,7 +263,8 @@ class Search {
       }
       worst = worst_stage_memory(m_, t_, l, c_.device, o_.execution, &states);
     }
-    const RankMemory mem = with_runtime(std::move(worst.memory), c_, l, &states);
+    add_runtime_memory(worst.memory, c_, l, &states);  // as pruning_memory adds it
+    const RankMemory& mem = worst.memory;
     if (!mem.fits()) {
       ++p.pruned;
       const MissKey miss{overflow_ratio(mem), index};
@@ -284,9 +294,9 @@ class Search {
     if (p.bar.top.size() < kept_) return false;
     double worst_kept = p.bar.top.back().first;
     for (size_t a = 0; a < kAxisCount; ++a) {
-      const auto best = p.bar.by_axis[a].find(kAxes[a].value(l));
-      if (best == p.bar.by_axis[a].end()) return false;
-      worst_kept = std::max(worst_kept, best->second);
+      const double* best = p.bar.best(a, kAxes[a].value(l));
+      if (!best) return false;
+      worst_kept = std::max(worst_kept, *best);
     }
     const auto beyond = [&](double step_s) {
       return objective_lower_bound(o_.objective, step_s, l, c_, t_) > worst_kept;

@@ -369,8 +369,15 @@ WorstStageMemory worst_stage_memory(const Model& m, const Training& t, const Lay
         inflight_chunk_microbatches(l, stage) <= inflight_chunk_microbatches(l, stage - 1))
       continue;
     RankMemory r = rank_memory_of(m, t, l, stages[i].layers, d, x, stages[i].state, layer);
-    if (stop_above && r.peak_bytes() > *stop_above) return {stage, std::move(r), false};
-    if (i == 0 || r.peak_bytes() > worst.memory.peak_bytes()) worst = {stage, std::move(r)};
+    const bool over = stop_above && r.peak_bytes() > *stop_above;
+    if (over || i == 0 || r.peak_bytes() > worst.memory.peak_bytes()) {
+      worst.stage = stage;
+      worst.memory = r;
+    }
+    if (over) {
+      worst.complete = false;
+      break;
+    }
   }
   return worst;
 }

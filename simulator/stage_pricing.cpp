@@ -117,7 +117,7 @@ void price_into(const StageContext& ctx, int64_t rank, SpanCache& spans,
   for (const FoldedAction& f : folded) {
     const Action& a = f.action;
     if (a.kind == ActionKind::compute) {
-      add_compute(p.compute, compute_action_cost(ctx.parts, a, l.recompute),
+      add_compute(p.compute, compute_action_cost(*ctx.parts, a, l.recompute),
                   static_cast<double>(f.per_microbatch));
       continue;
     }

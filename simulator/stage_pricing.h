@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -26,7 +27,9 @@ struct StageContext {
   const Layout& l;
   const ExecutionOptions& x;
   DeviceRates rates;
-  PartsCompute parts;
+  // Shared with the cache's entry: a few kilobytes, and a layout's contexts are made by the
+  // hundred thousand in a search.
+  std::shared_ptr<const PartsCompute> parts;
   CollectiveOptions collective_options;
   CallCosts* calls;  // the cache's, or none
 };

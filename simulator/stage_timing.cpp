@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <memory>
 
 #include "core/error.h"
 #include "core/schedule.h"
@@ -101,7 +102,7 @@ struct EstimateCache::State {
   // the enumeration's inner loops over ZeRO stages, splits and schedules reuse one.
   struct Parts {
     std::array<int, 6> key{};  // tp, cp, ep, micro_batch, sequence_parallel, recompute
-    PartsCompute parts;
+    std::shared_ptr<const PartsCompute> parts;
   };
   Recent<Parts, kLayouts> parts;
   CallCosts calls;
@@ -187,9 +188,16 @@ StageTiming time_stage(const StageContext& ctx, int64_t rank, SpanCache& spans, 
   return stage_timing(ctx, p, records);
 }
 
-const PartsCompute& cached_parts(EstimateCache& cache, const Model& m, const Training& t,
-                                 const Layout& l, const DeviceRates& rates,
-                                 const ExecutionOptions& x) {
+std::shared_ptr<const PartsCompute> parts_compute(const Model& m, const Training& t,
+                                                  const Layout& l, const DeviceRates& rates,
+                                                  const ExecutionOptions& x) {
+  return std::make_shared<const PartsCompute>(model_parts_compute(m, t, l, rates, x));
+}
+
+const std::shared_ptr<const PartsCompute>& cached_parts(EstimateCache& cache, const Model& m,
+                                                        const Training& t, const Layout& l,
+                                                        const DeviceRates& rates,
+                                                        const ExecutionOptions& x) {
   using Parts = EstimateCache::State::Parts;
   const std::array<int, 6> key{
       l.tp, l.cp, l.ep, l.micro_batch, l.sequence_parallel ? 1 : 0, static_cast<int>(l.recompute)};
@@ -197,7 +205,7 @@ const PartsCompute& cached_parts(EstimateCache& cache, const Model& m, const Tra
       .parts
       .find_or_add([&](const Parts& p) { return p.key == key; },
                    [&] {
-                     return Parts{key, model_parts_compute(m, t, l, rates, x)};
+                     return Parts{key, parts_compute(m, t, l, rates, x)};
                    })
       .parts;
 }
@@ -280,7 +288,7 @@ StageContext make_stage_context(const Model& m, const Cluster& c, const Training
       l,
       x,
       rates,
-      cache ? cached_parts(*cache, m, t, l, rates, x) : model_parts_compute(m, t, l, rates, x),
+      cache ? cached_parts(*cache, m, t, l, rates, x) : parts_compute(m, t, l, rates, x),
       collectives,
       cache ? &cache->state().calls : nullptr};
 }
