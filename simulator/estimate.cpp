@@ -23,7 +23,7 @@ void pick_worst_memory(Estimate& e, const Layout& l) {
 
 void fill_step_time(Estimate& e, const Layout& l, const StageTiming& slow,
                     const StageTimings& timings) {
-  const StageTiming& extra = most_step_work(timings);
+  const StageTiming& extra = timings.most_step_work;
   const double pipeline_s = pipeline_time_s(l, e.stage_microbatch_s, timings.split());
   const double mb = l.num_microbatches;
   e.time.compute_s = mb * (slow.compute.forward.time_s() + slow.compute.backward.time_s() +

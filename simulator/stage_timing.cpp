@@ -239,17 +239,22 @@ StageTiming StageTimer::operator()(int stage, std::vector<CollectiveEstimate>* r
 
 StageTimings StageTimer::all_stages(const std::function<bool(const StageTimings&)>& enough) {
   const size_t n = static_cast<size_t>(ctx_.l.pp);
-  StageTimings out{std::vector<StageTiming>(n), std::vector<double>(n, 0.0),
-                   std::vector<double>(n, 0.0), std::vector<double>(n, 0.0), false};
+  StageTimings out{{},
+                   std::vector<double>(n, 0.0),
+                   std::vector<double>(n, 0.0),
+                   std::vector<double>(n, 0.0),
+                   false};
   const std::vector<StageLayers> layers = every_stage_layers(ctx_.m, ctx_.l);
   std::vector<bool> timed(n, false);
   size_t left = n;
   for (size_t stage = 0; stage < n; ++stage) {
     if (timed[stage]) continue;
     const StageTiming timing = (*this)(static_cast<int>(stage), nullptr);
+    // Stages are timed first to last, so the first with the most is kept.
+    if (stage == 0 || timing.step_extra_s() > out.most_step_work.step_extra_s())
+      out.most_step_work = timing;
     for (size_t same = stage; same < n; ++same)
       if (same == stage || (alike_ && !timed[same] && same_layers(layers[same], layers[stage]))) {
-        out.stages[same] = timing;
         out.microbatch_s[same] = timing.microbatch_s();
         out.forward_s[same] = timing.compute.forward.time_s();
         out.weight_grad_s[same] = timing.compute.weight_grad.time_s();
@@ -262,16 +267,9 @@ StageTimings StageTimer::all_stages(const std::function<bool(const StageTimings&
   return out;
 }
 
-const StageTiming& most_step_work(const StageTimings& timings) {
-  return *std::max_element(timings.stages.begin(), timings.stages.end(),
-                           [](const StageTiming& a, const StageTiming& b) {
-                             return a.step_extra_s() < b.step_extra_s();
-                           });
-}
-
 double critical_path_s(const Layout& l, const StageTimings& timings) {
   return pipeline_time_s(l, timings.microbatch_s, timings.split()) +
-         most_step_work(timings).step_extra_s();
+         timings.most_step_work.step_extra_s();
 }
 
 StageContext make_stage_context(const Model& m, const Cluster& c, const Training& t,

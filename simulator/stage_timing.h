@@ -20,9 +20,11 @@ namespace shardplan {
 StageContext make_stage_context(const Model& m, const Cluster& c, const Training& t,
                                 const Layout& l, const ExecutionOptions& x, EstimateCache* cache);
 
-// Every stage's timing, and its time per micro-batch (compute and exposed communication).
+// Every stage's time per micro-batch (compute and exposed communication), and the timing of the
+// stage with the most per-step work (the first of those with most): every stage waits for it at
+// the optimizer step.
 struct StageTimings {
-  std::vector<StageTiming> stages;
+  StageTiming most_step_work;
   std::vector<double> microbatch_s;
   // The forward's and (split backward) the W actions' compute inside microbatch_s.
   std::vector<double> forward_s, weight_grad_s;
@@ -66,9 +68,6 @@ class StageTimer {
   SpanCache shared_spans_;
   std::optional<StageCacheKeys> keys_;  // with a cache
 };
-
-// The stage with the most per-step work: every stage waits for it at the optimizer step.
-const StageTiming& most_step_work(const StageTimings& timings);
 
 // Step time on the critical path: the pipeline over the slowest stage, then the per-step work of
 // the stage that has the most of it.
