@@ -9,6 +9,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <span>
 #include <thread>
 
@@ -385,10 +386,21 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
   r.fitting = all.fitting;
   r.bounded = all.bounded;
   r.timed = all.fitting - all.bounded;
-  // Each key's layout estimated in full, over the threads.
+  // Each key's layout estimated in full, over the threads. The allocator replay's stages and
+  // micro-batches take most of the time: the longest are handed out first, so that no thread is
+  // left with one of them at the end.
   const auto ranked = [&](std::span<const Kept<Key>> keys) {
+    std::vector<size_t> order(keys.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    const auto replay_size = [&](size_t i) {
+      const Layout& l = keys[i].layout;
+      return int64_t{l.pp} * std::min<int64_t>(l.num_microbatches, int64_t{2} * l.pp);
+    };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return replay_size(a) > replay_size(b); });
     std::vector<Ranked> out(keys.size());
-    parallel_for(keys.size(), threads, [&](size_t i) {
+    parallel_for(keys.size(), threads, [&](size_t n) {
+      const size_t i = order[n];
       const auto& [k, l] = keys[i];
       out[i] = {l, estimate(model, cluster, training, l, options.execution), k.objective, k.index};
     });
