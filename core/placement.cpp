@@ -281,6 +281,19 @@ NodeCount count_by_walking(const Progressions& p, int64_t d) {
   }
 }
 
+// The devices of `rank`'s node whose group of kind g leaves the node. A group's members lie
+// between its lowest and its highest, `extent` apart in every group of the kind: where that is a
+// node or more, every group leaves its node; otherwise each of the node's groups is looked at.
+int devices_leaving_node(const Layout& l, int64_t rank, Group g, int64_t extent, int64_t d) {
+  if (extent >= d) return static_cast<int>(d);
+  int leaving = 0;
+  for (int64_t q = rank / d * d; q < rank / d * d + d; ++q) {
+    const int64_t base = progressions(l, q, g).base;
+    leaving += base / d != (base + extent) / d ? 1 : 0;
+  }
+  return leaving;
+}
+
 }  // namespace
 
 GroupSpan group_span(const Cluster& c, const Layout& l, int64_t rank, Group g) {
@@ -305,6 +318,9 @@ GroupSpan group_span(const Cluster& c, const Layout& l, int64_t rank, Group g) {
     n = count_by_walking(p, d);
   s.nodes = n.nodes;
   s.max_ranks_per_node = n.max_per_node;
+  s.nic_sharers = s.max_ranks_per_node;
+  if (s.nodes > 1)
+    s.nic_sharers = std::max(s.nic_sharers, devices_leaving_node(l, rank, g, last - p.base, d));
   return s;
 }
 
@@ -331,6 +347,21 @@ GroupSpan ranks_span(const Cluster& c, Group g, std::span<const int64_t> members
     s.max_ranks_per_node = std::max(s.max_ranks_per_node, static_cast<int>(j - i));
     i = j;
   }
+  s.nic_sharers = s.max_ranks_per_node;
+  return s;
+}
+
+GroupSpan pipeline_pair_span(const Cluster& c, const Layout& l, int64_t a, int64_t b) {
+  const std::array<int64_t, 2> pair{a, b};
+  GroupSpan s = ranks_span(c, Group::pp, pair);
+  if (s.nodes == 1) return s;
+  // Every rank q of a's node sends to q + (b − a) at about the same time (each stage sends each
+  // micro-batch); those whose peer is on another node share the NICs.
+  const int64_t d = c.devices_per_node, delta = b - a, first = a / d * d;
+  int leaving = 0;
+  for (int64_t q = first; q < first + d; ++q)
+    leaving += q + delta >= 0 && q + delta < l.world() && (q + delta) / d != q / d ? 1 : 0;
+  s.nic_sharers = std::max(s.nic_sharers, leaving);
   return s;
 }
 

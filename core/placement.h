@@ -66,14 +66,26 @@ struct GroupSpan {
   size_t level = 0;            // innermost interconnect level whose domain holds the whole group
   int nodes = 1;               // nodes the group touches
   int max_ranks_per_node = 1;  // most group members on one node (they share that node's NICs)
+  // Devices of a member's node whose traffic crosses the node's NICs at once when every rank runs
+  // the step's program (SPMD): all groups of a kind communicate together, so a group spanning
+  // nodes shares its node's NICs with the node's other groups of the kind. At least
+  // max_ranks_per_node.
+  int nic_sharers = 1;
 
   bool operator==(const GroupSpan&) const = default;
 };
 
+// `rank`'s group of kind g. Where it spans nodes, nic_sharers counts the devices of its node
+// whose own group of the kind leaves the node too (all of them unless a group spans fewer ranks
+// than a node holds).
 GroupSpan group_span(const Cluster& c, const Layout& l, int64_t rank, Group g);
-// The same for some ranks of a group of kind g: the first and last pipeline stages that reduce a
-// tied embedding, the two ends of a pipeline transfer.
+// The same for some ranks of a group of kind g, as they sit, with no other traffic beside them
+// (nic_sharers = max_ranks_per_node): what a measurement of that group alone ran.
 GroupSpan ranks_span(const Cluster& c, Group g, std::span<const int64_t> ranks);
+// Two ranks of a pipeline: a transfer's ends, or the first and last stages that reduce a tied
+// embedding. Where they are on different nodes, nic_sharers counts the ranks q of a's node whose
+// own transfer the same way, to q + (b − a), leaves the node: every stage sends each micro-batch.
+GroupSpan pipeline_pair_span(const Cluster& c, const Layout& l, int64_t a, int64_t b);
 
 // Throws InputError (source, "layout.rank_order") unless the order is a permutation of
 // tp, cp, ep, dp, pp joined by '-'.

@@ -36,7 +36,7 @@ struct CallKeyHash {
     for (int64_t v :
          {int64_t(k.kind), int64_t(k.op), int64_t(k.cold_input), int64_t(k.zero), k.bytes, k.params,
           int64_t(k.span.group), int64_t(k.span.size), int64_t(k.span.level), int64_t(k.span.nodes),
-          int64_t(k.span.max_ranks_per_node)})
+          int64_t(k.span.max_ranks_per_node), int64_t(k.span.nic_sharers)})
       mix(std::hash<int64_t>{}(v));
     return h;
   }

@@ -361,7 +361,8 @@ CollectiveCost collective_cost(const Cluster& cluster, Collective c, int64_t byt
                .nodes = span.nodes,
                .per_node = span.max_ranks_per_node,
                .level = span.level,
-               .nic_sharers = std::max(options.nic_sharing_devices, span.max_ranks_per_node),
+               .nic_sharers = std::max(
+                   {options.nic_sharing_devices, span.max_ranks_per_node, span.nic_sharers}),
                .profile = options.profile,
                .physics = options.physics};
   Timing t = time_collective(g, c, static_cast<double>(bytes), options.all_reduce_algorithm);

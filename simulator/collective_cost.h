@@ -68,11 +68,11 @@ struct CollectiveCost {
 
 // What the group's span alone does not say.
 struct CollectiveOptions {
-  // Devices of a node whose traffic crosses the node's NICs at the same time. 0: the group's own
-  // members there (GroupSpan::max_ranks_per_node), as when nccl-tests runs one group. When every
-  // group of a kind communicates at once (SPMD training: all dp groups reduce together, all pp
-  // stages send together), pass the devices of a node doing so, usually Cluster::devices_per_node.
-  // It matters where a node has fewer NICs than devices, or its fabric is oversubscribed.
+  // Devices of a node whose traffic crosses the node's NICs at the same time, beyond what the
+  // span says. 0: the span's own (GroupSpan::nic_sharers: a training step's spans count the
+  // node's other groups of the kind, ranks_span's only the group's members there, as when
+  // nccl-tests runs one group). It matters where a node has fewer NICs than devices, or its
+  // fabric is oversubscribed.
   int nic_sharing_devices = 0;
   // Forces the all-reduce algorithm, as NCCL_ALGO does, where it applies to the span (tree and
   // hierarchical need a group spanning nodes, hierarchical the same members on every node);

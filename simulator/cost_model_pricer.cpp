@@ -48,16 +48,19 @@ CostModelPricer::CostModelPricer(const Model& m, const Cluster& c, const Trainin
     chunk_weight_grad_bytes_.push_back(weight_grad);
   }
 
+  // The spans estimate() prices (stage_pricing.cpp): whole groups as group_span places them, the
+  // pipeline's pairs as pipeline_pair_span does.
   for (const Program& p : step.programs) {
     RankSpans& s = spans_[p.rank];
     for (const auto& [g, name] : kGroupNames)
-      s.groups[static_cast<size_t>(g)] = ranks_span(c, g, p.groups[static_cast<size_t>(g)]);
-    if (!p.embedding_group.empty())
-      s.groups[kEmbeddingPair] = ranks_span(c, Group::pp, p.embedding_group);
-    for (int64_t peer : p.groups[static_cast<size_t>(Group::pp)]) {
-      const std::array<int64_t, 2> pair{p.rank, peer};
-      s.pp_peers.push_back(ranks_span(c, Group::pp, pair));
+      s.groups[static_cast<size_t>(g)] = group_span(c, l, p.rank, g);
+    if (!p.embedding_group.empty()) {
+      assert(p.embedding_group.size() == 2 && "the first and last stages' ranks");
+      s.groups[kEmbeddingPair] =
+          pipeline_pair_span(c, l, p.embedding_group.front(), p.embedding_group.back());
     }
+    for (int64_t peer : p.groups[static_cast<size_t>(Group::pp)])
+      s.pp_peers.push_back(pipeline_pair_span(c, l, p.rank, peer));
   }
 }
 

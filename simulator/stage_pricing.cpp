@@ -65,12 +65,6 @@ WindowCost window_cost(size_t w, const Loads& loads, const MicrobatchCompute& mc
   return out;
 }
 
-// The span of two ranks: a pipeline send's, or the tied embedding's first and last stage.
-GroupSpan pair_span(const Cluster& c, int64_t a, int64_t b) {
-  const std::array<int64_t, 2> pair{a, b};
-  return ranks_span(c, Group::pp, pair);
-}
-
 // One communication action's span and cost per call.
 struct PricedComm {
   GroupSpan span;
@@ -79,12 +73,12 @@ struct PricedComm {
 };
 
 GroupSpan comm_span(const StageContext& ctx, const Action& a, int64_t rank, SpanCache& spans) {
-  if (a.kind == ActionKind::send) return pair_span(ctx.c, rank, a.peer);
+  if (a.kind == ActionKind::send) return pipeline_pair_span(ctx.c, ctx.l, rank, a.peer);
   if (a.kind == ActionKind::grad_reduce && a.group == Group::pp) {
     RankCoord first = rank_coord(ctx.l, rank), last = first;
     first.pp = 0;
     last.pp = ctx.l.pp - 1;
-    return pair_span(ctx.c, rank_of(ctx.l, first), rank_of(ctx.l, last));
+    return pipeline_pair_span(ctx.c, ctx.l, rank_of(ctx.l, first), rank_of(ctx.l, last));
   }
   return spans(a.group);
 }

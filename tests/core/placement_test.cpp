@@ -20,9 +20,9 @@ namespace Catch {
 template <>
 struct StringMaker<GroupSpan> {
   static std::string convert(const GroupSpan& s) {
-    return fmt::format("{{{}, size {}, level {}, {} nodes, {} per node}}",
+    return fmt::format("{{{}, size {}, level {}, {} nodes, {} per node, {} sharing its NICs}}",
                        enum_name(s.group, kGroupNames), s.size, s.level, s.nodes,
-                       s.max_ranks_per_node);
+                       s.max_ranks_per_node, s.nic_sharers);
   }
 };
 template <>
@@ -121,16 +121,26 @@ TEST_CASE("group spans on four DGX H100 nodes", "[placement]") {
   REQUIRE(c.levels[0].name == "nvlink");
   REQUIRE(c.levels[1].name == "infiniband");
 
-  // GroupSpan{group, size, level, nodes, max_ranks_per_node}
+  // GroupSpan{group, size, level, nodes, max_ranks_per_node, nic_sharers}
   const Layout tp8 = make_layout(8, 1, 1, 4, 1);
-  CHECK(group_span(c, tp8, 13, Group::tp) == GroupSpan{Group::tp, 8, 0, 1, 8});
-  CHECK(group_span(c, tp8, 13, Group::dp) == GroupSpan{Group::dp, 4, 1, 4, 1});
+  CHECK(group_span(c, tp8, 13, Group::tp) == GroupSpan{Group::tp, 8, 0, 1, 8, 8});
+  // One member per node, but the node's 8 dp groups reduce together through its NICs.
+  CHECK(group_span(c, tp8, 13, Group::dp) == GroupSpan{Group::dp, 4, 1, 4, 1, 8});
   // tp=16 crosses nodes: InfiniBand, 8 members sharing each node's NICs.
   const Layout tp16 = make_layout(16, 1, 1, 2, 1);
-  CHECK(group_span(c, tp16, 0, Group::tp) == GroupSpan{Group::tp, 16, 1, 2, 8});
+  CHECK(group_span(c, tp16, 0, Group::tp) == GroupSpan{Group::tp, 16, 1, 2, 8, 8});
   // tp=4, pp=8 in the default order: a pipeline's stages sit 4 ranks apart, two per node.
   const Layout pp8 = make_layout(4, 1, 1, 1, 8);
-  CHECK(group_span(c, pp8, 0, Group::pp) == GroupSpan{Group::pp, 8, 1, 4, 2});
+  CHECK(group_span(c, pp8, 0, Group::pp) == GroupSpan{Group::pp, 8, 1, 4, 2, 8});
+  // A transfer between stages 1 and 2 leaves node 0 from the 4 ranks of stage 1 there (the pp
+  // stride), while stage 0's 4 send inside the node; a lone pair measured alone has one.
+  CHECK(pipeline_pair_span(c, pp8, 5, 9) == GroupSpan{Group::pp, 2, 1, 2, 1, 4});
+  CHECK(pipeline_pair_span(c, pp8, 1, 5) == GroupSpan{Group::pp, 2, 0, 1, 2, 2});
+  const std::array<int64_t, 2> pair{5, 9};
+  CHECK(ranks_span(c, Group::pp, pair) == GroupSpan{Group::pp, 2, 1, 2, 1, 1});
+  // Stages of a node each (tp=8): all 8 ranks of a stage send to the next node at once.
+  const Layout tp8pp4 = make_layout(8, 1, 1, 1, 4);
+  CHECK(pipeline_pair_span(c, tp8pp4, 3, 11).nic_sharers == 8);
 
   CHECK(device_of(c, 13).node == 1);
   CHECK(device_of(c, 13).device == 5);
@@ -159,6 +169,15 @@ TEST_CASE("group spans of every rank of 16,384", "[placement]") {
 namespace {
 
 // group_span by its definition: list the members, sort their nodes, count.
+int nodes_touched(const Cluster& c, const Layout& l, int64_t rank, Group g) {
+  std::vector<int64_t> nodes;
+  for (int64_t member : group_ranks(l, rank, g)) nodes.push_back(member / c.devices_per_node);
+  std::sort(nodes.begin(), nodes.end());
+  return static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+}
+
+// With nic_sharers counted device by device: the devices of the rank's node whose own group of
+// the kind leaves the node.
 GroupSpan brute_force_span(const Cluster& c, const Layout& l, int64_t rank, Group g) {
   Ranks members = group_ranks(l, rank, g);
   std::sort(members.begin(), members.end());
@@ -175,6 +194,14 @@ GroupSpan brute_force_span(const Cluster& c, const Layout& l, int64_t rank, Grou
     ++s.nodes;
     s.max_ranks_per_node = std::max(s.max_ranks_per_node, static_cast<int>(j - i));
     i = j;
+  }
+  s.nic_sharers = s.max_ranks_per_node;
+  if (s.nodes > 1) {
+    const int64_t first = rank / c.devices_per_node * c.devices_per_node;
+    int crossing = 0;
+    for (int64_t q = first; q < first + c.devices_per_node; ++q)
+      crossing += nodes_touched(c, l, q, g) > 1 ? 1 : 0;
+    s.nic_sharers = std::max(s.nic_sharers, crossing);
   }
   return s;
 }
