@@ -1,6 +1,7 @@
 #include "simulator/estimate.h"
 
 #include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
@@ -45,6 +46,28 @@ TEST_CASE("a cross-node tp group is priced on the inter-node level", "[estimate]
   CHECK(tp4->level_name == "nvlink");
   // The data-parallel pair of inside's layout is split across the nodes.
   CHECK(find(inside, "grad_reduce dp all_reduce")->span.level == 1);
+}
+
+TEST_CASE("a node's groups of a kind share its NICs", "[estimate][comm]") {
+  // tp = 8 on each of two DGX H100 nodes given 2 NICs each: the node's 8 dp pairs, one member per
+  // node, reduce at once, so each has a quarter of a NIC (2 · 50 / 8 GB/s at NCCL's scale-out
+  // efficiency), where one pair measured alone (ranks_span) has a whole one.
+  const Model m = test::preset_model("llama3-8b");
+  const Training t = test::training(16, 4096);
+  const Layout l = test::layout(16, 16, 8, 1);
+  Cluster c = test::preset_cluster("dgx-h100", 2);
+  c.levels[1].nics_per_node = 2;
+  const Estimate e = estimate(m, c, t, l);
+  const CollectiveEstimate* dp = find(e, "grad_reduce dp all_reduce");
+  REQUIRE(dp);
+  CHECK(dp->span.max_ranks_per_node == 1);
+  CHECK(dp->span.nic_sharers == 8);
+  CHECK(dp->cost.busbw_GBps ==
+        Approx(2 * c.levels[1].nic_GBps / 8 * kNcclScaleOutEfficiency).epsilon(0.02));
+  const std::array<int64_t, 2> pair{0, 8};
+  const CollectiveCost alone =
+      collective_cost(c, Collective::all_reduce, dp->action.bytes, ranks_span(c, Group::dp, pair));
+  CHECK(alone.busbw_GBps > 1.5 * dp->cost.busbw_GBps);
 }
 
 TEST_CASE("the step time is the sum of its parts, MFU and HFU follow", "[estimate]") {
