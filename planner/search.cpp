@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/threads.h"
+#include "simulator/allocator_replay.h"
 
 namespace shardplan {
 
@@ -394,7 +395,7 @@ SearchResult plan_search(const Model& model, const Cluster& cluster, const Train
     std::iota(order.begin(), order.end(), size_t{0});
     const auto replay_size = [&](size_t i) {
       const Layout& l = keys[i].layout;
-      return int64_t{l.pp} * std::min<int64_t>(l.num_microbatches, int64_t{2} * l.pp);
+      return int64_t{l.pp} * replayed_microbatches(l);
     };
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return replay_size(a) > replay_size(b); });

@@ -16,13 +16,9 @@ namespace {
 
 using Handle = CachingAllocator::Handle;
 
-// The micro-batches a replay needs: the warm-up and one steady forward-backward pair (interleaved
-// schedules need a multiple of pp).
 Layout replayed_layout(const Layout& l) {
   Layout out = l;
-  int needed = l.schedule == Schedule::gpipe ? l.num_microbatches : l.pp + 1;
-  if (l.schedule == Schedule::interleaved) needed = (needed + l.pp - 1) / l.pp * l.pp;
-  out.num_microbatches = std::min(l.num_microbatches, needed);
+  out.num_microbatches = replayed_microbatches(l);
   return out;
 }
 
@@ -250,6 +246,12 @@ class Replay {
 };
 
 }  // namespace
+
+int replayed_microbatches(const Layout& l) {
+  int needed = l.schedule == Schedule::gpipe ? l.num_microbatches : l.pp + 1;
+  if (l.schedule == Schedule::interleaved) needed = (needed + l.pp - 1) / l.pp * l.pp;
+  return std::min(l.num_microbatches, needed);
+}
 
 AllocatorPeaks replay_allocations(const Model& m, const Training& t, const Layout& l,
                                   const StageLayers& s, const RankMemory& r,
