@@ -44,6 +44,7 @@ class Replay {
         shape_(rank_shape(t, l)),
         e_(dtype_bytes(t.dtype)),
         a_(x.expandable_segments) {
+    a_.set_limit(r.capacity_bytes - r.runtime_reserved_bytes);
     const ParamShard p = param_shard(m, l, s);
     const int64_t ends = p.embedding + p.head;
     // The state items in blocks as PyTorch holds them: a block per layer and per end of the model
@@ -114,12 +115,20 @@ class Replay {
     for (int64_t b : blocks) gradients_.push_back({a_.allocate(b), b});
   }
 
+  // A reduce-scatter that flattens the gradients (memory_model.h: reduce_scatter_copy) takes its
+  // copies first, the output shard before the inputs, and frees them before the step.
   // PyTorch's optimizers create the Adam moments at their first step, while the gradients exist.
   // A step that copies the gradients to fp32 (memory_model.h: step_grad_copy) frees those outside
   // the rank's partition (ZeRO-1), makes the intermediate and the fp32 copy, frees the
   // intermediate and autograd's gradients (ZeRO-0/1), and frees the fp32 copy when it ends; the
   // next backward makes the gradients again, in the blocks they left.
   void optimizer_step(int step) {
+    const ReduceScatterCopy rs = reduce_scatter_copy(l_, r_.state, x_);
+    if (rs.inputs > 0) {
+      std::vector<Handle> copies{a_.allocate(rs.output)};
+      for (int64_t b : split(rs.inputs, rs.members)) copies.push_back(a_.allocate(b));
+      for (Handle h : copies) a_.release(h);
+    }
     if (copy_.fp32 == 0) {
       if (step == 0)
         for (int64_t b : state_blocks(r_.state.optimizer_moments / 2)) {

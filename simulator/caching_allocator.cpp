@@ -20,11 +20,22 @@ CachingAllocator::Handle CachingAllocator::new_segment(int64_t rounded, bool sma
   const int64_t size = small                      ? kSmallBuffer
                        : rounded < kMinLargeAlloc ? kLargeBuffer
                                                   : round_up(rounded, kRoundLarge);
+  if (limit_ > 0 && reserved_ + size > limit_) release_cached_segments();
   blocks_.push_back(Block{.address = next_address_, .size = size, .small_pool = small});
   next_address_ += size;
   reserved_ += size;
   peak_reserved_ = std::max(peak_reserved_, reserved_);
   return static_cast<Handle>(blocks_.size() - 1);
+}
+
+void CachingAllocator::release_cached_segments() {
+  // A cached block without neighbours is its whole segment; its entry in the pool goes stale.
+  for (Block& b : blocks_)
+    if (b.cached && b.prev < 0 && b.next < 0 && b.size > 0) {
+      b.cached = false;
+      reserved_ -= b.size;
+      b.size = 0;
+    }
 }
 
 CachingAllocator::Handle CachingAllocator::grow_pool(int64_t rounded, bool small) {

@@ -30,6 +30,12 @@ class CachingAllocator {
   explicit CachingAllocator(bool expandable_segments = false)
       : expandable_(expandable_segments) {}
 
+  // What the process may reserve (the device's memory beside the CUDA context and the
+  // libraries'): a new segment that would pass it first frees every cached block that is a whole
+  // segment, as malloc does when cudaMalloc fails (release_cached_blocks, then the retry). 0: no
+  // limit. Expandable segments are not unmapped.
+  void set_limit(int64_t bytes) { limit_ = bytes; }
+
   // Reserves (when no cached block fits) and hands out a block of `bytes`.
   Handle allocate(int64_t bytes);
   void release(Handle h);
@@ -82,6 +88,7 @@ class CachingAllocator {
   static std::size_t slot(bool small) { return small ? 1 : 0; }  // of last_
   Block& at(Handle h) { return blocks_[static_cast<std::size_t>(h)]; }
   Handle new_segment(int64_t rounded, bool small);
+  void release_cached_segments();
   // Expandable segments: maps pages past the end of the pool's range until its last block, if
   // free, or a new one holds `rounded`; returns that block, uncached.
   Handle grow_pool(int64_t rounded, bool small);
@@ -97,6 +104,7 @@ class CachingAllocator {
   // yet, the range starts at 0 for the small pool and far above it for the large one).
   Handle last_[2] = {-1, -1};
   int64_t next_address_ = 0;
+  int64_t limit_ = 0;
   int64_t allocated_ = 0, reserved_ = 0, peak_allocated_ = 0, peak_reserved_ = 0;
 };
 

@@ -67,8 +67,9 @@ struct RankMemory {
   // activations and the loss's buffers; kept to the next backward (param_grads_kept), at the end
   // of every forward, beyond the backward's buffers and the recomputed layer.
   int64_t param_grads_bytes = 0;
-  // The optimizer step's fp32 copy of the gradients and the copy it is made from
-  // (step_grad_copy), beyond the activations and buffers the backward held.
+  // The step's copies of the gradients: the reduce-scatter's flattened copy (reduce_scatter_copy)
+  // or the optimizer step's fp32 copy and the copy it is made from (step_grad_copy), beyond the
+  // activations and buffers the backward held.
   int64_t step_grad_copy_bytes = 0;
   // What the caching allocator reserves beyond the tensors' peak: rounding, and cached blocks that
   // later, larger requests could not use (allocator_replay.h); 0 until replayed.
@@ -112,8 +113,22 @@ struct StepGradCopy {
 };
 StepGradCopy step_grad_copy(const Training& t, const Layout& l, const ModelStateBytes& state,
                             const ExecutionOptions& x);
-// What that copy holds beyond the model state at its most, negative where ZeRO-1 first frees
-// more gradients (those outside the partition) than the copies take.
+// What ZeRO's gradient reduce-scatter copies where the framework flattens the gradients first
+// (core/framework.h: reduce_scatter_copy; nanotron src/nanotron/distributed.py
+// reduce_scatter_coalesced): the output shard, then one input per member of the reduction, together
+// as large as the rank's gradients; all freed before the optimizer step. Zero without ZeRO-1/2 or
+// data parallelism.
+struct ReduceScatterCopy {
+  int64_t output = 0;
+  int64_t inputs = 0;
+  int64_t members = 1;
+};
+ReduceScatterCopy reduce_scatter_copy(const Layout& l, const ModelStateBytes& state,
+                                      const ExecutionOptions& x);
+// What the step's copies of the gradients hold beyond the model state at their most, the
+// reduce-scatter's (ReduceScatterCopy) and then the optimizer's (StepGradCopy), one after the
+// other; negative where ZeRO-1 first frees more gradients (those outside the partition) than the
+// optimizer's copies take.
 int64_t step_grad_copy_extra_bytes(const Training& t, const Layout& l, const ModelStateBytes& state,
                                    const ExecutionOptions& x);
 

@@ -43,6 +43,27 @@ TEST_CASE("a freed block serves a smaller request, and a larger one needs a new 
   CHECK(a.reserved_bytes() == 150 * kMiB);
 }
 
+TEST_CASE("past its limit the allocator frees the cached whole segments before a new one",
+          "[memory][allocator]") {
+  for (const int64_t limit : {int64_t{0}, 150 * kMiB}) {
+    CachingAllocator a;
+    a.set_limit(limit);
+    const auto kept = a.allocate(60 * kMiB);
+    const auto split = a.allocate(40 * kMiB);
+    a.release(a.allocate(20 * kMiB));  // a whole segment, cached
+    a.release(a.allocate(30 * kMiB));  // another: the cached 20 MiB cannot hold it
+    a.release(split);                  // also whole: its own segment
+    CHECK(a.reserved_bytes() == 150 * kMiB);
+    a.allocate(70 * kMiB);  // no cached block holds it
+    // Without a limit the segment comes on top; with one, the three cached segments go first
+    // (release_cached_blocks), the block still held stays.
+    CHECK(a.reserved_bytes() == (limit == 0 ? 220 : 130) * kMiB);
+    CHECK(a.peak_reserved_bytes() == (limit == 0 ? 220 : 150) * kMiB);
+    CHECK(a.allocated_bytes() == 130 * kMiB);
+    a.release(kept);
+  }
+}
+
 TEST_CASE("a large block's rest of at most 1 MiB is not split off", "[memory][allocator]") {
   CachingAllocator a;
   const auto b = a.allocate(12 * kMiB);

@@ -4,6 +4,7 @@
 
 #include "core/param_shard.h"
 #include "simulator/activation_memory.h"
+#include "simulator/allocator_replay.h"
 #include "simulator/rank_shape.h"
 #include "simulator_fixtures.h"
 #include "tests/core/odd_model.h"
@@ -341,6 +342,41 @@ TEST_CASE(
   const RankMemory big = rank_memory(m, long_seq, zero1, s, d, copies);
   CHECK(freed(big) > 6 * params);
   CHECK(big.step_grad_copy_bytes == 0);
+}
+
+TEST_CASE(
+    "nanotron's ZeRO-1 reduce-scatter flattens the fp32 gradients: a copy of them and the shard "
+    "beside them before the step",
+    "[memory]") {
+  const Model m = test::preset_model("llama3-8b");
+  Training t = mixed_precision_adam();
+  t.grad_dtype = Dtype::fp32;
+  t.seq_len = 128;  // short sequences: the copy outweighs what a backward frees
+  const Device d = test::preset_cluster("dgx-h100", 1).device;
+  const ExecutionOptions flattens{.reduce_scatter_copy = true};
+  const Layout dp4 = test::layout(4, 8, 1, 1, 1, 1);
+  const StageLayers s = stage_layers(m, dp4, 0);
+  const RankMemory r = rank_memory(m, t, dp4, s, d, flattens);
+  const int64_t grads = r.state.gradients;
+  CHECK(grads == 2 * r.state.parameters);  // fp32, whole under ZeRO-1
+  const ReduceScatterCopy rs = reduce_scatter_copy(dp4, r.state, flattens);
+  CHECK(rs.inputs == grads);
+  CHECK(rs.output == grads / 4);
+  CHECK(rs.members == 4);
+  CHECK(step_grad_copy_extra_bytes(t, dp4, r.state, flattens) == grads + grads / 4);
+  CHECK(r.step_grad_copy_bytes == grads + grads / 4 - r.activations_bytes() - r.logits_bytes -
+                                      r.backward_buffers_bytes - r.param_grads_bytes);
+  CHECK(r.peak_bytes() - rank_memory(m, t, dp4, s, d, {}).peak_bytes() == r.step_grad_copy_bytes);
+  // The caching allocator cannot serve the copy from the activations' cached blocks: its reserve
+  // grows beyond the peak by about the copy's size.
+  std::vector<RankMemory> with{r}, without{rank_memory(m, t, dp4, s, d, {})};
+  add_allocator_cache(with, m, t, dp4, flattens);
+  add_allocator_cache(without, m, t, dp4, {});
+  CHECK(with[0].reserved_bytes() > without[0].reserved_bytes());
+  // Nothing to reduce-scatter: one rank, ZeRO-0's all-reduce, ZeRO-3's per-unit collectives.
+  for (const Layout& l : {test::layout(1, 8, 1, 1, 1, 1), test::layout(4, 8, 1, 1, 1, 0),
+                          test::layout(4, 8, 1, 1, 1, 3)})
+    CHECK(reduce_scatter_copy(l, rank_memory(m, t, l, s, d, flattens).state, flattens).inputs == 0);
 }
 
 TEST_CASE("gradients kept until the next backward are there at the end of every forward",
