@@ -20,8 +20,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kTopologies{"aws-p5-h100", "dgx-a100", "dgx-a100-40gb", "dgx-h100",
-                                           "gb200-nvl72", "hgx-h200", "local-cpu",     "pcie-8gpu"};
+const std::vector<std::string> kTopologies{"aws-p5-h100", "dgx-a100",  "dgx-a100-40gb",
+                                           "dgx-b200",    "dgx-h100",  "gb200-nvl72",
+                                           "hgx-h200",    "local-cpu", "pcie-8gpu"};
 
 std::string topology_file(const std::string& name) {
   return std::string(SHARDPLAN_SOURCE_DIR) + "/topologies/" + name + ".json";
