@@ -22,6 +22,15 @@ Training mixed_precision_adam() {
   return t;
 }
 
+// Sequences short enough that the step's copies of the gradients outweigh what a backward frees.
+Training short_sequences(Dtype dtype, Dtype grad_dtype) {
+  Training t = mixed_precision_adam();
+  t.dtype = dtype;
+  t.grad_dtype = grad_dtype;
+  t.seq_len = 128;
+  return t;
+}
+
 }  // namespace
 
 TEST_CASE("ZeRO paper example: 7.5B parameters, Nd = 64, mixed-precision Adam", "[memory][zero]") {
@@ -290,10 +299,7 @@ TEST_CASE(
     "freed activations",
     "[memory]") {
   const Model m = test::preset_model("llama3-8b");
-  Training t = mixed_precision_adam();
-  t.dtype = Dtype::fp16;
-  t.grad_dtype = Dtype::fp16;
-  t.seq_len = 128;  // short sequences: the copies outweigh what a backward frees
+  const Training t = short_sequences(Dtype::fp16, Dtype::fp16);
   const Device d = test::preset_cluster("dgx-h100", 1).device;
   const ExecutionOptions copies{.step_grad_copy = true};
   const auto freed = [](const RankMemory& r) {
@@ -349,9 +355,7 @@ TEST_CASE(
     "beside them before the step",
     "[memory]") {
   const Model m = test::preset_model("llama3-8b");
-  Training t = mixed_precision_adam();
-  t.grad_dtype = Dtype::fp32;
-  t.seq_len = 128;  // short sequences: the copy outweighs what a backward frees
+  const Training t = short_sequences(Dtype::bf16, Dtype::fp32);
   const Device d = test::preset_cluster("dgx-h100", 1).device;
   const ExecutionOptions flattens{.reduce_scatter_copy = true};
   const Layout dp4 = test::layout(4, 8, 1, 1, 1, 1);
