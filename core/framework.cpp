@@ -16,7 +16,7 @@ constexpr auto kSourcedKeys = std::to_array<std::string_view>(
      "overlap_grad_reduce", "overlap_param_gather", "fused_swiglu", "grad_bucket_copy",
      "sp_gather_buffers", "caching_allocator", "expandable_segments", "layer_split",
      "mha_kv_copied", "param_grads_held", "param_grads_kept", "step_grad_copy",
-     "reduce_scatter_copy"});
+     "param_gather_copy"});
 
 // A measured or published figure per field, as the topologies give one: a field without one is
 // an error, and so is a source for a field that does not exist.
@@ -58,7 +58,7 @@ Framework framework_from_json(const nlohmann::json& j, const std::string& file) 
     r.fail("param_grads_kept", "keeps the gradients param_grads_held holds",
            "set param_grads_held to true, or param_grads_kept to false");
   f.step_grad_copy = r.boolean("step_grad_copy");
-  f.reduce_scatter_copy = r.boolean("reduce_scatter_copy");
+  f.param_gather_copy = r.boolean("param_gather_copy");
   const int64_t sp_gather_buffers = r.integer("sp_gather_buffers");
   if (sp_gather_buffers < 0 || sp_gather_buffers > 16)
     r.fail("sp_gather_buffers", "must be between 0 and 16");

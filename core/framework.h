@@ -106,11 +106,11 @@ struct Framework {
   // flat copy cast). Only where the gradients are kept in the compute dtype. false: the master
   // weights read a buffer that lives throughout (Megatron's main_grad) or the gradients themselves.
   bool step_grad_copy = false;
-  // ZeRO's gradient reduce-scatter flattens the gradients into new tensors first: the rank's
-  // output shard and one input per data-parallel rank, together as large as the gradients, freed
-  // before the optimizer step (nanotron's reduce_scatter_coalesced under ZeRO-1). false: the
-  // reduction runs in place on the gradient buffer's buckets.
-  bool reduce_scatter_copy = false;
+  // ZeRO-1/2's parameter all-gather after the optimizer step flattens into new tensors: the rank's
+  // updated shard and one output per data-parallel rank, together as large as the parameters,
+  // freed when it returns (nanotron's all_gather_coalesced). false: it gathers into the
+  // parameters' own buffer in place.
+  bool param_gather_copy = false;
   // Who splits the decoder layers over the pipeline stages (core/training.h: LayerSplit).
   LayerSplit layer_split = LayerSplit::layout;
 

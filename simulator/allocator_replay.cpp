@@ -93,6 +93,7 @@ class Replay {
         if (p.pass == Pass::backward && split_) hold_for_weight_grad(p);
       }
       optimizer_step(step);
+      param_gather();
     }
     return {a_.peak_allocated_bytes(), a_.peak_reserved_bytes()};
   }
@@ -115,20 +116,12 @@ class Replay {
     for (int64_t b : blocks) gradients_.push_back({a_.allocate(b), b});
   }
 
-  // A reduce-scatter that flattens the gradients (memory_model.h: reduce_scatter_copy) takes its
-  // copies first, the output shard before the inputs, and frees them before the step.
   // PyTorch's optimizers create the Adam moments at their first step, while the gradients exist.
   // A step that copies the gradients to fp32 (memory_model.h: step_grad_copy) frees those outside
   // the rank's partition (ZeRO-1), makes the intermediate and the fp32 copy, frees the
   // intermediate and autograd's gradients (ZeRO-0/1), and frees the fp32 copy when it ends; the
   // next backward makes the gradients again, in the blocks they left.
   void optimizer_step(int step) {
-    const ReduceScatterCopy rs = reduce_scatter_copy(l_, r_.state, x_);
-    if (rs.inputs > 0) {
-      std::vector<Handle> copies{a_.allocate(rs.output)};
-      for (int64_t b : split(rs.inputs, rs.members)) copies.push_back(a_.allocate(b));
-      for (Handle h : copies) a_.release(h);
-    }
     if (copy_.fp32 == 0) {
       if (step == 0)
         for (int64_t b : state_blocks(r_.state.optimizer_moments / 2)) {
@@ -158,6 +151,17 @@ class Replay {
     }
     a_.release(fp32);
     if (step_frees_gradients_) allocate_gradients();
+  }
+
+  // A gather that flattens (memory_model.h: param_gather_copy) asks for blocks as large as a
+  // share of the parameters, which the activations' cached blocks rarely hold: the input shard,
+  // then an output per member, all freed when it returns.
+  void param_gather() {
+    const ParamGatherCopy g = param_gather_copy(l_, r_.state, x_);
+    if (g.outputs == 0) return;
+    std::vector<Handle> copies{a_.allocate(g.input)};
+    for (int64_t b : split(g.outputs, g.members)) copies.push_back(a_.allocate(b));
+    for (Handle h : copies) a_.release(h);
   }
 
   bool holds_loss(const PipelineStep& p) const { return s_.last && p.chunk == l_.vpp - 1; }

@@ -48,7 +48,8 @@ AllocatorPeaks replay_allocations(const Model& m, const Training& t, const Layou
                                   const ExecutionOptions& x);
 
 // Sets every stage's allocator_cache_bytes (stages[i] is stage i) from its replay: the reserve
-// beyond the replayed peak.
+// beyond the replayed peak. The replay's allocator frees its cache before reserving past the
+// capacity less runtime_reserved_bytes: add the runtime's memory (add_runtime_memory) first.
 void add_allocator_cache(std::vector<RankMemory>& stages, const Model& m, const Training& t,
                          const Layout& l, const ExecutionOptions& x);
 

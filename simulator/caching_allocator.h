@@ -5,7 +5,7 @@
 // the step that asks for larger blocks than an earlier phase freed grows the reserve even though
 // less is allocated (pytorch c10/cuda/CUDACachingAllocator.cpp: round_size, get_allocation_size,
 // get_free_block, should_split, free_block's merging of neighbours; one stream, no
-// max_split_size, memory never given back).
+// max_split_size; memory given back only as set_limit says).
 //
 // With expandable_segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) each pool is one
 // virtual range that is mapped page by page (2 MiB pages for the small pool, 20 MiB for the
@@ -32,8 +32,10 @@ class CachingAllocator {
 
   // What the process may reserve (the device's memory beside the CUDA context and the
   // libraries'): a new segment that would pass it first frees every cached block that is a whole
-  // segment, as malloc does when cudaMalloc fails (release_cached_blocks, then the retry). 0: no
-  // limit. Expandable segments are not unmapped.
+  // segment, as malloc does when cudaMalloc fails (release_cached_blocks, then the retry), so that
+  // a reserve grown by one phase's cached blocks does not count against the next. 0: no limit.
+  // Unmapping the free pages of expandable segments (release_blocks' unmap_block) is not
+  // modelled.
   void set_limit(int64_t bytes) { limit_ = bytes; }
 
   // Reserves (when no cached block fits) and hands out a block of `bytes`.

@@ -17,7 +17,7 @@ ExecutionOptions execution_options(const Framework& f) {
   x.param_grads_held = f.param_grads_held;
   x.param_grads_kept = f.param_grads_kept;
   x.step_grad_copy = f.step_grad_copy;
-  x.reduce_scatter_copy = f.reduce_scatter_copy;
+  x.param_gather_copy = f.param_gather_copy;
   x.caching_allocator = f.caching_allocator;
   x.expandable_segments = f.expandable_segments;
   return x;

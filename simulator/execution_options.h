@@ -39,7 +39,7 @@ struct ExecutionOptions {
   bool param_grads_held = false;
   bool param_grads_kept = false;
   bool step_grad_copy = false;
-  bool reduce_scatter_copy = false;
+  bool param_gather_copy = false;
   bool caching_allocator = true;
   bool expandable_segments = false;
   // The framework profile these options come from (core/framework.h), for the reports.

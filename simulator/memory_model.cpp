@@ -171,9 +171,9 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
             ? std::max<int64_t>(
                   0, state.parameters - r.backward_buffers_bytes - r.recompute_working_bytes)
             : std::max<int64_t>(0, state.parameters - backward_frees - r.backward_buffers_bytes);
-  // The step's copies of the gradients (the reduce-scatter's flattened copy, the optimizer's fp32
-  // copy) exist when every activation and loss buffer is gone; they raise the peak by what
-  // exceeds them.
+  // The step's copies (the optimizer's fp32 copy of the gradients, the parameter all-gather's
+  // flattened copy) exist when every activation and loss buffer is gone; they raise the peak by
+  // what exceeds them.
   r.step_grad_copy_bytes =
       std::max<int64_t>(0, step_grad_copy_extra_bytes(t, l, state, x) - r.activations_bytes() -
                                r.logits_bytes - r.backward_buffers_bytes - r.param_grads_bytes);
@@ -200,21 +200,21 @@ StepGradCopy step_grad_copy(const Training& t, const Layout& l, const ModelState
           .fp32 = fp32 * elements};
 }
 
-ReduceScatterCopy reduce_scatter_copy(const Layout& l, const ModelStateBytes& state,
-                                      const ExecutionOptions& x) {
+ParamGatherCopy param_gather_copy(const Layout& l, const ModelStateBytes& state,
+                                  const ExecutionOptions& x) {
   const int64_t members = int64_t{l.dp} * l.cp;
-  if (!x.reduce_scatter_copy || l.zero < 1 || l.zero > 2 || members == 1) return {};
-  return {.output = state.gradients / members, .inputs = state.gradients, .members = members};
+  if (!x.param_gather_copy || l.zero < 1 || l.zero > 2 || members == 1) return {};
+  return {.input = state.parameters / members, .outputs = state.parameters, .members = members};
 }
 
 int64_t step_grad_copy_extra_bytes(const Training& t, const Layout& l, const ModelStateBytes& state,
                                    const ExecutionOptions& x) {
-  const ReduceScatterCopy rs = reduce_scatter_copy(l, state, x);
+  const ParamGatherCopy g = param_gather_copy(l, state, x);
   const StepGradCopy c = step_grad_copy(t, l, state, x);
   // Gradients outside the partition are freed first (ZeRO-1); the copies come beside the rest.
   const int64_t step =
       c.fp32 == 0 ? 0 : c.partition_gradients - state.gradients + c.intermediate + c.fp32;
-  return std::max(rs.output + rs.inputs, step);
+  return std::max(g.input + g.outputs, step);
 }
 
 RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const StageLayers& s,

@@ -67,9 +67,9 @@ struct RankMemory {
   // activations and the loss's buffers; kept to the next backward (param_grads_kept), at the end
   // of every forward, beyond the backward's buffers and the recomputed layer.
   int64_t param_grads_bytes = 0;
-  // The step's copies of the gradients: the reduce-scatter's flattened copy (reduce_scatter_copy)
-  // or the optimizer step's fp32 copy and the copy it is made from (step_grad_copy), beyond the
-  // activations and buffers the backward held.
+  // The step's copies: the optimizer step's fp32 copy of the gradients and the copy it is made
+  // from (step_grad_copy), or the parameter all-gather's flattened copy after it
+  // (param_gather_copy), beyond the activations and buffers the backward held.
   int64_t step_grad_copy_bytes = 0;
   // What the caching allocator reserves beyond the tensors' peak: rounding, and cached blocks that
   // later, larger requests could not use (allocator_replay.h); 0 until replayed.
@@ -113,22 +113,22 @@ struct StepGradCopy {
 };
 StepGradCopy step_grad_copy(const Training& t, const Layout& l, const ModelStateBytes& state,
                             const ExecutionOptions& x);
-// What ZeRO's gradient reduce-scatter copies where the framework flattens the gradients first
-// (core/framework.h: reduce_scatter_copy; nanotron src/nanotron/distributed.py
-// reduce_scatter_coalesced): the output shard, then one input per member of the reduction, together
-// as large as the rank's gradients; all freed before the optimizer step. Zero without ZeRO-1/2 or
+// What ZeRO-1/2's parameter all-gather copies after the step where the framework flattens
+// (core/framework.h: param_gather_copy; nanotron src/nanotron/distributed.py
+// all_gather_coalesced): the rank's updated shard, then one output per member of the gather,
+// together as large as the rank's parameters; all freed when it returns. Zero without ZeRO-1/2 or
 // data parallelism.
-struct ReduceScatterCopy {
-  int64_t output = 0;
-  int64_t inputs = 0;
+struct ParamGatherCopy {
+  int64_t input = 0;
+  int64_t outputs = 0;
   int64_t members = 1;
 };
-ReduceScatterCopy reduce_scatter_copy(const Layout& l, const ModelStateBytes& state,
-                                      const ExecutionOptions& x);
-// What the step's copies of the gradients hold beyond the model state at their most, the
-// reduce-scatter's (ReduceScatterCopy) and then the optimizer's (StepGradCopy), one after the
-// other; negative where ZeRO-1 first frees more gradients (those outside the partition) than the
-// optimizer's copies take.
+ParamGatherCopy param_gather_copy(const Layout& l, const ModelStateBytes& state,
+                                  const ExecutionOptions& x);
+// What the step's copies hold beyond the model state at their most: the optimizer's copies of the
+// gradients (StepGradCopy), then, once they are freed, the parameter all-gather's
+// (ParamGatherCopy). The first can be negative where ZeRO-1 frees more gradients (those outside the
+// partition) than its copies take; the result is not below the second.
 int64_t step_grad_copy_extra_bytes(const Training& t, const Layout& l, const ModelStateBytes& state,
                                    const ExecutionOptions& x);
 

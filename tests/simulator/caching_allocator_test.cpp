@@ -49,10 +49,10 @@ TEST_CASE("past its limit the allocator frees the cached whole segments before a
     CachingAllocator a;
     a.set_limit(limit);
     const auto kept = a.allocate(60 * kMiB);
-    const auto split = a.allocate(40 * kMiB);
+    const auto second = a.allocate(40 * kMiB);
     a.release(a.allocate(20 * kMiB));  // a whole segment, cached
     a.release(a.allocate(30 * kMiB));  // another: the cached 20 MiB cannot hold it
-    a.release(split);                  // also whole: its own segment
+    a.release(second);                 // also whole: its own segment
     CHECK(a.reserved_bytes() == 150 * kMiB);
     a.allocate(70 * kMiB);  // no cached block holds it
     // Without a limit the segment comes on top; with one, the three cached segments go first
@@ -60,8 +60,22 @@ TEST_CASE("past its limit the allocator frees the cached whole segments before a
     CHECK(a.reserved_bytes() == (limit == 0 ? 220 : 130) * kMiB);
     CHECK(a.peak_reserved_bytes() == (limit == 0 ? 220 : 150) * kMiB);
     CHECK(a.allocated_bytes() == 130 * kMiB);
+    // The freed segments are gone, not cached: a request they would have held needs a new one.
+    a.allocate(20 * kMiB);
+    CHECK(a.reserved_bytes() == (limit == 0 ? 220 : 150) * kMiB);
     a.release(kept);
   }
+}
+
+TEST_CASE("past its limit a segment partly held keeps its cached rest", "[memory][allocator]") {
+  CachingAllocator a;
+  a.set_limit(120 * kMiB);
+  a.release(a.allocate(100 * kMiB));
+  a.allocate(60 * kMiB);  // the cached block, split: 40 MiB cached beside the held 60
+  a.allocate(50 * kMiB);  // the rest cannot hold it; past the limit, but nothing to free
+  CHECK(a.reserved_bytes() == 150 * kMiB);
+  a.allocate(40 * kMiB);  // the cached rest serves it
+  CHECK(a.reserved_bytes() == 150 * kMiB);
 }
 
 TEST_CASE("a large block's rest of at most 1 MiB is not split off", "[memory][allocator]") {

@@ -351,36 +351,45 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "nanotron's ZeRO-1 reduce-scatter flattens the fp32 gradients: a copy of them and the shard "
-    "beside them before the step",
+    "nanotron's ZeRO-1 parameter all-gather flattens: a copy of the parameters and the shard "
+    "beside them after the step",
     "[memory]") {
   const Model m = test::preset_model("llama3-8b");
   const Training t = short_sequences(Dtype::bf16, Dtype::fp32);
   const Device d = test::preset_cluster("dgx-h100", 1).device;
-  const ExecutionOptions flattens{.reduce_scatter_copy = true};
+  const ExecutionOptions flattens{.param_gather_copy = true};
   const Layout dp4 = test::layout(4, 8, 1, 1, 1, 1);
   const StageLayers s = stage_layers(m, dp4, 0);
   const RankMemory r = rank_memory(m, t, dp4, s, d, flattens);
-  const int64_t grads = r.state.gradients;
-  CHECK(grads == 2 * r.state.parameters);  // fp32, whole under ZeRO-1
-  const ReduceScatterCopy rs = reduce_scatter_copy(dp4, r.state, flattens);
-  CHECK(rs.inputs == grads);
-  CHECK(rs.output == grads / 4);
-  CHECK(rs.members == 4);
-  CHECK(step_grad_copy_extra_bytes(t, dp4, r.state, flattens) == grads + grads / 4);
-  CHECK(r.step_grad_copy_bytes == grads + grads / 4 - r.activations_bytes() - r.logits_bytes -
+  const int64_t params = r.state.parameters;
+  const ParamGatherCopy g = param_gather_copy(dp4, r.state, flattens);
+  CHECK(g.input == params / 4);
+  CHECK(g.outputs == params);
+  CHECK(g.members == 4);
+  CHECK(step_grad_copy_extra_bytes(t, dp4, r.state, flattens) == params + params / 4);
+  CHECK(r.step_grad_copy_bytes == params + params / 4 - r.activations_bytes() - r.logits_bytes -
                                       r.backward_buffers_bytes - r.param_grads_bytes);
   CHECK(r.peak_bytes() - rank_memory(m, t, dp4, s, d, {}).peak_bytes() == r.step_grad_copy_bytes);
-  // The caching allocator cannot serve the copy from the activations' cached blocks: its reserve
-  // grows beyond the peak by about the copy's size.
-  std::vector<RankMemory> with{r}, without{rank_memory(m, t, dp4, s, d, {})};
-  add_allocator_cache(with, m, t, dp4, flattens);
-  add_allocator_cache(without, m, t, dp4, {});
-  CHECK(with[0].reserved_bytes() > without[0].reserved_bytes());
-  // Nothing to reduce-scatter: one rank, ZeRO-0's all-reduce, ZeRO-3's per-unit collectives.
+  // Longer sequences over tp = 4 (so that the state fits beside them) free more at the step than
+  // the copy takes, so the peak stays; but the activations' cached blocks are smaller than a
+  // quarter of the parameters, so the copy's blocks are reserved beside them.
+  Training longer = t;
+  longer.seq_len = 8192;
+  const Layout tp4 = test::layout(16, 8, 4, 1, 1, 1);
+  const StageLayers s4 = stage_layers(m, tp4, 0);
+  std::vector<RankMemory> with{rank_memory(m, longer, tp4, s4, d, flattens)};
+  std::vector<RankMemory> without{rank_memory(m, longer, tp4, s4, d, {})};
+  CHECK(with[0].step_grad_copy_bytes == 0);
+  CHECK(with[0].peak_bytes() == without[0].peak_bytes());
+  add_allocator_cache(with, m, longer, tp4, flattens);
+  add_allocator_cache(without, m, longer, tp4, {});
+  CHECK(with[0].fits());
+  CHECK(with[0].allocator_cache_bytes > without[0].allocator_cache_bytes);
+  // Nothing to gather: one rank, ZeRO-0 (every rank updates everything), ZeRO-3 (its per-unit
+  // gathers before use).
   for (const Layout& l : {test::layout(1, 8, 1, 1, 1, 1), test::layout(4, 8, 1, 1, 1, 0),
                           test::layout(4, 8, 1, 1, 1, 3)})
-    CHECK(reduce_scatter_copy(l, rank_memory(m, t, l, s, d, flattens).state, flattens).inputs == 0);
+    CHECK(param_gather_copy(l, rank_memory(m, t, l, s, d, flattens).state, flattens).outputs == 0);
 }
 
 TEST_CASE("gradients kept until the next backward are there at the end of every forward",
