@@ -15,8 +15,8 @@ constexpr auto kSourcedKeys = std::to_array<std::string_view>(
     {"attention", "dropout", "fused_bias", "host_us_per_kernel", "cross_entropy",
      "overlap_grad_reduce", "overlap_param_gather", "fused_swiglu", "grad_bucket_copy",
      "sp_gather_buffers", "caching_allocator", "expandable_segments", "layer_split",
-     "mha_kv_copied", "param_grads_held", "param_grads_kept", "step_grad_copy",
-     "param_gather_copy"});
+     "mha_kv_copied", "param_grads_held", "param_grads_kept", "step_grad_copy", "param_gather_copy",
+     "reduce_bucket_elements"});
 
 // A measured or published figure per field, as the topologies give one: a field without one is
 // an error, and so is a source for a field that does not exist.
@@ -59,6 +59,9 @@ Framework framework_from_json(const nlohmann::json& j, const std::string& file) 
            "set param_grads_held to true, or param_grads_kept to false");
   f.step_grad_copy = r.boolean("step_grad_copy");
   f.param_gather_copy = r.boolean("param_gather_copy");
+  f.reduce_bucket_elements = r.integer("reduce_bucket_elements");
+  if (f.reduce_bucket_elements < 0 || f.reduce_bucket_elements > int64_t{1} << 40)
+    r.fail("reduce_bucket_elements", "must be between 0 and 2^40");
   const int64_t sp_gather_buffers = r.integer("sp_gather_buffers");
   if (sp_gather_buffers < 0 || sp_gather_buffers > 16)
     r.fail("sp_gather_buffers", "must be between 0 and 16");

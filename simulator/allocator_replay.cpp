@@ -92,6 +92,7 @@ class Replay {
         // Under a split backward what the layers' W read stays until then.
         if (p.pass == Pass::backward && split_) hold_for_weight_grad(p);
       }
+      reduce_bucket();
       optimizer_step(step);
       param_gather();
     }
@@ -151,6 +152,13 @@ class Replay {
     }
     a_.release(fp32);
     if (step_frees_gradients_) allocate_gradients();
+  }
+
+  // The reduction's bucket (memory_model.h: pipeline_reduce_bucket_bytes), larger than the blocks
+  // the activations left cached, made after the last backward and freed as the step starts.
+  void reduce_bucket() {
+    const int64_t bytes = pipeline_reduce_bucket_bytes(t_, l_, x_);
+    if (bytes > 0) a_.release(a_.allocate(bytes));
   }
 
   // A gather that flattens (memory_model.h: param_gather_copy) asks for blocks as large as a

@@ -18,6 +18,7 @@ ExecutionOptions execution_options(const Framework& f) {
   x.param_grads_kept = f.param_grads_kept;
   x.step_grad_copy = f.step_grad_copy;
   x.param_gather_copy = f.param_gather_copy;
+  x.reduce_bucket_elements = f.reduce_bucket_elements;
   x.caching_allocator = f.caching_allocator;
   x.expandable_segments = f.expandable_segments;
   return x;

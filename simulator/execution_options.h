@@ -40,6 +40,7 @@ struct ExecutionOptions {
   bool param_grads_kept = false;
   bool step_grad_copy = false;
   bool param_gather_copy = false;
+  int64_t reduce_bucket_elements = 0;
   bool caching_allocator = true;
   bool expandable_segments = false;
   // The framework profile these options come from (core/framework.h), for the reports.

@@ -171,9 +171,9 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
             ? std::max<int64_t>(
                   0, state.parameters - r.backward_buffers_bytes - r.recompute_working_bytes)
             : std::max<int64_t>(0, state.parameters - backward_frees - r.backward_buffers_bytes);
-  // The step's copies (the optimizer's fp32 copy of the gradients, the parameter all-gather's
-  // flattened copy) exist when every activation and loss buffer is gone; they raise the peak by
-  // what exceeds them.
+  // The step's transients (the reduction's bucket, the optimizer's fp32 copy of the gradients, the
+  // parameter all-gather's flattened copy) exist when every activation and loss buffer is gone;
+  // they raise the peak by what exceeds them.
   r.step_grad_copy_bytes =
       std::max<int64_t>(0, step_grad_copy_extra_bytes(t, l, state, x) - r.activations_bytes() -
                                r.logits_bytes - r.backward_buffers_bytes - r.param_grads_bytes);
@@ -207,6 +207,14 @@ ParamGatherCopy param_gather_copy(const Layout& l, const ModelStateBytes& state,
   return {.input = state.parameters / members, .outputs = state.parameters, .members = members};
 }
 
+int64_t pipeline_reduce_bucket_bytes(const Training& t, const Layout& l,
+                                     const ExecutionOptions& x) {
+  if (x.reduce_bucket_elements == 0 || l.pp == 1 || l.zero < 1 || l.zero > 2 ||
+      dtype_bytes(t.grad_dtype) != dtype_bytes(t.dtype))
+    return 0;
+  return x.reduce_bucket_elements * dtype_bytes(t.dtype);
+}
+
 int64_t step_grad_copy_extra_bytes(const Training& t, const Layout& l, const ModelStateBytes& state,
                                    const ExecutionOptions& x) {
   const ParamGatherCopy g = param_gather_copy(l, state, x);
@@ -214,7 +222,7 @@ int64_t step_grad_copy_extra_bytes(const Training& t, const Layout& l, const Mod
   // Gradients outside the partition are freed first (ZeRO-1); the copies come beside the rest.
   const int64_t step =
       c.fp32 == 0 ? 0 : c.partition_gradients - state.gradients + c.intermediate + c.fp32;
-  return std::max(g.input + g.outputs, step);
+  return std::max({pipeline_reduce_bucket_bytes(t, l, x), step, g.input + g.outputs});
 }
 
 RankMemory rank_memory(const Model& m, const Training& t, const Layout& l, const StageLayers& s,

@@ -125,10 +125,16 @@ struct ParamGatherCopy {
 };
 ParamGatherCopy param_gather_copy(const Layout& l, const ModelStateBytes& state,
                                   const ExecutionOptions& x);
-// What the step's copies hold beyond the model state at their most: the optimizer's copies of the
-// gradients (StepGradCopy), then, once they are freed, the parameter all-gather's
-// (ParamGatherCopy). The first can be negative where ZeRO-1 frees more gradients (those outside the
-// partition) than its copies take; the result is not below the second.
+// The bucket buffer ZeRO-1/2's optimizer makes to reduce the gradients after the last backward
+// under pipeline parallelism, freed as the step starts (core/framework.h: reduce_bucket_elements;
+// DeepSpeed's reduce_gradients(pipeline_parallel=True)), in bytes; 0 without one, without
+// pipeline parallelism, or where the gradients are accumulated in fp32 (DeepSpeed's
+// BF16_Optimizer, which does not use it).
+int64_t pipeline_reduce_bucket_bytes(const Training& t, const Layout& l, const ExecutionOptions& x);
+// What the step's transients hold beyond the model state at their most, one after the other: the
+// reduction's bucket (pipeline_reduce_bucket_bytes), the optimizer's copies of the gradients
+// (StepGradCopy; negative where ZeRO-1 frees more gradients, those outside the partition, than its
+// copies take), then, once they are freed, the parameter all-gather's (ParamGatherCopy).
 int64_t step_grad_copy_extra_bytes(const Training& t, const Layout& l, const ModelStateBytes& state,
                                    const ExecutionOptions& x);
 

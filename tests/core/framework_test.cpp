@@ -21,13 +21,13 @@ json unfused_json() {
     "sp_gather_buffers": 2,
     "caching_allocator": false, "expandable_segments": false, "layer_split": "cost_balanced",
     "mha_kv_copied": true, "param_grads_held": true, "param_grads_kept": true,
-    "step_grad_copy": true, "param_gather_copy": true,
+    "step_grad_copy": true, "param_gather_copy": true, "reduce_bucket_elements": 1000,
     "source": {"attention": "a", "dropout": "b", "fused_bias": "c", "host_us_per_kernel": "d",
                "cross_entropy": "f", "overlap_grad_reduce": "e", "overlap_param_gather": "l",
                "fused_swiglu": "g", "grad_bucket_copy": "h", "sp_gather_buffers": "i",
                "caching_allocator": "j", "expandable_segments": "k", "layer_split": "m",
                "mha_kv_copied": "n", "param_grads_held": "o", "param_grads_kept": "q",
-               "step_grad_copy": "p", "param_gather_copy": "r"}})");
+               "step_grad_copy": "p", "param_gather_copy": "r", "reduce_bucket_elements": "s"}})");
 }
 
 std::string error_field(const json& j) {
@@ -63,6 +63,7 @@ TEST_CASE("framework JSON is read field by field", "[framework]") {
   CHECK(f.param_grads_kept);
   CHECK(f.step_grad_copy);
   CHECK(f.param_gather_copy);
+  CHECK(f.reduce_bucket_elements == 1000);
   CHECK(t.layer_split == LayerSplit::layout);
   CHECK(run_by(t, f).layer_split == LayerSplit::cost_balanced);
 }

@@ -392,6 +392,29 @@ TEST_CASE(
     CHECK(param_gather_copy(l, rank_memory(m, t, l, s, d, flattens).state, flattens).outputs == 0);
 }
 
+TEST_CASE(
+    "DeepSpeed's ZeRO-1 under pipeline parallelism reduces through a bucket made after the last "
+    "backward",
+    "[memory]") {
+  const Model m = test::preset_model("llama3-8b");
+  const Training t = short_sequences(Dtype::fp16, Dtype::fp16);
+  const Device d = test::preset_cluster("dgx-h100", 1).device;
+  const ExecutionOptions bucket{.reduce_bucket_elements = 500'000'000};
+  const Layout pp2 = test::layout(8, 8, 1, 2, 1, 1);
+  CHECK(pipeline_reduce_bucket_bytes(t, pp2, bucket) == 1'000'000'000);
+  const StageLayers s = stage_layers(m, pp2, 0);
+  const RankMemory r = rank_memory(m, t, pp2, s, d, bucket);
+  CHECK(step_grad_copy_extra_bytes(t, pp2, r.state, bucket) == 1'000'000'000);
+  CHECK(r.step_grad_copy_bytes == 1'000'000'000 - r.activations_bytes() - r.logits_bytes -
+                                      r.backward_buffers_bytes - r.param_grads_bytes);
+  // None without pipeline parallelism (the gradient hooks fill it during the backward), at
+  // ZeRO-0, or with fp32 gradient accumulation (DeepSpeed's BF16_Optimizer).
+  CHECK(pipeline_reduce_bucket_bytes(t, test::layout(8, 8, 1, 1, 1, 1), bucket) == 0);
+  CHECK(pipeline_reduce_bucket_bytes(t, test::layout(8, 8, 1, 2, 1, 0), bucket) == 0);
+  CHECK(pipeline_reduce_bucket_bytes(short_sequences(Dtype::bf16, Dtype::fp32), pp2, bucket) == 0);
+  CHECK(pipeline_reduce_bucket_bytes(t, pp2, {}) == 0);
+}
+
 TEST_CASE("gradients kept until the next backward are there at the end of every forward",
           "[memory]") {
   // DeepSpeed's BF16_Optimizer: the bf16 gradients stay after update_hp_grads until the next
