@@ -112,8 +112,8 @@ struct Framework {
   // parameters' own buffer in place.
   bool param_gather_copy = false;
   // Elements of the bucket buffer ZeRO-1/2's optimizer makes, in the compute dtype, to reduce the
-  // gradients after the last backward under pipeline parallelism, freed at the step (DeepSpeed's
-  // reduce_gradients(pipeline_parallel=True): its reduce_bucket_size). 0: none.
+  // gradients after the last backward under pipeline parallelism, freed before the step
+  // (DeepSpeed's reduce_gradients(pipeline_parallel=True): its reduce_bucket_size). 0: none.
   int64_t reduce_bucket_elements = 0;
   // Who splits the decoder layers over the pipeline stages (core/training.h: LayerSplit).
   LayerSplit layer_split = LayerSplit::layout;

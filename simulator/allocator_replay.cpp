@@ -155,7 +155,8 @@ class Replay {
   }
 
   // The reduction's bucket (memory_model.h: pipeline_reduce_bucket_bytes), larger than the blocks
-  // the activations left cached, made after the last backward and freed as the step starts.
+  // the activations left cached, made after the last backward and freed when the reduction ends,
+  // before the step.
   void reduce_bucket() {
     const int64_t bytes = pipeline_reduce_bucket_bytes(t_, l_, x_);
     if (bytes > 0) a_.release(a_.allocate(bytes));

@@ -126,10 +126,10 @@ struct ParamGatherCopy {
 ParamGatherCopy param_gather_copy(const Layout& l, const ModelStateBytes& state,
                                   const ExecutionOptions& x);
 // The bucket buffer ZeRO-1/2's optimizer makes to reduce the gradients after the last backward
-// under pipeline parallelism, freed as the step starts (core/framework.h: reduce_bucket_elements;
-// DeepSpeed's reduce_gradients(pipeline_parallel=True)), in bytes; 0 without one, without
-// pipeline parallelism, or where the gradients are accumulated in fp32 (DeepSpeed's
-// BF16_Optimizer, which does not use it).
+// under pipeline parallelism, freed when the reduction ends, before the step (core/framework.h:
+// reduce_bucket_elements; DeepSpeed's reduce_gradients(pipeline_parallel=True)), in bytes; 0
+// without one, without pipeline parallelism, or where the gradients are accumulated in fp32
+// (DeepSpeed's BF16_Optimizer, which does not use it).
 int64_t pipeline_reduce_bucket_bytes(const Training& t, const Layout& l, const ExecutionOptions& x);
 // What the step's transients hold beyond the model state at their most, one after the other: the
 // reduction's bucket (pipeline_reduce_bucket_bytes), the optimizer's copies of the gradients
