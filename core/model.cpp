@@ -92,6 +92,20 @@ void validate_model(const Model& m, const std::string& file) {
   positive("intermediate_size", m.ffn_hidden);
   positive("vocab_size", m.vocab);
   positive("max_position_embeddings", m.max_seq);
+  // Bounds far past every published model (widest: Megatron-LM's 1T, hidden 25,600 and MLP
+  // 102,400, Narayanan et al. 2021 Table 1; vocabularies to 262,144; contexts to 10M tokens) that
+  // keep every parameter and activation count of 64 bits from overflowing.
+  auto at_most = [&](const char* field, int64_t v, int64_t limit) {
+    if (v > limit) fail(field, fmt::format("{} is above the {} shardplan plans for", v, limit));
+  };
+  constexpr int64_t kMaxWidth = int64_t{1} << 20;
+  at_most("hidden_size", m.hidden, kMaxWidth);
+  at_most("intermediate_size", m.ffn_hidden, kMaxWidth);
+  at_most("num_attention_heads", m.num_heads, kMaxWidth);
+  at_most("head_dim", m.head_dim, kMaxWidth);
+  at_most("head_dim", m.num_heads * m.head_dim, kMaxWidth);  // the attention's width
+  at_most("vocab_size", m.vocab, int64_t{1} << 24);
+  at_most("max_position_embeddings", m.max_seq, int64_t{1} << 30);
   if (m.num_heads % m.num_kv_heads != 0)
     fail("num_key_value_heads",
          fmt::format("{} does not divide num_attention_heads={}", m.num_kv_heads, m.num_heads),
@@ -111,6 +125,11 @@ void validate_model(const Model& m, const std::string& file) {
     fail("num_experts_per_tok",
          fmt::format("{} exceeds num_local_experts={}", e.top_k, e.num_experts));
   positive("moe_intermediate_size", e.expert_ffn_hidden);
+  // All of a layer's experts together as wide as kMaxWidth allows one MLP, times four (DeepSeek-V3:
+  // 256 x 2,048; Kimi K2: 384 x 2,048).
+  at_most("num_local_experts", e.num_experts, kMaxWidth);
+  at_most("moe_intermediate_size", e.expert_ffn_hidden, kMaxWidth);
+  at_most("moe_intermediate_size", e.num_experts * e.expert_ffn_hidden, 4 * kMaxWidth);
   positive("moe_layer_freq", e.layer_freq);
   if (e.layer_freq > m.num_layers)
     fail("moe_layer_freq", fmt::format("{} exceeds num_hidden_layers={}: no layer would be MoE",

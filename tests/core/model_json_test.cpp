@@ -158,6 +158,21 @@ TEST_CASE("validate_model on a built model", "[model]") {
   m.num_layers = 32;
   m.head_dim = 0;
   CHECK(error_of() == "built: head_dim: must be positive, found 0");
+  m.head_dim = 128;
+  // Past the widths shardplan plans for, before any count overflows (a fuzzed config.json's
+  // n_positions of 10^18 overflowed the position embedding's parameters).
+  m.max_seq = 1'000'000'000'000'000'024;
+  CHECK(error_of() ==
+        "built: max_position_embeddings: 1000000000000000024 is above the 1073741824 shardplan "
+        "plans for");
+  m.max_seq = 8192;
+  m.num_heads = 1 << 19;
+  m.num_kv_heads = 1 << 19;
+  CHECK(error_of() == "built: head_dim: 67108864 is above the 1048576 shardplan plans for");
+  m.num_heads = m.num_kv_heads = 32;
+  m.moe = {.num_experts = 1 << 12, .top_k = 2, .expert_ffn_hidden = 4096, .layer_freq = 1};
+  CHECK(error_of() ==
+        "built: moe_intermediate_size: 16777216 is above the 4194304 shardplan plans for");
 }
 
 }  // namespace
