@@ -158,18 +158,16 @@ class Replay {
   // the activations left cached, made after the last backward and freed when the reduction ends,
   // before the step.
   void reduce_bucket() {
-    const int64_t bytes = pipeline_reduce_bucket_bytes(t_, l_, x_);
-    if (bytes > 0) a_.release(a_.allocate(bytes));
+    if (bucket_ > 0) a_.release(a_.allocate(bucket_));
   }
 
   // A gather that flattens (memory_model.h: param_gather_copy) asks for blocks as large as a
   // share of the parameters, which the activations' cached blocks rarely hold: the input shard,
   // then an output per member, all freed when it returns.
   void param_gather() {
-    const ParamGatherCopy g = param_gather_copy(l_, r_.state, x_);
-    if (g.outputs == 0) return;
-    std::vector<Handle> copies{a_.allocate(g.input)};
-    for (int64_t b : split(g.outputs, g.members)) copies.push_back(a_.allocate(b));
+    if (gather_.outputs == 0) return;
+    std::vector<Handle> copies{a_.allocate(gather_.input)};
+    for (int64_t b : split(gather_.outputs, gather_.members)) copies.push_back(a_.allocate(b));
     for (Handle h : copies) a_.release(h);
   }
 
@@ -247,6 +245,8 @@ class Replay {
   const ExecutionOptions& x_;
   const bool split_ = splits_backward(l_.schedule);
   const StepGradCopy copy_ = step_grad_copy(t_, l_, r_.state, x_);
+  const int64_t bucket_ = pipeline_reduce_bucket_bytes(t_, l_, x_);
+  const ParamGatherCopy gather_ = param_gather_copy(l_, r_.state, x_);
   // DeepSpeed's ZeRO-0/1 step frees autograd's gradients (ZeRO-2 keeps its partition buffer).
   const bool step_frees_gradients_ = copy_.fp32 > 0 && l_.zero <= 1;
   struct HeldBlock {

@@ -31,6 +31,16 @@ Training short_sequences(Dtype dtype, Dtype grad_dtype) {
   return t;
 }
 
+// llama3-8b on an H100 with short sequences: where the step's transients show in the peak.
+struct StepCase {
+  Model m = test::preset_model("llama3-8b");
+  Training t;
+  Device d = test::preset_cluster("dgx-h100", 1).device;
+};
+StepCase step_case(Dtype dtype, Dtype grad_dtype) {
+  return {.t = short_sequences(dtype, grad_dtype)};
+}
+
 }  // namespace
 
 TEST_CASE("ZeRO paper example: 7.5B parameters, Nd = 64, mixed-precision Adam", "[memory][zero]") {
@@ -298,9 +308,7 @@ TEST_CASE(
     "DeepSpeed's optimizer step copies the gradients to fp32: the peak grows by what exceeds the "
     "freed activations",
     "[memory]") {
-  const Model m = test::preset_model("llama3-8b");
-  const Training t = short_sequences(Dtype::fp16, Dtype::fp16);
-  const Device d = test::preset_cluster("dgx-h100", 1).device;
+  const auto [m, t, d] = step_case(Dtype::fp16, Dtype::fp16);
   const ExecutionOptions copies{.step_grad_copy = true};
   const auto freed = [](const RankMemory& r) {
     return r.activations_bytes() + r.logits_bytes + r.backward_buffers_bytes;
@@ -354,9 +362,7 @@ TEST_CASE(
     "nanotron's ZeRO-1 parameter all-gather flattens: a copy of the parameters and the shard "
     "beside them after the step",
     "[memory]") {
-  const Model m = test::preset_model("llama3-8b");
-  const Training t = short_sequences(Dtype::bf16, Dtype::fp32);
-  const Device d = test::preset_cluster("dgx-h100", 1).device;
+  const auto [m, t, d] = step_case(Dtype::bf16, Dtype::fp32);
   const ExecutionOptions flattens{.param_gather_copy = true};
   const Layout dp4 = test::layout(4, 8, 1, 1, 1, 1);
   const StageLayers s = stage_layers(m, dp4, 0);
@@ -396,9 +402,7 @@ TEST_CASE(
     "DeepSpeed's ZeRO-1 under pipeline parallelism reduces through a bucket made after the last "
     "backward",
     "[memory]") {
-  const Model m = test::preset_model("llama3-8b");
-  const Training t = short_sequences(Dtype::fp16, Dtype::fp16);
-  const Device d = test::preset_cluster("dgx-h100", 1).device;
+  const auto [m, t, d] = step_case(Dtype::fp16, Dtype::fp16);
   const ExecutionOptions bucket{.reduce_bucket_elements = 500'000'000};
   const Layout pp2 = test::layout(8, 8, 1, 2, 1, 1);
   CHECK(pipeline_reduce_bucket_bytes(t, pp2, bucket) == 1'000'000'000);
