@@ -11,12 +11,27 @@ namespace shardplan {
 namespace {
 
 // The fields a framework describes; `source` must name where each comes from.
-constexpr auto kSourcedKeys = std::to_array<std::string_view>(
-    {"attention", "dropout", "fused_bias", "host_us_per_kernel", "cross_entropy",
-     "overlap_grad_reduce", "overlap_param_gather", "fused_swiglu", "grad_bucket_copy",
-     "sp_gather_buffers", "caching_allocator", "expandable_segments", "layer_split",
-     "mha_kv_copied", "param_grads_held", "param_grads_kept", "step_grad_copy", "param_gather_copy",
-     "reduce_bucket_elements"});
+constexpr auto kSourcedKeys = std::to_array<std::string_view>({"attention",
+                                                               "dropout",
+                                                               "fused_bias",
+                                                               "host_us_per_kernel",
+                                                               "cross_entropy",
+                                                               "overlap_grad_reduce",
+                                                               "overlap_param_gather",
+                                                               "fused_swiglu",
+                                                               "grad_bucket_copy",
+                                                               "sp_gather_buffers",
+                                                               "caching_allocator",
+                                                               "expandable_segments",
+                                                               "layer_split",
+                                                               "mha_kv_copied",
+                                                               "param_grads_held",
+                                                               "param_grads_kept",
+                                                               "step_grad_copy",
+                                                               "param_gather_copy",
+                                                               "reduce_bucket_elements",
+                                                               "grad_bucket_elements",
+                                                               "zero1_whole_all_reduce"});
 
 // A measured or published figure per field, as the topologies give one: a field without one is
 // an error, and so is a source for a field that does not exist.
@@ -62,6 +77,10 @@ Framework framework_from_json(const nlohmann::json& j, const std::string& file) 
   f.reduce_bucket_elements = r.integer("reduce_bucket_elements");
   if (f.reduce_bucket_elements < 0 || f.reduce_bucket_elements > int64_t{1} << 40)
     r.fail("reduce_bucket_elements", "must be between 0 and 2^40");
+  f.grad_bucket_elements = r.integer("grad_bucket_elements");
+  if (f.grad_bucket_elements < 0 || f.grad_bucket_elements > int64_t{1} << 40)
+    r.fail("grad_bucket_elements", "must be between 0 and 2^40");
+  f.zero1_whole_all_reduce = r.boolean("zero1_whole_all_reduce");
   const int64_t sp_gather_buffers = r.integer("sp_gather_buffers");
   if (sp_gather_buffers < 0 || sp_gather_buffers > 16)
     r.fail("sp_gather_buffers", "must be between 0 and 16");
@@ -74,6 +93,8 @@ Framework framework_from_json(const nlohmann::json& j, const std::string& file) 
 Training run_by(Training t, const Framework& f) {
   t.overlap_grad_reduce = f.overlap_grad_reduce;
   t.overlap_param_gather = f.overlap_param_gather;
+  t.grad_bucket_elements = f.grad_bucket_elements;
+  t.zero1_whole_all_reduce = f.zero1_whole_all_reduce;
   t.layer_split = f.layer_split;
   return t;
 }

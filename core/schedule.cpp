@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -173,14 +174,17 @@ int64_t zero_reduce_scatter_local_bytes(int64_t bytes, int64_t params, int zero,
   return 3 * piece + (zero == 2 ? bytes : 0);
 }
 
-int64_t grad_bucket_params(const Layout& l) {
+int64_t grad_bucket_params(const Training& t, const Layout& l) {
+  if (t.grad_bucket_elements > 0) return t.grad_bucket_elements;
   return std::max<int64_t>(40'000'000, int64_t{1'000'000} * l.dp * l.cp);
 }
 
-int64_t bucket_threshold(const Layout& l) {
+int64_t bucket_threshold(const Training& t, const Layout& l) {
   // ZeRO-3 shards, gathers and reduces each unit on its own, as FSDP does each wrapped
-  // transformer block (Zhao et al. 2023 §3); otherwise Megatron-LM's buckets.
-  return l.zero == 3 ? 1 : grad_bucket_params(l);
+  // transformer block (Zhao et al. 2023 §3); otherwise the framework's buckets.
+  if (l.zero == 3) return 1;
+  if (l.zero == 1 && t.zero1_whole_all_reduce) return std::numeric_limits<int64_t>::max();
+  return grad_bucket_params(t, l);
 }
 
 Program build_program(const Model& m, const Training& t, const Layout& l, int64_t rank) {

@@ -259,13 +259,15 @@ struct LayerRange {
 };
 LayerRange virtual_stage_layers(const Model& m, const Layout& l, int virtual_stage);
 
-// Megatron-LM's gradient bucket size in parameters: max(4·10⁷, 10⁶·dp·cp), over the data-parallel
-// group with the context-parallel ranks (megatron/core/distributed/distributed_data_parallel.py:
-// DistributedDataParallelConfig.bucket_size's default).
-int64_t grad_bucket_params(const Layout& l);
+// The gradient bucket size in parameters: the framework's (Training::grad_bucket_elements), or
+// Megatron-LM's max(4·10⁷, 10⁶·dp·cp), over the data-parallel group with the context-parallel
+// ranks (megatron/core/distributed/distributed_data_parallel.py: DistributedDataParallelConfig.
+// bucket_size's default).
+int64_t grad_bucket_params(const Training& t, const Layout& l);
 // The parameters that close a bucket (core/zero_units.h's gradient_buckets): ZeRO-3 makes each
-// unit with parameters its own bucket, otherwise grad_bucket_params.
-int64_t bucket_threshold(const Layout& l);
+// unit with parameters its own bucket, a ZeRO-1 reduced whole (Training::zero1_whole_all_reduce)
+// one bucket of all, otherwise grad_bucket_params.
+int64_t bucket_threshold(const Training& t, const Layout& l);
 
 // Bytes a ZeRO reduce_scatter's local work streams through memory on each of its `members` ranks
 // (what the grad_reduce entry above names), counted as STREAM counts them, every element read or

@@ -68,7 +68,8 @@ DataParallel plan_data_parallel(const Training& t, const Layout& l,
                                 const std::vector<Chunk>& chunks) {
   DataParallel dp;
   dp.zero = l.zero;
-  dp.overlap = t.overlap_grad_reduce || reduces_every_microbatch(l.zero);
+  dp.whole_all_reduce = l.zero == 1 && t.zero1_whole_all_reduce;
+  dp.overlap = (t.overlap_grad_reduce && !dp.whole_all_reduce) || reduces_every_microbatch(l.zero);
   dp.overlap_param_gather = t.overlap_param_gather;
   dp.dtype = t.dtype;
   dp.grad_dtype = t.grad_dtype;
@@ -78,7 +79,7 @@ DataParallel plan_data_parallel(const Training& t, const Layout& l,
   const bool expert = group_size(l, Group::expert_dp) > 1;
   for (const Chunk& c : chunks) {
     std::vector<Bucket> buckets;
-    const int64_t threshold = bucket_threshold(l);
+    const int64_t threshold = bucket_threshold(t, l);
     if (dense)
       add_buckets(buckets, c, dense_dp_group(l), threshold,
                   [](const Unit& u) { return u.params.dense(); });
@@ -109,10 +110,10 @@ Action unit_gather(const DataParallel& dp, const Chunk& c, const Bucket& b, int 
 }
 
 Action bucket_reduction(const DataParallel& dp, const Chunk& c, const Bucket& b, int micro_batch) {
-  Action a = bucket_action(dp, c, b, ActionKind::grad_reduce,
-                           dp.overlap ? Stream::dp_comm : Stream::compute,
-                           dp.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter,
-                           dtype_bytes(dp.grad_dtype), /*with_borrowed=*/dp.zero == 3);
+  Action a = bucket_action(
+      dp, c, b, ActionKind::grad_reduce, dp.overlap ? Stream::dp_comm : Stream::compute,
+      dp.zero == 0 || dp.whole_all_reduce ? Collective::all_reduce : Collective::reduce_scatter,
+      dtype_bytes(dp.grad_dtype), /*with_borrowed=*/dp.zero == 3);
   a.micro_batch = micro_batch;
   return a;
 }

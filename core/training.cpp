@@ -21,6 +21,8 @@ Training training_from_json(const nlohmann::json& j, const std::string& file) {
   t.optimizer = enum_field_or(r, "optimizer", Optimizer::adam, kOptimizerNames);
   t.overlap_grad_reduce = r.boolean_or("overlap_grad_reduce", true);
   t.overlap_param_gather = r.boolean_or("overlap_param_gather", true);
+  t.grad_bucket_elements = r.integer_or("grad_bucket_elements", 0);
+  t.zero1_whole_all_reduce = r.boolean_or("zero1_whole_all_reduce", false);
   t.layer_split = enum_field_or(r, "layer_split", LayerSplit::layout, kLayerSplitNames);
   t.tokens_to_train = r.number_or("tokens_to_train", 0);
   t.price_per_device_hour = r.number_or("price_per_device_hour", 0);
@@ -39,6 +41,8 @@ nlohmann::json training_to_json(const Training& t) {
           {"optimizer", enum_name(t.optimizer, kOptimizerNames)},
           {"overlap_grad_reduce", t.overlap_grad_reduce},
           {"overlap_param_gather", t.overlap_param_gather},
+          {"grad_bucket_elements", t.grad_bucket_elements},
+          {"zero1_whole_all_reduce", t.zero1_whole_all_reduce},
           {"layer_split", enum_name(t.layer_split, kLayerSplitNames)},
           {"tokens_to_train", t.tokens_to_train},
           {"price_per_device_hour", t.price_per_device_hour}};
@@ -55,6 +59,7 @@ void validate_training(const Training& t, const std::string& file) {
   // Far past any published run (Llama 3 405B: 2,048 sequences of 8,192 tokens): the bounds keep
   // every count of micro-batches and tokens well inside the integers the planner divides by.
   constexpr int64_t kMaxGlobalBatch = int64_t{1} << 20, kMaxSeqLen = int64_t{1} << 24;
+  constexpr int64_t kMaxBucketElements = int64_t{1} << 40;
   if (t.global_batch > kMaxGlobalBatch)
     throw InputError(file, "global_batch",
                      fmt::format("{} sequences is above the {} shardplan plans for",
@@ -63,6 +68,10 @@ void validate_training(const Training& t, const std::string& file) {
     throw InputError(file, "seq_len",
                      fmt::format("{} tokens is above the {} shardplan plans for", t.seq_len,
                                  kMaxSeqLen));
+  if (t.grad_bucket_elements < 0 || t.grad_bucket_elements > kMaxBucketElements)
+    throw InputError(file, "grad_bucket_elements",
+                     fmt::format("must be between 0 (Megatron-LM's size) and {}, found {}",
+                                 kMaxBucketElements, t.grad_bucket_elements));
   if (!(std::isfinite(t.tokens_to_train) && t.tokens_to_train >= 0))
     throw InputError(file, "tokens_to_train",
                      fmt::format("must be a finite number >= 0, found {}", t.tokens_to_train));

@@ -37,6 +37,14 @@ struct Training {
   // bucket (core/framework.h, Framework::overlap_param_gather); false: it runs at the step's
   // start on the compute stream, before the first forward.
   bool overlap_param_gather = true;
+  // Gradient elements at which a data-parallel reduction bucket closes (Framework::
+  // grad_bucket_elements); 0: Megatron-LM's size, max(4·10⁷, 10⁶·dp·cp) (core/schedule.h:
+  // grad_bucket_params).
+  int64_t grad_bucket_elements = 0;
+  // ZeRO-1 reduces the gradients with one all-reduce of the whole buffer once the backward is
+  // done, every rank keeping all of them (Framework::zero1_whole_all_reduce); false: bucket by
+  // bucket as ZeRO-0, each a reduce-scatter.
+  bool zero1_whole_all_reduce = false;
   // Who splits the layers over the pipeline stages (core/framework.h, Framework::layer_split): a
   // plan keeps it, so that its layout is checked against the split that framework runs.
   LayerSplit layer_split = LayerSplit::layout;
@@ -53,7 +61,8 @@ struct Training {
 Training with_compute_dtype(Training t, Dtype d);
 
 // Keys: global_batch, seq_len, dtype, grad_dtype, master_weights, optimizer, overlap_grad_reduce,
-// overlap_param_gather, layer_split, tokens_to_train, price_per_device_hour. Unknown keys rejected;
+// overlap_param_gather, grad_bucket_elements, zero1_whole_all_reduce, layer_split,
+// tokens_to_train, price_per_device_hour. Unknown keys rejected;
 // validated (seq_len <= model max is checked with the model by validate_training).
 Training training_from_json(const nlohmann::json& j, const std::string& file);
 nlohmann::json training_to_json(const Training& t);

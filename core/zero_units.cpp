@@ -22,7 +22,8 @@ std::vector<UnitSpan> gradient_buckets(std::span<const int64_t> params, int64_t 
   return out;
 }
 
-std::vector<int64_t> zero_unit_params(const Model& m, const Layout& l, int stage) {
+std::vector<int64_t> zero_unit_params(const Model& m, const Training& t, const Layout& l,
+                                      int stage) {
   const bool fsdp = l.zero >= 3;
   // core/schedule_layer.cpp's build_chunk: the head borrows the word embedding it is tied to.
   const bool head_borrows = fsdp && m.tied_embeddings && l.pp == 1;
@@ -38,7 +39,7 @@ std::vector<int64_t> zero_unit_params(const Model& m, const Layout& l, int stage
     for (int layer = layers.begin; layer < layers.end; ++layer)
       units.push_back(m.is_moe_layer(layer) ? moe : dense);
     if (vs == l.pp * l.vpp - 1) units.push_back(last_stage_params(m, l).dense());
-    for (const UnitSpan& b : gradient_buckets(units, bucket_threshold(l))) {
+    for (const UnitSpan& b : gradient_buckets(units, bucket_threshold(t, l))) {
       if (head_borrows && vs == 0 && b.first == 0) {
         const int64_t word = word_embedding_shard(m, l.tp);
         out.push_back(word);

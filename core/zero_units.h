@@ -16,6 +16,7 @@
 
 #include "core/layout.h"
 #include "core/model.h"
+#include "core/training.h"
 
 namespace shardplan {
 
@@ -35,7 +36,8 @@ std::vector<UnitSpan> gradient_buckets(std::span<const int64_t> params, int64_t 
 // The dense parameters (after tensor parallelism) of each ZeRO unit of pipeline rank `stage`: its
 // chunks' buckets under ZeRO-1/2, its units under ZeRO-3, where with tied embeddings and pp = 1
 // the word embedding is a unit apart from the positions: the head gathers it alone.
-std::vector<int64_t> zero_unit_params(const Model& m, const Layout& l, int stage);
+std::vector<int64_t> zero_unit_params(const Model& m, const Training& t, const Layout& l,
+                                      int stage);
 
 // Elements of one rank's shard of those units over `members` ranks: ceil(n / members) of each.
 int64_t zero_shard_params(std::span<const int64_t> units, int64_t members);

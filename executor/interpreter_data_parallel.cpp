@@ -82,9 +82,10 @@ void RankState<T>::grad_reduce(const Action& a) {
     assembled_word_embedding.reset();
     return;
   }
-  // The tied embedding's pieces summed over the ZeRO group before the pair's sum (the only
-  // all-reduce over it under ZeRO: its buckets reduce-scatter).
-  if (l.zero >= 1 && a.op == Collective::all_reduce) {
+  // The tied embedding's pieces summed over the ZeRO group before the pair's sum: under ZeRO the
+  // one all-reduce over it that covers no bucket's layers (core/schedule_data_parallel.cpp:
+  // step_end_actions); buckets reduce-scatter, or, reduced whole under ZeRO-1, all-reduce below.
+  if (l.zero >= 1 && a.op == Collective::all_reduce && a.parts == 0) {
     assembled_word_embedding = pieces_in_zeros(word_embedding_range());
     return rt->group(a.group).all_reduce(assembled_word_embedding->span(), ReduceOp::sum);
   }

@@ -58,7 +58,7 @@ ModelStateBytes stage_model_state_bytes(const Model& m, const Training& t, const
   const ParamShard p = param_shard(m, l, s);
   // Dense weights sharded per ZeRO unit (core/zero_units.h); expert weights, which the executor
   // does not run, as one unit over the expert data-parallel group.
-  const std::vector<int64_t> units = zero_unit_params(m, l, s.stage);
+  const std::vector<int64_t> units = zero_unit_params(m, t, l, s.stage);
   return model_state_bytes(p.dense(), zero_shard_params(units, dense_replicas(l)), l.zero, t) +
          model_state_bytes(p.experts, shard_size(p.experts, expert_replicas(l)), l.zero, t);
 }
@@ -146,8 +146,8 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
   if (l.zero == 2) {
     // One bucket of full gradients awaits its reduce-scatter.
     const ParamShard p = param_shard(m, l, s);
-    const int64_t dense = std::min(p.dense(), grad_bucket_params(l));
-    const int64_t experts = std::min(p.experts, grad_bucket_params(l));
+    const int64_t dense = std::min(p.dense(), grad_bucket_params(t, l));
+    const int64_t experts = std::min(p.experts, grad_bucket_params(t, l));
     r.comm_buffer_bytes = dtype_bytes(t.grad_dtype) * (dense + experts);
   }
   // The framework's own buffers (core/framework.h).

@@ -22,12 +22,14 @@ json unfused_json() {
     "caching_allocator": false, "expandable_segments": false, "layer_split": "cost_balanced",
     "mha_kv_copied": true, "param_grads_held": true, "param_grads_kept": true,
     "step_grad_copy": true, "param_gather_copy": true, "reduce_bucket_elements": 1000,
+    "grad_bucket_elements": 2000, "zero1_whole_all_reduce": true,
     "source": {"attention": "a", "dropout": "b", "fused_bias": "c", "host_us_per_kernel": "d",
                "cross_entropy": "f", "overlap_grad_reduce": "e", "overlap_param_gather": "l",
                "fused_swiglu": "g", "grad_bucket_copy": "h", "sp_gather_buffers": "i",
                "caching_allocator": "j", "expandable_segments": "k", "layer_split": "m",
                "mha_kv_copied": "n", "param_grads_held": "o", "param_grads_kept": "q",
-               "step_grad_copy": "p", "param_gather_copy": "r", "reduce_bucket_elements": "s"}})");
+               "step_grad_copy": "p", "param_gather_copy": "r", "reduce_bucket_elements": "s",
+               "grad_bucket_elements": "t", "zero1_whole_all_reduce": "u"}})");
 }
 
 std::string error_field(const json& j) {
@@ -64,6 +66,8 @@ TEST_CASE("framework JSON is read field by field", "[framework]") {
   CHECK(f.step_grad_copy);
   CHECK(f.param_gather_copy);
   CHECK(f.reduce_bucket_elements == 1000);
+  CHECK(run_by(t, f).grad_bucket_elements == 2000);
+  CHECK(run_by(t, f).zero1_whole_all_reduce);
   CHECK(t.layer_split == LayerSplit::layout);
   CHECK(run_by(t, f).layer_split == LayerSplit::cost_balanced);
 }
@@ -97,6 +101,10 @@ TEST_CASE("a framework field without a source, or with a bad value, names the fi
   j = unfused_json();
   j.erase("overlap_grad_reduce");
   CHECK(error_field(j) == "overlap_grad_reduce");
+
+  j = unfused_json();
+  j["grad_bucket_elements"] = -1;
+  CHECK(error_field(j) == "grad_bucket_elements");
 
   j = unfused_json();
   j["expandable_segments"] = true;  // without PyTorch's caching allocator

@@ -158,8 +158,8 @@ TEST_CASE("gradient buckets close at Megatron-LM's size, in backward order", "[s
   // each reduced right after that unit's backward.
   const Model m = load_model("llama3-8b");
   Layout l = layout(8, 1, 1, 1);
-  CHECK(grad_bucket_params(l) == 40'000'000);
-  CHECK(grad_bucket_params(layout(64, 1, 1, 1)) == 64'000'000);
+  CHECK(grad_bucket_params(Training{}, l) == 40'000'000);
+  CHECK(grad_bucket_params(Training{}, layout(64, 1, 1, 1)) == 64'000'000);
   const Program p = build_program(m, test::training(8, 4096), l, 0);
   std::vector<int> closing_layers;
   for (size_t i = 0; i < p.actions.size(); ++i) {
@@ -174,6 +174,37 @@ TEST_CASE("gradient buckets close at Megatron-LM's size, in backward order", "[s
   }
   CHECK(closing_layers.size() == size_t(m.num_layers + 2));
   CHECK(std::is_sorted(closing_layers.rbegin(), closing_layers.rend()));
+}
+
+TEST_CASE("a framework's bucket size, and ZeRO-1 reduced whole after the backward", "[schedule]") {
+  const Model m = load_model("llama3-8b");
+  Training ddp = test::training(8, 4096);
+  ddp.grad_bucket_elements = 500'000'000;  // DeepSpeed's: two layers and more to a bucket
+  Layout l = layout(8, 1, 1, 1);
+  CHECK(grad_bucket_params(ddp, l) == 500'000'000);
+  const auto reductions = [](const Program& p) {
+    return actions_where(p, [](const Action& a) {
+      return a.kind == ActionKind::grad_reduce && a.group == Group::dp;
+    });
+  };
+  const std::vector<Action> big = reductions(build_program(m, ddp, l, 0));
+  CHECK(big.size() < size_t(m.num_layers / 2));
+  // nanotron's ZeRO-1: one all-reduce of every gradient, after the last backward, on the compute
+  // stream, where Megatron-LM's reduce-scatters its buckets during the backward.
+  l.zero = 1;
+  Training whole = test::training(8, 4096);
+  whole.zero1_whole_all_reduce = true;
+  const Program p = build_program(m, whole, l, 0);
+  const std::vector<Action> one = reductions(p);
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].op == Collective::all_reduce);
+  CHECK(one[0].stream == Stream::compute);
+  CHECK(one[0].params == count_parameters(m).total());  // tp = pp = 1: all of them
+  CHECK(one[0].bytes == one[0].params * dtype_bytes(whole.grad_dtype));
+  for (const Action& a : reductions(build_program(m, test::training(8, 4096), l, 0))) {
+    CHECK(a.op == Collective::reduce_scatter);
+    CHECK(a.stream == Stream::dp_comm);
+  }
 }
 
 TEST_CASE("tied embeddings: first and last stage all-reduce the word-embedding gradient",

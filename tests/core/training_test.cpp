@@ -35,6 +35,8 @@ TEST_CASE("training JSON: every key, and back", "[training]") {
                             {"optimizer", "sgd"},
                             {"overlap_grad_reduce", false},
                             {"overlap_param_gather", false},
+                            {"grad_bucket_elements", 13107200},
+                            {"zero1_whole_all_reduce", true},
                             {"layer_split", "cost_balanced"},
                             {"tokens_to_train", 3e11},
                             {"price_per_device_hour", 2.5},
@@ -46,6 +48,8 @@ TEST_CASE("training JSON: every key, and back", "[training]") {
   CHECK(t.optimizer == Optimizer::sgd);
   CHECK_FALSE(t.overlap_grad_reduce);
   CHECK_FALSE(t.overlap_param_gather);
+  CHECK(t.grad_bucket_elements == 13107200);
+  CHECK(t.zero1_whole_all_reduce);
   CHECK(t.layer_split == LayerSplit::cost_balanced);
   CHECK(t.tokens_to_train == 3e11);
   CHECK(t.price_per_device_hour == 2.5);
@@ -88,6 +92,7 @@ TEST_CASE("training JSON: errors name the file and the field", "[training]") {
   CHECK(with("seq_len", "4k").field == "seq_len");
   CHECK(with("tokens_to_train", -1).field == "tokens_to_train");
   CHECK(with("price_per_device_hour", -0.5).field == "price_per_device_hour");
+  CHECK(with("grad_bucket_elements", -1).field == "grad_bucket_elements");
   CHECK(thrown_input_error([] {
           training_from_json({{"seq_len", 1024}}, "train.json");
         }).field == "global_batch");

@@ -32,13 +32,14 @@ TEST_CASE("ZeRO units of gpt-tiny: one bucket, FSDP's units, stages", "[zero]") 
   Layout l;
   l.dp = 2;
   l.zero = 1;
-  CHECK(zero_unit_params(m, l, 0) == std::vector<int64_t>{220'544});  // under 40M: one bucket
+  CHECK(zero_unit_params(m, Training{}, l, 0) ==
+        std::vector<int64_t>{220'544});  // under 40M: one bucket
   l.zero = 3;  // tied, pp = 1: the head gathers wte alone, so it is a unit of its own
-  CHECK(zero_unit_params(m, l, 0) ==
+  CHECK(zero_unit_params(m, Training{}, l, 0) ==
         std::vector<int64_t>{128, 49'984, 49'984, 49'984, 49'984, 16'384, 4'096});
   l.pp = 2;  // the last stage's head holds an lm_head copy (16,384) with the final norm
-  CHECK(zero_unit_params(m, l, 0) == std::vector<int64_t>{49'984, 49'984, 20'480});
-  CHECK(zero_unit_params(m, l, 1) == std::vector<int64_t>{16'512, 49'984, 49'984});
+  CHECK(zero_unit_params(m, Training{}, l, 0) == std::vector<int64_t>{49'984, 49'984, 20'480});
+  CHECK(zero_unit_params(m, Training{}, l, 1) == std::vector<int64_t>{16'512, 49'984, 49'984});
 }
 
 TEST_CASE("ZeRO shards pad each unit on its own", "[zero]") {
@@ -49,7 +50,7 @@ TEST_CASE("ZeRO shards pad each unit on its own", "[zero]") {
   Layout l;
   l.dp = 2;
   l.zero = 3;
-  CHECK(zero_shard_params(zero_unit_params(m, l, 0), 2) == 58'812);
+  CHECK(zero_shard_params(zero_unit_params(m, Training{}, l, 0), 2) == 58'812);
   CHECK(zero_shard_params(std::vector<int64_t>{10}, 4) == 3);
 }
 

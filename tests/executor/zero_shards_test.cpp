@@ -38,8 +38,7 @@ TEST_CASE("zero shards: each unit split evenly over the members, the last pieces
 }
 
 // Every rank's units as the executor finds them and as the cost model counts them.
-void check_units_agree(const Model& m, Layout l) {
-  Training t;
+void check_units_agree(const Model& m, Layout l, Training t = {}) {
   t.global_batch = 16;
   t.seq_len = 16;
   l.num_microbatches = static_cast<int>(t.global_batch / (l.micro_batch * l.dp));
@@ -53,7 +52,7 @@ void check_units_agree(const Model& m, Layout l) {
         zero_shards(p, layout, zero_group, members, rank_in_group(l, rank, zero_group));
     std::vector<int64_t> found;
     for (const ElementRange u : s.units) found.push_back(u.count());
-    std::vector<int64_t> counted = zero_unit_params(m, l, p.coord.pp);
+    std::vector<int64_t> counted = zero_unit_params(m, t, l, p.coord.pp);
     std::sort(found.begin(), found.end());
     std::sort(counted.begin(), counted.end());
     INFO("rank " << rank);
@@ -91,6 +90,12 @@ TEST_CASE("zero shards: the program's units are the cost model's", "[executor]")
     tp.tp = 2;
     tp.zero = zero;
     check_units_agree(tiny, tp);
+    // Buckets of a few thousand gradients (a DDP bucket cap), and ZeRO-1 reduced whole.
+    Training ddp;
+    ddp.grad_bucket_elements = 5'000;
+    check_units_agree(tiny, l, ddp);
+    ddp.zero1_whole_all_reduce = true;
+    check_units_agree(tiny, l, ddp);
   }
 }
 
@@ -103,7 +108,7 @@ TEST_CASE("zero shards: a unit that does not divide is padded, as the cost model
   Layout l;
   l.dp = 2;
   l.zero = 3;
-  const std::vector<int64_t> units = zero_unit_params(m, l, 0);
+  const std::vector<int64_t> units = zero_unit_params(m, Training{}, l, 0);
   CHECK(layout.layer_range(0).count() % 2 == 1);
   CHECK(zero_shard_params(units, 2) == (layout.total + m.num_layers) / 2);
 }

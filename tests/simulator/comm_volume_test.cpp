@@ -104,11 +104,11 @@ TEST_CASE("data-parallel buckets follow Megatron-Core's bucket size", "[comm][ze
   const Comm ar = find(collectives(m, test::training(8, 4096), l), "grad_reduce dp all_reduce");
   // 8,030,261,248 parameters in buckets of max(40M, 8M) = 40M, each closed once it holds 40M
   // (whole layers of 218,112,000 parameters, or the ends): one bucket per unit, 34 in all.
-  CHECK(grad_bucket_params(l) == 40'000'000);
+  CHECK(grad_bucket_params(Training{}, l) == 40'000'000);
   Layout wide = l;
   wide.dp = 32;
   wide.cp = 2;
-  CHECK(grad_bucket_params(wide) == 64'000'000);  // over dp·cp
+  CHECK(grad_bucket_params(Training{}, wide) == 64'000'000);  // over dp·cp
   CHECK(ar.calls == 34);
   CHECK(!ar.per_microbatch);
   CHECK(comm_window(ar.action) == CommWindow::backward);

@@ -33,6 +33,12 @@ void check_layout(const Layout& l, const Model& m = tiny_model()) {
   test::check_against_single_rank(l, fp32_training(), {.loss = 1e-5, .params = 1e-5}, m);
 }
 
+// check_layout with the training's own reductions (Training::grad_bucket_elements,
+// zero1_whole_all_reduce).
+void check_layout_trained(const Layout& l, const Training& t) {
+  test::check_against_single_rank(l, t, {.loss = 1e-5, .params = 1e-5}, tiny_model());
+}
+
 // check_layout under ZeRO-1, 2 and 3.
 void check_zero_stages(Layout l, const Model& m = tiny_model()) {
   for (int zero = 1; zero <= 3; ++zero) {
@@ -222,6 +228,18 @@ TEST_CASE("interpreter: ZB-H1 over pp4, dp2·pp2 under ZeRO-1, tp2·pp2 with seq
   tp_pp.schedule = Schedule::zb_h1;
   tp_pp.sequence_parallel = true;
   check_layout(tp_pp);
+}
+
+TEST_CASE("interpreter: dp2·pp2 reduced as nanotron and DDP do: ZeRO-1 whole, small buckets",
+          "[world4]") {
+  if (world_size() != 4) return;
+  Layout l = layout(2, 1, 2);
+  Training t = fp32_training();
+  t.grad_bucket_elements = 5'000;  // a bucket or two per layer of gpt-tiny
+  check_layout_trained(l, t);
+  l.zero = 1;
+  t.zero1_whole_all_reduce = true;  // the tied embedding's pieces still summed over dp first
+  check_layout_trained(l, t);
 }
 
 TEST_CASE("interpreter: dp2·pp2 with uneven stages under ZeRO-1", "[world4]") {
