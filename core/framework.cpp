@@ -31,7 +31,8 @@ constexpr auto kSourcedKeys = std::to_array<std::string_view>({"attention",
                                                                "param_gather_copy",
                                                                "reduce_bucket_elements",
                                                                "grad_bucket_elements",
-                                                               "zero1_whole_all_reduce"});
+                                                               "zero1_whole_all_reduce",
+                                                               "grad_accumulation"});
 
 // A measured or published figure per field, as the topologies give one: a field without one is
 // an error, and so is a source for a field that does not exist.
@@ -81,6 +82,7 @@ Framework framework_from_json(const nlohmann::json& j, const std::string& file) 
   if (f.grad_bucket_elements < 0 || f.grad_bucket_elements > int64_t{1} << 40)
     r.fail("grad_bucket_elements", "must be between 0 and 2^40");
   f.zero1_whole_all_reduce = r.boolean("zero1_whole_all_reduce");
+  f.grad_accumulation = enum_field(r, "grad_accumulation", kGradAccumulationNames);
   const int64_t sp_gather_buffers = r.integer("sp_gather_buffers");
   if (sp_gather_buffers < 0 || sp_gather_buffers > 16)
     r.fail("sp_gather_buffers", "must be between 0 and 16");

@@ -44,6 +44,26 @@ inline constexpr EnumNames<CrossEntropyKernel, 6> kCrossEntropyKernelNames{
      {CrossEntropyKernel::flash_attn, "flash_attn"},
      {CrossEntropyKernel::shardplan, "shardplan"}}};
 
+// How each micro-batch's weight gradients join the ones accumulated over the step.
+// in_place: every gradient kernel adds into the accumulated gradient itself, the weight-gradient
+//   GEMMs (C += Xᵀ·dY) and the embedding's scatter-add alike (shardplan's executor).
+// fused: the linear layers' weight-gradient GEMMs add into it (Megatron-Core's
+//   gradient_accumulation_fusion, TransformerEngine's fuse_wgrad_accumulation); the other
+//   parameters' gradients (the embedding's) are added by a hook, as below.
+// hook: a hook or a pass after the backward adds every micro-batch's compute-dtype gradient into
+//   the accumulation buffer of the gradient dtype (Megatron-LM 2021's main_grad hook, nanotron's
+//   FP32GradientAccumulator): it reads both and writes the buffer.
+// autograd: PyTorch's AccumulateGrad: the first micro-batch's gradient becomes .grad, each later
+//   one is added into it in place (DeepSpeed's engine, FSDP's saved gradient shard); gradients
+//   accumulated in fp32 beside compute-dtype ones are added after every backward, as a hook
+//   (DeepSpeed's BF16_Optimizer update_hp_grads).
+enum class GradAccumulation { in_place, fused, hook, autograd };
+inline constexpr EnumNames<GradAccumulation, 4> kGradAccumulationNames{
+    {{GradAccumulation::in_place, "in_place"},
+     {GradAccumulation::fused, "fused"},
+     {GradAccumulation::hook, "hook"},
+     {GradAccumulation::autograd, "autograd"}}};
+
 struct Framework {
   std::string name;
   AttentionKernel attention = AttentionKernel::flash3;
@@ -124,6 +144,8 @@ struct Framework {
   // wrapper under ZeRO-1 with fp32 accumulation, sync_gradients_across_dp with
   // reduce_scatter=False). false: ZeRO-1 reduce-scatters its buckets as ZeRO-0 all-reduces them.
   bool zero1_whole_all_reduce = false;
+  // How the weight gradients accumulate over the micro-batches of a step (GradAccumulation).
+  GradAccumulation grad_accumulation = GradAccumulation::fused;
   // Who splits the decoder layers over the pipeline stages (core/training.h: LayerSplit).
   LayerSplit layer_split = LayerSplit::layout;
 

@@ -13,6 +13,7 @@
 //   embedding_*     one element of the embedding's output [tokens, hidden]
 //   cross_entropy_* one logit [tokens, vocab]
 //   optimizer_step  one parameter updated
+//   grad_accumulate one weight-gradient element added into the step's accumulated gradient
 #pragma once
 
 #include <cstdint>
@@ -41,8 +42,9 @@ enum class MemoryKernel : uint8_t {
   cross_entropy_forward,
   cross_entropy_backward,
   optimizer_step,
+  grad_accumulate,
 };
-inline constexpr EnumNames<MemoryKernel, 19> kMemoryKernelNames{
+inline constexpr EnumNames<MemoryKernel, 20> kMemoryKernelNames{
     {{MemoryKernel::norm_forward, "norm_forward"},
      {MemoryKernel::norm_backward, "norm_backward"},
      {MemoryKernel::residual_forward, "residual_forward"},
@@ -61,6 +63,7 @@ inline constexpr EnumNames<MemoryKernel, 19> kMemoryKernelNames{
      {MemoryKernel::embedding_backward, "embedding_backward"},
      {MemoryKernel::cross_entropy_forward, "cross_entropy_forward"},
      {MemoryKernel::cross_entropy_backward, "cross_entropy_backward"},
-     {MemoryKernel::optimizer_step, "optimizer_step"}}};
+     {MemoryKernel::optimizer_step, "optimizer_step"},
+     {MemoryKernel::grad_accumulate, "grad_accumulate"}}};
 
 }  // namespace shardplan

@@ -119,6 +119,38 @@ CrossEntropyPasses cross_entropy_passes(CrossEntropyKernel k, int64_t elem_bytes
   return {};
 }
 
+}  // namespace
+
+std::array<int, 2> grad_accumulation_reads(GradAccumulation mode, const Training& t,
+                                           const Layout& l) {
+  if (mode != GradAccumulation::autograd) return {0, 0};
+  const bool assigns_first = dtype_bytes(t.grad_dtype) == dtype_bytes(t.dtype);
+  return {l.zero >= 2 ? l.dp * l.cp : 0, assigns_first ? l.num_microbatches : 0};
+}
+
+namespace {
+
+// Adding one micro-batch's weight gradients into the step's accumulated ones, per weight element
+// and averaged over the step's micro-batches (core/framework.h: GradAccumulation): `share`, the
+// elements added per weight element: none when the kernel adds them itself, all every
+// micro-batch for a hook, all but the first micro-batch's under AccumulateGrad, which assigns that
+// one; a rank's ZeRO-2/3 shard only, where the gradients are reduce-scattered after every backward
+// (DeepSpeed's partitioned gradients, FSDP's saved shard). `bytes` per element added: the new
+// gradient read in the compute dtype, the accumulator read and written in the gradient dtype.
+struct GradAdd {
+  double share = 0;
+  double bytes = 0;
+};
+
+GradAdd grad_add(GradAccumulation mode, const Training& t, const Layout& l) {
+  if (mode == GradAccumulation::in_place || mode == GradAccumulation::fused) return {};
+  const int64_t e = dtype_bytes(t.dtype), g = dtype_bytes(t.grad_dtype);
+  const std::array<int, 2> reads = grad_accumulation_reads(mode, t, l);
+  const double share = reads[0] > 1 ? 1.0 / reads[0] : 1.0;
+  const double added = reads[1] > 0 ? (reads[1] - 1.0) / reads[1] : 1.0;
+  return {share * added, as_double(e + 2 * g)};
+}
+
 // Accumulates operations into the three passes of the part being built. `recomputed` marks
 // operations that the recomputation mode runs again inside the backward.
 struct PassBuilder {
@@ -128,6 +160,7 @@ struct PassBuilder {
   PartsCompute& out;
   std::vector<PricedOp>* ops = nullptr;
   Part part = Part::attention_qkv;
+  GradAdd grad_add{};  // the weights' gradient accumulation (GradAdd)
 
   // Records `op` of the current part (and its re-forward when `recomputed`) when ops are asked for.
   void record(PricedOp op, bool recomputed) {
@@ -177,14 +210,28 @@ struct PassBuilder {
   }
 
   // `count` GEMMs Y = X·W of (m×k)·(k×n). Backward: dX = dY·Wᵀ, (m×n)·(n×k), and, as the
-  // weight gradient, dW = Xᵀ·dY, (k×m)·(m×n): twice the forward FLOPs, their own output tiles.
-  void gemm(int64_t m, int64_t k, int64_t n, bool recomputed, int64_t count = 1) {
+  // weight gradient, dW = Xᵀ·dY, (k×m)·(m×n): twice the forward FLOPs, their own output tiles,
+  // then its accumulation over the step where W is a weight (`weights`; not attention's K and V).
+  void gemm(int64_t m, int64_t k, int64_t n, bool recomputed, int64_t count = 1,
+            bool weights = true) {
     const double flops = 2.0 * as_double(m) * as_double(k) * as_double(n) * as_double(count);
     const double forward = timed_gemm(Pass::forward, recomputed, m, k, n, count);
     const double backward = timed_gemm(Pass::backward, false, m, n, k, count);
     add(OpKind::matmul, flops, flops, 0, 0, forward, backward, recomputed, {1, 1});
     accumulate(out[part].weight_grad, OpKind::matmul, flops, 0,
                timed_gemm(Pass::weight_grad, false, k, m, n, count), 1);
+    if (weights) accumulate_gradients(as_double(k) * as_double(n) * as_double(count), grad_add);
+  }
+
+  // `weights` gradient elements added into the step's accumulated gradients (GradAdd), after
+  // `written_bytes` per element that the backward writes them with, in the weight-gradient pass.
+  void accumulate_gradients(double weights, const GradAdd& a, double written_bytes = 0) {
+    const double elements = weights * a.share;
+    const double bytes = elements * a.bytes + weights * written_bytes;
+    if (bytes == 0) return;
+    const double t =
+        timed_kernel(Pass::weight_grad, false, MemoryKernel::grad_accumulate, elements, bytes);
+    accumulate(out[part].weight_grad, OpKind::memory_bound, 0, bytes, t, 1);
   }
 
   void flash_attention(AttentionKernel kernel, double flops_fwd, bool recomputed) {
@@ -286,8 +333,8 @@ void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute
     // not keep, Korthikanti et al. 2022 §5); the context, probabilities · V, is kept as the output
     // projection's input, so only full recomputation runs that GEMM again (as the executor does,
     // executor/layers/block.cpp).
-    b.gemm(r.seq, m.head_dim, r.kv_seq, core_again, r.batch * heads);  // scores
-    b.gemm(r.seq, r.kv_seq, m.head_dim, full, r.batch * heads);        // probabilities · V
+    b.gemm(r.seq, m.head_dim, r.kv_seq, core_again, r.batch * heads, false);  // scores
+    b.gemm(r.seq, r.kv_seq, m.head_dim, full, r.batch * heads, false);        // probabilities · V
     const double scores = as_double(r.batch * heads * r.seq * r.kv_seq);
     const double dropout_bytes = x.dropout ? 2 * e + kMaskBytes : 0;
     b.memory(MemoryKernel::softmax_forward, MemoryKernel::softmax_backward, scores,
@@ -352,6 +399,7 @@ PartsCompute layer_compute(const Model& m, const Training& t, const Layout& l, b
                            std::vector<PricedOp>* ops) {
   PartsCompute out;
   PassBuilder b{rates, dtype_bytes(t.dtype), x.host_s_per_kernel, out, ops};
+  b.grad_add = grad_add(x.grad_accumulation, t, l);
   const RankShape r = rank_shape(t, l);
   // Each block has a norm before it and a residual add after it.
   const BlockEdges edges = block_edges(m, r, b.elem_bytes, x);
@@ -365,14 +413,25 @@ PartsCompute ends_compute(const Model& m, const Training& t, const Layout& l,
                           std::vector<PricedOp>* ops) {
   PartsCompute out;
   PassBuilder b{rates, dtype_bytes(t.dtype), x.host_s_per_kernel, out, ops};
+  b.grad_add = grad_add(x.grad_accumulation, t, l);
   const RankShape r = rank_shape(t, l);
   const double e = as_double(b.elem_bytes);
   const int64_t tokens = r.tokens();
   const int64_t vocab = shard_size(m.vocab, l.tp);
-  // Embedding lookup writes t·h; its backward scatter-adds dy into the gradient rows.
+  // Embedding lookup writes t·h; its backward scatter-adds dy into the gradient rows. Outside
+  // shardplan's executor that is a dense gradient of the whole table, zeroed first (PyTorch's
+  // embedding_dense_backward), which is then accumulated; by a hook where only the linear
+  // layers' GEMMs add their own (Megatron-Core's DDP hook, main_grad.add_, for what
+  // gradient_accumulation_fusion does not cover).
   b.part = Part::embedding;
   b.memory(MemoryKernel::embedding_forward, MemoryKernel::embedding_backward,
            as_double(tokens * m.hidden), 2 * e, 3 * e, false);
+  if (x.grad_accumulation != GradAccumulation::in_place) {
+    const GradAccumulation table = x.grad_accumulation == GradAccumulation::fused
+                                       ? GradAccumulation::hook
+                                       : x.grad_accumulation;
+    b.accumulate_gradients(as_double(vocab * m.hidden), grad_add(table, t, l), e);
+  }
   b.part = Part::head_norm;
   b.memory(MemoryKernel::norm_forward, MemoryKernel::norm_backward,
            as_double(r.region_tokens() * m.hidden), kNormForward * e, kNormBackward * e,

@@ -70,6 +70,14 @@ struct MicrobatchCompute {
 // dst += times × src, pass by pass.
 void add_compute(MicrobatchCompute& dst, const MicrobatchCompute& src, double times);
 
+// What of the layout beyond its rank shape the weight gradients' accumulation over a step reads
+// (compute_model.cpp: GradAdd), {0, 0} where it reads none, for the caches keyed without it: under
+// PyTorch's AccumulateGrad, the ranks a ZeRO-2/3 shard is cut over (dp·cp, the rank adding only
+// its shard; 0 below ZeRO-2) and the step's micro-batches where the first one's gradient is
+// assigned, not added (0 where it is added into a buffer of another dtype).
+std::array<int, 2> grad_accumulation_reads(GradAccumulation mode, const Training& t,
+                                           const Layout& l);
+
 MicrobatchCompute microbatch_compute(const Model& m, const Training& t, const Layout& l,
                                      const StageLayers& s, const DeviceRates& r,
                                      const ExecutionOptions& x);

@@ -100,9 +100,9 @@ struct Estimate {
 
 // What estimate() carries from one layout to the next: each stage's priced passes (core/
 // schedule_fold.h's fold_passes) and step_time_lower_bound's bound, which layouts differing only
-// in their ZeRO stage share. The planner enumerates the ZeRO stages of a layout one after another
-// (planner/enumerate.h), and keeps one cache per thread. A cache serves one model, cluster,
-// training and options.
+// in their ZeRO stage share (ZeRO-2/3 apart where the gradients' accumulation adds a shard). The
+// planner enumerates the ZeRO stages of a layout one after another (planner/enumerate.h), and keeps
+// one cache per thread. A cache serves one model, cluster, training and options.
 class EstimateCache {
  public:
   EstimateCache();

@@ -19,6 +19,7 @@ ExecutionOptions execution_options(const Framework& f) {
   x.step_grad_copy = f.step_grad_copy;
   x.param_gather_copy = f.param_gather_copy;
   x.reduce_bucket_elements = f.reduce_bucket_elements;
+  x.grad_accumulation = f.grad_accumulation;
   x.caching_allocator = f.caching_allocator;
   x.expandable_segments = f.expandable_segments;
   return x;

@@ -41,6 +41,8 @@ struct ExecutionOptions {
   bool step_grad_copy = false;
   bool param_gather_copy = false;
   int64_t reduce_bucket_elements = 0;
+  // How the weight gradients accumulate over a step's micro-batches (core/framework.h).
+  GradAccumulation grad_accumulation = GradAccumulation::fused;
   bool caching_allocator = true;
   bool expandable_segments = false;
   // The framework profile these options come from (core/framework.h), for the reports.
@@ -69,6 +71,7 @@ inline ExecutionOptions cpu_executor_options() {
   x.cross_entropy = CrossEntropyKernel::shardplan;
   x.caching_allocator = false;
   x.streams = StreamExecution::program_order;
+  x.grad_accumulation = GradAccumulation::in_place;
   return x;
 }
 

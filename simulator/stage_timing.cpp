@@ -93,15 +93,17 @@ struct EstimateCache::State {
   // By the layout without recomputation: its actions do not depend on it.
   Recent<Entry, kLayouts> data_parallel;
   struct Bound {
-    Layout layout;  // with zero 0
+    Layout layout;  // with zero 0 (2 for ZeRO-2/3 where the passes differ: passes_zero)
     double step_s = 0;
     bool complete = true;  // of every stage; otherwise of those its `enough` needed
   };
   Recent<Bound, kLayouts> bounds;  // step_time_lower_bound's
-  // model_parts_compute's, by what it reads of the layout (rank_shape's fields, ep, recompute):
+  // model_parts_compute's, by what it reads of the layout (rank_shape's fields, ep, recompute, what
+  // the gradients' accumulation reads):
   // the enumeration's inner loops over ZeRO stages, splits and schedules reuse one.
   struct Parts {
-    std::array<int, 6> key{};  // tp, cp, ep, micro_batch, sequence_parallel, recompute
+    // tp, cp, ep, micro_batch, sequence_parallel, recompute, grad_accumulation_reads
+    std::array<int, 8> key{};
     std::shared_ptr<const PartsCompute> parts;
   };
   Recent<Parts, kLayouts> parts;
@@ -137,10 +139,17 @@ const PricedActions& cached(
   return entry.stages.emplace_back(CachedPasses{rank, price()}).priced;
 }
 
-StageCacheKeys stage_cache_keys(const Layout& l, Priced what) {
+// The ZeRO stage a layout's passes are priced alike under: 0 for all, or 2 for ZeRO-2 and -3
+// where the gradients' accumulation adds only the rank's shard (grad_accumulation_reads).
+int passes_zero(const Training& t, const Layout& l, const ExecutionOptions& x) {
+  return grad_accumulation_reads(x.grad_accumulation, t, l)[0] > 0 ? 2 : 0;
+}
+
+StageCacheKeys stage_cache_keys(const Training& t, const Layout& l, const ExecutionOptions& x,
+                                Priced what) {
   StageCacheKeys k;
   k.passes = l;
-  k.passes.zero = 0;
+  k.passes.zero = passes_zero(t, l, x);
   k.passes.stages.clear();
   if (k.passes.schedule == Schedule::gpipe) k.passes.schedule = Schedule::one_f_one_b;
   k.passes_hash = hash_value(k.passes);
@@ -199,8 +208,15 @@ const std::shared_ptr<const PartsCompute>& cached_parts(EstimateCache& cache, co
                                                         const DeviceRates& rates,
                                                         const ExecutionOptions& x) {
   using Parts = EstimateCache::State::Parts;
-  const std::array<int, 6> key{
-      l.tp, l.cp, l.ep, l.micro_batch, l.sequence_parallel ? 1 : 0, static_cast<int>(l.recompute)};
+  const std::array<int, 2> accumulation = grad_accumulation_reads(x.grad_accumulation, t, l);
+  const std::array<int, 8> key{l.tp,
+                               l.cp,
+                               l.ep,
+                               l.micro_batch,
+                               l.sequence_parallel ? 1 : 0,
+                               static_cast<int>(l.recompute),
+                               accumulation[0],
+                               accumulation[1]};
   return cache.state()
       .parts
       .find_or_add([&](const Parts& p) { return p.key == key; },
@@ -226,7 +242,7 @@ StageTimer::StageTimer(const StageContext& ctx, EstimateCache* cache, Priced wha
       what_(what),
       alike_(stages_placed_alike(ctx.c, ctx.l)),
       shared_spans_(ctx, 0) {
-  if (cache) keys_ = stage_cache_keys(ctx.l, what);
+  if (cache) keys_ = stage_cache_keys(ctx.t, ctx.l, ctx.x, what);
 }
 
 StageTiming StageTimer::operator()(int stage, std::vector<CollectiveEstimate>* records) {
@@ -306,7 +322,7 @@ double step_time_lower_bound(const Model& m, const Cluster& c, const Training& t
   Layout scratch;
   Layout& any_zero = cache ? cache->state().bound_any_zero : scratch;
   any_zero = l;
-  any_zero.zero = 0;
+  any_zero.zero = passes_zero(t, l, x);
   using Bound = EstimateCache::State::Bound;
   Bound* known =
       cache ? cache->state().bounds.find([&](const Bound& b) { return b.layout == any_zero; })

@@ -39,7 +39,9 @@ enum class Priced { program, passes };
 // What an EstimateCache keeps a stage's priced halves by: the layout without what they do not
 // read. The same for every stage of a layout, so made once for all of them.
 struct StageCacheKeys {
-  Layout passes;  // ZeRO 0, no split (passes_split_key gives a rank's part of it), GPipe as 1F1B
+  // ZeRO 0 (2 for ZeRO-2/3 where the gradients' accumulation adds a shard), no split
+  // (passes_split_key gives a rank's part of it), GPipe as 1F1B
+  Layout passes;
   size_t passes_hash = 0;
   Layout data_parallel;  // without recomputation; only where the whole program is priced
 };

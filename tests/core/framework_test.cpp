@@ -23,13 +23,15 @@ json unfused_json() {
     "mha_kv_copied": true, "param_grads_held": true, "param_grads_kept": true,
     "step_grad_copy": true, "param_gather_copy": true, "reduce_bucket_elements": 1000,
     "grad_bucket_elements": 2000, "zero1_whole_all_reduce": true,
+    "grad_accumulation": "hook",
     "source": {"attention": "a", "dropout": "b", "fused_bias": "c", "host_us_per_kernel": "d",
                "cross_entropy": "f", "overlap_grad_reduce": "e", "overlap_param_gather": "l",
                "fused_swiglu": "g", "grad_bucket_copy": "h", "sp_gather_buffers": "i",
                "caching_allocator": "j", "expandable_segments": "k", "layer_split": "m",
                "mha_kv_copied": "n", "param_grads_held": "o", "param_grads_kept": "q",
                "step_grad_copy": "p", "param_gather_copy": "r", "reduce_bucket_elements": "s",
-               "grad_bucket_elements": "t", "zero1_whole_all_reduce": "u"}})");
+               "grad_bucket_elements": "t", "zero1_whole_all_reduce": "u",
+               "grad_accumulation": "v"}})");
 }
 
 std::string error_field(const json& j) {
@@ -68,6 +70,7 @@ TEST_CASE("framework JSON is read field by field", "[framework]") {
   CHECK(f.reduce_bucket_elements == 1000);
   CHECK(run_by(t, f).grad_bucket_elements == 2000);
   CHECK(run_by(t, f).zero1_whole_all_reduce);
+  CHECK(f.grad_accumulation == GradAccumulation::hook);
   CHECK(t.layer_split == LayerSplit::layout);
   CHECK(run_by(t, f).layer_split == LayerSplit::cost_balanced);
 }
@@ -101,6 +104,10 @@ TEST_CASE("a framework field without a source, or with a bad value, names the fi
   j = unfused_json();
   j.erase("overlap_grad_reduce");
   CHECK(error_field(j) == "overlap_grad_reduce");
+
+  j = unfused_json();
+  j["grad_accumulation"] = "lazy";
+  CHECK(error_field(j) == "grad_accumulation");
 
   j = unfused_json();
   j["grad_bucket_elements"] = -1;

@@ -60,10 +60,14 @@ TEST_CASE(
     "its first stages alone above it",
     "[planner][bound]") {
   for (const PlannerCase& c : cases()) {
-    for (const StreamExecution streams :
-         {StreamExecution::concurrent, StreamExecution::program_order}) {
+    for (const auto& [streams, accumulation] :
+         {std::pair{StreamExecution::concurrent, GradAccumulation::fused},
+          std::pair{StreamExecution::program_order, GradAccumulation::fused},
+          std::pair{StreamExecution::concurrent, GradAccumulation::autograd}}) {
       ExecutionOptions x;
       x.streams = streams;
+      // AccumulateGrad adds a ZeRO-2/3 rank's shard only: a bound per kind of ZeRO stage.
+      x.grad_accumulation = accumulation;
       EstimateCache cache;
       // Step times only: the allocator's replay (memory) is left out, as the search leaves it.
       EstimateCache timing;

@@ -9,6 +9,18 @@
 
 using namespace shardplan;
 
+namespace {
+
+// 1 TFLOP/s for GEMMs and attention, 100 GB/s of memory: times counted by hand.
+DeviceRates round_rates() {
+  return {.matmul_flops_per_s = 1e12,
+          .attention_forward_flops_per_s = 1e12,
+          .attention_backward_flops_per_s = 1e12,
+          .memory_bytes_per_s = 1e11};
+}
+
+}  // namespace
+
 TEST_CASE("model FLOPs are Narayanan et al. 2021 eq. 3 for GPT", "[compute][flops]") {
   const Model m = test::preset_model("gpt3-175b");
   const double B = 1536, s = 2048, l = 96, h = 12288, V = 50257;
@@ -63,10 +75,7 @@ TEST_CASE("FLOPs of one micro-batch on a stage, counted by hand", "[compute][flo
   Layout l;
   l.tp = 2;
   l.micro_batch = 2;
-  const DeviceRates r{.matmul_flops_per_s = 1e12,
-                      .attention_forward_flops_per_s = 1e12,
-                      .attention_backward_flops_per_s = 1e12,
-                      .memory_bytes_per_s = 1e11};
+  const DeviceRates r = round_rates();
   const ExecutionOptions unfused{.attention = AttentionKernel::unfused, .dropout = false};
   const MicrobatchCompute c = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, unfused);
   // gpt-tiny: h = 64, 4 heads of 16, MLP 256, vocabulary 256, 4 layers, GeLU.
@@ -102,10 +111,7 @@ TEST_CASE("memory-bound kernels are timed by bytes", "[compute][memory_bound]") 
   Training t = test::training(4, 32);
   Layout l;
   l.pp = 2;  // stage 0: two layers and the embedding, no head
-  const DeviceRates r{.matmul_flops_per_s = 1e12,
-                      .attention_forward_flops_per_s = 1e12,
-                      .attention_backward_flops_per_s = 1e12,
-                      .memory_bytes_per_s = 1e11};
+  const DeviceRates r = round_rates();
   const MicrobatchCompute c = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, {});
   // T = 32 tokens, h = 64, 2-byte elements, no dropout, learned positions, per layer:
   //   two norms 2·2·2·32·64 = 16,384; two residual adds 2·3·2·32·64 = 24,576;
@@ -115,15 +121,50 @@ TEST_CASE("memory-bound kernels are timed by bytes", "[compute][memory_bound]") 
   CHECK(c.forward[OpKind::memory_bound].time_s == Approx(forward / 1e11));
 }
 
+TEST_CASE("weight gradients accumulate over the micro-batches as the framework adds them",
+          "[compute][memory_bound]") {
+  const Model m = test::preset_model("gpt-tiny");  // h = 64, ffn = 256, vocab 256, tied
+  Training t = test::training(16, 32);
+  t.grad_dtype = Dtype::fp32;
+  Layout l;
+  l.pp = 2;
+  l.num_microbatches = 4;
+  const DeviceRates r = round_rates();
+  // Stage 0: two layers of 12·h² = 49,152 linear weights (qkv 3h², out h², fc1 and fc2 4h² each)
+  // and the 256 × 64 embedding table.
+  const double layer_weights = 2 * 12 * 64.0 * 64, table = 256 * 64;
+  const auto added = [&](GradAccumulation mode) {
+    ExecutionOptions x;
+    x.grad_accumulation = mode;
+    return microbatch_compute(m, t, l, stage_layers(m, l, 0), r, x)
+        .weight_grad[OpKind::memory_bound]
+        .bytes;
+  };
+  CHECK(added(GradAccumulation::in_place) == 0);
+  // Megatron-Core: the GEMMs add their own; the embedding's dense gradient (zeroed, 2 bytes) is
+  // added by a hook, reading it (2) and the fp32 buffer (4) and writing the buffer (4).
+  CHECK(added(GradAccumulation::fused) == table * (2 + 10));
+  // nanotron: every weight's gradient added each micro-batch.
+  CHECK(added(GradAccumulation::hook) == layer_weights * 10 + table * (2 + 10));
+  // fp32 accumulation beside bf16 gradients is a hook under AccumulateGrad too (BF16_Optimizer).
+  CHECK(added(GradAccumulation::autograd) == added(GradAccumulation::hook));
+  // In the compute dtype, AccumulateGrad assigns the first of the 4 micro-batches' and adds 3.
+  t.grad_dtype = Dtype::bf16;
+  CHECK(added(GradAccumulation::autograd) ==
+        Approx((layer_weights + table) * 6 * 3 / 4 + table * 2));
+  // ZeRO-2 reduces every micro-batch's gradients: each rank adds its shard.
+  l.dp = 2;
+  l.zero = 2;
+  CHECK(added(GradAccumulation::autograd) ==
+        Approx((layer_weights + table) * 6 * 3 / 4 / 2 + table * 2));
+}
+
 TEST_CASE("the loss's passes over the logits, by its kernels", "[compute][memory_bound]") {
   const Model m = test::preset_model("gpt-tiny");
   const Training t = test::training(4, 32);
   Layout l;
   l.pp = 2;  // stage 1: two layers, the final norm, the head and the loss
-  const DeviceRates r{.matmul_flops_per_s = 1e12,
-                      .attention_forward_flops_per_s = 1e12,
-                      .attention_backward_flops_per_s = 1e12,
-                      .memory_bytes_per_s = 1e11};
+  const DeviceRates r = round_rates();
   auto bytes = [&](CrossEntropyKernel k) {
     ExecutionOptions x;
     x.cross_entropy = k;
@@ -228,9 +269,10 @@ TEST_CASE("kernels counted by hand, and an action waits for the host only beyond
   CHECK(c.forward.kernels() == 2 * 10 + 1);
   // Backward: a GEMM for each of the four linears' input gradients, three for flash attention's
   // backward, one for each memory-bound kernel (two norms, two residual adds, GeLU), and the
-  // embedding's; the weight gradients, a GEMM for each linear.
+  // embedding's; the weight gradients, a GEMM for each linear, and the hook that adds the
+  // embedding's gradient into the accumulated one (Megatron-Core's GEMMs add their own).
   CHECK(c.backward.kernels() == 2 * (4 + 3 + 5) + 1);
-  CHECK(c.weight_grad.kernels() == 2 * 4);
+  CHECK(c.weight_grad.kernels() == 2 * 4 + 1);
   CHECK(c.forward.issue_s == c.forward.kernels());
 
   // An action's passes settle against the host: the wait is what the host needs beyond the

@@ -211,7 +211,7 @@ TEST_CASE("a cache gives every layout the estimate it gets alone", "[estimate][c
   // that entries are reused (a stage's passes across the splits that give it the same layers and
   // across GPipe and 1F1B), and across pipeline, sequence parallelism and experts.
   const Cluster c = test::preset_cluster("dgx-h100", 4);
-  EstimateCache cache;
+  std::array<EstimateCache, 2> caches;  // a cache serves one set of execution options
   int checked = 0;
   for (const char* name : {"llama3-8b", "mixtral-8x7b"}) {
     const Model m = test::preset_model(name);
@@ -236,18 +236,28 @@ TEST_CASE("a cache gives every layout the estimate it gets alone", "[estimate][c
                 l.schedule = schedule;
                 l.stages = split;
                 const Training t = test::training(64, 4096);
-                INFO(name << " " << to_string(l));
-                const Estimate alone = estimate(m, c, t, l);
-                const Estimate shared = estimate(m, c, t, l, {}, &cache);
-                CHECK(shared.step_time_s == alone.step_time_s);
-                CHECK(shared.exposed_comm_s == alone.exposed_comm_s);
-                CHECK(shared.memory().peak_bytes() == alone.memory().peak_bytes());
-                CHECK(shared.collectives.size() == alone.collectives.size());
-                ++checked;
+                // Megatron-Core's fused gradient accumulation, and PyTorch's AccumulateGrad,
+                // whose cost reads the ZeRO stage and the micro-batches (its own cache keys).
+                for (const bool autograd : {false, true}) {
+                  const GradAccumulation a =
+                      autograd ? GradAccumulation::autograd : GradAccumulation::fused;
+                  ExecutionOptions x;
+                  x.grad_accumulation = a;
+                  EstimateCache& cache = caches[autograd ? 1 : 0];
+                  INFO(name << " " << to_string(l) << " " << enum_name(a, kGradAccumulationNames));
+                  const Estimate alone = estimate(m, c, t, l, x);
+                  const Estimate shared = estimate(m, c, t, l, x, &cache);
+                  CHECK(shared.step_time_s == alone.step_time_s);
+                  CHECK(shared.exposed_comm_s == alone.exposed_comm_s);
+                  CHECK(shared.memory().peak_bytes() == alone.memory().peak_bytes());
+                  CHECK(shared.collectives.size() == alone.collectives.size());
+                  ++checked;
+                }
               }
   }
-  // Per model and sp: pp 1 (12), pp 2 (1F1B and GPipe 12 each, ZB-H1 4), pp 4 (three splits).
-  CHECK(checked == 2 * 2 * (12 + 28 + 3 * 28));
+  // Per model, sp and accumulation: pp 1 (12), pp 2 (1F1B and GPipe 12 each, ZB-H1 4), pp 4
+  // (three splits).
+  CHECK(checked == 2 * 2 * 2 * (12 + 28 + 3 * 28));
 }
 
 TEST_CASE("compute slowed by the communication it hides: NCCL's SMs while it runs",
