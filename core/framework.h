@@ -139,9 +139,9 @@ struct Framework {
   // bucket_cap_mb, DeepSpeed's allreduce_bucket_size); 0: Megatron-LM's size, which grows with dp
   // (core/schedule.h: grad_bucket_params).
   int64_t grad_bucket_elements = 0;
-  // ZeRO-1 drops the bucketed reduction: one all-reduce of the whole gradient buffer once the
-  // backward is done, each rank keeping all of it though it steps its shard (nanotron: no DDP
-  // wrapper under ZeRO-1 with fp32 accumulation, sync_gradients_across_dp with
+  // ZeRO-1 with fp32 gradients drops the bucketed reduction: one all-reduce of the whole gradient
+  // buffer once the backward is done, each rank keeping all of it though it steps its shard
+  // (nanotron: no DDP wrapper under ZeRO-1 with fp32 accumulation, sync_gradients_across_dp with
   // reduce_scatter=False). false: ZeRO-1 reduce-scatters its buckets as ZeRO-0 all-reduces them.
   bool zero1_whole_all_reduce = false;
   // How the weight gradients accumulate over the micro-batches of a step (GradAccumulation).

@@ -179,11 +179,15 @@ int64_t grad_bucket_params(const Training& t, const Layout& l) {
   return std::max<int64_t>(40'000'000, int64_t{1'000'000} * l.dp * l.cp);
 }
 
+bool zero1_reduced_whole(const Training& t, const Layout& l) {
+  return l.zero == 1 && t.zero1_whole_all_reduce && t.grad_dtype == Dtype::fp32;
+}
+
 int64_t bucket_threshold(const Training& t, const Layout& l) {
   // ZeRO-3 shards, gathers and reduces each unit on its own, as FSDP does each wrapped
   // transformer block (Zhao et al. 2023 §3); otherwise the framework's buckets.
   if (l.zero == 3) return 1;
-  if (l.zero == 1 && t.zero1_whole_all_reduce) return std::numeric_limits<int64_t>::max();
+  if (zero1_reduced_whole(t, l)) return std::numeric_limits<int64_t>::max();
   return grad_bucket_params(t, l);
 }
 

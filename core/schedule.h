@@ -145,7 +145,10 @@ inline constexpr uint8_t kKeepsWeightGradInputs = 8;
 //                   group dp / dp_cp / expert_dp: a data-parallel bucket (expert_dp: the expert
 //                   weights of the MoE layers in range, dp / dp_cp: every other weight);
 //                   group tp: the replicated norm weights' gradients under sequence parallelism;
-//                   group pp: the tied word embedding between the first and last stage.
+//                   group pp: the tied word embedding between the first and last stage; under
+//                   ZeRO-1/2 the dp all-reduce that first sums its pieces has no parts (it
+//                   covers no bucket), where a ZeRO-1 reduced whole (zero1_reduced_whole) has no
+//                   such step.
 //   param_gather  : op all_gather, group, chunk, layer range, parts, params, bytes; micro_batch
 //                   and pass of the use it precedes (ZeRO-3), or -1 / none (ZeRO-1/2 at step
 //                   start). A ZeRO-3 head gather with the embedding bit also gathers the tied word
@@ -264,9 +267,13 @@ LayerRange virtual_stage_layers(const Model& m, const Layout& l, int virtual_sta
 // ranks (megatron/core/distributed/distributed_data_parallel.py: DistributedDataParallelConfig.
 // bucket_size's default).
 int64_t grad_bucket_params(const Training& t, const Layout& l);
+// Whether the layout's ZeRO-1 reduces the gradients with one all-reduce of the whole buffer after
+// the backward (Training::zero1_whole_all_reduce: nanotron, whose ZeRO-1 drops its DDP wrapper
+// only when it accumulates the gradients in fp32), every rank keeping all of them.
+bool zero1_reduced_whole(const Training& t, const Layout& l);
 // The parameters that close a bucket (core/zero_units.h's gradient_buckets): ZeRO-3 makes each
-// unit with parameters its own bucket, a ZeRO-1 reduced whole (Training::zero1_whole_all_reduce)
-// one bucket of all, otherwise grad_bucket_params.
+// unit with parameters its own bucket, a ZeRO-1 reduced whole one bucket of each chunk's dense
+// and expert weights, otherwise grad_bucket_params.
 int64_t bucket_threshold(const Training& t, const Layout& l);
 
 // Bytes a ZeRO reduce_scatter's local work streams through memory on each of its `members` ranks

@@ -9,7 +9,8 @@
 namespace shardplan::schedule_detail {
 namespace {
 
-// The chunk's buckets of the parameters `params_of` counts (core/zero_units.h: Megatron-LM's).
+// The chunk's buckets of the parameters `params_of` counts (core/zero_units.h), closing at
+// `threshold` (core/schedule.h: bucket_threshold).
 template <class ParamsOf>
 void add_buckets(std::vector<Bucket>& out, const Chunk& c, Group g, int64_t threshold,
                  ParamsOf params_of) {
@@ -68,7 +69,7 @@ DataParallel plan_data_parallel(const Training& t, const Layout& l,
                                 const std::vector<Chunk>& chunks) {
   DataParallel dp;
   dp.zero = l.zero;
-  dp.whole_all_reduce = l.zero == 1 && t.zero1_whole_all_reduce;
+  dp.whole_all_reduce = zero1_reduced_whole(t, l);
   dp.overlap = (t.overlap_grad_reduce && !dp.whole_all_reduce) || reduces_every_microbatch(l.zero);
   dp.overlap_param_gather = t.overlap_param_gather;
   dp.dtype = t.dtype;
@@ -200,9 +201,10 @@ std::vector<Action> step_end_actions(const DataParallel& dp, const Model& m, con
     // Under ZeRO each end owns other pieces of the word embedding (their units differ), so the
     // pieces are first summed into the whole tensor over the ZeRO group, in place in zeros.
     // Tensor-parallel peers need no such step: they share their dp coordinate and own the same
-    // pieces.
+    // pieces; nor does a ZeRO-1 reduced whole, whose ranks all hold the whole reduced tensor.
     const int64_t word = word_embedding_shard(m, l.tp);
-    if (dp.zero >= 1 && dp.dense_members > 1) reduce(dense_dp_group(l), Stream::pp_comm, word);
+    if (dp.zero >= 1 && dp.dense_members > 1 && !dp.whole_all_reduce)
+      reduce(dense_dp_group(l), Stream::pp_comm, word);
     reduce(Group::pp, Stream::pp_comm, word);
   }
   // ZeRO-1 and above: each rank updates 1/dp of the dense and 1/expert_dp of the expert weights.

@@ -68,7 +68,7 @@ struct DataParallel {
   // runs after the whole backward, on the compute stream (Training::overlap_grad_reduce).
   bool overlap = true;
   // ZeRO-1 reduced as ZeRO-0 is, by all-reduce, in one bucket after the whole backward
-  // (Training::zero1_whole_all_reduce).
+  // (core/schedule.h: zero1_reduced_whole).
   bool whole_all_reduce = false;
   // ZeRO-1/2's step-start gathers overlap the forward on the zero-comm stream; false: they run
   // on the compute stream before it (Training::overlap_param_gather).

@@ -41,9 +41,9 @@ struct Training {
   // grad_bucket_elements); 0: Megatron-LM's size, max(4·10⁷, 10⁶·dp·cp) (core/schedule.h:
   // grad_bucket_params).
   int64_t grad_bucket_elements = 0;
-  // ZeRO-1 reduces the gradients with one all-reduce of the whole buffer once the backward is
-  // done, every rank keeping all of them (Framework::zero1_whole_all_reduce); false: bucket by
-  // bucket as ZeRO-0, each a reduce-scatter.
+  // ZeRO-1 with fp32 gradients reduces them with one all-reduce of the whole buffer once the
+  // backward is done, every rank keeping all of them (Framework::zero1_whole_all_reduce; core/
+  // schedule.h: zero1_reduced_whole); false: bucket by bucket as ZeRO-0, each a reduce-scatter.
   bool zero1_whole_all_reduce = false;
   // Who splits the layers over the pipeline stages (core/framework.h, Framework::layer_split): a
   // plan keeps it, so that its layout is checked against the split that framework runs.

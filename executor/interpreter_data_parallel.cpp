@@ -49,7 +49,8 @@ void RankState<T>::take_pieces(const Buffer<T>& full, ElementRange range) {
 
 template <class T>
 void RankState<T>::all_reduce_tensor_grads(GroupComm& comm, ElementRange range) {
-  if (l.zero == 0)
+  // Without ZeRO, or with a ZeRO-1 reduced whole, every rank holds the whole reduced gradients.
+  if (l.zero == 0 || zero1_reduced_whole(t, l))
     return comm.all_reduce(
         std::span<T>(grads.data() + range.begin, static_cast<size_t>(range.count())),
         ReduceOp::sum);
@@ -83,8 +84,8 @@ void RankState<T>::grad_reduce(const Action& a) {
     return;
   }
   // The tied embedding's pieces summed over the ZeRO group before the pair's sum: under ZeRO the
-  // one all-reduce over it that covers no bucket's layers (core/schedule_data_parallel.cpp:
-  // step_end_actions); buckets reduce-scatter, or, reduced whole under ZeRO-1, all-reduce below.
+  // one all-reduce over it that covers no bucket's layers (core/schedule.h: grad_reduce); buckets
+  // reduce-scatter, or, a ZeRO-1 reduced whole, all-reduce below.
   if (l.zero >= 1 && a.op == Collective::all_reduce && a.parts == 0) {
     assembled_word_embedding = pieces_in_zeros(word_embedding_range());
     return rt->group(a.group).all_reduce(assembled_word_embedding->span(), ReduceOp::sum);

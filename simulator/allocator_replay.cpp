@@ -79,10 +79,11 @@ class Replay {
     allocate_gradients();
     for (int64_t b : {r_.comm_buffer_bytes, r_.zero3_gathered_bytes, r_.sp_gather_buffer_bytes})
       if (b > 0) a_.allocate(b);
-    // DDP's buckets (bucket_cap_mb, 25 MB in PyTorch and nanotron).
-    constexpr int64_t kBucketBytes = 25 << 20;
+    // DDP's buckets of the compute-dtype gradients (bucket_cap_mb: the framework's
+    // grad_bucket_elements, 25 MiB of bf16 in nanotron).
+    const int64_t bucket_bytes = grad_bucket_params(t_, l_) * dtype_bytes(t_.dtype);
     for (int64_t b : split(r_.grad_bucket_copy_bytes,
-                           (r_.grad_bucket_copy_bytes + kBucketBytes - 1) / kBucketBytes))
+                           (r_.grad_bucket_copy_bytes + bucket_bytes - 1) / bucket_bytes))
       a_.allocate(b);
     for (int step = 0; step < 2; ++step) {
       for (const PipelineStep& p : pipeline_order(l_, s_.stage)) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/placement.h"
 #include "simulator/parts_compute.h"
 #include "simulator/rank_shape.h"
 
@@ -135,21 +136,30 @@ namespace {
 // elements added per weight element: none when the kernel adds them itself, all every
 // micro-batch for a hook, all but the first micro-batch's under AccumulateGrad, which assigns that
 // one; a rank's ZeRO-2/3 shard only, where the gradients are reduce-scattered after every backward
-// (DeepSpeed's partitioned gradients, FSDP's saved shard). `bytes` per element added: the new
-// gradient read in the compute dtype, the accumulator read and written in the gradient dtype.
+// (DeepSpeed's partitioned gradients, FSDP's saved shard), of the dense weights over dp·cp and of
+// the experts' over their own data-parallel group. `bytes` per element added: the new gradient read
+// in the compute dtype, the accumulator read and written in the gradient dtype.
 struct GradAdd {
   double share = 0;
+  double expert_share = 0;
   double bytes = 0;
 };
 
 GradAdd grad_add(GradAccumulation mode, const Training& t, const Layout& l) {
   if (mode == GradAccumulation::in_place || mode == GradAccumulation::fused) return {};
   const int64_t e = dtype_bytes(t.dtype), g = dtype_bytes(t.grad_dtype);
+  // grad_accumulation_reads: the dense shard's ranks and the micro-batches (the expert group
+  // follows from dp, cp and ep, which the caches key).
   const std::array<int, 2> reads = grad_accumulation_reads(mode, t, l);
-  const double share = reads[0] > 1 ? 1.0 / reads[0] : 1.0;
   const double added = reads[1] > 0 ? (reads[1] - 1.0) / reads[1] : 1.0;
-  return {share * added, as_double(e + 2 * g)};
+  const double dense = reads[0] > 1 ? 1.0 / reads[0] : 1.0;
+  const double experts = reads[0] > 0 ? 1.0 / group_size(l, Group::expert_dp) : 1.0;
+  return {added * dense, added * experts, as_double(e + 2 * g)};
 }
+
+// Whose gradients a GEMM's B operand has: none (attention's K and V), the dense weights', or the
+// experts'.
+enum class Weights { none, dense, experts };
 
 // Accumulates operations into the three passes of the part being built. `recomputed` marks
 // operations that the recomputation mode runs again inside the backward.
@@ -211,16 +221,19 @@ struct PassBuilder {
 
   // `count` GEMMs Y = X·W of (m×k)·(k×n). Backward: dX = dY·Wᵀ, (m×n)·(n×k), and, as the
   // weight gradient, dW = Xᵀ·dY, (k×m)·(m×n): twice the forward FLOPs, their own output tiles,
-  // then its accumulation over the step where W is a weight (`weights`; not attention's K and V).
+  // then its accumulation over the step where W is a weight (`weights`).
   void gemm(int64_t m, int64_t k, int64_t n, bool recomputed, int64_t count = 1,
-            bool weights = true) {
+            Weights weights = Weights::dense) {
     const double flops = 2.0 * as_double(m) * as_double(k) * as_double(n) * as_double(count);
     const double forward = timed_gemm(Pass::forward, recomputed, m, k, n, count);
     const double backward = timed_gemm(Pass::backward, false, m, n, k, count);
     add(OpKind::matmul, flops, flops, 0, 0, forward, backward, recomputed, {1, 1});
     accumulate(out[part].weight_grad, OpKind::matmul, flops, 0,
                timed_gemm(Pass::weight_grad, false, k, m, n, count), 1);
-    if (weights) accumulate_gradients(as_double(k) * as_double(n) * as_double(count), grad_add);
+    if (weights == Weights::none) return;
+    GradAdd a = grad_add;
+    if (weights == Weights::experts) a.share = a.expert_share;
+    accumulate_gradients(as_double(k) * as_double(n) * as_double(count), a);
   }
 
   // `weights` gradient elements added into the step's accumulated gradients (GradAdd), after
@@ -333,8 +346,8 @@ void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute
     // not keep, Korthikanti et al. 2022 §5); the context, probabilities · V, is kept as the output
     // projection's input, so only full recomputation runs that GEMM again (as the executor does,
     // executor/layers/block.cpp).
-    b.gemm(r.seq, m.head_dim, r.kv_seq, core_again, r.batch * heads, false);  // scores
-    b.gemm(r.seq, r.kv_seq, m.head_dim, full, r.batch * heads, false);        // probabilities · V
+    b.gemm(r.seq, m.head_dim, r.kv_seq, core_again, r.batch * heads, Weights::none);  // scores
+    b.gemm(r.seq, r.kv_seq, m.head_dim, full, r.batch * heads, Weights::none);  // probabilities · V
     const double scores = as_double(r.batch * heads * r.seq * r.kv_seq);
     const double dropout_bytes = x.dropout ? 2 * e + kMaskBytes : 0;
     b.memory(MemoryKernel::softmax_forward, MemoryKernel::softmax_backward, scores,
@@ -385,10 +398,10 @@ void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r
   // Permute into expert order and back (read and write every copy once each way).
   b.memory(MemoryKernel::permute, MemoryKernel::permute, as_double((t + copies) * m.hidden), 2 * e,
            2 * e, full);
-  b.gemm(rows, m.hidden, up_widths * ffn, full, local_experts);
+  b.gemm(rows, m.hidden, up_widths * ffn, full, local_experts, Weights::experts);
   b.memory(act_fwd, act_bwd, as_double(copies * ffn), act_fwd_bytes, act_bwd_bytes, full,
            act_launches);
-  b.gemm(rows, ffn, m.hidden, full, local_experts);
+  b.gemm(rows, ffn, m.hidden, full, local_experts, Weights::experts);
   add_residual(b, edges, full);
 }
 

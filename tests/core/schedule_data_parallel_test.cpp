@@ -193,6 +193,7 @@ TEST_CASE("a framework's bucket size, and ZeRO-1 reduced whole after the backwar
   // stream, where Megatron-LM's reduce-scatters its buckets during the backward.
   l.zero = 1;
   Training whole = test::training(8, 4096);
+  whole.grad_dtype = Dtype::fp32;  // accumulate_grad_in_fp32
   whole.zero1_whole_all_reduce = true;
   const Program p = build_program(m, whole, l, 0);
   const std::vector<Action> one = reductions(p);
@@ -205,6 +206,23 @@ TEST_CASE("a framework's bucket size, and ZeRO-1 reduced whole after the backwar
     CHECK(a.op == Collective::reduce_scatter);
     CHECK(a.stream == Stream::dp_comm);
   }
+  // Only with fp32 gradients: nanotron keeps DDP's buckets otherwise.
+  whole.grad_dtype = Dtype::bf16;
+  CHECK(reductions(build_program(m, whole, l, 0)).size() > 1);
+  // A tied word embedding's pieces need no sum over dp before the pair's: every rank holds it.
+  const Model tied = small_gpt();
+  Layout z = layout(2, 1, 2, 4);
+  z.zero = 1;
+  Training t = small_training();
+  t.grad_dtype = Dtype::fp32;
+  const auto pieces_sums = [&](const Training& tr) {
+    return count(build_program(tied, tr, z, 0), [](const Action& a) {
+      return a.kind == ActionKind::grad_reduce && a.group != Group::pp && a.parts == 0;
+    });
+  };
+  CHECK(pieces_sums(t) == 1);
+  t.zero1_whole_all_reduce = true;
+  CHECK(pieces_sums(t) == 0);
 }
 
 TEST_CASE("tied embeddings: first and last stage all-reduce the word-embedding gradient",
