@@ -120,17 +120,6 @@ CrossEntropyPasses cross_entropy_passes(CrossEntropyKernel k, int64_t elem_bytes
   return {};
 }
 
-}  // namespace
-
-std::array<int, 2> grad_accumulation_reads(GradAccumulation mode, const Training& t,
-                                           const Layout& l) {
-  if (mode != GradAccumulation::autograd) return {0, 0};
-  const bool assigns_first = dtype_bytes(t.grad_dtype) == dtype_bytes(t.dtype);
-  return {l.zero >= 2 ? l.dp * l.cp : 0, assigns_first ? l.num_microbatches : 0};
-}
-
-namespace {
-
 // Adding one micro-batch's weight gradients into the step's accumulated ones, per weight element
 // and averaged over the step's micro-batches (core/framework.h: GradAccumulation): `share`, the
 // elements added per weight element: none when the kernel adds them itself, all every
@@ -150,10 +139,11 @@ GradAdd grad_add(GradAccumulation mode, const Training& t, const Layout& l) {
   const int64_t e = dtype_bytes(t.dtype), g = dtype_bytes(t.grad_dtype);
   // grad_accumulation_reads: the dense shard's ranks and the micro-batches (the expert group
   // follows from dp, cp and ep, which the caches key).
-  const std::array<int, 2> reads = grad_accumulation_reads(mode, t, l);
-  const double added = reads[1] > 0 ? (reads[1] - 1.0) / reads[1] : 1.0;
-  const double dense = reads[0] > 1 ? 1.0 / reads[0] : 1.0;
-  const double experts = reads[0] > 0 ? 1.0 / group_size(l, Group::expert_dp) : 1.0;
+  const GradAccumulationReads reads = grad_accumulation_reads(mode, t, l);
+  const double added =
+      reads.microbatches > 0 ? (reads.microbatches - 1.0) / reads.microbatches : 1.0;
+  const double dense = reads.shard_ranks > 1 ? 1.0 / reads.shard_ranks : 1.0;
+  const double experts = reads.shard_ranks > 0 ? 1.0 / group_size(l, Group::expert_dp) : 1.0;
   return {added * dense, added * experts, as_double(e + 2 * g)};
 }
 
@@ -406,6 +396,14 @@ void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r
 }
 
 }  // namespace
+
+GradAccumulationReads grad_accumulation_reads(GradAccumulation mode, const Training& t,
+                                              const Layout& l) {
+  if (mode != GradAccumulation::autograd) return {};
+  const bool assigns_first = dtype_bytes(t.grad_dtype) == dtype_bytes(t.dtype);
+  return {.shard_ranks = l.zero >= 2 ? l.dp * l.cp : 0,
+          .microbatches = assigns_first ? l.num_microbatches : 0};
+}
 
 PartsCompute layer_compute(const Model& m, const Training& t, const Layout& l, bool moe_layer,
                            const DeviceRates& rates, const ExecutionOptions& x,

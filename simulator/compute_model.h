@@ -71,12 +71,16 @@ struct MicrobatchCompute {
 void add_compute(MicrobatchCompute& dst, const MicrobatchCompute& src, double times);
 
 // What of the layout beyond its rank shape the weight gradients' accumulation over a step reads
-// (compute_model.cpp: GradAdd), {0, 0} where it reads none, for the caches keyed without it: under
-// PyTorch's AccumulateGrad, the ranks a ZeRO-2/3 shard is cut over (dp·cp, the rank adding only
-// its shard; 0 below ZeRO-2) and the step's micro-batches where the first one's gradient is
-// assigned, not added (0 where it is added into a buffer of another dtype).
-std::array<int, 2> grad_accumulation_reads(GradAccumulation mode, const Training& t,
-                                           const Layout& l);
+// (compute_model.cpp: GradAdd), all 0 where it reads none, for the caches keyed without it.
+// Under PyTorch's AccumulateGrad: `shard_ranks`, the ranks a ZeRO-2/3 shard is cut over (dp·cp,
+// the rank adding only its shard; 0 below ZeRO-2), and `microbatches`, the step's, where the first
+// one's gradient is assigned, not added (0 where it is added into a buffer of another dtype).
+struct GradAccumulationReads {
+  int shard_ranks = 0;
+  int microbatches = 0;
+};
+GradAccumulationReads grad_accumulation_reads(GradAccumulation mode, const Training& t,
+                                              const Layout& l);
 
 MicrobatchCompute microbatch_compute(const Model& m, const Training& t, const Layout& l,
                                      const StageLayers& s, const DeviceRates& r,

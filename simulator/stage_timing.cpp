@@ -142,7 +142,7 @@ const PricedActions& cached(
 // The ZeRO stage a layout's passes are priced alike under: 0 for all, or 2 for ZeRO-2 and -3
 // where the gradients' accumulation adds only the rank's shard (grad_accumulation_reads).
 int passes_zero(const Training& t, const Layout& l, const ExecutionOptions& x) {
-  return grad_accumulation_reads(x.grad_accumulation, t, l)[0] > 0 ? 2 : 0;
+  return grad_accumulation_reads(x.grad_accumulation, t, l).shard_ranks > 0 ? 2 : 0;
 }
 
 StageCacheKeys stage_cache_keys(const Training& t, const Layout& l, const ExecutionOptions& x,
@@ -208,15 +208,15 @@ const std::shared_ptr<const PartsCompute>& cached_parts(EstimateCache& cache, co
                                                         const DeviceRates& rates,
                                                         const ExecutionOptions& x) {
   using Parts = EstimateCache::State::Parts;
-  const std::array<int, 2> accumulation = grad_accumulation_reads(x.grad_accumulation, t, l);
+  const GradAccumulationReads accumulation = grad_accumulation_reads(x.grad_accumulation, t, l);
   const std::array<int, 8> key{l.tp,
                                l.cp,
                                l.ep,
                                l.micro_batch,
                                l.sequence_parallel ? 1 : 0,
                                static_cast<int>(l.recompute),
-                               accumulation[0],
-                               accumulation[1]};
+                               accumulation.shard_ranks,
+                               accumulation.microbatches};
   return cache.state()
       .parts
       .find_or_add([&](const Parts& p) { return p.key == key; },
