@@ -48,13 +48,13 @@ constexpr auto kClusterKeys = std::to_array<std::string_view>(
     {"name", "source", "nodes", "devices_per_node", "device", "levels"});
 constexpr auto kDeviceKeys = std::to_array<std::string_view>(
     {"name", "source", "arch", "memory_GiB", "reserved_GiB", "memory_GBps", "best_published_mfu",
-     "peak_tflops", "efficiency"});
+     "best_published_mfu_fp8", "peak_tflops", "efficiency"});
 constexpr auto kEfficiencyKeys = std::to_array<std::string_view>(
-    {"source", "matmul", "attention_forward", "attention_backward", "flash2_forward",
+    {"source", "matmul", "matmul_fp8", "attention_forward", "attention_backward", "flash2_forward",
      "flash2_backward", "flash1_forward", "flash1_backward", "memory", "sm_count",
      "kernel_overhead_us", "sustained_clock"});
 constexpr auto kPeakKeys =
-    std::to_array<std::string_view>({"source", "fp32", "tf32", "bf16", "fp16"});
+    std::to_array<std::string_view>({"source", "fp32", "tf32", "bf16", "fp16", "fp8"});
 constexpr auto kLevelKeys = std::to_array<std::string_view>(
     {"name", "kind", "source", "span_devices", "bandwidth_GBps", "nics_per_node", "nic_GBps",
      "latency_us", "oversubscription", "nccl_channels", "nvlink_sharp"});
@@ -75,12 +75,15 @@ Device device_from_json(ObjectReader r) {
   d.reserved_GiB = r.number_or("reserved_GiB", 0);
   d.memory_GBps = r.number("memory_GBps");
   d.best_published_mfu = r.number_or("best_published_mfu", 0);
+  d.best_published_mfu_fp8 = r.number_or("best_published_mfu_fp8", 0);
   ObjectReader peak = r.object("peak_tflops");
   reject_unknown_first(peak, kPeakKeys);
   for (const auto& [dtype, name] : kDtypeNames) peak_slot(d, dtype) = peak.number_or(name, 0);
+  d.peak_tflops_fp8 = peak.number_or("fp8", 0);
   ObjectReader eff = r.object("efficiency");
   reject_unknown_first(eff, kEfficiencyKeys);
   d.efficiency.matmul = eff.number("matmul");
+  d.efficiency.matmul_fp8 = eff.number_or("matmul_fp8", 0);
   d.efficiency.attention_forward = eff.number("attention_forward");
   d.efficiency.attention_backward = eff.number("attention_backward");
   d.efficiency.flash2_forward = eff.number_or("flash2_forward", d.efficiency.attention_forward);
@@ -138,6 +141,7 @@ std::string level_field(size_t i, std::string_view key) {
 }
 
 void validate_device(const Device& d, const std::string& file) {
+  const DeviceEfficiency& e = d.efficiency;
   auto positive = [&](double v, const char* field) {
     if (!(v > 0)) throw InputError(file, field, fmt::format("must be positive, found {:g}", v));
   };
@@ -147,11 +151,28 @@ void validate_device(const Device& d, const std::string& file) {
     throw InputError(file, "device.reserved_GiB",
                      fmt::format("{:g} must be at least 0 and below memory_GiB={:g}",
                                  d.reserved_GiB, d.memory_GiB));
-  if (!(d.best_published_mfu >= 0 && d.best_published_mfu < 1))
-    throw InputError(file, "device.best_published_mfu",
-                     fmt::format("must be a fraction in [0, 1), found {:g}", d.best_published_mfu),
-                     "0 when no published figure is known");
-  const DeviceEfficiency& e = d.efficiency;
+  for (const auto& [value, key] : {std::pair{d.best_published_mfu, "best_published_mfu"},
+                                   {d.best_published_mfu_fp8, "best_published_mfu_fp8"}})
+    if (!(value >= 0 && value < 1))
+      throw InputError(file, fmt::format("device.{}", key),
+                       fmt::format("must be a fraction in [0, 1), found {:g}", value),
+                       "0 when no published figure is known");
+  // FP8 GEMMs need both their peak and what fraction of it they reach, or neither.
+  if (!(d.peak_tflops_fp8 >= 0))
+    throw InputError(file, "device.peak_tflops.fp8",
+                     fmt::format("must not be negative, found {:g}", d.peak_tflops_fp8),
+                     "0 means no FP8 tensor cores");
+  if (!(e.matmul_fp8 >= 0 && e.matmul_fp8 <= 1))
+    throw InputError(
+        file, "device.efficiency.matmul_fp8",
+        fmt::format("must be a fraction of the FP8 peak in [0, 1], found {:g}", e.matmul_fp8));
+  if ((d.peak_tflops_fp8 > 0) != (e.matmul_fp8 > 0))
+    throw InputError(
+        file, d.peak_tflops_fp8 > 0 ? "device.efficiency.matmul_fp8" : "device.peak_tflops.fp8",
+        d.peak_tflops_fp8 > 0
+            ? fmt::format("is 0, and peak_tflops.fp8 is {:g}", d.peak_tflops_fp8)
+            : fmt::format("is 0, and efficiency.matmul_fp8 is {:g}", e.matmul_fp8),
+        "give both the FP8 dense peak and the fraction of it FP8 GEMMs reach");
   for (const auto& [value, key] : {std::pair{e.matmul, "matmul"},
                                    {e.attention_forward, "attention_forward"},
                                    {e.attention_backward, "attention_backward"},
@@ -309,6 +330,7 @@ nlohmann::json cluster_to_json(const Cluster& c) {
   const Device& d = c.device;
   nlohmann::json peak = nlohmann::json::object();
   for (const auto& [dtype, name] : kDtypeNames) peak[std::string(name)] = d.peak_tflops(dtype);
+  peak["fp8"] = d.peak_tflops_fp8;
   nlohmann::json levels = nlohmann::json::array();
   for (const InterconnectLevel& l : c.levels) {
     nlohmann::json level = {{"name", l.name},
@@ -336,9 +358,11 @@ nlohmann::json cluster_to_json(const Cluster& c) {
             {"reserved_GiB", d.reserved_GiB},
             {"memory_GBps", d.memory_GBps},
             {"best_published_mfu", d.best_published_mfu},
+            {"best_published_mfu_fp8", d.best_published_mfu_fp8},
             {"peak_tflops", peak},
             {"efficiency",
              {{"matmul", d.efficiency.matmul},
+              {"matmul_fp8", d.efficiency.matmul_fp8},
               {"attention_forward", d.efficiency.attention_forward},
               {"attention_backward", d.efficiency.attention_backward},
               {"flash2_forward", d.efficiency.flash2_forward},

@@ -16,6 +16,7 @@ namespace shardplan {
 // source in the topology file, replaced by measurement once `shardplan calibrate` has run.
 struct DeviceEfficiency {
   double matmul = 0;  // best achievable GEMM FLOP/s ÷ dense peak
+  double matmul_fp8 = 0;  // the same for FP8 GEMMs ÷ the FP8 dense peak (0: no FP8)
   // The device's best fused attention kernel (FlashAttention-3 on Hopper, FlashAttention-2 on
   // Ampere), forward and backward FLOP/s ÷ dense peak.
   double attention_forward = 0;
@@ -62,10 +63,15 @@ struct Device {
   double peak_tflops_tf32 = 0;
   double peak_tflops_bf16 = 0;
   double peak_tflops_fp16 = 0;
+  // FP8 tensor cores (E4M3/E5M2 operands, Hopper and later); 0 = none. Not a Dtype: weights and
+  // activations are never stored in it, only the linear layers' GEMM operands (Fp8Recipe).
+  double peak_tflops_fp8 = 0;
   DeviceEfficiency efficiency;
   // The highest MFU a published training run reached on this GPU in the compute dtypes the cost
   // model prices (bf16/fp16); a prediction above it is flagged as optimistic. 0: none known.
   double best_published_mfu = 0;
+  // The same for runs whose linear layers compute in FP8, as a fraction of the FP8 peak.
+  double best_published_mfu_fp8 = 0;
 
   double peak_tflops(Dtype d) const;
   int64_t memory_bytes() const;    // memory_GiB in bytes

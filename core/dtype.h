@@ -17,4 +17,21 @@ constexpr int64_t dtype_bytes(Dtype d) {
   return (d == Dtype::bf16 || d == Dtype::fp16) ? 2 : 4;
 }
 
+// How the linear layers' GEMMs run in FP8 (Transformer Engine recipes; Micikevicius et al. 2022,
+// "FP8 Formats for Deep Learning": E4M3 forward, E5M2 gradients), each linear's input, weight and
+// output gradient quantized before its GEMMs; everything else stays in the compute dtype.
+//   none     the compute dtype throughout;
+//   delayed  per-tensor scales from the amax history of earlier steps (TE DelayedScaling, the
+//            Hopper default): the cast computes the amax it records, one pass;
+//   current  per-tensor scales from the tensor's own amax (TE Float8CurrentScaling, "FP8-CS"):
+//            an amax pass before the cast;
+//   mxfp8    a power-of-two scale per block of 32 elements (OCP MX formats; TE MXFP8BlockScaling,
+//            Blackwell's tensor cores only).
+enum class Fp8Recipe { none, delayed, current, mxfp8 };
+
+inline constexpr EnumNames<Fp8Recipe, 4> kFp8RecipeNames{{{Fp8Recipe::none, "none"},
+                                                          {Fp8Recipe::delayed, "delayed"},
+                                                          {Fp8Recipe::current, "current"},
+                                                          {Fp8Recipe::mxfp8, "mxfp8"}}};
+
 }  // namespace shardplan

@@ -18,6 +18,7 @@ constexpr auto kSourcedKeys = std::to_array<std::string_view>({"attention",
                                                                "cross_entropy",
                                                                "overlap_grad_reduce",
                                                                "overlap_param_gather",
+                                                               "tp_comm_overlap",
                                                                "fused_swiglu",
                                                                "grad_bucket_copy",
                                                                "sp_gather_buffers",
@@ -59,6 +60,7 @@ Framework framework_from_json(const nlohmann::json& j, const std::string& file) 
   f.cross_entropy = enum_field(r, "cross_entropy", kCrossEntropyKernelNames);
   f.overlap_grad_reduce = r.boolean("overlap_grad_reduce");
   f.overlap_param_gather = r.boolean("overlap_param_gather");
+  f.tp_comm_overlap = r.boolean("tp_comm_overlap");
   f.fused_swiglu = r.boolean("fused_swiglu");
   f.grad_bucket_copy = r.boolean("grad_bucket_copy");
   f.caching_allocator = r.boolean("caching_allocator");

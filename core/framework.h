@@ -86,6 +86,10 @@ struct Framework {
   // bucket (Megatron-Core's overlap_param_gather), or runs whole when the optimizer step ends
   // (DeepSpeed's ZeRO-1/2, nanotron's ZeRO-1): then the step waits for it.
   bool overlap_param_gather = true;
+  // The sequence-parallel all-gathers and reduce-scatters cut into chunks that pass while the
+  // GEMMs beside them run (TransformerEngine's userbuffers; Megatron-Core's --tp-comm-overlap),
+  // instead of each collective running whole between the GEMMs (simulator/tp_comm_overlap.h).
+  bool tp_comm_overlap = false;
   // SwiGLU as one kernel that recomputes silu(gate) in its backward (Megatron-Core's
   // bias_swiglu_fusion): the MLP keeps its gate and up outputs and their product. false: eager
   // `silu(gate) * up`, two kernels each way, which also keeps silu's output for the product's

@@ -14,6 +14,8 @@
 //   cross_entropy_* one logit [tokens, vocab]
 //   optimizer_step  one parameter updated
 //   grad_accumulate one weight-gradient element added into the step's accumulated gradient
+//   fp8_cast        one element of a linear layer's input, weight or output gradient quantized to
+//                   FP8 (core/dtype.h: Fp8Recipe)
 #pragma once
 
 #include <cstdint>
@@ -43,8 +45,9 @@ enum class MemoryKernel : uint8_t {
   cross_entropy_backward,
   optimizer_step,
   grad_accumulate,
+  fp8_cast,
 };
-inline constexpr EnumNames<MemoryKernel, 20> kMemoryKernelNames{
+inline constexpr EnumNames<MemoryKernel, 21> kMemoryKernelNames{
     {{MemoryKernel::norm_forward, "norm_forward"},
      {MemoryKernel::norm_backward, "norm_backward"},
      {MemoryKernel::residual_forward, "residual_forward"},
@@ -64,6 +67,7 @@ inline constexpr EnumNames<MemoryKernel, 20> kMemoryKernelNames{
      {MemoryKernel::cross_entropy_forward, "cross_entropy_forward"},
      {MemoryKernel::cross_entropy_backward, "cross_entropy_backward"},
      {MemoryKernel::optimizer_step, "optimizer_step"},
-     {MemoryKernel::grad_accumulate, "grad_accumulate"}}};
+     {MemoryKernel::grad_accumulate, "grad_accumulate"},
+     {MemoryKernel::fp8_cast, "fp8_cast"}}};
 
 }  // namespace shardplan

@@ -13,6 +13,10 @@ struct LayerComm {
   bool cp = false;        // cp > 1
   bool ep = false;        // ep > 1
   int64_t act_bytes = 0;  // hidden states of a micro-batch: b · s/cp · h
+  // What the layers' linears gather per tensor: act_bytes, or b · s/cp · h bytes in FP8, which
+  // TransformerEngine quantizes before it gathers (Training::fp8; TE's all-gather buffers are FP8
+  // under an FP8 recipe, transformer_engine/pytorch/module/base.py initialize_ub fp8_buf).
+  int64_t linear_gather_bytes = 0;
   int64_t kv_bytes = 0;   // K and V of the whole sequence: 2 · b · s · (kv_heads/tp) · head_dim
   int64_t a2a_bytes = 0;  // routed tokens: b · s/cp (/tp under SP) · top_k · h
   int64_t loss_bytes = 0;  // one fp32 value per token of the micro-batch: b · s/cp · 4
@@ -29,6 +33,7 @@ LayerComm layer_comm(const Model& m, const Training& t, const Layout& l) {
   // Korthikanti et al. 2022 §4.2.2: the tp all-reduce, reduce-scatter and all-gather of a
   // transformer layer each carry the full b·s·h activation.
   c.act_bytes = tokens * m.hidden * dt;
+  c.linear_gather_bytes = t.fp8 == Fp8Recipe::none ? c.act_bytes : tokens * m.hidden;
   // TransformerEngine's all-gather context parallelism (Megatron-Core --cp-comm-type all_gather):
   // each rank gathers K and V of the whole sequence for its heads, and reduce-scatters dK, dV.
   c.kv_bytes = 2 * int64_t{l.micro_batch} * t.seq_len * (m.num_kv_heads / l.tp) * m.head_dim * dt;
@@ -66,9 +71,11 @@ struct PassSteps {
   // partial sums, or reduce-scatters them under SP. `tensors` sequence-sharded [b·s/cp/tp, h]
   // tensors are gathered: going backward a layer gathers its saved input again with its output
   // gradient (see layer_backward).
-  void tp_enter(Part at, int tensors = 1) {
-    if (comm.sp)
-      collective(Stream::tp_comm, Collective::all_gather, Group::tp, at, tensors * comm.act_bytes);
+  void tp_enter(Part at, int tensors = 1) { gather(at, tensors * comm.act_bytes); }
+  // Entering a layer's linear layers: their inputs gathered as they compute (FP8 or not).
+  void linear_enter(Part at, int tensors = 1) { gather(at, tensors * comm.linear_gather_bytes); }
+  void gather(Part at, int64_t bytes) {
+    if (comm.sp) collective(Stream::tp_comm, Collective::all_gather, Group::tp, at, bytes);
   }
   void tp_leave(Part at) {
     if (comm.tp)
@@ -106,7 +113,7 @@ struct PassSteps {
 // layer being router, all-to-all dispatch, experts, all-to-all combine.
 void layer_forward(PassSteps& s, bool moe) {
   s.compute(Part::attention_norm);
-  s.tp_enter(Part::attention_qkv);
+  s.linear_enter(Part::attention_qkv);
   s.compute(Part::attention_qkv);
   s.cp(Collective::all_gather);
   s.compute(Part::attention_core);
@@ -120,7 +127,7 @@ void layer_forward(PassSteps& s, bool moe) {
     s.all_to_all();
     s.tp_leave(Part::experts);
   } else {
-    s.tp_enter(Part::mlp);
+    s.linear_enter(Part::mlp);
     s.compute(Part::mlp);
     s.tp_leave(Part::mlp);
   }
@@ -145,12 +152,12 @@ void layer_backward(PassSteps& s, bool moe) {
     s.compute(Part::router);
     s.tp_leave(Part::router);
   } else {
-    s.tp_enter(Part::mlp, kGradAndInput);
+    s.linear_enter(Part::mlp, kGradAndInput);
     s.compute(Part::mlp);
     s.tp_leave(Part::mlp);
   }
   s.compute(Part::mlp_norm);
-  s.tp_enter(Part::attention_core, kGradAndInput);
+  s.linear_enter(Part::attention_core, kGradAndInput);
   s.cp(Collective::all_gather);
   s.compute(Part::attention_core);
   s.cp(Collective::reduce_scatter);

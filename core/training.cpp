@@ -17,6 +17,7 @@ Training training_from_json(const nlohmann::json& j, const std::string& file) {
   t.seq_len = r.integer("seq_len");
   t.dtype = enum_field_or(r, "dtype", Dtype::bf16, kDtypeNames);
   t.grad_dtype = enum_field_or(r, "grad_dtype", Dtype::bf16, kDtypeNames);
+  t.fp8 = enum_field_or(r, "fp8", Fp8Recipe::none, kFp8RecipeNames);
   t.master_weights = r.boolean_or("master_weights", true);
   t.optimizer = enum_field_or(r, "optimizer", Optimizer::adam, kOptimizerNames);
   t.overlap_grad_reduce = r.boolean_or("overlap_grad_reduce", true);
@@ -37,6 +38,7 @@ nlohmann::json training_to_json(const Training& t) {
           {"seq_len", t.seq_len},
           {"dtype", enum_name(t.dtype, kDtypeNames)},
           {"grad_dtype", enum_name(t.grad_dtype, kDtypeNames)},
+          {"fp8", enum_name(t.fp8, kFp8RecipeNames)},
           {"master_weights", t.master_weights},
           {"optimizer", enum_name(t.optimizer, kOptimizerNames)},
           {"overlap_grad_reduce", t.overlap_grad_reduce},
@@ -72,6 +74,13 @@ void validate_training(const Training& t, const std::string& file) {
     throw InputError(file, "grad_bucket_elements",
                      fmt::format("must be between 0 (Megatron-LM's size) and {}, found {}",
                                  kMaxBucketElements, t.grad_bucket_elements));
+  if (t.fp8 != Fp8Recipe::none && dtype_bytes(t.dtype) != 2)
+    throw InputError(
+        file, "fp8",
+        fmt::format("{} runs the linear layers in FP8 inside 16-bit training, and "
+                    "dtype is {}",
+                    enum_name(t.fp8, kFp8RecipeNames), enum_name(t.dtype, kDtypeNames)),
+        "set dtype to bf16, or fp8 to none");
   if (!(std::isfinite(t.tokens_to_train) && t.tokens_to_train >= 0))
     throw InputError(file, "tokens_to_train",
                      fmt::format("must be a finite number >= 0, found {}", t.tokens_to_train));

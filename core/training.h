@@ -27,6 +27,9 @@ struct Training {
   int64_t seq_len = 0;        // tokens per sequence
   Dtype dtype = Dtype::bf16;  // weights and activations in compute
   Dtype grad_dtype = Dtype::bf16;
+  // The linear layers' GEMMs in FP8 (core/dtype.h); their weights, gradients and the rest of the
+  // layer stay in `dtype`.
+  Fp8Recipe fp8 = Fp8Recipe::none;
   bool master_weights = true;  // fp32 master copy kept by the optimizer (mixed precision)
   Optimizer optimizer = Optimizer::adam;
   // The data-parallel reduction of accumulated gradients overlaps the backward (core/framework.h,
@@ -60,10 +63,10 @@ struct Training {
 // What --dtype means on the command line.
 Training with_compute_dtype(Training t, Dtype d);
 
-// Keys: global_batch, seq_len, dtype, grad_dtype, master_weights, optimizer, overlap_grad_reduce,
-// overlap_param_gather, grad_bucket_elements, zero1_whole_all_reduce, layer_split,
-// tokens_to_train, price_per_device_hour. Unknown keys rejected;
-// validated (seq_len <= model max is checked with the model by validate_training).
+// Keys: global_batch, seq_len, dtype, grad_dtype, fp8, master_weights, optimizer,
+// overlap_grad_reduce, overlap_param_gather, grad_bucket_elements, zero1_whole_all_reduce,
+// layer_split, tokens_to_train, price_per_device_hour. Unknown keys rejected; validated (seq_len <=
+// model max is checked with the model by validate_training).
 Training training_from_json(const nlohmann::json& j, const std::string& file);
 nlohmann::json training_to_json(const Training& t);
 void validate_training(const Training& t, const std::string& file);

@@ -482,6 +482,12 @@ std::unique_ptr<InterpreterState> rank_state(const Model& m, const Training& t, 
                          std::string(enum_name(t.grad_dtype, kDtypeNames)) +
                          (t.master_weights ? " and" : " without") + " master weights",
                      "plan with --dtype fp32 or --dtype bf16");
+  if (t.fp8 != Fp8Recipe::none)
+    throw InputError("training", "training.fp8",
+                     "is " + std::string(enum_name(t.fp8, kFp8RecipeNames)) +
+                         ": the executor runs its linear layers in the compute dtype, so it "
+                         "cannot measure FP8 ones (estimate, plan and simulate price them)",
+                     "execute with fp8 none");
   if (t.dtype == Dtype::bf16) return std::make_unique<RankState<bf16>>(m, t, l, text, settings);
   return std::make_unique<RankState<float>>(m, t, l, text, settings);
 }

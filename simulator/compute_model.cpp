@@ -1,6 +1,7 @@
 #include "simulator/compute_model.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/placement.h"
 #include "simulator/parts_compute.h"
@@ -147,6 +148,50 @@ GradAdd grad_add(GradAccumulation mode, const Training& t, const Layout& l) {
   return {added * dense, added * experts, as_double(e + 2 * g)};
 }
 
+// How Transformer Engine runs a linear layer in FP8 (Training::fp8; NVIDIA Transformer Engine,
+// transformer_engine/pytorch/module/linear.py): each of its three GEMMs (forward, dgrad, wgrad) at
+// the FP8 rate with 1-byte operands, once each operand is quantized — the input going forward, the
+// output's gradient going backward, the weight once a step. A quantization reads its bf16 tensor
+// and writes two 1-byte copies, the row-wise one this GEMM reads and the column-wise one the
+// other GEMM of its pair reads: Hopper's FP8 tensor-core GEMMs take only the TN layout (TE's
+// fp8_cast_transpose), and MXFP8 needs its scales along the other axis too, one 1-byte E8M0 scale
+// per 32 elements each way (OCP Microscaling Formats v1.0 §5.2). Current scaling first reads the
+// tensor once more for its amax (TE's Float8CurrentScalingQuantizer: compute_amax, then the cast);
+// delayed scaling records the amax inside the cast (TE's DelayedScaling). The norms before QKV and
+// fc1 write their output in FP8 themselves in TE's LayerNormLinear; that fusion is not priced
+// apart (the transposed copy is still a pass of its own). The weights' copies are kept from the
+// step's first micro-batch on: Megatron-Core passes is_first_microbatch to TE, which caches them
+// (megatron/core/extensions/transformer_engine.py, TELinear.forward). In the compute dtype stay
+// the router (TopKRouter is no TE module), the attention core (Megatron-Core's
+// fp8_dot_product_attention is off by default) and the LM head (output_layer is a
+// tensor_parallel.ColumnParallelLinear).
+struct Fp8Linears {
+  DeviceRates rates;         // fp8_gemm_rates
+  double cast_bytes = 0;     // per element quantized
+  double cast_launches = 0;  // per quantization
+  double weight_casts = 0;   // the weights' quantizations per micro-batch: 1 / micro-batches
+};
+
+std::optional<Fp8Linears> fp8_linears(const Training& t, const Layout& l, const DeviceRates& r) {
+  const double e = as_double(dtype_bytes(t.dtype));
+  Fp8Linears f{.rates = {}, .weight_casts = 1.0 / as_double(l.num_microbatches)};
+  switch (t.fp8) {
+    case Fp8Recipe::none:
+      return std::nullopt;
+    case Fp8Recipe::delayed:
+      f.cast_bytes = e + 2, f.cast_launches = 1;
+      break;
+    case Fp8Recipe::current:
+      f.cast_bytes = 2 * e + 2, f.cast_launches = 2;
+      break;
+    case Fp8Recipe::mxfp8:
+      f.cast_bytes = e + 2 + 2.0 / 32, f.cast_launches = 1;
+      break;
+  }
+  f.rates = fp8_gemm_rates(r);
+  return f;
+}
+
 // Whose gradients a GEMM's B operand has: none (attention's K and V), the dense weights', or the
 // experts'.
 enum class Weights { none, dense, experts };
@@ -161,6 +206,7 @@ struct PassBuilder {
   std::vector<PricedOp>* ops = nullptr;
   Part part = Part::attention_qkv;
   GradAdd grad_add{};  // the weights' gradient accumulation (GradAdd)
+  const Fp8Linears* fp8 = nullptr;  // the linear layers in FP8, when the training runs them
 
   // Records `op` of the current part (and its re-forward when `recomputed`) when ops are asked for.
   void record(PricedOp op, bool recomputed) {
@@ -172,8 +218,9 @@ struct PassBuilder {
       ops->push_back(op);
     }
   }
-  double timed_gemm(Pass pass, bool recomputed, int64_t m, int64_t k, int64_t n, int64_t count) {
-    const double t = gemm_time_s(rates, m, k, n, elem_bytes, count);
+  double timed_gemm(Pass pass, bool recomputed, int64_t m, int64_t k, int64_t n, int64_t count,
+                    const DeviceRates& at, int64_t operand_bytes) {
+    const double t = gemm_time_s(at, m, k, n, operand_bytes, count);
     PricedOp op{.pass = pass, .kind = OpKind::matmul, .m = m, .n = n, .k = k, .count = count};
     op.time_s = t;
     record(op, recomputed);
@@ -211,19 +258,47 @@ struct PassBuilder {
 
   // `count` GEMMs Y = X·W of (m×k)·(k×n). Backward: dX = dY·Wᵀ, (m×n)·(n×k), and, as the
   // weight gradient, dW = Xᵀ·dY, (k×m)·(m×n): twice the forward FLOPs, their own output tiles,
-  // then its accumulation over the step where W is a weight (`weights`).
+  // then its accumulation over the step where W is a weight (`weights`). At the compute dtype's
+  // rate, or `at` with operands of `operand_bytes`.
   void gemm(int64_t m, int64_t k, int64_t n, bool recomputed, int64_t count = 1,
-            Weights weights = Weights::dense) {
+            Weights weights = Weights::dense, const DeviceRates* at = nullptr,
+            int64_t operand_bytes = 0) {
+    const DeviceRates& r = at ? *at : rates;
+    const int64_t bytes = at ? operand_bytes : elem_bytes;
     const double flops = 2.0 * as_double(m) * as_double(k) * as_double(n) * as_double(count);
-    const double forward = timed_gemm(Pass::forward, recomputed, m, k, n, count);
-    const double backward = timed_gemm(Pass::backward, false, m, n, k, count);
+    const double forward = timed_gemm(Pass::forward, recomputed, m, k, n, count, r, bytes);
+    const double backward = timed_gemm(Pass::backward, false, m, n, k, count, r, bytes);
     add(OpKind::matmul, flops, flops, 0, 0, forward, backward, recomputed, {1, 1});
     accumulate(out[part].weight_grad, OpKind::matmul, flops, 0,
-               timed_gemm(Pass::weight_grad, false, k, m, n, count), 1);
+               timed_gemm(Pass::weight_grad, false, k, m, n, count, r, bytes), 1);
     if (weights == Weights::none) return;
     GradAdd a = grad_add;
     if (weights == Weights::experts) a.share = a.expert_share;
     accumulate_gradients(as_double(k) * as_double(n) * as_double(count), a);
+  }
+
+  // `count` linear layers Y = X·W of (m×k)·(k×n): gemm, or in FP8 where the training runs them
+  // there (Fp8Linears) — the GEMMs at the FP8 rate, X quantized going forward, dY going backward,
+  // W once a step.
+  void linear(int64_t m, int64_t k, int64_t n, bool recomputed, int64_t count = 1,
+              Weights weights = Weights::dense) {
+    if (!fp8) return gemm(m, k, n, recomputed, count, weights);
+    gemm(m, k, n, recomputed, count, weights, &fp8->rates, 1);
+    const double c = as_double(count);
+    const auto cast = [&](Pass pass, bool again, double elements, double launches) {
+      return timed_kernel(pass, again, MemoryKernel::fp8_cast, elements, elements * fp8->cast_bytes,
+                          launches);
+    };
+    const double inputs = as_double(m) * as_double(k) * c;
+    const double output_grads = as_double(m) * as_double(n) * c;
+    const double weights_cast = as_double(k) * as_double(n) * c * fp8->weight_casts;
+    const double launches = fp8->cast_launches;
+    add(OpKind::memory_bound, 0, 0, inputs * fp8->cast_bytes, output_grads * fp8->cast_bytes,
+        cast(Pass::forward, recomputed, inputs, launches),
+        cast(Pass::backward, false, output_grads, launches), recomputed, {launches, launches});
+    accumulate(out[part].forward, OpKind::memory_bound, 0, weights_cast * fp8->cast_bytes,
+               cast(Pass::forward, false, weights_cast, launches * fp8->weight_casts),
+               launches * fp8->weight_casts);
   }
 
   // `weights` gradient elements added into the step's accumulated gradients (GradAdd), after
@@ -320,7 +395,7 @@ void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute
   b.part = Part::attention_norm;
   add_norm(b, edges, full);
   b.part = Part::attention_qkv;
-  b.gemm(t, m.hidden, q + 2 * kv, full);  // column-parallel QKV
+  b.linear(t, m.hidden, q + 2 * kv, full);  // column-parallel QKV
   b.bias(m.qkv_bias, x, t, q + 2 * kv, false, full);
   if (m.position_embedding == PositionEmbedding::rope)  // read and write q and k
     b.memory(MemoryKernel::rope, MemoryKernel::rope, as_double(t * (q + kv)), 2 * e, 2 * e, full);
@@ -343,7 +418,7 @@ void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute
     b.memory(MemoryKernel::softmax_forward, MemoryKernel::softmax_backward, scores,
              kSoftmaxForward * e + dropout_bytes, kSoftmaxBackward * e + dropout_bytes, core_again);
   }
-  b.gemm(t, q, m.hidden, full);  // row-parallel output projection
+  b.linear(t, q, m.hidden, full);  // row-parallel output projection
   // The output bias is added once, after the row-parallel sum: over the residual region.
   b.bias(m.out_bias, x, r.region_tokens(), m.hidden, true, full);
   add_residual(b, edges, full);
@@ -368,11 +443,11 @@ void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r
   b.part = moe ? Part::router : Part::mlp;
   if (!moe) {
     const int64_t ffn = shard_size(m.ffn_hidden, r.tp);
-    b.gemm(t, m.hidden, up_widths * ffn, full);
+    b.linear(t, m.hidden, up_widths * ffn, full);
     b.bias(m.mlp_bias, x, t, up_widths * ffn, false, full);
     b.memory(act_fwd, act_bwd, as_double(t * ffn), act_fwd_bytes, act_bwd_bytes, full,
              act_launches);
-    b.gemm(t, ffn, m.hidden, full);
+    b.linear(t, ffn, m.hidden, full);
     b.bias(m.mlp_bias, x, r.region_tokens(), m.hidden, true, full);
     add_residual(b, edges, full);
     return;
@@ -388,10 +463,10 @@ void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r
   // Permute into expert order and back (read and write every copy once each way).
   b.memory(MemoryKernel::permute, MemoryKernel::permute, as_double((t + copies) * m.hidden), 2 * e,
            2 * e, full);
-  b.gemm(rows, m.hidden, up_widths * ffn, full, local_experts, Weights::experts);
+  b.linear(rows, m.hidden, up_widths * ffn, full, local_experts, Weights::experts);
   b.memory(act_fwd, act_bwd, as_double(copies * ffn), act_fwd_bytes, act_bwd_bytes, full,
            act_launches);
-  b.gemm(rows, ffn, m.hidden, full, local_experts, Weights::experts);
+  b.linear(rows, ffn, m.hidden, full, local_experts, Weights::experts);
   add_residual(b, edges, full);
 }
 
@@ -405,12 +480,19 @@ GradAccumulationReads grad_accumulation_reads(GradAccumulation mode, const Train
           .microbatches = assigns_first ? l.num_microbatches : 0};
 }
 
+int parts_microbatches(const Training& t, const Layout& l, const ExecutionOptions& x) {
+  if (t.fp8 != Fp8Recipe::none) return l.num_microbatches;
+  return grad_accumulation_reads(x.grad_accumulation, t, l).microbatches;
+}
+
 PartsCompute layer_compute(const Model& m, const Training& t, const Layout& l, bool moe_layer,
                            const DeviceRates& rates, const ExecutionOptions& x,
                            std::vector<PricedOp>* ops) {
   PartsCompute out;
   PassBuilder b{rates, dtype_bytes(t.dtype), x.host_s_per_kernel, out, ops};
   b.grad_add = grad_add(x.grad_accumulation, t, l);
+  const std::optional<Fp8Linears> fp8 = fp8_linears(t, l, rates);
+  if (fp8) b.fp8 = &*fp8;
   const RankShape r = rank_shape(t, l);
   // Each block has a norm before it and a residual add after it.
   const BlockEdges edges = block_edges(m, r, b.elem_bytes, x);

@@ -82,6 +82,11 @@ struct GradAccumulationReads {
 GradAccumulationReads grad_accumulation_reads(GradAccumulation mode, const Training& t,
                                               const Layout& l);
 
+// The step's micro-batches, where a micro-batch's compute depends on them (0 where it does not),
+// for the caches keyed without them: AccumulateGrad assigns the first one's gradient
+// (grad_accumulation_reads), FP8 weights are quantized once a step (Training::fp8).
+int parts_microbatches(const Training& t, const Layout& l, const ExecutionOptions& x);
+
 MicrobatchCompute microbatch_compute(const Model& m, const Training& t, const Layout& l,
                                      const StageLayers& s, const DeviceRates& r,
                                      const ExecutionOptions& x);

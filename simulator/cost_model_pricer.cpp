@@ -11,6 +11,7 @@
 #include "simulator/interference.h"
 #include "simulator/parts_compute.h"
 #include "simulator/rank_shape.h"
+#include "simulator/tp_comm_overlap.h"
 
 namespace shardplan {
 
@@ -26,6 +27,7 @@ CostModelPricer::CostModelPricer(const Model& m, const Cluster& c, const Trainin
     : cluster_(c),
       training_(t),
       layout_(l),
+      options_(x),
       rates_(device_rates(c.device, t.dtype, x.profile)),
       parts_(model_parts_compute(m, t, l, rates_, x)) {
   collective_options_.profile = x.profile;
@@ -88,10 +90,16 @@ double CostModelPricer::duration_s(const Program& p, const Action& a) const {
       return 0;
     case ActionKind::collective:
     case ActionKind::grad_reduce:
-    case ActionKind::param_gather:
-      return group_action_cost(cluster_, rates_, collective_options_, a, group_span_of(p, a),
-                               layout_.zero)
-          .time_s();
+    case ActionKind::param_gather: {
+      const double s = group_action_cost(cluster_, rates_, collective_options_, a,
+                                         group_span_of(p, a), layout_.zero)
+                           .time_s();
+      // Overlapped with its GEMMs it costs what they leave exposed (simulator/tp_comm_overlap.h).
+      return tp_overlapped(options_, a)
+                 ? tp_overlapped_s(a, s, parts_, layout_.recompute, layout_.tp,
+                                   cluster_.device.efficiency.sm_count)
+                 : s;
+    }
     case ActionKind::optimizer_step:
       return optimizer_step_time_s(rates_, training_, a.params);
   }
@@ -99,7 +107,8 @@ double CostModelPricer::duration_s(const Program& p, const Action& a) const {
 }
 
 double CostModelPricer::interference_share(const Program& p, const Action& a) const {
-  if (!is_group_action(a) || a.stream == Stream::compute) return 0;
+  // An overlapped collective's cost holds its GEMMs' loss already.
+  if (!is_group_action(a) || a.stream == Stream::compute || tp_overlapped(options_, a)) return 0;
   const GroupSpan& span = group_span_of(p, a);
   return shardplan::interference_share(
       cluster_, a, span,

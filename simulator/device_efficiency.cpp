@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <limits>
 
 namespace shardplan {
@@ -63,17 +64,27 @@ DeviceRates device_rates(const Device& d, Dtype dtype, const Profile* profile) {
   const double peak = d.peak_tflops(dtype) * 1e12 * eff.sustained_clock;
   const double memory_bytes_per_s = profile ? profile->memory_GBps * 1e9 / (1 + profile->noise)
                                             : d.memory_GBps * 1e9 * eff.memory;
-  return DeviceRates{.matmul_flops_per_s = peak * eff.matmul,
-                     .attention_forward_flops_per_s = peak * eff.attention_forward,
-                     .attention_backward_flops_per_s = peak * eff.attention_backward,
-                     .flash2_forward_flops_per_s = peak * eff.flash2_forward,
-                     .flash2_backward_flops_per_s = peak * eff.flash2_backward,
-                     .flash1_forward_flops_per_s = peak * eff.flash1_forward,
-                     .flash1_backward_flops_per_s = peak * eff.flash1_backward,
-                     .memory_bytes_per_s = memory_bytes_per_s,
-                     .sm_count = eff.sm_count,
-                     .kernel_overhead_s = profile ? 0 : eff.kernel_overhead_us * 1e-6,
-                     .profile = profile};
+  return DeviceRates{
+      .matmul_flops_per_s = peak * eff.matmul,
+      .fp8_matmul_flops_per_s = d.peak_tflops_fp8 * 1e12 * eff.sustained_clock * eff.matmul_fp8,
+      .attention_forward_flops_per_s = peak * eff.attention_forward,
+      .attention_backward_flops_per_s = peak * eff.attention_backward,
+      .flash2_forward_flops_per_s = peak * eff.flash2_forward,
+      .flash2_backward_flops_per_s = peak * eff.flash2_backward,
+      .flash1_forward_flops_per_s = peak * eff.flash1_forward,
+      .flash1_backward_flops_per_s = peak * eff.flash1_backward,
+      .memory_bytes_per_s = memory_bytes_per_s,
+      .sm_count = eff.sm_count,
+      .kernel_overhead_s = profile ? 0 : eff.kernel_overhead_us * 1e-6,
+      .profile = profile};
+}
+
+DeviceRates fp8_gemm_rates(const DeviceRates& r) {
+  assert(r.fp8_matmul_flops_per_s > 0 && !r.profile);
+  DeviceRates fp8 = r;
+  fp8.matmul_flops_per_s = r.fp8_matmul_flops_per_s;
+  fp8.gemm_tile_fixed_k = r.gemm_tile_fixed_k * r.fp8_matmul_flops_per_s / r.matmul_flops_per_s;
+  return fp8;
 }
 
 std::pair<double, double> flash_attention_flops_per_s(const DeviceRates& r, AttentionKernel k) {

@@ -30,6 +30,7 @@ inline constexpr double kGemmTileFixedK = 111;
 // Achievable rates of one device for one compute dtype.
 struct DeviceRates {
   double matmul_flops_per_s = 0;
+  double fp8_matmul_flops_per_s = 0;         // FP8 GEMMs (Device::peak_tflops_fp8); 0: none
   double attention_forward_flops_per_s = 0;  // the device's best fused attention
   double attention_backward_flops_per_s = 0;
   double flash2_forward_flops_per_s = 0;  // FlashAttention-2
@@ -54,6 +55,12 @@ std::pair<double, double> flash_attention_flops_per_s(const DeviceRates& r, Atte
 // profile's memory_GBps as measured, and GEMMs are priced from its rates (gemm_time_s), every
 // measured rate slowed by the profile's noise (Profile::noise), which its medians leave out.
 DeviceRates device_rates(const Device& d, Dtype dtype, const Profile* profile = nullptr);
+
+// The rates FP8 GEMMs run at: matmul_flops_per_s at the FP8 rate, and a tile's fixed cost as long
+// as at the 16-bit rate (its prologue fills and its epilogue writes the same tile), hence more
+// k-steps of the faster loop. Expects fp8_matmul_flops_per_s > 0 and no profile (it measured
+// 16-bit GEMMs).
+DeviceRates fp8_gemm_rates(const DeviceRates& r);
 
 // count GEMMs of (m×k)·(k×n) with elements of elem_bytes: the device's fixed cost per kernel and
 // the slower of computing them and of moving A, B and C once at the memory rate (roofline).

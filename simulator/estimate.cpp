@@ -63,8 +63,11 @@ Estimate estimate(const Model& m, const Cluster& c, const Training& t, const Lay
   Estimate e;
   e.world = l.world();
   e.tokens_per_step = l.global_batch() * t.seq_len;
-  e.peak_flops_per_device = c.device.peak_tflops(t.dtype) * 1e12;
-  e.best_published_mfu = c.device.best_published_mfu;
+  // FP8 runs count MFU against the FP8 peak, as llm-foundry's FP8 table and NVIDIA's do.
+  const bool fp8 = t.fp8 != Fp8Recipe::none;
+  e.fp8 = t.fp8;
+  e.peak_flops_per_device = (fp8 ? c.device.peak_tflops_fp8 : c.device.peak_tflops(t.dtype)) * 1e12;
+  e.best_published_mfu = fp8 ? c.device.best_published_mfu_fp8 : c.device.best_published_mfu;
   e.options = x;
 
   StageStateCache* states = cache ? &cache->stage_states() : nullptr;

@@ -63,7 +63,8 @@ struct StepTime {
 struct Estimate {
   int64_t world = 0;
   int64_t tokens_per_step = 0;
-  double peak_flops_per_device = 0;  // dense peak for the training dtype
+  double peak_flops_per_device = 0;  // dense peak for the training dtype, or FP8's
+  Fp8Recipe fp8 = Fp8Recipe::none;   // the training's (Training::fp8): MFU is of the FP8 peak
   ExecutionOptions options;
 
   double step_time_s = 0;

@@ -101,6 +101,7 @@ json estimate_to_json(const Estimate& e) {
          {"model_flops_per_step", e.model_flops_per_step},
          {"hardware_flops_per_step", e.hardware_flops_per_step},
          {"peak_flops_per_device", e.peak_flops_per_device},
+         {"fp8", enum_name(e.fp8, kFp8RecipeNames)},
          {"options",
           {{"framework", e.options.framework},
            {"attention", enum_name(e.options.attention, kAttentionKernelNames)},
@@ -196,8 +197,9 @@ void append_step(std::string& out, const Estimate& e, bool wide) {
                      e.hardware_flops_per_step);
   out += fmt::format("  {:22} {:>12.4g}   model FLOPs / step time / {} devices / 1e12\n",
                      "TFLOP/s per device", e.tflops_per_device, e.world);
-  out += fmt::format("  {:22} {:>12}   of {:.4g} TFLOP/s dense peak per device\n", "MFU",
-                     format_percent(e.mfu), e.peak_flops_per_device / 1e12);
+  out += fmt::format("  {:22} {:>12}   of {:.4g} TFLOP/s dense {}peak per device\n", "MFU",
+                     format_percent(e.mfu), e.peak_flops_per_device / 1e12,
+                     e.fp8 == Fp8Recipe::none ? "" : "FP8 ");
   out += fmt::format("  {:22} {:>12}\n", "HFU", format_percent(e.hfu));
   if (e.mfu_above_published()) out += paragraph(caution_sentence(e), wide, 4, 2);
 }

@@ -30,6 +30,9 @@ struct ExecutionOptions {
   double host_s_per_kernel = 0;
   // The loss's kernels over the logits (core/framework.h).
   CrossEntropyKernel cross_entropy = CrossEntropyKernel::fused;
+  // Tensor-parallel collectives overlapped with their GEMMs (core/framework.h,
+  // simulator/tp_comm_overlap.h).
+  bool tp_comm_overlap = false;
   // SwiGLU as one kernel each way, or eager silu and product (core/framework.h).
   bool fused_swiglu = true;
   // The framework's own buffers (core/framework.h).

@@ -4,6 +4,7 @@
 
 #include "simulator/action_cost.h"
 #include "simulator/interference.h"
+#include "simulator/tp_comm_overlap.h"
 
 namespace shardplan {
 
@@ -96,6 +97,13 @@ PricedComm price_comm(const StageContext& ctx, const Action& a, int64_t rank, Sp
     p.cost = (*ctx.calls)(key, price);
   } else {
     p.cost = price();
+  }
+  // Overlapped with its GEMMs it costs what they leave exposed, their loss to its SMs included.
+  if (tp_overlapped(ctx.x, a)) {
+    p.cost.collective.time_s =
+        tp_overlapped_s(a, p.cost.collective.time_s, *ctx.parts, ctx.l.recompute, ctx.l.tp,
+                        ctx.c.device.efficiency.sm_count);
+    return p;
   }
   // The share follows the action's stream, which the call's price leaves out.
   if (a.kind != ActionKind::send)
@@ -206,12 +214,12 @@ StageTiming stage_timing(const StageContext& ctx, const PricedActions& p,
     const size_t w = static_cast<size_t>(r.window);
     const bool mb = r.frequency == CommFrequency::per_microbatch;
     const double load_s = (mb ? load_mb : load_step)[w];
-    const double per_call_total =
-        static_cast<double>(mb ? r.calls_per_step / l.num_microbatches : r.calls_per_step) *
-        (r.cost.time_s + r.local_s);
+    // Its load in the window (per micro-batch or per step): its calls' times, which differ where
+    // one line holds the forward's and the backward's calls (tp_comm_overlap.h prices them apart).
+    const double window_total = mb ? r.total_s / l.num_microbatches : r.total_s;
     if (load_s > 0)
       r.exposed_s =
-          (mb ? exposed_mb[w] * l.num_microbatches : exposed_step[w]) * per_call_total / load_s;
+          (mb ? exposed_mb[w] * l.num_microbatches : exposed_step[w]) * window_total / load_s;
     if (r.window == CommWindow::pipeline && overlapped_p2p)
       r.exposed_s += (l.pp - 1) * r.cost.time_s;
   }

@@ -1,5 +1,7 @@
 #include "simulator/stage_timing.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cassert>
@@ -102,7 +104,8 @@ struct EstimateCache::State {
   // the gradients' accumulation reads):
   // the enumeration's inner loops over ZeRO stages, splits and schedules reuse one.
   struct Parts {
-    // tp, cp, ep, micro_batch, sequence_parallel, recompute, grad_accumulation_reads
+    // tp, cp, ep, micro_batch, sequence_parallel, recompute, grad_accumulation_reads' shard
+    // ranks, parts_microbatches
     std::array<int, 8> key{};
     std::shared_ptr<const PartsCompute> parts;
   };
@@ -216,7 +219,7 @@ const std::shared_ptr<const PartsCompute>& cached_parts(EstimateCache& cache, co
                                l.sequence_parallel ? 1 : 0,
                                static_cast<int>(l.recompute),
                                accumulation.shard_ranks,
-                               accumulation.microbatches};
+                               parts_microbatches(t, l, x)};
   return cache.state()
       .parts
       .find_or_add([&](const Parts& p) { return p.key == key; },
@@ -232,6 +235,28 @@ void check_dtype(const Cluster& c, Dtype dtype) {
   throw InputError(c.name, "device.peak_tflops." + name,
                    "is 0: " + c.device.name + " does not compute in " + name,
                    "train in a dtype the device has a peak for");
+}
+
+// FP8 linears need the device's FP8 tensor cores, MXFP8 Blackwell's, and the datasheet's rates.
+void check_fp8(const Cluster& c, const Training& t, const ExecutionOptions& x) {
+  if (t.fp8 == Fp8Recipe::none) return;
+  const std::string recipe(enum_name(t.fp8, kFp8RecipeNames));
+  if (!(c.device.peak_tflops_fp8 > 0))
+    throw InputError(
+        c.name, "device.peak_tflops.fp8",
+        "is 0: " + c.device.name + " has no FP8 tensor cores, and training.fp8 is " + recipe,
+        "train with fp8 none (16-bit GEMMs), or on a device with FP8 (Hopper or "
+        "later)");
+  if (t.fp8 == Fp8Recipe::mxfp8 && c.device.arch != GpuArch::blackwell)
+    throw InputError(c.name, "device.arch",
+                     fmt::format("is {}: MXFP8's block scaling runs on Blackwell's tensor cores "
+                                 "only, and training.fp8 is mxfp8",
+                                 enum_name(c.device.arch, kGpuArchNames)),
+                     "use fp8 delayed or current (per-tensor scales) before Blackwell");
+  if (x.profile)
+    throw InputError("--profile", "training.fp8",
+                     "is " + recipe + ", and a calibration profile measures 16-bit GEMMs only",
+                     "price FP8 from the datasheet (no --profile), or train with fp8 none");
 }
 
 }  // namespace
@@ -292,6 +317,7 @@ StageContext make_stage_context(const Model& m, const Cluster& c, const Training
                                 const Layout& l, const ExecutionOptions& x, EstimateCache* cache) {
   assert(l.world() == c.world());
   check_dtype(c, t.dtype);
+  check_fp8(c, t, x);
   const DeviceRates rates = device_rates(c.device, t.dtype, x.profile);
   CollectiveOptions collectives;
   collectives.profile = x.profile;

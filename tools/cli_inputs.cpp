@@ -29,6 +29,12 @@ void add_input_options(CLI::App* app, InputOptions& o, LayoutInput layout) {
                   "Compute dtype: bf16 (default), fp16, fp32 (with fp32 gradients and no master "
                   "copy)")
       ->check(CLI::IsMember({"bf16", "fp16", "fp32", "tf32"}));
+  app->add_option("--fp8", o.fp8,
+                  "The linear layers' GEMMs in FP8, as Transformer Engine runs them: none "
+                  "(default), delayed (per-tensor scales from past amaxes, Hopper's default), "
+                  "current (per-tensor scales from the tensor's own amax), mxfp8 (a scale per "
+                  "32 elements, Blackwell)")
+      ->check(CLI::IsMember({"none", "delayed", "current", "mxfp8"}));
   app->add_option("--profile", o.profile_file,
                   "Price with what `shardplan calibrate` measured (GEMM rates by shape, kernel "
                   "rates, memory bandwidth, collective fits) instead of the datasheet "
@@ -103,6 +109,7 @@ Training resolve_training(const InputOptions& o, const Model& model) {
   if (o.gbs) t.global_batch = *o.gbs;
   if (o.seq) t.seq_len = *o.seq;
   if (!o.dtype.empty()) t = with_compute_dtype(t, *enum_from_name(o.dtype, kDtypeNames));
+  if (!o.fp8.empty()) t.fp8 = *enum_from_name(o.fp8, kFp8RecipeNames);
   if (t.seq_len == 0)
     throw InputError("--seq", "training.seq_len", "not given",
                      "pass --seq 4096, or seq_len in --training FILE");

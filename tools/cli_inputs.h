@@ -22,6 +22,7 @@ struct InputOptions {
   std::optional<int64_t> gbs;
   std::optional<int64_t> seq;
   std::string dtype;
+  std::string fp8;  // Training::fp8's name; empty: as the training file says (none by default)
   std::string layout;            // the compact string
   std::string megatron;          // Megatron-LM flags in one string
   std::string deepspeed_config;  // a DeepSpeed JSON
@@ -30,7 +31,7 @@ struct InputOptions {
 
 enum class LayoutInput { required, optional, none };
 
-// Adds --model, --cluster, --nodes, --training, --gbs, --seq, --dtype, --profile and, unless
+// Adds --model, --cluster, --nodes, --training, --gbs, --seq, --dtype, --fp8, --profile and, unless
 // `layout` is none, --layout, --megatron and --deepspeed-config.
 void add_input_options(CLI::App* app, InputOptions& o, LayoutInput layout);
 

@@ -32,8 +32,7 @@ Model mpt_model(ObjectReader m, const std::string& name, int64_t seq) {
   return model;
 }
 
-std::string mosaicml_refusal(const std::string& precision, bool cpu_offload) {
-  if (precision == "amp_fp8") return "FP8/MXFP8/NVFP4 compute not modelled";
+std::string mosaicml_refusal(bool cpu_offload) {
   if (cpu_offload) return "activation CPU offload not modelled";
   return "";
 }
@@ -50,7 +49,7 @@ FidelityRow mosaicml_row(ObjectReader& r, const nlohmann::json& models, ClusterC
   if (cluster == kClusterOfGpu.end()) r.fail("gpu", "no cluster description for \"" + gpu + "\"");
   row.cluster = clusters.get(cluster->second, std::max(1, gpus / kGpusPerNode));
   const std::string precision = r.string("precision");
-  row.refused = mosaicml_refusal(precision, r.boolean("activation_cpu_offload"));
+  row.refused = mosaicml_refusal(r.boolean("activation_cpu_offload"));
   const std::string sharding = r.string("sharding_strategy");
   if (sharding != "FULL_SHARD" && sharding != "SHARD_GRAD_OP")
     r.fail("sharding_strategy", "expected FULL_SHARD or SHARD_GRAD_OP, found " + sharding);
@@ -62,6 +61,12 @@ FidelityRow mosaicml_row(ObjectReader& r, const nlohmann::json& models, ClusterC
   d.recompute = r.boolean("activation_checkpointing") ? Recompute::full : Recompute::none;
   row.layout = row_layout(d);
   row.training = with_compute_dtype(Training{}, Dtype::bf16);
+  // Composer's amp_fp8 runs Transformer Engine's fp8_autocast with its default recipe,
+  // DelayedScaling (composer/core/precision.py).
+  if (precision == "amp_fp8")
+    row.training.fp8 = Fp8Recipe::delayed;
+  else if (precision != "amp_bf16" && precision != "bf16")
+    r.fail("precision", "expected amp_bf16, bf16 or amp_fp8, found " + precision);
   // Composer's FSDP presets: DEFAULT reduces gradients in fp32, PURE in the low precision.
   if (r.string("fsdp_mixed_precision") == "DEFAULT") row.training.grad_dtype = Dtype::fp32;
   row.training.global_batch = r.positive_integer("gbs");

@@ -14,7 +14,9 @@ std::vector<std::pair<std::string, std::string>> row_slices(const FidelityRow& r
   const int m = l.num_microbatches;
   return {
       {"gpu", row.cluster.device.name},
-      {"precision", std::string(enum_name(row.training.dtype, kDtypeNames))},
+      {"precision", row.training.fp8 == Fp8Recipe::none
+                        ? std::string(enum_name(row.training.dtype, kDtypeNames))
+                        : "fp8 " + std::string(enum_name(row.training.fp8, kFp8RecipeNames))},
       {"tp",
        l.tp == 1 ? "1" : (l.tp <= row.cluster.devices_per_node ? "within a node" : "across nodes")},
       {"pp depth", l.pp == 1 ? "1" : (l.pp <= 4 ? "2-4" : ">4")},

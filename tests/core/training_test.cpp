@@ -18,6 +18,7 @@ TEST_CASE("training JSON: defaults are bf16 mixed precision with Adam", "[traini
   CHECK(t.seq_len == 4096);
   CHECK(t.dtype == Dtype::bf16);
   CHECK(t.grad_dtype == Dtype::bf16);
+  CHECK(t.fp8 == Fp8Recipe::none);
   CHECK(t.master_weights);
   CHECK(t.optimizer == Optimizer::adam);
   CHECK(t.layer_split == LayerSplit::layout);
@@ -31,6 +32,7 @@ TEST_CASE("training JSON: every key, and back", "[training]") {
                             {"seq_len", 2048},
                             {"dtype", "fp16"},
                             {"grad_dtype", "fp32"},
+                            {"fp8", "current"},
                             {"master_weights", false},
                             {"optimizer", "sgd"},
                             {"overlap_grad_reduce", false},
@@ -44,6 +46,7 @@ TEST_CASE("training JSON: every key, and back", "[training]") {
   const Training t = training_from_json(j, "train.json");
   CHECK(t.dtype == Dtype::fp16);
   CHECK(t.grad_dtype == Dtype::fp32);
+  CHECK(t.fp8 == Fp8Recipe::current);
   CHECK_FALSE(t.master_weights);
   CHECK(t.optimizer == Optimizer::sgd);
   CHECK_FALSE(t.overlap_grad_reduce);
@@ -93,6 +96,13 @@ TEST_CASE("training JSON: errors name the file and the field", "[training]") {
   CHECK(with("tokens_to_train", -1).field == "tokens_to_train");
   CHECK(with("price_per_device_hour", -0.5).field == "price_per_device_hour");
   CHECK(with("grad_bucket_elements", -1).field == "grad_bucket_elements");
+  CHECK(with("fp8", "nvfp4").hint == "one of: none | delayed | current | mxfp8");
+  nlohmann::json fp32_fp8 = ok;
+  fp32_fp8["dtype"] = "fp32";
+  fp32_fp8["fp8"] = "delayed";
+  const InputError fp8 = thrown_input_error([&] { training_from_json(fp32_fp8, "train.json"); });
+  CHECK(fp8.field == "fp8");
+  CHECK_THAT(fp8.reason, Contains("16-bit training, and dtype is fp32"));
   CHECK(thrown_input_error([] {
           training_from_json({{"seq_len", 1024}}, "train.json");
         }).field == "global_batch");

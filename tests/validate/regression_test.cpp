@@ -53,6 +53,10 @@ constexpr Bounds kBloom{20, 20};  // MAPE 18.9%, signed mean −18.9% (135 rows)
 // 51.1%; outside the pathological slices 29.1% → 27.3%, median 16.4% → 14.7%).
 constexpr Bounds kUltrascale{53, 52};  // MAPE 51.1%, signed mean −50.4%
 constexpr Bounds kMosaicml{10, 5};     // MAPE 9.2%, signed mean −3.6%
+// NeMo's dense rows with Transformer Engine's FP8 linears and its userbuffers overlap of the
+// sequence-parallel collectives (2026-11-28; 20 rows, the rest refused): before the overlap,
+// MAPE 23.3%, signed mean +21.0%.
+constexpr Bounds kNemo{11, 8};  // MAPE 8.3%, signed mean +5.1%
 
 // Memory (the allocator's reserve against the sets' reading), and the false "fits": measured with
 // the frameworks' buffers, loss copies and eager SwiGLU, the caching allocator's replay and the
@@ -84,8 +88,7 @@ TEST_CASE("the development set's headline figures stay within bounds", "[regress
   const FitsConfusion& fits = ultrascale.fits;
   CHECK(fits.fits_crashed < kUltrascaleFalseFitShare * (fits.fits_crashed + fits.no_fit_crashed));
   check_bounds(scores_of("mosaicml_benchmarks"), kMosaicml);
-  // No row of the NeMo set can be priced today (see its refusals): none scored, none lost.
   const SetScores nemo = scores_of("nemo_performance");
-  CHECK(nemo.step_time.count == 0);
-  CHECK(nemo.refused == nemo.rows);
+  check_bounds(nemo, kNemo);
+  CHECK(nemo.step_time.count + nemo.refused == nemo.rows);
 }
