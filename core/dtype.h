@@ -29,6 +29,14 @@ constexpr int64_t dtype_bytes(Dtype d) {
 //            Blackwell's tensor cores only).
 enum class Fp8Recipe { none, delayed, current, mxfp8 };
 
+// Bytes one FP8 quantization writes per element: the row-wise copy one GEMM reads and the
+// column-wise (transposed) copy the other GEMM of its pair reads (Hopper's FP8 tensor-core GEMMs
+// take only the TN layout: TE's fp8_cast_transpose), each one byte; MXFP8 adds a 1-byte E8M0 scale
+// per 32 elements to each (OCP Microscaling Formats v1.0 §5.2).
+constexpr double fp8_copies_bytes(Fp8Recipe r) {
+  return r == Fp8Recipe::none ? 0 : r == Fp8Recipe::mxfp8 ? 2 + 2.0 / 32 : 2;
+}
+
 inline constexpr EnumNames<Fp8Recipe, 4> kFp8RecipeNames{{{Fp8Recipe::none, "none"},
                                                           {Fp8Recipe::delayed, "delayed"},
                                                           {Fp8Recipe::current, "current"},

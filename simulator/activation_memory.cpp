@@ -8,14 +8,14 @@ constexpr int64_t kMaskBytes = 1;         // dropout masks are stored as bytes (
 constexpr int64_t kSoftmaxStatBytes = 4;  // flash attention's fp32 log-sum-exp per head and query
 
 // The attention block (Korthikanti §4.1 "Attention block", 11sbh + 5as²b for GPT without TP).
-void attention_tensors(LayerTensors& out, const Model& m, int64_t e, const RankShape& r,
+void attention_tensors(LayerTensors& out, const Model& m, int64_t e, int64_t li, const RankShape& r,
                        Recompute recompute, const ExecutionOptions& x) {
   const int64_t heads = shard_size(m.num_heads, r.tp);
   const int64_t q = heads * m.head_dim;
   const int64_t kv = shard_size(m.num_kv_heads, r.tp) * m.head_dim;
   const int64_t t = r.tokens();
   const int64_t rt = r.region_tokens();
-  out.add(e * rt * m.hidden);  // input of the QKV projection (the norm's output): 2sbh
+  out.add(li * rt * m.hidden);  // input of the QKV projection (the norm's output): 2sbh
   out.add(e * t * q);          // Q and K, inputs of QKᵀ: 4sbh
   out.add(e * t * kv);
   out.add(e * t * kv);  // V, input of the product with the probabilities: 2sbh
@@ -24,7 +24,7 @@ void attention_tensors(LayerTensors& out, const Model& m, int64_t e, const RankS
     out.add(e * t * kv);
     out.add(e * t * kv);
   }
-  out.add(e * t * q);  // input of the output projection: 2sbh
+  out.add(li * t * q);                                 // input of the output projection: 2sbh
   if (x.dropout) out.add(kMaskBytes * rt * m.hidden);  // dropout mask after the projection: sbh
   if (is_flash(x.attention)) {
     out.add(kSoftmaxStatBytes * r.batch * heads * r.seq);
@@ -43,17 +43,18 @@ void attention_tensors(LayerTensors& out, const Model& m, int64_t e, const RankS
 // The MLP block (Korthikanti §4.1 "MLP", 19sbh for GPT): its input, the activation's input and
 // output, the dropout mask. Fused SwiGLU keeps gate and up outputs (2·ffn) and their product
 // (ffn); eager silu(gate)·up also keeps silu's output, the product's other operand (ffn).
-void mlp_tensors(LayerTensors& out, const Model& m, int64_t e, const RankShape& r,
+void mlp_tensors(LayerTensors& out, const Model& m, int64_t e, int64_t li, const RankShape& r,
                  bool moe_layer, const ExecutionOptions& x) {
   const int64_t rt = r.region_tokens();
   const int act_widths = m.activation != Activation::swiglu ? 2 : x.fused_swiglu ? 3 : 4;
-  out.add(e * rt * m.hidden);  // MLP (or router and dispatch) input: 2sbh
+  out.add((moe_layer ? e : li) * rt * m.hidden);  // MLP (or router and dispatch) input: 2sbh
   // Balanced routing: the ep ranks receive ep·tokens·top_k token copies over num_experts/ep
   // experts each, i.e. tokens·top_k per rank; each copy keeps its input and activations.
   const int64_t rows = moe_layer ? r.tokens() * m.moe.top_k : r.tokens();
   const int64_t ffn = shard_size(moe_layer ? m.moe.expert_ffn_hidden : m.ffn_hidden, r.tp);
-  if (moe_layer) out.add(e * rows * m.hidden);
-  for (int i = 0; i < act_widths; ++i) out.add(e * rows * ffn);  // 16sbh for ffn = 4h
+  if (moe_layer) out.add(li * rows * m.hidden);
+  // 16sbh for ffn = 4h; the last is fc2's input.
+  for (int i = 0; i < act_widths; ++i) out.add((i + 1 < act_widths ? e : li) * rows * ffn);
   if (x.dropout) out.add(kMaskBytes * rt * m.hidden);  // sbh
 }
 
@@ -61,8 +62,11 @@ void mlp_tensors(LayerTensors& out, const Model& m, int64_t e, const RankShape& 
 
 LayerTensors layer_activation_tensors(const Model& m, Dtype dtype, const RankShape& r,
                                       bool moe_layer, Recompute recompute,
-                                      const ExecutionOptions& x) {
+                                      const ExecutionOptions& x, Fp8Recipe fp8) {
   const int64_t e = dtype_bytes(dtype);
+  // Transformer Engine's FP8 linears keep their inputs for the weight gradient as the quantized
+  // copy the wgrad GEMM reads, one byte an element (MXFP8's scales, 1/32 of that, left out).
+  const int64_t li = fp8 == Fp8Recipe::none ? e : 1;
   LayerTensors out;
   // Full recomputation keeps only the layer's input (Korthikanti Table 2: 2sbh, split over tp
   // under sequence parallelism since the checkpointed input is the sequence-parallel shard).
@@ -71,15 +75,15 @@ LayerTensors layer_activation_tensors(const Model& m, Dtype dtype, const RankSha
     return out;
   }
   out.add(e * r.region_tokens() * m.hidden);  // the two norm inputs: 4sbh
-  attention_tensors(out, m, e, r, recompute, x);
+  attention_tensors(out, m, e, li, r, recompute, x);
   out.add(e * r.region_tokens() * m.hidden);
-  mlp_tensors(out, m, e, r, moe_layer, x);
+  mlp_tensors(out, m, e, li, r, moe_layer, x);
   return out;
 }
 
 int64_t layer_activation_bytes(const Model& m, Dtype dtype, const RankShape& r, bool moe_layer,
-                               Recompute recompute, const ExecutionOptions& x) {
-  return layer_activation_tensors(m, dtype, r, moe_layer, recompute, x).total();
+                               Recompute recompute, const ExecutionOptions& x, Fp8Recipe fp8) {
+  return layer_activation_tensors(m, dtype, r, moe_layer, recompute, x, fp8).total();
 }
 
 LayerTensors layer_backward_buffers(const Model& m, Dtype dtype, const RankShape& r,

@@ -32,13 +32,15 @@ struct LayerTensors {
     return sum;
   }
 };
+// With FP8 linears (`fp8`, Training::fp8) their inputs are kept in FP8.
 LayerTensors layer_activation_tensors(const Model& m, Dtype dtype, const RankShape& r,
                                       bool moe_layer, Recompute recompute,
-                                      const ExecutionOptions& x);
+                                      const ExecutionOptions& x, Fp8Recipe fp8 = Fp8Recipe::none);
 
 // Their sum.
 int64_t layer_activation_bytes(const Model& m, Dtype dtype, const RankShape& r, bool moe_layer,
-                               Recompute recompute, const ExecutionOptions& x);
+                               Recompute recompute, const ExecutionOptions& x,
+                               Fp8Recipe fp8 = Fp8Recipe::none);
 
 // The gradients one layer's backward holds beside the activations it has not freed yet, at their
 // most: the gradient coming in and the layer input's gradient it accumulates (2 × tokens × h in

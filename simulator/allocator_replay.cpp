@@ -54,18 +54,22 @@ class Replay {
     for (int i = 0; i < l_.vpp; ++i) layers_per_chunk_.push_back(0);
     for (int layer = 0; layer < s.layers(); ++layer)
       ++layers_per_chunk_[static_cast<size_t>(layer % l_.vpp)];
-    const LayerTensors dense = layer_activation_tensors(m, t.dtype, shape_, false, l.recompute, x);
-    const LayerTensors moe = layer_activation_tensors(m, t.dtype, shape_, true, l.recompute, x);
+    const LayerTensors dense =
+        layer_activation_tensors(m, t.dtype, shape_, false, l.recompute, x, t.fp8);
+    const LayerTensors moe =
+        layer_activation_tensors(m, t.dtype, shape_, true, l.recompute, x, t.fp8);
     const bool moe_stage = s.moe_layers > s.dense_layers;
     layer_ = moe_stage ? moe : dense;
-    whole_layer_ =
-        layer_activation_bytes(m, t.dtype, shape_, moe_stage, Recompute::none, x);
+    whole_layer_ = layer_activation_bytes(m, t.dtype, shape_, moe_stage, Recompute::none, x, t.fp8);
     backward_ = layer_backward_buffers(m, t.dtype, shape_, moe_stage);
     if (split_) weight_grad_ = layer_weight_grad_tensors(m, t.dtype, shape_, moe_stage);
   }
 
   AllocatorPeaks run() {
     for (int64_t b : state_blocks(r_.state.parameters)) a_.allocate(b);
+    // TE's FP8 weight copies, made by the first forward and kept (placed with the parameters:
+    // nothing is freed before them that they could take the place of).
+    for (int64_t b : state_blocks(r_.state.fp8_weights)) a_.allocate(b);
     if (r_.state.master_weights > 0) a_.allocate(r_.state.master_weights);
     // DeepSpeed's optimizers make their moments when they are built (initialize_optimizer_states:
     // a step on zero fp32 gradients), two flat tensors over the partition, before any gradient or

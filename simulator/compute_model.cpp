@@ -152,10 +152,7 @@ GradAdd grad_add(GradAccumulation mode, const Training& t, const Layout& l) {
 // transformer_engine/pytorch/module/linear.py): each of its three GEMMs (forward, dgrad, wgrad) at
 // the FP8 rate with 1-byte operands, once each operand is quantized — the input going forward, the
 // output's gradient going backward, the weight once a step. A quantization reads its bf16 tensor
-// and writes two 1-byte copies, the row-wise one this GEMM reads and the column-wise one the
-// other GEMM of its pair reads: Hopper's FP8 tensor-core GEMMs take only the TN layout (TE's
-// fp8_cast_transpose), and MXFP8 needs its scales along the other axis too, one 1-byte E8M0 scale
-// per 32 elements each way (OCP Microscaling Formats v1.0 §5.2). Current scaling first reads the
+// and writes its two FP8 copies (core/dtype.h: fp8_copies_bytes). Current scaling first reads the
 // tensor once more for its amax (TE's Float8CurrentScalingQuantizer: compute_amax, then the cast);
 // delayed scaling records the amax inside the cast (TE's DelayedScaling). The norms before QKV and
 // fc1 write their output in FP8 themselves in TE's LayerNormLinear; that fusion is not priced
@@ -175,19 +172,10 @@ struct Fp8Linears {
 std::optional<Fp8Linears> fp8_linears(const Training& t, const Layout& l, const DeviceRates& r) {
   const double e = as_double(dtype_bytes(t.dtype));
   Fp8Linears f{.rates = {}, .weight_casts = 1.0 / as_double(l.num_microbatches)};
-  switch (t.fp8) {
-    case Fp8Recipe::none:
-      return std::nullopt;
-    case Fp8Recipe::delayed:
-      f.cast_bytes = e + 2, f.cast_launches = 1;
-      break;
-    case Fp8Recipe::current:
-      f.cast_bytes = 2 * e + 2, f.cast_launches = 2;
-      break;
-    case Fp8Recipe::mxfp8:
-      f.cast_bytes = e + 2 + 2.0 / 32, f.cast_launches = 1;
-      break;
-  }
+  if (t.fp8 == Fp8Recipe::none) return std::nullopt;
+  const bool amax_pass = t.fp8 == Fp8Recipe::current;
+  f.cast_bytes = (amax_pass ? 2 : 1) * e + fp8_copies_bytes(t.fp8);
+  f.cast_launches = amax_pass ? 2 : 1;
   f.rates = fp8_gemm_rates(r);
   return f;
 }

@@ -39,7 +39,8 @@ CostModelPricer::CostModelPricer(const Model& m, const Cluster& c, const Trainin
     const LayerRange layers = virtual_stage_layers(m, l, vs);
     int64_t bytes = 0, weight_grad = 0;
     for (int layer = layers.begin; layer < layers.end; ++layer) {
-      bytes += layer_activation_bytes(m, t.dtype, shape, m.is_moe_layer(layer), l.recompute, x);
+      bytes +=
+          layer_activation_bytes(m, t.dtype, shape, m.is_moe_layer(layer), l.recompute, x, t.fp8);
       if (splits_backward(l.schedule))
         weight_grad +=
             layer_weight_grad_tensors(m, t.dtype, shape, m.is_moe_layer(layer)).total();

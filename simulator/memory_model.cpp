@@ -32,7 +32,8 @@ namespace {
 
 ModelStateBytes operator+(const ModelStateBytes& a, const ModelStateBytes& b) {
   return {a.parameters + b.parameters, a.gradients + b.gradients,
-          a.master_weights + b.master_weights, a.optimizer_moments + b.optimizer_moments};
+          a.master_weights + b.master_weights, a.optimizer_moments + b.optimizer_moments,
+          a.fp8_weights + b.fp8_weights};
 }
 
 // ZeRO-3 keeps the full parameters of the unit being computed and of the one prefetched, plus the
@@ -59,15 +60,24 @@ ModelStateBytes stage_model_state_bytes(const Model& m, const Training& t, const
   // Dense weights sharded per ZeRO unit (core/zero_units.h); expert weights, which the executor
   // does not run, as one unit over the expert data-parallel group.
   const std::vector<int64_t> units = zero_unit_params(m, t, l, s.stage);
-  return model_state_bytes(p.dense(), zero_shard_params(units, dense_replicas(l)), l.zero, t) +
-         model_state_bytes(p.experts, shard_size(p.experts, expert_replicas(l)), l.zero, t);
+  ModelStateBytes state =
+      model_state_bytes(p.dense(), zero_shard_params(units, dense_replicas(l)), l.zero, t) +
+      model_state_bytes(p.experts, shard_size(p.experts, expert_replicas(l)), l.zero, t);
+  // FP8 copies of the stage's linear weights (norms, router, embedding and head stay in the
+  // compute dtype). Under ZeRO-3 each unit is cast as it is gathered, into a buffer freed with it:
+  // not kept (and not priced apart).
+  if (l.zero < 3) {
+    const double linear = static_cast<double>(p.attention + p.mlp + p.experts);
+    state.fp8_weights = static_cast<int64_t>(linear * fp8_copies_bytes(t.fp8));
+  }
+  return state;
 }
 
 ActivationSizes activation_sizes(const Model& m, const Training& t, const Layout& l,
                                  const ExecutionOptions& x) {
   const RankShape shape = rank_shape(t, l);
   const auto layer = [&](bool moe, Recompute rc) {
-    return layer_activation_bytes(m, t.dtype, shape, moe, rc, x);
+    return layer_activation_bytes(m, t.dtype, shape, moe, rc, x, t.fp8);
   };
   ActivationSizes a;
   a.dense = layer(false, l.recompute);
@@ -286,7 +296,7 @@ const std::vector<StageState>& StageStateCache::stages(const Model& m, const Tra
   return entries_.emplace_back(Entry{l.vpp, l.zero, l.stages, stage_states(m, t, l)}).stages;
 }
 
-std::array<MemoryItem, 20> memory_items(const RankMemory& r) {
+std::array<MemoryItem, 21> memory_items(const RankMemory& r) {
   return {{{"cuda_context", r.runtime.cuda_context_bytes},
            {"cublas_workspace", r.runtime.cublas_workspace_bytes},
            {"nccl_buffers", r.runtime.nccl_buffer_bytes},
@@ -294,6 +304,7 @@ std::array<MemoryItem, 20> memory_items(const RankMemory& r) {
            {"gradients", r.state.gradients},
            {"master_weights", r.state.master_weights},
            {"optimizer_moments", r.state.optimizer_moments},
+           {"fp8_weights", r.state.fp8_weights},
            {"comm_buffers", r.comm_buffer_bytes},
            {"grad_bucket_copy", r.grad_bucket_copy_bytes},
            {"sp_gather_buffers", r.sp_gather_buffer_bytes},

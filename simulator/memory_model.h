@@ -32,9 +32,12 @@ struct ModelStateBytes {
   int64_t gradients = 0;          // grad dtype
   int64_t master_weights = 0;     // fp32 copy, only under mixed precision
   int64_t optimizer_moments = 0;  // Adam: fp32 first and second moments
+  // Transformer Engine's FP8 copies of the linear layers' weights (Training::fp8), made at a
+  // step's first micro-batch and kept (compute_model.cpp: Fp8Linears): fp8_copies_bytes each.
+  int64_t fp8_weights = 0;
 
   int64_t optimizer() const { return master_weights + optimizer_moments; }
-  int64_t total() const { return parameters + gradients + optimizer(); }
+  int64_t total() const { return parameters + gradients + optimizer() + fp8_weights; }
   bool operator==(const ModelStateBytes&) const = default;
 };
 
@@ -224,7 +227,7 @@ struct MemoryItem {
 };
 
 // Every item, in the order a training process allocates them (the reserve first).
-std::array<MemoryItem, 20> memory_items(const RankMemory& r);
+std::array<MemoryItem, 21> memory_items(const RankMemory& r);
 
 // Sets a stage's runtime memory to runtime_memory's: its NCCL communicators and cuBLAS
 // workspaces beside the context. Of one stage, or of every stage (stages[i] is stage i).

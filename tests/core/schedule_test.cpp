@@ -207,6 +207,28 @@ TEST_CASE("sequence parallelism: four all-gathers and four reduce-scatters per l
                           m.max_seq * m.hidden);
 }
 
+TEST_CASE("FP8 linears gather their sequence-parallel inputs in FP8, the head in the dtype",
+          "[schedule]") {
+  // Transformer Engine quantizes a linear's input (and, going backward, the output gradient)
+  // before it gathers it: one byte an element; the LM head is no TE module.
+  const Model m = small_gpt();
+  Layout l = layout(1, 4, 1, 2);
+  l.sequence_parallel = true;
+  Training t = small_training();
+  t.fp8 = Fp8Recipe::delayed;
+  const Program p = build_program(m, t, l, 1);
+  const int64_t tokens_h = 64 * 64;  // b · s · h
+  int layer_gathers = 0;
+  for (const Action& a : p.actions)
+    if (a.kind == ActionKind::collective && a.op == Collective::all_gather) {
+      const bool layer = a.layer_end > a.layer_begin;
+      layer_gathers += layer ? 1 : 0;
+      const int tensors = layer && a.pass == Pass::backward ? 2 : 1;
+      CHECK(a.bytes == tensors * tokens_h * (layer ? 1 : 2));
+    }
+  CHECK(layer_gathers == 2 * 2 * 2 * m.num_layers);  // two a pass, two passes, two micro-batches
+}
+
 TEST_CASE("full recomputation re-runs each layer's forward before its backward", "[schedule]") {
   const Model m = small_gpt();
   Layout l = layout(1, 2, 1, 1);
