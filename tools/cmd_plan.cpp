@@ -53,6 +53,11 @@ void print_export(ExportFormat format, const Plan& p) {
              deepspeed_config(p).dump(2));
   fmt::print("\nwith these Megatron-DeepSpeed flags for what the config does not hold:\n{}\n",
              format_flags(megatron_parallel_flags(p)));
+  if (p.training.fp8 != Fp8Recipe::none)
+    fmt::print(
+        "\nFP8 ({} scaling) is no DeepSpeed setting: the model's linear layers must be "
+        "Transformer Engine modules run under te.fp8_autocast with that recipe, as priced.\n",
+        enum_name(p.training.fp8, kFp8RecipeNames));
 }
 
 // plan --json's file: the search's counts and top layouts, and where something fits, why the
