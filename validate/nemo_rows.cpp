@@ -1,6 +1,6 @@
 // NeMo and Megatron-Bridge pre-training results (data/fidelity/nemo_performance.json):
 // Megatron-Core on DGX systems, tokens_per_s_per_gpu. shardplan prices the rows on systems
-// topologies/ describes (a preset named as the system, lower-case: dgx-h100), in BF16 or with
+// topologies/ describes (kClusterOfSystem), in BF16 or with
 // Transformer Engine's FP8 recipes (core/dtype.h: Fp8Recipe), for the dense models whose
 // dimensions the set gives and a model preset shares, which gives the vocabulary the set leaves
 // out ("tokenizer-dependent and not in these classes").
@@ -10,6 +10,7 @@
 #include <cctype>
 #include <map>
 
+#include "core/error.h"
 #include "core/presets.h"
 #include "core/stage_split.h"
 #include "validate/set_reader.h"
@@ -73,18 +74,22 @@ std::optional<Model> preset_with_dims(ObjectReader d, const std::string& key) {
   return std::nullopt;
 }
 
+// The topology preset of each DGX system: DGX GB200 is the GB200 NVL72 rack (NVIDIA DGX GB200
+// datasheet: 72 Blackwell GPUs in one NVLink domain, 18 compute trays of 4), which
+// topologies/gb200-nvl72.json describes by the tray. The B300 and GB300 systems have none.
+const std::map<std::string, std::string> kClusterOfSystem{
+    {"DGX-H100", "dgx-h100"}, {"DGX-B200", "dgx-b200"}, {"DGX-GB200", "gb200-nvl72"}};
+
 struct NemoContext {
   const nlohmann::json& models;  // the set's model dimensions, by model_key
   const std::string& file;
-  std::vector<std::string> topologies;
   ClusterCache clusters;
 };
 
 // Why a row cannot be priced before its layout is validated; empty when it can.
 std::string nemo_refusal(const std::string& system, const std::optional<std::string>& precision,
-                         const std::optional<Model>& model, bool described, bool throughput,
-                         const NemoContext& c) {
-  if (!std::ranges::binary_search(c.topologies, lower(system)))
+                         const std::optional<Model>& model, bool described, bool throughput) {
+  if (!kClusterOfSystem.contains(system))
     return "no cluster description of the system in topologies/";
   if (!precision) return "precision not stated";
   if (!recipe_of(*precision)) return "NVFP4 compute not modelled";
@@ -108,8 +113,7 @@ FidelityRow nemo_row(ObjectReader& r, NemoContext& c) {
       key ? preset_with_dims(ObjectReader(c.models.at(*key), c.file, "models." + *key), *key)
           : std::nullopt;
   const std::optional<int> tokens_per_s = optional_int(r, "tokens_per_s_per_gpu");
-  row.refused =
-      nemo_refusal(system, precision, preset, key.has_value(), tokens_per_s.has_value(), c);
+  row.refused = nemo_refusal(system, precision, preset, key.has_value(), tokens_per_s.has_value());
   const int gpus = int_field(r, "gpus");
   const int64_t gbs = r.positive_integer("gbs");
   row.group = fmt::format("{} on {} GPUs, gbs {}", name, gpus, gbs);
@@ -140,7 +144,14 @@ FidelityRow nemo_row(ObjectReader& r, NemoContext& c) {
       row.layout.stages = canonical_split(balanced_split(row.model.num_layers, chunks, 1, 1));
     row.layout.ep = optional_int(r, "ep").value_or(1);
     row.model.vocab = megatron_padded_vocab(row.model.vocab, tp);
-    row.cluster = c.clusters.get(lower(system), std::max(1, gpus / 8));
+    const std::string& cluster = kClusterOfSystem.at(system);
+    try {
+      row.cluster =
+          c.clusters.get(cluster, std::max(1, gpus / c.clusters.get(cluster, 1).devices_per_node));
+    } catch (const InputError& e) {
+      // 256 GPUs fill no whole NVL72 domains: how the job sat in its racks is not stated.
+      row.refused = "rejected by validation: " + e.field;
+    }
     row.training = with_compute_dtype(Training{}, Dtype::bf16);
     row.training.fp8 = *recipe_of(*precision);
     row.training.global_batch = gbs;
@@ -160,7 +171,7 @@ FidelitySet read_nemo_rows(const nlohmann::json& j, const std::string& file) {
   FidelitySet s = open_set(j, file, MeasuredFigure::throughput, "tokens_per_s_per_gpu",
                            MemoryReading::allocator_reserved);
   ObjectReader header(j, file);
-  NemoContext c{header.raw("models"), file, preset_names("topologies"), {}};
+  NemoContext c{header.raw("models"), file, {}};
   read_rows(s, j, file, [&](ObjectReader& r) { return nemo_row(r, c); });
   return s;
 }
