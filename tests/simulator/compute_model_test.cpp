@@ -9,18 +9,6 @@
 
 using namespace shardplan;
 
-namespace {
-
-// 1 TFLOP/s for GEMMs and attention, 100 GB/s of memory: times counted by hand.
-DeviceRates round_rates() {
-  return {.matmul_flops_per_s = 1e12,
-          .attention_forward_flops_per_s = 1e12,
-          .attention_backward_flops_per_s = 1e12,
-          .memory_bytes_per_s = 1e11};
-}
-
-}  // namespace
-
 TEST_CASE("model FLOPs are Narayanan et al. 2021 eq. 3 for GPT", "[compute][flops]") {
   const Model m = test::preset_model("gpt3-175b");
   const double B = 1536, s = 2048, l = 96, h = 12288, V = 50257;
@@ -75,7 +63,7 @@ TEST_CASE("FLOPs of one micro-batch on a stage, counted by hand", "[compute][flo
   Layout l;
   l.tp = 2;
   l.micro_batch = 2;
-  const DeviceRates r = round_rates();
+  const DeviceRates r = test::round_rates();
   const ExecutionOptions unfused{.attention = AttentionKernel::unfused, .dropout = false};
   const MicrobatchCompute c = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, unfused);
   // gpt-tiny: h = 64, 4 heads of 16, MLP 256, vocabulary 256, 4 layers, GeLU.
@@ -111,7 +99,7 @@ TEST_CASE("memory-bound kernels are timed by bytes", "[compute][memory_bound]") 
   Training t = test::training(4, 32);
   Layout l;
   l.pp = 2;  // stage 0: two layers and the embedding, no head
-  const DeviceRates r = round_rates();
+  const DeviceRates r = test::round_rates();
   const MicrobatchCompute c = microbatch_compute(m, t, l, stage_layers(m, l, 0), r, {});
   // T = 32 tokens, h = 64, 2-byte elements, no dropout, learned positions, per layer:
   //   two norms 2·2·2·32·64 = 16,384; two residual adds 2·3·2·32·64 = 24,576;
@@ -129,7 +117,7 @@ TEST_CASE("weight gradients accumulate over the micro-batches as the framework a
   Layout l;
   l.pp = 2;
   l.num_microbatches = 4;
-  const DeviceRates r = round_rates();
+  const DeviceRates r = test::round_rates();
   // Stage 0: two layers of 12·h² = 49,152 linear weights (qkv 3h², out h², fc1 and fc2 4h² each)
   // and the 256 × 64 embedding table.
   const double layer_weights = 2 * 12 * 64.0 * 64, table = 256 * 64;
@@ -164,7 +152,7 @@ TEST_CASE("the loss's passes over the logits, by its kernels", "[compute][memory
   const Training t = test::training(4, 32);
   Layout l;
   l.pp = 2;  // stage 1: two layers, the final norm, the head and the loss
-  const DeviceRates r = round_rates();
+  const DeviceRates r = test::round_rates();
   auto bytes = [&](CrossEntropyKernel k) {
     ExecutionOptions x;
     x.cross_entropy = k;

@@ -18,15 +18,6 @@ using namespace shardplan;
 
 namespace {
 
-// 1 TFLOP/s for 16-bit GEMMs, 2 for FP8 ones, 100 GB/s of memory: times counted by hand.
-DeviceRates round_rates() {
-  return {.matmul_flops_per_s = 1e12,
-          .fp8_matmul_flops_per_s = 2e12,
-          .attention_forward_flops_per_s = 1e12,
-          .attention_backward_flops_per_s = 1e12,
-          .memory_bytes_per_s = 1e11};
-}
-
 MicrobatchCompute stage0(Fp8Recipe fp8) {
   const Model m = test::preset_model("gpt-tiny");  // h = 64, ffn = 256, 4 layers
   Training t = test::training(16, 32);
@@ -34,7 +25,7 @@ MicrobatchCompute stage0(Fp8Recipe fp8) {
   Layout l;
   l.pp = 2;  // stage 0: two layers and the embedding
   l.num_microbatches = 4;
-  return microbatch_compute(m, t, l, stage_layers(m, l, 0), round_rates(), {});
+  return microbatch_compute(m, t, l, stage_layers(m, l, 0), test::round_rates(), {});
 }
 
 std::string thrown_field(const std::function<void()>& f) {
@@ -78,9 +69,9 @@ TEST_CASE("FP8 leaves the LM head and the attention core in the compute dtype", 
   const Model m = test::preset_model("gpt-tiny");
   Training t = test::training(4, 32);
   Layout l;
-  const PartsCompute bf16 = model_parts_compute(m, t, l, round_rates(), {});
+  const PartsCompute bf16 = model_parts_compute(m, t, l, test::round_rates(), {});
   t.fp8 = Fp8Recipe::delayed;
-  const PartsCompute fp8 = model_parts_compute(m, t, l, round_rates(), {});
+  const PartsCompute fp8 = model_parts_compute(m, t, l, test::round_rates(), {});
   CHECK(fp8[Part::head].forward[OpKind::matmul].time_s ==
         bf16[Part::head].forward[OpKind::matmul].time_s);
   CHECK(fp8[Part::attention_core].forward[OpKind::attention].time_s ==

@@ -10,6 +10,7 @@
 #include "core/model.h"
 #include "core/presets.h"
 #include "core/training.h"
+#include "simulator/device_efficiency.h"
 
 namespace shardplan::test {
 
@@ -28,6 +29,16 @@ inline Training training(int64_t global_batch, int64_t seq_len) {
   t.global_batch = global_batch;
   t.seq_len = seq_len;
   return t;
+}
+
+// 1 TFLOP/s for 16-bit GEMMs and attention, 2 for FP8 GEMMs, 100 GB/s of memory: times counted by
+// hand.
+inline DeviceRates round_rates() {
+  return {.matmul_flops_per_s = 1e12,
+          .fp8_matmul_flops_per_s = 2e12,
+          .attention_forward_flops_per_s = 1e12,
+          .attention_backward_flops_per_s = 1e12,
+          .memory_bytes_per_s = 1e11};
 }
 
 // A layout with dp derived from the world and num_microbatches from the global batch.
