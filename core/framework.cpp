@@ -19,6 +19,7 @@ constexpr auto kSourcedKeys = std::to_array<std::string_view>({"attention",
                                                                "overlap_grad_reduce",
                                                                "overlap_param_gather",
                                                                "tp_comm_overlap",
+                                                               "fp8_weight_cache",
                                                                "fused_swiglu",
                                                                "grad_bucket_copy",
                                                                "sp_gather_buffers",
@@ -61,6 +62,7 @@ Framework framework_from_json(const nlohmann::json& j, const std::string& file) 
   f.overlap_grad_reduce = r.boolean("overlap_grad_reduce");
   f.overlap_param_gather = r.boolean("overlap_param_gather");
   f.tp_comm_overlap = r.boolean("tp_comm_overlap");
+  f.fp8_weight_cache = r.boolean("fp8_weight_cache");
   f.fused_swiglu = r.boolean("fused_swiglu");
   f.grad_bucket_copy = r.boolean("grad_bucket_copy");
   f.caching_allocator = r.boolean("caching_allocator");

@@ -90,6 +90,10 @@ struct Framework {
   // GEMMs beside them run (TransformerEngine's userbuffers; Megatron-Core's --tp-comm-overlap),
   // instead of each collective running whole between the GEMMs (simulator/tp_comm_overlap.h).
   bool tp_comm_overlap = false;
+  // Transformer Engine's FP8 weight copies kept from a step's first micro-batch to its last
+  // (Megatron-Core passes is_first_microbatch); false: each micro-batch casts the weights again.
+  // Under ZeRO-3 the weights are cast as they are gathered, whatever this says.
+  bool fp8_weight_cache = false;
   // SwiGLU as one kernel that recomputes silu(gate) in its backward (Megatron-Core's
   // bias_swiglu_fusion): the MLP keeps its gate and up outputs and their product. false: eager
   // `silu(gate) * up`, two kernels each way, which also keeps silu's output for the product's

@@ -100,22 +100,23 @@ LayerTensors layer_backward_buffers(const Model& m, Dtype dtype, const RankShape
 }
 
 LayerTensors layer_weight_grad_tensors(const Model& m, Dtype dtype, const RankShape& r,
-                                       bool moe_layer) {
+                                       bool moe_layer, Fp8Recipe fp8) {
   const int64_t e = dtype_bytes(dtype), t = r.tokens(), h = m.hidden;
+  const int64_t li = fp8 == Fp8Recipe::none ? e : 1;  // a linear's X and dY, quantized
   const int64_t q = shard_size(m.num_heads, r.tp) * m.head_dim;
   const int64_t kv = shard_size(m.num_kv_heads, r.tp) * m.head_dim;
   LayerTensors out;
-  const auto linear = [&](int64_t rows, int64_t in, int64_t out_cols) {
-    out.add(e * rows * in);        // X
-    out.add(e * rows * out_cols);  // dY
+  const auto linear = [&](int64_t rows, int64_t in, int64_t out_cols, int64_t bytes) {
+    out.add(bytes * rows * in);        // X
+    out.add(bytes * rows * out_cols);  // dY
   };
-  linear(t, h, q + 2 * kv);  // QKV
-  linear(t, q, h);           // output projection
+  linear(t, h, q + 2 * kv, li);  // QKV
+  linear(t, q, h, li);           // output projection
   const int64_t rows = moe_layer ? t * m.moe.top_k : t;
   const int64_t ffn = shard_size(moe_layer ? m.moe.expert_ffn_hidden : m.ffn_hidden, r.tp);
-  if (moe_layer) linear(t, h, m.moe.num_experts);  // router
-  linear(rows, h, m.activation == Activation::swiglu ? 2 * ffn : ffn);  // fc1 (gate and up)
-  linear(rows, ffn, h);                                                  // fc2
+  if (moe_layer) linear(t, h, m.moe.num_experts, e);  // router, in the compute dtype
+  linear(rows, h, m.activation == Activation::swiglu ? 2 * ffn : ffn, li);  // fc1 (gate and up)
+  linear(rows, ffn, h, li);                                                 // fc2
   return out;
 }
 

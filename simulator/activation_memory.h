@@ -35,12 +35,11 @@ struct LayerTensors {
 // With FP8 linears (`fp8`, Training::fp8) their inputs are kept in FP8.
 LayerTensors layer_activation_tensors(const Model& m, Dtype dtype, const RankShape& r,
                                       bool moe_layer, Recompute recompute,
-                                      const ExecutionOptions& x, Fp8Recipe fp8 = Fp8Recipe::none);
+                                      const ExecutionOptions& x, Fp8Recipe fp8);
 
 // Their sum.
 int64_t layer_activation_bytes(const Model& m, Dtype dtype, const RankShape& r, bool moe_layer,
-                               Recompute recompute, const ExecutionOptions& x,
-                               Fp8Recipe fp8 = Fp8Recipe::none);
+                               Recompute recompute, const ExecutionOptions& x, Fp8Recipe fp8);
 
 // The gradients one layer's backward holds beside the activations it has not freed yet, at their
 // most: the gradient coming in and the layer input's gradient it accumulates (2 × tokens × h in
@@ -57,8 +56,9 @@ LayerTensors layer_backward_buffers(const Model& m, Dtype dtype, const RankShape
 // every token of the micro-batch (gathered under sequence parallelism). B frees the rest of the
 // layer's activations (the attention probabilities, the activation's input, dropout masks, norm
 // inputs), as autograd frees a node's saved tensors once its input gradient is computed.
+// FP8 linears (`fp8`) keep X and dY in one byte an element.
 LayerTensors layer_weight_grad_tensors(const Model& m, Dtype dtype, const RankShape& r,
-                                       bool moe_layer);
+                                       bool moe_layer, Fp8Recipe fp8);
 
 // First stage: the embedding dropout mask (Korthikanti §4.3: sbhp/t over p in-flight
 // micro-batches).

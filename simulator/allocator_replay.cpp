@@ -62,7 +62,7 @@ class Replay {
     layer_ = moe_stage ? moe : dense;
     whole_layer_ = layer_activation_bytes(m, t.dtype, shape_, moe_stage, Recompute::none, x, t.fp8);
     backward_ = layer_backward_buffers(m, t.dtype, shape_, moe_stage);
-    if (split_) weight_grad_ = layer_weight_grad_tensors(m, t.dtype, shape_, moe_stage);
+    if (split_) weight_grad_ = layer_weight_grad_tensors(m, t.dtype, shape_, moe_stage, t.fp8);
   }
 
   AllocatorPeaks run() {

@@ -166,12 +166,17 @@ struct Fp8Linears {
   DeviceRates rates;         // fp8_gemm_rates
   double cast_bytes = 0;     // per element quantized
   double cast_launches = 0;  // per quantization
-  double weight_casts = 0;   // the weights' quantizations per micro-batch: 1 / micro-batches
+  // The weights' quantizations per micro-batch: 1 / micro-batches where fp8_weights_cached,
+  // else 1.
+  double weight_casts = 0;
 };
 
-std::optional<Fp8Linears> fp8_linears(const Training& t, const Layout& l, const DeviceRates& r) {
+std::optional<Fp8Linears> fp8_linears(const Training& t, const Layout& l, const DeviceRates& r,
+                                      const ExecutionOptions& x) {
   const double e = as_double(dtype_bytes(t.dtype));
-  Fp8Linears f{.rates = {}, .weight_casts = 1.0 / as_double(l.num_microbatches)};
+  Fp8Linears f{
+      .rates = {},
+      .weight_casts = fp8_weights_cached(t, l, x) ? 1.0 / as_double(l.num_microbatches) : 1.0};
   if (t.fp8 == Fp8Recipe::none) return std::nullopt;
   const bool amax_pass = t.fp8 == Fp8Recipe::current;
   f.cast_bytes = (amax_pass ? 2 : 1) * e + fp8_copies_bytes(t.fp8);
@@ -184,6 +189,11 @@ std::optional<Fp8Linears> fp8_linears(const Training& t, const Layout& l, const 
 // experts'.
 enum class Weights { none, dense, experts };
 
+// How tensor parallelism splits a linear layer (Shoeybi et al. 2019 §3): column-parallel (its
+// input gathered under sequence parallelism), row-parallel (its output reduce-scattered), or not
+// at all (an expert's, within its own rank).
+enum class TpSplit { column, row, none };
+
 // Accumulates operations into the three passes of the part being built. `recomputed` marks
 // operations that the recomputation mode runs again inside the backward.
 struct PassBuilder {
@@ -195,6 +205,7 @@ struct PassBuilder {
   Part part = Part::attention_qkv;
   GradAdd grad_add{};  // the weights' gradient accumulation (GradAdd)
   const Fp8Linears* fp8 = nullptr;  // the linear layers in FP8, when the training runs them
+  int64_t region_rows = 0;          // a micro-batch's tokens on this rank outside the tp region
 
   // Records `op` of the current part (and its re-forward when `recomputed`) when ops are asked for.
   void record(PricedOp op, bool recomputed) {
@@ -208,7 +219,7 @@ struct PassBuilder {
   }
   double timed_gemm(Pass pass, bool recomputed, int64_t m, int64_t k, int64_t n, int64_t count,
                     const DeviceRates& at, int64_t operand_bytes) {
-    const double t = gemm_time_s(at, m, k, n, operand_bytes, count);
+    const double t = gemm_time_s(at, m, k, n, operand_bytes, count, elem_bytes);
     PricedOp op{.pass = pass, .kind = OpKind::matmul, .m = m, .n = n, .k = k, .count = count};
     op.time_s = t;
     record(op, recomputed);
@@ -248,37 +259,47 @@ struct PassBuilder {
   // weight gradient, dW = Xᵀ·dY, (k×m)·(m×n): twice the forward FLOPs, their own output tiles,
   // then its accumulation over the step where W is a weight (`weights`). At the compute dtype's
   // rate, or `at` with operands of `operand_bytes`.
-  void gemm(int64_t m, int64_t k, int64_t n, bool recomputed, int64_t count = 1,
-            Weights weights = Weights::dense, const DeviceRates* at = nullptr,
-            int64_t operand_bytes = 0) {
+  LinearGemms gemm(int64_t m, int64_t k, int64_t n, bool recomputed, int64_t count = 1,
+                   Weights weights = Weights::dense, const DeviceRates* at = nullptr,
+                   int64_t operand_bytes = 0) {
     const DeviceRates& r = at ? *at : rates;
     const int64_t bytes = at ? operand_bytes : elem_bytes;
     const double flops = 2.0 * as_double(m) * as_double(k) * as_double(n) * as_double(count);
-    const double forward = timed_gemm(Pass::forward, recomputed, m, k, n, count, r, bytes);
-    const double backward = timed_gemm(Pass::backward, false, m, n, k, count, r, bytes);
-    add(OpKind::matmul, flops, flops, 0, 0, forward, backward, recomputed, {1, 1});
-    accumulate(out[part].weight_grad, OpKind::matmul, flops, 0,
-               timed_gemm(Pass::weight_grad, false, k, m, n, count, r, bytes), 1);
-    if (weights == Weights::none) return;
-    GradAdd a = grad_add;
-    if (weights == Weights::experts) a.share = a.expert_share;
-    accumulate_gradients(as_double(k) * as_double(n) * as_double(count), a);
+    const LinearGemms g{timed_gemm(Pass::forward, recomputed, m, k, n, count, r, bytes),
+                        timed_gemm(Pass::backward, false, m, n, k, count, r, bytes),
+                        timed_gemm(Pass::weight_grad, false, k, m, n, count, r, bytes)};
+    add(OpKind::matmul, flops, flops, 0, 0, g.forward_s, g.dgrad_s, recomputed, {1, 1});
+    accumulate(out[part].weight_grad, OpKind::matmul, flops, 0, g.wgrad_s, 1);
+    if (weights != Weights::none) {
+      GradAdd a = grad_add;
+      if (weights == Weights::experts) a.share = a.expert_share;
+      accumulate_gradients(as_double(k) * as_double(n) * as_double(count), a);
+    }
+    return g;
   }
 
   // `count` linear layers Y = X·W of (m×k)·(k×n): gemm, or in FP8 where the training runs them
   // there (Fp8Linears) — the GEMMs at the FP8 rate, X quantized going forward, dY going backward,
-  // W once a step.
-  void linear(int64_t m, int64_t k, int64_t n, bool recomputed, int64_t count = 1,
+  // W once a step. Under sequence parallelism TE quantizes a column-parallel layer's input and a
+  // row-parallel layer's output gradient on the rank's sequence shard (region_rows of the m rows),
+  // before it gathers them. Each part keeps its first and last linear layer's GEMM times.
+  void linear(TpSplit split, int64_t m, int64_t k, int64_t n, bool recomputed, int64_t count = 1,
               Weights weights = Weights::dense) {
-    if (!fp8) return gemm(m, k, n, recomputed, count, weights);
-    gemm(m, k, n, recomputed, count, weights, &fp8->rates, 1);
+    const LinearGemms g = fp8 ? gemm(m, k, n, recomputed, count, weights, &fp8->rates, 1)
+                              : gemm(m, k, n, recomputed, count, weights);
+    PartLinears& linears = out.linears_of(part);
+    if (linears.first.forward_s == 0) linears.first = g;
+    linears.last = g;
+    if (!fp8) return;
     const double c = as_double(count);
     const auto cast = [&](Pass pass, bool again, double elements, double launches) {
       return timed_kernel(pass, again, MemoryKernel::fp8_cast, elements, elements * fp8->cast_bytes,
                           launches);
     };
-    const double inputs = as_double(m) * as_double(k) * c;
-    const double output_grads = as_double(m) * as_double(n) * c;
+    const double input_rows = as_double(split == TpSplit::column ? region_rows : m);
+    const double output_rows = as_double(split == TpSplit::row ? region_rows : m);
+    const double inputs = input_rows * as_double(k) * c;
+    const double output_grads = output_rows * as_double(n) * c;
     const double weights_cast = as_double(k) * as_double(n) * c * fp8->weight_casts;
     const double launches = fp8->cast_launches;
     add(OpKind::memory_bound, 0, 0, inputs * fp8->cast_bytes, output_grads * fp8->cast_bytes,
@@ -383,7 +404,7 @@ void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute
   b.part = Part::attention_norm;
   add_norm(b, edges, full);
   b.part = Part::attention_qkv;
-  b.linear(t, m.hidden, q + 2 * kv, full);  // column-parallel QKV
+  b.linear(TpSplit::column, t, m.hidden, q + 2 * kv, full);  // column-parallel QKV
   b.bias(m.qkv_bias, x, t, q + 2 * kv, false, full);
   if (m.position_embedding == PositionEmbedding::rope)  // read and write q and k
     b.memory(MemoryKernel::rope, MemoryKernel::rope, as_double(t * (q + kv)), 2 * e, 2 * e, full);
@@ -406,7 +427,7 @@ void add_attention(PassBuilder& b, const Model& m, const RankShape& r, Recompute
     b.memory(MemoryKernel::softmax_forward, MemoryKernel::softmax_backward, scores,
              kSoftmaxForward * e + dropout_bytes, kSoftmaxBackward * e + dropout_bytes, core_again);
   }
-  b.linear(t, q, m.hidden, full);  // row-parallel output projection
+  b.linear(TpSplit::row, t, q, m.hidden, full);  // row-parallel output projection
   // The output bias is added once, after the row-parallel sum: over the residual region.
   b.bias(m.out_bias, x, r.region_tokens(), m.hidden, true, full);
   add_residual(b, edges, full);
@@ -431,11 +452,11 @@ void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r
   b.part = moe ? Part::router : Part::mlp;
   if (!moe) {
     const int64_t ffn = shard_size(m.ffn_hidden, r.tp);
-    b.linear(t, m.hidden, up_widths * ffn, full);
+    b.linear(TpSplit::column, t, m.hidden, up_widths * ffn, full);
     b.bias(m.mlp_bias, x, t, up_widths * ffn, false, full);
     b.memory(act_fwd, act_bwd, as_double(t * ffn), act_fwd_bytes, act_bwd_bytes, full,
              act_launches);
-    b.linear(t, ffn, m.hidden, full);
+    b.linear(TpSplit::row, t, ffn, m.hidden, full);
     b.bias(m.mlp_bias, x, r.region_tokens(), m.hidden, true, full);
     add_residual(b, edges, full);
     return;
@@ -451,10 +472,10 @@ void add_mlp(PassBuilder& b, const Model& m, const Layout& l, const RankShape& r
   // Permute into expert order and back (read and write every copy once each way).
   b.memory(MemoryKernel::permute, MemoryKernel::permute, as_double((t + copies) * m.hidden), 2 * e,
            2 * e, full);
-  b.linear(rows, m.hidden, up_widths * ffn, full, local_experts, Weights::experts);
+  b.linear(TpSplit::none, rows, m.hidden, up_widths * ffn, full, local_experts, Weights::experts);
   b.memory(act_fwd, act_bwd, as_double(copies * ffn), act_fwd_bytes, act_bwd_bytes, full,
            act_launches);
-  b.linear(rows, ffn, m.hidden, full, local_experts, Weights::experts);
+  b.linear(TpSplit::none, rows, ffn, m.hidden, full, local_experts, Weights::experts);
   add_residual(b, edges, full);
 }
 
@@ -468,8 +489,12 @@ GradAccumulationReads grad_accumulation_reads(GradAccumulation mode, const Train
           .microbatches = assigns_first ? l.num_microbatches : 0};
 }
 
+bool fp8_weights_cached(const Training& t, const Layout& l, const ExecutionOptions& x) {
+  return t.fp8 != Fp8Recipe::none && x.fp8_weight_cache && l.zero < 3;
+}
+
 int parts_microbatches(const Training& t, const Layout& l, const ExecutionOptions& x) {
-  if (t.fp8 != Fp8Recipe::none) return l.num_microbatches;
+  if (fp8_weights_cached(t, l, x)) return l.num_microbatches;
   return grad_accumulation_reads(x.grad_accumulation, t, l).microbatches;
 }
 
@@ -479,9 +504,10 @@ PartsCompute layer_compute(const Model& m, const Training& t, const Layout& l, b
   PartsCompute out;
   PassBuilder b{rates, dtype_bytes(t.dtype), x.host_s_per_kernel, out, ops};
   b.grad_add = grad_add(x.grad_accumulation, t, l);
-  const std::optional<Fp8Linears> fp8 = fp8_linears(t, l, rates);
+  const std::optional<Fp8Linears> fp8 = fp8_linears(t, l, rates, x);
   if (fp8) b.fp8 = &*fp8;
   const RankShape r = rank_shape(t, l);
+  b.region_rows = r.region_tokens();
   // Each block has a norm before it and a residual add after it.
   const BlockEdges edges = block_edges(m, r, b.elem_bytes, x);
   add_attention(b, m, r, l.recompute, edges, x);

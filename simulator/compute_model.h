@@ -82,9 +82,15 @@ struct GradAccumulationReads {
 GradAccumulationReads grad_accumulation_reads(GradAccumulation mode, const Training& t,
                                               const Layout& l);
 
+// Whether Transformer Engine keeps its FP8 weight copies over a step's micro-batches: FP8
+// training, a framework that caches them (ExecutionOptions::fp8_weight_cache), below ZeRO-3 (whose
+// units are cast as they are gathered). Then the weights are quantized once a step and the copies
+// are held (the fp8_weights memory item); else at every micro-batch, into buffers freed after it.
+bool fp8_weights_cached(const Training& t, const Layout& l, const ExecutionOptions& x);
+
 // The step's micro-batches, where a micro-batch's compute depends on them (0 where it does not),
 // for the caches keyed without them: AccumulateGrad assigns the first one's gradient
-// (grad_accumulation_reads), FP8 weights are quantized once a step (Training::fp8).
+// (grad_accumulation_reads), cached FP8 weights are quantized once a step (fp8_weights_cached).
 int parts_microbatches(const Training& t, const Layout& l, const ExecutionOptions& x);
 
 MicrobatchCompute microbatch_compute(const Model& m, const Training& t, const Layout& l,

@@ -43,7 +43,7 @@ CostModelPricer::CostModelPricer(const Model& m, const Cluster& c, const Trainin
           layer_activation_bytes(m, t.dtype, shape, m.is_moe_layer(layer), l.recompute, x, t.fp8);
       if (splits_backward(l.schedule))
         weight_grad +=
-            layer_weight_grad_tensors(m, t.dtype, shape, m.is_moe_layer(layer)).total();
+            layer_weight_grad_tensors(m, t.dtype, shape, m.is_moe_layer(layer), t.fp8).total();
     }
     if (vs == 0) bytes += input_layer_activation_bytes(m, shape, x);
     if (vs == stages - 1) bytes += output_layer_activation_bytes(m, t.dtype, shape);
@@ -92,12 +92,12 @@ double CostModelPricer::duration_s(const Program& p, const Action& a) const {
     case ActionKind::collective:
     case ActionKind::grad_reduce:
     case ActionKind::param_gather: {
-      const double s = group_action_cost(cluster_, rates_, collective_options_, a,
-                                         group_span_of(p, a), layout_.zero)
-                           .time_s();
+      const GroupSpan& span = group_span_of(p, a);
+      const double s =
+          group_action_cost(cluster_, rates_, collective_options_, a, span, layout_.zero).time_s();
       // Overlapped with its GEMMs it costs what they leave exposed (simulator/tp_comm_overlap.h).
-      return tp_overlapped(options_, a)
-                 ? tp_overlapped_s(a, s, parts_, layout_.recompute, layout_.tp,
+      return tp_overlapped(options_, a, span)
+                 ? tp_overlapped_s(a, s, parts_, splits_backward(layout_.schedule), layout_.tp,
                                    cluster_.device.efficiency.sm_count)
                  : s;
     }
@@ -108,9 +108,10 @@ double CostModelPricer::duration_s(const Program& p, const Action& a) const {
 }
 
 double CostModelPricer::interference_share(const Program& p, const Action& a) const {
-  // An overlapped collective's cost holds its GEMMs' loss already.
-  if (!is_group_action(a) || a.stream == Stream::compute || tp_overlapped(options_, a)) return 0;
+  if (!is_group_action(a) || a.stream == Stream::compute) return 0;
   const GroupSpan& span = group_span_of(p, a);
+  // An overlapped collective's cost holds its GEMMs' loss already.
+  if (tp_overlapped(options_, a, span)) return 0;
   return shardplan::interference_share(
       cluster_, a, span,
       group_action_cost(cluster_, rates_, collective_options_, a, span, layout_.zero).collective);

@@ -101,14 +101,15 @@ std::pair<double, double> flash_attention_flops_per_s(const DeviceRates& r, Atte
 }
 
 double gemm_time_s(const DeviceRates& r, int64_t m, int64_t k, int64_t n, int64_t elem_bytes,
-                   int64_t count) {
+                   int64_t count, int64_t out_bytes) {
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(k) *
                        static_cast<double>(n) * static_cast<double>(count);
   if (r.profile) return with_noise(*r.profile, flops / gemm_rate_flops(*r.profile, m, n, k));
   const double bytes =
       static_cast<double>(elem_bytes) * (static_cast<double>(m) * static_cast<double>(k) +
-                                         static_cast<double>(k) * static_cast<double>(n) +
-                                         static_cast<double>(m) * static_cast<double>(n));
+                                         static_cast<double>(k) * static_cast<double>(n)) +
+      static_cast<double>(out_bytes > 0 ? out_bytes : elem_bytes) * static_cast<double>(m) *
+          static_cast<double>(n);
   return r.kernel_overhead_s + std::max(gemm_compute_s(r, flops, m, k, n, count),
                                         static_cast<double>(count) * memory_time_s(r, bytes));
 }

@@ -68,8 +68,10 @@ DeviceRates fp8_gemm_rates(const DeviceRates& r);
 // tiles, each wave as long as one tile's k-loop plus its fixed cost at the matmul rate per SM, with
 // the tile (256×128 down to 64×128) and split of k that finish soonest. With a profile:
 // count · 2mkn FLOPs at gemm_rate_flops for the shape, which measured all of that.
+// `out_bytes`: C's element size where it differs from A's and B's (FP8 operands, a 16-bit
+// output); 0: elem_bytes.
 double gemm_time_s(const DeviceRates& r, int64_t m, int64_t k, int64_t n, int64_t elem_bytes,
-                   int64_t count = 1);
+                   int64_t count = 1, int64_t out_bytes = 0);
 
 inline double memory_time_s(const DeviceRates& r, double bytes) {
   return bytes / r.memory_bytes_per_s;

@@ -12,6 +12,7 @@ ExecutionOptions execution_options(const Framework& f) {
   x.cross_entropy = f.cross_entropy;
   x.fused_swiglu = f.fused_swiglu;
   x.tp_comm_overlap = f.tp_comm_overlap;
+  x.fp8_weight_cache = f.fp8_weight_cache;
   x.grad_bucket_copy = f.grad_bucket_copy;
   x.sp_gather_buffers = f.sp_gather_buffers;
   x.mha_kv_copied = f.mha_kv_copied;

@@ -33,6 +33,8 @@ struct ExecutionOptions {
   // Tensor-parallel collectives overlapped with their GEMMs (core/framework.h,
   // simulator/tp_comm_overlap.h).
   bool tp_comm_overlap = false;
+  // FP8 weight copies kept over a step's micro-batches (core/framework.h).
+  bool fp8_weight_cache = false;
   // SwiGLU as one kernel each way, or eager silu and product (core/framework.h).
   bool fused_swiglu = true;
   // The framework's own buffers (core/framework.h).

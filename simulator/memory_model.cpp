@@ -7,6 +7,7 @@
 #include "core/zero_units.h"
 #include "simulator/activation_memory.h"
 #include "simulator/comm_volume.h"
+#include "simulator/compute_model.h"
 #include "simulator/pipeline_model.h"
 #include "simulator/rank_shape.h"
 
@@ -60,17 +61,8 @@ ModelStateBytes stage_model_state_bytes(const Model& m, const Training& t, const
   // Dense weights sharded per ZeRO unit (core/zero_units.h); expert weights, which the executor
   // does not run, as one unit over the expert data-parallel group.
   const std::vector<int64_t> units = zero_unit_params(m, t, l, s.stage);
-  ModelStateBytes state =
-      model_state_bytes(p.dense(), zero_shard_params(units, dense_replicas(l)), l.zero, t) +
-      model_state_bytes(p.experts, shard_size(p.experts, expert_replicas(l)), l.zero, t);
-  // FP8 copies of the stage's linear weights (norms, router, embedding and head stay in the
-  // compute dtype). Under ZeRO-3 each unit is cast as it is gathered, into a buffer freed with it:
-  // not kept (and not priced apart).
-  if (l.zero < 3) {
-    const double linear = static_cast<double>(p.attention + p.mlp + p.experts);
-    state.fp8_weights = static_cast<int64_t>(linear * fp8_copies_bytes(t.fp8));
-  }
-  return state;
+  return model_state_bytes(p.dense(), zero_shard_params(units, dense_replicas(l)), l.zero, t) +
+         model_state_bytes(p.experts, shard_size(p.experts, expert_replicas(l)), l.zero, t);
 }
 
 ActivationSizes activation_sizes(const Model& m, const Training& t, const Layout& l,
@@ -84,12 +76,14 @@ ActivationSizes activation_sizes(const Model& m, const Training& t, const Layout
   a.dense_whole = layer(false, Recompute::none);
   a.dense_backward = layer_backward_buffers(m, t.dtype, shape, false).total();
   const bool split = splits_backward(l.schedule);
-  if (split) a.dense_weight_grad = layer_weight_grad_tensors(m, t.dtype, shape, false).total();
+  if (split)
+    a.dense_weight_grad = layer_weight_grad_tensors(m, t.dtype, shape, false, t.fp8).total();
   if (m.is_moe()) {  // a dense model's stages hold no MoE layer
     a.moe = layer(true, l.recompute);
     a.moe_whole = layer(true, Recompute::none);
     a.moe_backward = layer_backward_buffers(m, t.dtype, shape, true).total();
-    if (split) a.moe_weight_grad = layer_weight_grad_tensors(m, t.dtype, shape, true).total();
+    if (split)
+      a.moe_weight_grad = layer_weight_grad_tensors(m, t.dtype, shape, true, t.fp8).total();
   }
   a.input = input_layer_activation_bytes(m, shape, x);
   a.output = output_layer_activation_bytes(m, t.dtype, shape);
@@ -106,6 +100,13 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
   RankMemory r;
   r.stage = s.stage;
   r.state = state;
+  // Transformer Engine's FP8 copies of the stage's linear weights where it keeps them over the
+  // step (norms, router, embedding and head stay in the compute dtype).
+  if (fp8_weights_cached(t, l, x)) {
+    const ParamShard p = param_shard(m, l, s);
+    r.state.fp8_weights = static_cast<int64_t>(
+        static_cast<double>(p.attention + p.mlp + p.experts) * fp8_copies_bytes(t.fp8));
+  }
 
   const RankShape shape = rank_shape(t, l);
   const int64_t chunks = inflight_chunk_microbatches(l, s.stage);

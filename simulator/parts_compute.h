@@ -23,11 +23,26 @@ namespace shardplan {
 // (permutation, expert MLPs, residual add); embedding (lookup); head_norm (final norm); head (LM
 // head, cross entropy).
 // microbatch_compute is the sum of these over a stage's layers and ends.
+// A linear layer's GEMM times in one micro-batch: forward, and the backward's input gradient
+// (dgrad) and weight gradient (wgrad).
+struct LinearGemms {
+  double forward_s = 0, dgrad_s = 0, wgrad_s = 0;
+};
+// A part's first and last linear layer (QKV; the output projection; fc1 and fc2): the GEMMs
+// TransformerEngine's userbuffers hide the part's tensor-parallel collectives behind
+// (simulator/tp_comm_overlap.h). Zero where the part has none.
+struct PartLinears {
+  LinearGemms first, last;
+};
+
 struct PartsCompute {
   std::array<MicrobatchCompute, kPartNames.size()> parts{};
+  std::array<PartLinears, kPartNames.size()> linears{};
 
   MicrobatchCompute& operator[](Part p) { return parts[static_cast<size_t>(p)]; }
   const MicrobatchCompute& operator[](Part p) const { return parts[static_cast<size_t>(p)]; }
+  PartLinears& linears_of(Part p) { return linears[static_cast<size_t>(p)]; }
+  const PartLinears& linears_of(Part p) const { return linears[static_cast<size_t>(p)]; }
 };
 
 // One operation the cost model priced in one pass of one part: a GEMM C[m×n] = A[m×k]·B[k×n]

@@ -24,6 +24,7 @@ json memory_to_json(const SimulatedMemory& m) {
               {"parameters_bytes", m.state.parameters},
               {"gradients_bytes", m.state.gradients},
               {"optimizer_bytes", m.state.optimizer()},
+              {"fp8_weights_bytes", m.state.fp8_weights},
               {"activations_bytes", m.activations_bytes()},
               {"other_bytes", m.other_bytes},
               {"peak_bytes", m.peak_bytes()},
@@ -129,7 +130,8 @@ void append_step(std::string& out, const PlanSimulation& s, bool wide) {
   row("TFLOP/s per device", fmt::format("{:.4g}", s.tflops_per_device),
       fmt::format("{:.4g}", e.tflops_per_device), "model FLOPs (Narayanan et al. 2021 eq. 3)");
   row("MFU", format_percent(s.mfu), format_percent(e.mfu),
-      fmt::format("of {:.4g} TFLOP/s dense peak per device", e.peak_flops_per_device / 1e12));
+      fmt::format("of {:.4g} TFLOP/s dense {}peak per device", e.peak_flops_per_device / 1e12,
+                  e.fp8 == Fp8Recipe::none ? "" : "FP8 "));
   row("HFU", format_percent(s.hfu), format_percent(e.hfu), "with recompute");
   row("bubble", format_percent(s.bubble_fraction), format_percent(e.bubble_fraction),
       fmt::format("simulated: rank {} idle waiting on others", r.ranks[s.busiest].rank));
@@ -236,6 +238,8 @@ void append_memory(std::string& out, const PlanSimulation& s, bool wide) {
   line("parameters", m.state.parameters, "memory model");
   line("gradients", m.state.gradients, "memory model");
   line("optimizer", m.state.optimizer(), "memory model: master weights and moments");
+  if (m.state.fp8_weights > 0)
+    line("fp8_weights", m.state.fp8_weights, "memory model: Transformer Engine's FP8 copies");
   line("activations", m.chunk_activations_bytes, "simulated peak of the chunks alive");
   line("recompute_working", m.recompute_working_bytes, "memory model");
   line("other", m.other_bytes, "memory model: estimate lists each");

@@ -99,10 +99,10 @@ PricedComm price_comm(const StageContext& ctx, const Action& a, int64_t rank, Sp
     p.cost = price();
   }
   // Overlapped with its GEMMs it costs what they leave exposed, their loss to its SMs included.
-  if (tp_overlapped(ctx.x, a)) {
+  if (tp_overlapped(ctx.x, a, p.span)) {
     p.cost.collective.time_s =
-        tp_overlapped_s(a, p.cost.collective.time_s, *ctx.parts, ctx.l.recompute, ctx.l.tp,
-                        ctx.c.device.efficiency.sm_count);
+        tp_overlapped_s(a, p.cost.collective.time_s, *ctx.parts, splits_backward(ctx.l.schedule),
+                        ctx.l.tp, ctx.c.device.efficiency.sm_count);
     return p;
   }
   // The share follows the action's stream, which the call's price leaves out.

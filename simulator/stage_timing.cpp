@@ -95,7 +95,7 @@ struct EstimateCache::State {
   // By the layout without recomputation: its actions do not depend on it.
   Recent<Entry, kLayouts> data_parallel;
   struct Bound {
-    Layout layout;  // with zero 0 (2 for ZeRO-2/3 where the passes differ: passes_zero)
+    Layout layout;  // with zero 0 (2 or 3 where the passes differ: passes_zero)
     double step_s = 0;
     bool complete = true;  // of every stage; otherwise of those its `enough` needed
   };
@@ -142,9 +142,12 @@ const PricedActions& cached(
   return entry.stages.emplace_back(CachedPasses{rank, price()}).priced;
 }
 
-// The ZeRO stage a layout's passes are priced alike under: 0 for all, or 2 for ZeRO-2 and -3
-// where the gradients' accumulation adds only the rank's shard (grad_accumulation_reads).
+// The ZeRO stage a layout's passes are priced alike under: 0 for all, 2 for ZeRO-2 and -3 where
+// the gradients' accumulation adds only the rank's shard (grad_accumulation_reads), 3 for ZeRO-3
+// where it casts FP8 weights that lower stages keep (fp8_weights_cached).
 int passes_zero(const Training& t, const Layout& l, const ExecutionOptions& x) {
+  // ZeRO-3 quantizes FP8 weights every micro-batch where the framework would cache them.
+  if (l.zero >= 3 && t.fp8 != Fp8Recipe::none && x.fp8_weight_cache) return 3;
   return grad_accumulation_reads(x.grad_accumulation, t, l).shard_ranks > 0 ? 2 : 0;
 }
 
@@ -241,6 +244,12 @@ void check_dtype(const Cluster& c, Dtype dtype) {
 void check_fp8(const Cluster& c, const Training& t, const ExecutionOptions& x) {
   if (t.fp8 == Fp8Recipe::none) return;
   const std::string recipe(enum_name(t.fp8, kFp8RecipeNames));
+  // validate_training says the same where the training is validated whole.
+  if (dtype_bytes(t.dtype) != 2)
+    throw InputError("training", "training.fp8",
+                     "is " + recipe + ": FP8 linears run inside 16-bit training, and dtype is " +
+                         std::string(enum_name(t.dtype, kDtypeNames)),
+                     "set dtype to bf16, or fp8 to none");
   if (!(c.device.peak_tflops_fp8 > 0))
     throw InputError(
         c.name, "device.peak_tflops.fp8",

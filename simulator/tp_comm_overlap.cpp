@@ -3,65 +3,81 @@
 #include <algorithm>
 #include <cassert>
 
-#include "simulator/action_cost.h"
-
 namespace shardplan {
 
 namespace {
 
-// TE's default methods (tp_comm_overlap.h): how the collective is cut and the SMs it takes.
-enum class Method { ring_exchange, pipeline, bulk };
-constexpr int kPipelineChunks = 4, kCommSms = 16, kCopyEngineSms = 1;
+// The methods' settings in NeMo's recipes (nemo/collections/llm/recipes/tp_overlap_configs/
+// userbuffers.py, userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192, Llama 3 70B on H100; the
+// other configs differ by a few SMs): the pipeline's chunks, and the SMs each method's kernels
+// take: 1 for a ring exchange (the copy engines move its bytes), 24 and 16 for the output
+// projection's and fc2's pipelined reduce-scatters (set_sm_margin: their GEMMs run on the other
+// SMs throughout), 4 and 2 for the bulk gathers beside QKV's and fc1's dgrad, 24 and 4 for the
+// bulk reduce-scatters beside their wgrad (no margin: the GEMM shares the SMs while they run).
+constexpr int kPipelineChunks = 4, kRingSms = 1;
+constexpr int kProjFpropSms = 24, kFc2FpropSms = 16;
+constexpr int kQkvDgradSms = 4, kFc1DgradSms = 2, kQkvWgradSms = 24, kFc1WgradSms = 4;
+constexpr PartSet kLayerLinearParts =
+    part_bit(Part::attention_qkv) | part_bit(Part::attention_core) | part_bit(Part::mlp);
 
-Method method_of(const Action& a) {
-  if (a.op == Collective::all_gather) return Method::ring_exchange;
-  return a.pass == Pass::backward ? Method::bulk : Method::pipeline;
+Part part_of(const Action& a) {
+  for (const auto& [part, name] : kPartNames)
+    if (has_part(a.parts, part)) return part;
+  assert(false && "a collective is placed at a part");
+  return Part::mlp;
 }
 
-// The GEMM time of `a`'s part in its pass, as a compute action of that part prices it.
-double part_gemm_s(const Action& a, const PartsCompute& parts, Recompute r) {
-  Action compute = a;
-  compute.kind = ActionKind::compute;
-  compute.stream = Stream::compute;
-  const MicrobatchCompute c = compute_action_cost(parts, compute, r);
-  const PassCost& pass = a.pass == Pass::forward     ? c.forward
-                         : a.pass == Pass::recompute ? c.recompute
-                                                     : c.backward;
-  return pass[OpKind::matmul].time_s;
-}
+struct Overlap {
+  int tp = 1, sm_count = 0;
+
+  // The share of the device `sms` take.
+  double share(int sms) const { return sm_count > 0 ? static_cast<double>(sms) / sm_count : 0; }
+  // Ring exchange: tp − 1 hops beside the GEMM's other tp − 1 chunks.
+  double ring(double comm_s, double gemm_s) const {
+    const double exposed = std::max(0.0, comm_s - gemm_s * (tp - 1.0) / tp);
+    return exposed + (comm_s - exposed) * share(kRingSms);
+  }
+  // Pipeline: the last chunk's collective follows the GEMM, which runs on sm_count − sms SMs.
+  double pipeline(double comm_s, double gemm_s, int sms) const {
+    const double narrowed = sm_count > sms ? gemm_s * sms / (sm_count - sms) : 0;
+    return std::max(comm_s / kPipelineChunks,
+                    comm_s - gemm_s * (kPipelineChunks - 1.0) / kPipelineChunks) +
+           narrowed;
+  }
+  // Bulk: the whole collective beside the whole GEMM, which shares the SMs while both run.
+  double bulk(double comm_s, double gemm_s, int sms) const {
+    const double exposed = std::max(0.0, comm_s - gemm_s);
+    return exposed + (comm_s - exposed) * share(sms);
+  }
+};
 
 }  // namespace
 
-bool tp_overlapped(const ExecutionOptions& x, const Action& a) {
+bool tp_overlapped(const ExecutionOptions& x, const Action& a, const GroupSpan& span) {
   return x.tp_comm_overlap && a.kind == ActionKind::collective && a.group == Group::tp &&
-         (a.op == Collective::all_gather || a.op == Collective::reduce_scatter);
+         (a.op == Collective::all_gather || a.op == Collective::reduce_scatter) &&
+         (a.parts & kLayerLinearParts) != 0 && a.layer_end > a.layer_begin && span.level == 0;
 }
 
-double tp_overlapped_s(const Action& a, double comm_s, const PartsCompute& parts, Recompute r,
-                       int tp, int sm_count) {
-  assert(a.kind == ActionKind::collective && a.group == Group::tp);
-  const double gemm_s = part_gemm_s(a, parts, r);
-  // Ring exchange: the GEMM starts on the rank's own chunk while the next arrives, each of the
-  // tp − 1 hops beside one of the GEMM's tp chunks. Pipeline: the last chunk's reduce-scatter
-  // follows the last GEMM chunk. Bulk: the whole collective beside the whole GEMM.
-  double exposed = 0;
-  int sms = kCommSms;
-  switch (method_of(a)) {
-    case Method::ring_exchange:
-      exposed = std::max(0.0, comm_s - gemm_s * (tp - 1.0) / tp);
-      sms = kCopyEngineSms;
-      break;
-    case Method::pipeline:
-      exposed = std::max(comm_s / kPipelineChunks,
-                         comm_s - gemm_s * (kPipelineChunks - 1.0) / kPipelineChunks);
-      break;
-    case Method::bulk:
-      exposed = std::max(0.0, comm_s - gemm_s);
-      break;
-  }
-  const double hidden = comm_s - exposed;
-  const double slowed = sm_count > 0 ? hidden * sms / sm_count : 0;
-  return exposed + slowed;
+double tp_overlapped_s(const Action& a, double comm_s, const PartsCompute& parts,
+                       bool split_backward, int tp, int sm_count) {
+  const Part part = part_of(a);
+  const PartLinears& own = parts.linears_of(part);
+  const Overlap o{tp, sm_count};
+  const bool gather = a.op == Collective::all_gather;
+  const bool attention = part != Part::mlp;
+  if (a.pass != Pass::backward)  // forward, or full recomputation's re-forward
+    return gather
+               ? o.ring(comm_s, own.first.forward_s)
+               : o.pipeline(comm_s, own.last.forward_s, attention ? kProjFpropSms : kFc2FpropSms);
+  if (!gather)
+    return o.bulk(comm_s, split_backward ? 0 : own.first.wgrad_s,
+                  attention ? kQkvWgradSms : kFc1WgradSms);
+  // The output projection's gradient gather also carries QKV's saved input, which QKV's dgrad
+  // covers; the MLP's carries fc1's, beside fc1's dgrad.
+  const PartLinears& input_owner = attention ? parts.linears_of(Part::attention_qkv) : own;
+  return o.ring(comm_s / 2, own.last.dgrad_s) +
+         o.bulk(comm_s / 2, input_owner.first.dgrad_s, attention ? kQkvDgradSms : kFc1DgradSms);
 }
 
 }  // namespace shardplan

@@ -120,13 +120,15 @@ void print_cluster(const Cluster& c, bool wide) {
       "layout), {:g} GB/s memory",
       d.name, d.memory_GiB, d.reserved_GiB, d.memory_GBps);
   fmt::print("{}", paragraph(device, wide, 4, 2));
-  fmt::print("  dense peak: bf16 {:g}, fp16 {:g}, tf32 {:g}, fp32 {:g} TFLOP/s\n",
+  fmt::print("  dense peak: {}bf16 {:g}, fp16 {:g}, tf32 {:g}, fp32 {:g} TFLOP/s\n",
+             d.peak_tflops_fp8 > 0 ? fmt::format("fp8 {:g}, ", d.peak_tflops_fp8) : "",
              d.peak_tflops_bf16, d.peak_tflops_fp16, d.peak_tflops_tf32, d.peak_tflops_fp32);
   const DeviceEfficiency& e = d.efficiency;
-  fmt::print("  achieved: GEMM {}, attention {} forward / {} backward, memory {} of peak{}\n",
-             format_percent(e.matmul), format_percent(e.attention_forward),
-             format_percent(e.attention_backward), format_percent(e.memory),
-             e.sm_count ? fmt::format(", {} SMs", e.sm_count) : "");
+  fmt::print("  achieved: GEMM {}{}, attention {} forward / {} backward, memory {} of peak{}\n",
+             format_percent(e.matmul),
+             e.matmul_fp8 > 0 ? fmt::format(" (FP8 {})", format_percent(e.matmul_fp8)) : "",
+             format_percent(e.attention_forward), format_percent(e.attention_backward),
+             format_percent(e.memory), e.sm_count ? fmt::format(", {} SMs", e.sm_count) : "");
   fmt::print("\n  interconnect levels, innermost first:\n");
   for (size_t i = 0; i < c.levels.size(); ++i) print_level(c, i, wide);
 }

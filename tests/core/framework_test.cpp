@@ -17,7 +17,8 @@ json unfused_json() {
   return json::parse(R"({
     "name": "test", "attention": "unfused", "dropout": true, "fused_bias": false,
     "host_us_per_kernel": 8, "cross_entropy": "megatron", "overlap_grad_reduce": false,
-    "overlap_param_gather": false, "tp_comm_overlap": true, "fused_swiglu": false,
+    "overlap_param_gather": false, "tp_comm_overlap": true, "fp8_weight_cache": true,
+    "fused_swiglu": false,
     "grad_bucket_copy": true,
     "sp_gather_buffers": 2,
     "caching_allocator": false, "expandable_segments": false, "layer_split": "cost_balanced",
@@ -27,7 +28,7 @@ json unfused_json() {
     "grad_accumulation": "hook",
     "source": {"attention": "a", "dropout": "b", "fused_bias": "c", "host_us_per_kernel": "d",
                "cross_entropy": "f", "overlap_grad_reduce": "e", "overlap_param_gather": "l",
-               "tp_comm_overlap": "w",
+               "tp_comm_overlap": "w", "fp8_weight_cache": "x",
                "fused_swiglu": "g", "grad_bucket_copy": "h", "sp_gather_buffers": "i",
                "caching_allocator": "j", "expandable_segments": "k", "layer_split": "m",
                "mha_kv_copied": "n", "param_grads_held": "o", "param_grads_kept": "q",
@@ -54,6 +55,7 @@ TEST_CASE("framework JSON is read field by field", "[framework]") {
   CHECK(f.cross_entropy == CrossEntropyKernel::megatron);
   CHECK_FALSE(f.overlap_grad_reduce);
   CHECK(f.tp_comm_overlap);
+  CHECK(f.fp8_weight_cache);
   CHECK_FALSE(f.fused_swiglu);
   CHECK(f.grad_bucket_copy);
   CHECK(f.sp_gather_buffers == 2);

@@ -114,7 +114,8 @@ TEST_CASE("memory: a layer's saved bytes are the cost model's activation bytes",
             shard.tp = tp;
             const LayerDims d = layer_dims(m, shard, 2, m.max_seq, sp, cp, cp - 1);
             const RankShape r{m.max_seq / cp, m.max_seq, 2, tp, sp && tp > 1};
-            CHECK(block_saved_bytes(d, mode, 4) ==
-                  layer_activation_bytes(m, Dtype::fp32, r, false, mode, executor_options));
+            CHECK(block_saved_bytes(d, mode, 4) == layer_activation_bytes(m, Dtype::fp32, r, false,
+                                                                          mode, executor_options,
+                                                                          Fp8Recipe::none));
           }
 }

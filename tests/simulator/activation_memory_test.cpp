@@ -19,7 +19,7 @@ int64_t korthikanti(int tp, bool sp, Recompute r) {
   const RankShape shape{2048, 2048, 1, tp, sp};
   return layer_activation_bytes(
       m, Dtype::bf16, shape, false, r,
-      ExecutionOptions{.attention = AttentionKernel::unfused, .dropout = true});
+      ExecutionOptions{.attention = AttentionKernel::unfused, .dropout = true}, Fp8Recipe::none);
 }
 
 }  // namespace
@@ -46,7 +46,7 @@ TEST_CASE("flash attention removes the s² term and keeps the log-sum-exp",
   const RankShape shape{2048, 2048, 1, 8, true};
   const int64_t flash = layer_activation_bytes(
       m, Dtype::bf16, shape, false, Recompute::none,
-      ExecutionOptions{.attention = AttentionKernel::flash3, .dropout = true});
+      ExecutionOptions{.attention = AttentionKernel::flash3, .dropout = true}, Fp8Recipe::none);
   // 34·sbh/8 + fp32 statistics of 96/8 heads × 2048 queries
   CHECK(flash == 34 * kSbh / 8 + 4 * 12 * 2048);
 }
@@ -65,11 +65,12 @@ TEST_CASE("activation memory of a Llama layer: GQA, SwiGLU, no dropout, flash",
   //   log-sum-exp  4·4·8192         =    131,072
   //   MLP input    2·1024·4096      =  8,388,608
   //   SwiGLU       2·8192·3·1792    = 88,080,384
-  CHECK(layer_activation_bytes(m, Dtype::bf16, shape, false, Recompute::none, {}) == 142'737'408);
+  CHECK(layer_activation_bytes(m, Dtype::bf16, shape, false, Recompute::none, {},
+                               Fp8Recipe::none) == 142'737'408);
   // Eager silu(gate)·up also keeps silu's output: one more 2·8192·1792.
   CHECK(layer_activation_bytes(m, Dtype::bf16, shape, false, Recompute::none,
-                               ExecutionOptions{.fused_swiglu = false}) ==
-        142'737'408 + 2 * 8192 * 1792);
+                               ExecutionOptions{.fused_swiglu = false},
+                               Fp8Recipe::none) == 142'737'408 + 2 * 8192 * 1792);
 }
 
 TEST_CASE("a layer's backward holds the gradient in, the input's and the MLP's",
@@ -97,19 +98,25 @@ TEST_CASE("nanotron's multi-head attention holds K and V twice, GQA once",
   const ExecutionOptions copied{.mha_kv_copied = true};
   // Llama 2 7B: 32 K/V heads of 128 as many as Q heads; tp = 2 keeps 16 of them, 2048 wide.
   const Model mha = test::preset_model("llama2-7b");
-  CHECK(layer_activation_bytes(mha, Dtype::bf16, shape, false, Recompute::none, copied) ==
-        layer_activation_bytes(mha, Dtype::bf16, shape, false, Recompute::none, {}) +
-            2 * (2 * 4096 * 2048));
+  CHECK(layer_activation_bytes(mha, Dtype::bf16, shape, false, Recompute::none, copied,
+                               Fp8Recipe::none) == layer_activation_bytes(mha, Dtype::bf16, shape,
+                                                                          false, Recompute::none,
+                                                                          {}, Fp8Recipe::none) +
+                                                       2 * (2 * 4096 * 2048));
   const Model gqa = test::preset_model("llama3-8b");
-  CHECK(layer_activation_bytes(gqa, Dtype::bf16, shape, false, Recompute::none, copied) ==
-        layer_activation_bytes(gqa, Dtype::bf16, shape, false, Recompute::none, {}));
+  CHECK(layer_activation_bytes(gqa, Dtype::bf16, shape, false, Recompute::none, copied,
+                               Fp8Recipe::none) == layer_activation_bytes(gqa, Dtype::bf16, shape,
+                                                                          false, Recompute::none,
+                                                                          {}, Fp8Recipe::none));
 }
 
 TEST_CASE("an MoE layer keeps top_k copies of each token", "[memory][activations]") {
   const Model m = test::preset_model("mixtral-8x7b");
   const RankShape shape{4096, 4096, 1, 1, false};
-  const int64_t dense = layer_activation_bytes(m, Dtype::bf16, shape, false, Recompute::none, {});
-  const int64_t moe = layer_activation_bytes(m, Dtype::bf16, shape, true, Recompute::none, {});
+  const int64_t dense =
+      layer_activation_bytes(m, Dtype::bf16, shape, false, Recompute::none, {}, Fp8Recipe::none);
+  const int64_t moe =
+      layer_activation_bytes(m, Dtype::bf16, shape, true, Recompute::none, {}, Fp8Recipe::none);
   // 2 copies × 4096 tokens × (4096 input + 3·14336 activations) × 2 bytes, instead of
   // 4096 × 3·14336 × 2 for one dense MLP.
   CHECK(moe - dense == 2 * 2 * 4096 * (4096 + 3 * 14336) - 2 * 4096 * 3 * 14336);
@@ -175,7 +182,8 @@ TEST_CASE("a split backward's layer holds each linear's input and output gradien
   // splits is an eighth, and under SP the inputs and gradients W reads are gathered (all tokens).
   const Model m = test::preset_model("gpt3-175b");
   const auto bytes = [&](int tp, bool sp) {
-    return layer_weight_grad_tensors(m, Dtype::bf16, RankShape{2048, 2048, 1, tp, sp}, false)
+    return layer_weight_grad_tensors(m, Dtype::bf16, RankShape{2048, 2048, 1, tp, sp}, false,
+                                     Fp8Recipe::none)
         .total();
   };
   CHECK(bytes(1, false) == 32 * kSbh);

@@ -12,60 +12,74 @@ using namespace shardplan;
 
 namespace {
 
-// Parts whose forward GEMMs take `forward_s` and whose backward GEMMs take `backward_s`.
-PartsCompute gemm_parts(double forward_s, double backward_s) {
+// Every part's linears: forward, dgrad and wgrad GEMMs of `gemm_s` each.
+PartsCompute gemm_parts(double gemm_s) {
   PartsCompute parts;
-  for (auto& c : parts.parts) {
-    c.forward[OpKind::matmul].time_s = forward_s;
-    c.backward[OpKind::matmul].time_s = backward_s;
-  }
+  for (PartLinears& l : parts.linears) l.first = l.last = {gemm_s, gemm_s, gemm_s};
   return parts;
 }
 
-Action tp_collective(Collective op, Pass pass) {
+Action tp_collective(Collective op, Pass pass, Part part = Part::mlp) {
   return Action{.kind = ActionKind::collective,
                 .stream = Stream::tp_comm,
                 .pass = pass,
                 .op = op,
                 .group = Group::tp,
-                .parts = part_bit(Part::mlp)};
+                .parts = part_bit(part),
+                .layer_begin = 3,
+                .layer_end = 4};
 }
 
 }  // namespace
 
-TEST_CASE("tp overlap: only the tensor-parallel gathers and reduce-scatters, when asked",
+TEST_CASE("tp overlap: only a layer's tensor-parallel gathers and reduce-scatters, in NVLink",
           "[tp_overlap]") {
   ExecutionOptions x;
+  const GroupSpan nvlink{.group = Group::tp, .size = 8, .level = 0, .nodes = 1};
   const Action gather = tp_collective(Collective::all_gather, Pass::forward);
-  CHECK_FALSE(tp_overlapped(x, gather));
+  CHECK_FALSE(tp_overlapped(x, gather, nvlink));
   x.tp_comm_overlap = true;
-  CHECK(tp_overlapped(x, gather));
-  CHECK(tp_overlapped(x, tp_collective(Collective::reduce_scatter, Pass::backward)));
-  CHECK_FALSE(tp_overlapped(x, tp_collective(Collective::all_reduce, Pass::forward)));
+  CHECK(tp_overlapped(x, gather, nvlink));
+  CHECK(tp_overlapped(x, tp_collective(Collective::reduce_scatter, Pass::backward), nvlink));
+  CHECK_FALSE(tp_overlapped(x, tp_collective(Collective::all_reduce, Pass::forward), nvlink));
+  // Not the LM head's gather (no TE module), nor an MoE layer's beyond its all-to-alls.
+  Action head = tp_collective(Collective::all_gather, Pass::forward, Part::head);
+  head.layer_begin = head.layer_end = 32;
+  CHECK_FALSE(tp_overlapped(x, head, nvlink));
+  CHECK_FALSE(tp_overlapped(x, tp_collective(Collective::all_gather, Pass::forward, Part::experts),
+                            nvlink));
   Action cp = gather;
   cp.group = Group::cp;
-  CHECK_FALSE(tp_overlapped(x, cp));
+  CHECK_FALSE(tp_overlapped(x, cp, nvlink));
+  GroupSpan across = nvlink;
+  across.level = 1;  // userbuffers run within one NVLink domain
+  CHECK_FALSE(tp_overlapped(x, gather, across));
 }
 
 TEST_CASE("tp overlap: each method's exposed time, counted by hand", "[tp_overlap]") {
   constexpr int kTp = 4, kSms = 128;
-  const auto priced = [&](Collective op, Pass pass, double comm_s, double gemm_s) {
-    return tp_overlapped_s(tp_collective(op, pass), comm_s, gemm_parts(gemm_s, gemm_s),
-                           Recompute::none, kTp, kSms);
+  const auto priced = [&](Collective op, Pass pass, Part part, double comm_s, double gemm_s,
+                          bool split = false) {
+    return tp_overlapped_s(tp_collective(op, pass, part), comm_s, gemm_parts(gemm_s), split, kTp,
+                           kSms);
   };
-  // Ring exchange (forward all-gather): the GEMM's 3 other chunks cover 3/4 of its 8 ms; 1 SM.
-  CHECK(priced(Collective::all_gather, Pass::forward, 1.0, 8.0) == Approx(1.0 / kSms));
-  CHECK(priced(Collective::all_gather, Pass::forward, 10.0, 8.0) ==
-        Approx(10.0 - 6.0 + 6.0 / kSms));
-  // Pipeline (forward reduce-scatter): 4 chunks, the last one's exposed; 16 SMs while it hides.
-  CHECK(priced(Collective::reduce_scatter, Pass::forward, 1.0, 8.0) ==
-        Approx(0.25 + 0.75 * 16 / kSms));
-  CHECK(priced(Collective::reduce_scatter, Pass::forward, 10.0, 8.0) ==
-        Approx(4.0 + 6.0 * 16 / kSms));
-  // Bulk (backward reduce-scatter): beside the whole weight-gradient GEMM.
-  CHECK(priced(Collective::reduce_scatter, Pass::backward, 1.0, 8.0) == Approx(16.0 / kSms));
-  CHECK(priced(Collective::reduce_scatter, Pass::backward, 10.0, 8.0) ==
-        Approx(2.0 + 8.0 * 16 / kSms));
+  const Pass fwd = Pass::forward, bwd = Pass::backward;
+  const Collective ag = Collective::all_gather, rs = Collective::reduce_scatter;
+  // Ring exchange (forward gather): 3 of the GEMM's 4 chunks cover it; 1 SM while it hides.
+  CHECK(priced(ag, fwd, Part::mlp, 1.0, 8.0) == Approx(1.0 / kSms));
+  CHECK(priced(ag, fwd, Part::mlp, 10.0, 8.0) == Approx(4.0 + 6.0 / kSms));
+  // Pipeline (forward reduce-scatter after fc2): 4 chunks, the last exposed; fc2 on 128 − 16 SMs.
+  CHECK(priced(rs, fwd, Part::mlp, 1.0, 8.0) == Approx(0.25 + 8.0 * 16 / 112));
+  CHECK(priced(rs, fwd, Part::mlp, 10.0, 8.0) == Approx(4.0 + 8.0 * 16 / 112));
+  // ... after the output projection, 24 SMs.
+  CHECK(priced(rs, fwd, Part::attention_core, 1.0, 8.0) == Approx(0.25 + 8.0 * 24 / 104));
+  // Bulk (backward reduce-scatter beside fc1's wgrad, 4 SMs); none under a split backward.
+  CHECK(priced(rs, bwd, Part::mlp, 1.0, 8.0) == Approx(4.0 / kSms));
+  CHECK(priced(rs, bwd, Part::mlp, 10.0, 8.0) == Approx(2.0 + 8.0 * 4 / kSms));
+  CHECK(priced(rs, bwd, Part::mlp, 1.0, 8.0, true) == Approx(1.0));
+  // Backward gather: the output gradient by ring beside fc2's dgrad, fc1's input in bulk beside
+  // fc1's dgrad (2 SMs), half the bytes each.
+  CHECK(priced(ag, bwd, Part::mlp, 2.0, 8.0) == Approx(1.0 / kSms + 2.0 / kSms));
 }
 
 TEST_CASE("tp overlap: a step between the one that runs its collectives whole and its compute",
