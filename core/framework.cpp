@@ -99,6 +99,7 @@ Framework framework_from_json(const nlohmann::json& j, const std::string& file) 
 Training run_by(Training t, const Framework& f) {
   t.overlap_grad_reduce = f.overlap_grad_reduce;
   t.overlap_param_gather = f.overlap_param_gather;
+  t.tp_comm_overlap = f.tp_comm_overlap;
   t.grad_bucket_elements = f.grad_bucket_elements;
   t.zero1_whole_all_reduce = f.zero1_whole_all_reduce;
   t.layer_split = f.layer_split;

@@ -82,6 +82,7 @@ LayoutSpec merge(LayoutSpec base, const LayoutSpec& over) {
   take(base.rank_order, over.rank_order);
   take(base.stages, over.stages);
   take(base.dtype, over.dtype);
+  take(base.fp8, over.fp8);
   return base;
 }
 

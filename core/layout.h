@@ -84,6 +84,7 @@ struct LayoutSpec {
   std::optional<std::string> rank_order;
   std::optional<std::vector<int>> stages;  // layers per virtual stage, as given
   std::optional<Dtype> dtype;              // from a DeepSpeed config's bf16/fp16 sections
+  std::optional<Fp8Recipe> fp8;            // from Megatron-LM's --fp8-format/--fp8-recipe
 };
 
 // "tp=8,pp=4,dp=32,cp=1,ep=1,zero=1,mbs=1,gbs=1536,sp=1,vpp=2,recompute=selective,schedule=1f1b".
@@ -123,8 +124,9 @@ LayoutSpec merge(LayoutSpec base, const LayoutSpec& over);
 // Fills what was left out (dp = world / (tp·pp·cp), global batch from `training`, number of
 // micro-batches, schedule = interleaved when vpp > 1, the split of layers over the virtual stages:
 // even when pp·vpp divides the layers, else balanced_split's) and validates. Updates
-// training.global_batch when the spec gives one (or only num_microbatches), and training.dtype and
-// grad_dtype when it gives a dtype; `training` is left as it was when an error is thrown.
+// training.global_batch when the spec gives one (or only num_microbatches), training.dtype and
+// grad_dtype when it gives a dtype, and training.fp8 when it gives an FP8 recipe; `training` is
+// left as it was when an error is thrown.
 Layout resolve_layout(const LayoutSpec& spec, const Model& model, const Cluster& cluster,
                       Training& training, const std::string& source);
 

@@ -175,7 +175,10 @@ enum class FlagAction {
   last_stage_layers,
   account_for_embedding,
   account_for_loss,
-  pipeline_layout
+  pipeline_layout,
+  fp8_format,
+  fp8_recipe,
+  framework_behaviour
 };
 
 // Megatron-LM's flag names (megatron/training/arguments.py); a switch stands for `fixed`.
@@ -212,6 +215,15 @@ constexpr Flag kFlags[] = {
     {"--use-torch-fsdp2", "", FlagAction::setting, "zero", "3"},
     {"--bf16", "", FlagAction::dtype, "dtype", "bf16"},
     {"--fp16", "", FlagAction::dtype, "dtype", "fp16"},
+    // Transformer Engine's FP8 linears (core/dtype.h: Fp8Recipe): E4M3 forward and E5M2
+    // gradients, by Megatron-LM's recipe names (tensorwise is current scaling).
+    {"--fp8-format", "", FlagAction::fp8_format, "fp8", ""},
+    {"--fp8-recipe", "", FlagAction::fp8_recipe, "fp8", ""},
+    // How the framework runs the step, which the framework profile (--framework) says for
+    // pricing; accepted so that an exported command line reads back.
+    {"--overlap-grad-reduce", "", FlagAction::framework_behaviour, "", "1"},
+    {"--overlap-param-gather", "", FlagAction::framework_behaviour, "", "1"},
+    {"--tp-comm-overlap", "", FlagAction::framework_behaviour, "", "1"},
     // The uneven split (core/stage_split.h), resolved once pp and vpp are read.
     {"--decoder-first-pipeline-num-layers", "", FlagAction::first_stage_layers, "stages", ""},
     {"--decoder-last-pipeline-num-layers", "", FlagAction::last_stage_layers, "stages", ""},
@@ -243,6 +255,7 @@ struct MegatronExtras {
   std::optional<int> first_stage_layers, last_stage_layers;
   std::optional<bool> account_for_embedding, account_for_loss;
   std::optional<std::string> pipeline_layout;
+  std::optional<std::string> fp8_format, fp8_recipe;
 };
 
 void apply_flag(const Flag& f, std::string_view value, const Origin& at, LayoutSpec& spec,
@@ -287,6 +300,26 @@ void apply_flag(const Flag& f, std::string_view value, const Origin& at, LayoutS
       return;
     case FlagAction::pipeline_layout:
       assign(extras.pipeline_layout, std::string(value), at);
+      return;
+    case FlagAction::fp8_format:
+      if (value != "hybrid" && value != "e4m3")
+        at.fail(fmt::format("\"{}\" is not modelled", value),
+                "FP8 linears are priced as hybrid (E4M3 forward, E5M2 gradients) or e4m3");
+      assign(extras.fp8_format, std::string(value), at);
+      return;
+    case FlagAction::fp8_recipe: {
+      const std::optional<Fp8Recipe> r = value == "tensorwise" ? std::optional(Fp8Recipe::current)
+                                         : value == "delayed"  ? std::optional(Fp8Recipe::delayed)
+                                         : value == "mxfp8"    ? std::optional(Fp8Recipe::mxfp8)
+                                                               : std::nullopt;
+      if (!r)
+        at.fail(fmt::format("\"{}\" is not modelled", value),
+                "one of: delayed | tensorwise | mxfp8");
+      assign(extras.fp8_recipe, std::string(value), at);
+      assign(spec.fp8, *r, at);
+      return;
+    }
+    case FlagAction::framework_behaviour:
       return;
   }
 }
@@ -335,6 +368,11 @@ void resolve_split(const MegatronExtras& extras, const Model& model, LayoutSpec&
 }
 
 void check_extras(const MegatronExtras& extras, const Model& model, LayoutSpec& spec) {
+  // Megatron-LM trains in FP8 once --fp8-format is given, by its --fp8-recipe (default delayed).
+  if (extras.fp8_recipe && !extras.fp8_format)
+    Origin{"--fp8-recipe", "layout.fp8"}.fail("takes effect with --fp8-format only",
+                                              "add --fp8-format hybrid");
+  if (extras.fp8_format && !spec.fp8) spec.fp8 = Fp8Recipe::delayed;
   if (extras.recompute_method || extras.recompute_num_layers) {
     const std::string flag =
         extras.recompute_method ? "--recompute-method" : "--recompute-num-layers";

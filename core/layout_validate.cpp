@@ -274,6 +274,7 @@ Layout resolve_layout(const LayoutSpec& spec, const Model& model, const Cluster&
   }
   // DeepSpeed's bf16/fp16 sections: weights, activations and gradients in that format.
   if (spec.dtype) t.dtype = t.grad_dtype = *spec.dtype;
+  if (spec.fp8) t.fp8 = *spec.fp8;
 
   validate_layout(l, model, cluster, t, source);
   l.stages = canonical_split(std::move(l.stages));

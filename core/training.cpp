@@ -22,6 +22,7 @@ Training training_from_json(const nlohmann::json& j, const std::string& file) {
   t.optimizer = enum_field_or(r, "optimizer", Optimizer::adam, kOptimizerNames);
   t.overlap_grad_reduce = r.boolean_or("overlap_grad_reduce", true);
   t.overlap_param_gather = r.boolean_or("overlap_param_gather", true);
+  t.tp_comm_overlap = r.boolean_or("tp_comm_overlap", false);
   t.grad_bucket_elements = r.integer_or("grad_bucket_elements", 0);
   t.zero1_whole_all_reduce = r.boolean_or("zero1_whole_all_reduce", false);
   t.layer_split = enum_field_or(r, "layer_split", LayerSplit::layout, kLayerSplitNames);
@@ -43,6 +44,7 @@ nlohmann::json training_to_json(const Training& t) {
           {"optimizer", enum_name(t.optimizer, kOptimizerNames)},
           {"overlap_grad_reduce", t.overlap_grad_reduce},
           {"overlap_param_gather", t.overlap_param_gather},
+          {"tp_comm_overlap", t.tp_comm_overlap},
           {"grad_bucket_elements", t.grad_bucket_elements},
           {"zero1_whole_all_reduce", t.zero1_whole_all_reduce},
           {"layer_split", enum_name(t.layer_split, kLayerSplitNames)},

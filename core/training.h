@@ -40,6 +40,9 @@ struct Training {
   // bucket (core/framework.h, Framework::overlap_param_gather); false: it runs at the step's
   // start on the compute stream, before the first forward.
   bool overlap_param_gather = true;
+  // The sequence-parallel all-gathers and reduce-scatters run in chunks beside their GEMMs
+  // (core/framework.h, Framework::tp_comm_overlap; simulator/tp_comm_overlap.h).
+  bool tp_comm_overlap = false;
   // Gradient elements at which a data-parallel reduction bucket closes (Framework::
   // grad_bucket_elements); 0: Megatron-LM's size, max(4·10⁷, 10⁶·dp·cp) (core/schedule.h:
   // grad_bucket_params).
@@ -64,9 +67,9 @@ struct Training {
 Training with_compute_dtype(Training t, Dtype d);
 
 // Keys: global_batch, seq_len, dtype, grad_dtype, fp8, master_weights, optimizer,
-// overlap_grad_reduce, overlap_param_gather, grad_bucket_elements, zero1_whole_all_reduce,
-// layer_split, tokens_to_train, price_per_device_hour. Unknown keys rejected; validated (seq_len <=
-// model max is checked with the model by validate_training).
+// overlap_grad_reduce, overlap_param_gather, tp_comm_overlap, grad_bucket_elements,
+// zero1_whole_all_reduce, layer_split, tokens_to_train, price_per_device_hour. Unknown keys
+// rejected; validated (seq_len <= model max is checked with the model by validate_training).
 Training training_from_json(const nlohmann::json& j, const std::string& file);
 nlohmann::json training_to_json(const Training& t);
 void validate_training(const Training& t, const std::string& file);

@@ -118,8 +118,17 @@ std::vector<std::string> megatron_flags(const Plan& p) {
   std::vector<std::string> flags = megatron_parallel_flags(p);
   add(flags, "--micro-batch-size", p.layout.micro_batch);
   add(flags, "--global-batch-size", p.layout.global_batch());
-  if (p.layout.zero == 1) flags.emplace_back("--use-distributed-optimizer");
-  if (p.layout.zero == 3) flags.emplace_back("--use-torch-fsdp2");
+  const Layout& l = p.layout;
+  const Training& t = p.training;
+  if (l.zero == 1) flags.emplace_back("--use-distributed-optimizer");
+  if (l.zero == 3) flags.emplace_back("--use-torch-fsdp2");
+  // The overlaps the plan was priced with (the framework's, core/framework.h); Megatron-LM runs
+  // none of them unless asked.
+  if (t.overlap_grad_reduce && int64_t{l.dp} * l.cp > 1 && l.zero <= 1)
+    flags.emplace_back("--overlap-grad-reduce");
+  if (t.overlap_param_gather && l.dp * l.cp > 1 && l.zero == 1)
+    flags.emplace_back("--overlap-param-gather");
+  if (t.tp_comm_overlap && l.sequence_parallel && l.tp > 1) flags.emplace_back("--tp-comm-overlap");
   if (p.training.dtype == Dtype::bf16) flags.emplace_back("--bf16");
   if (p.training.dtype == Dtype::fp16) flags.emplace_back("--fp16");
   // Transformer Engine's FP8 linears: E4M3 forward and E5M2 gradients ("hybrid", Micikevicius et

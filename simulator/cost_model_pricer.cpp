@@ -27,7 +27,6 @@ CostModelPricer::CostModelPricer(const Model& m, const Cluster& c, const Trainin
     : cluster_(c),
       training_(t),
       layout_(l),
-      options_(x),
       rates_(device_rates(c.device, t.dtype, x.profile)),
       parts_(model_parts_compute(m, t, l, rates_, x)) {
   collective_options_.profile = x.profile;
@@ -96,7 +95,7 @@ double CostModelPricer::duration_s(const Program& p, const Action& a) const {
       const double s =
           group_action_cost(cluster_, rates_, collective_options_, a, span, layout_.zero).time_s();
       // Overlapped with its GEMMs it costs what they leave exposed (simulator/tp_comm_overlap.h).
-      return tp_overlapped(options_, a, span)
+      return tp_overlapped(training_, a, span)
                  ? tp_overlapped_s(a, s, parts_, splits_backward(layout_.schedule), layout_.tp,
                                    cluster_.device.efficiency.sm_count)
                  : s;
@@ -111,7 +110,7 @@ double CostModelPricer::interference_share(const Program& p, const Action& a) co
   if (!is_group_action(a) || a.stream == Stream::compute) return 0;
   const GroupSpan& span = group_span_of(p, a);
   // An overlapped collective's cost holds its GEMMs' loss already.
-  if (tp_overlapped(options_, a, span)) return 0;
+  if (tp_overlapped(training_, a, span)) return 0;
   return shardplan::interference_share(
       cluster_, a, span,
       group_action_cost(cluster_, rates_, collective_options_, a, span, layout_.zero).collective);

@@ -59,7 +59,6 @@ class CostModelPricer : public ActionPricer {
   Cluster cluster_;
   Training training_;
   Layout layout_;
-  ExecutionOptions options_;  // a copy: its profile pointer is not owned either way
   DeviceRates rates_;
   CollectiveOptions collective_options_;          // carries the calibrated profile, if any
   PartsCompute parts_;                            // every part's compute (simulator/action_cost.h)

@@ -11,7 +11,6 @@ ExecutionOptions execution_options(const Framework& f) {
   x.host_s_per_kernel = f.host_us_per_kernel * 1e-6;
   x.cross_entropy = f.cross_entropy;
   x.fused_swiglu = f.fused_swiglu;
-  x.tp_comm_overlap = f.tp_comm_overlap;
   x.fp8_weight_cache = f.fp8_weight_cache;
   x.grad_bucket_copy = f.grad_bucket_copy;
   x.sp_gather_buffers = f.sp_gather_buffers;

@@ -30,9 +30,6 @@ struct ExecutionOptions {
   double host_s_per_kernel = 0;
   // The loss's kernels over the logits (core/framework.h).
   CrossEntropyKernel cross_entropy = CrossEntropyKernel::fused;
-  // Tensor-parallel collectives overlapped with their GEMMs (core/framework.h,
-  // simulator/tp_comm_overlap.h).
-  bool tp_comm_overlap = false;
   // FP8 weight copies kept over a step's micro-batches (core/framework.h).
   bool fp8_weight_cache = false;
   // SwiGLU as one kernel each way, or eager silu and product (core/framework.h).

@@ -53,8 +53,8 @@ struct Overlap {
 
 }  // namespace
 
-bool tp_overlapped(const ExecutionOptions& x, const Action& a, const GroupSpan& span) {
-  return x.tp_comm_overlap && a.kind == ActionKind::collective && a.group == Group::tp &&
+bool tp_overlapped(const Training& t, const Action& a, const GroupSpan& span) {
+  return t.tp_comm_overlap && a.kind == ActionKind::collective && a.group == Group::tp &&
          (a.op == Collective::all_gather || a.op == Collective::reduce_scatter) &&
          (a.parts & kLayerLinearParts) != 0 && a.layer_end > a.layer_begin && span.level == 0;
 }

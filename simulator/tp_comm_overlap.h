@@ -1,10 +1,11 @@
 // Transformer Engine's userbuffers overlap of the sequence-parallel collectives with the GEMMs
-// beside them (ExecutionOptions::tp_comm_overlap: Megatron-Core's --tp-comm-overlap, on in NeMo's
-// performance recipes; Wang et al. 2023, "Overlap Communication with Dependent Computation via
-// Decomposition in Large Deep Learning Models", ASPLOS). Each all-gather or reduce-scatter of a
-// layer's linears is cut into chunks that pass while a GEMM works, so only what the GEMM cannot
-// cover stays on the critical path. The methods (transformer_engine/pytorch/module/base.py,
-// initialize_ub) as NeMo's recipes set them (tp_comm_overlap.cpp has their SMs):
+// beside them (Training::tp_comm_overlap, from the framework: Megatron-Core's --tp-comm-overlap, on
+// in NeMo's performance recipes; Wang et al. 2023, "Overlap Communication with Dependent
+// Computation via Decomposition in Large Deep Learning Models", ASPLOS). Each all-gather or
+// reduce-scatter of a layer's linears is cut into chunks that pass while a GEMM works, so only what
+// the GEMM cannot cover stays on the critical path. The methods
+// (transformer_engine/pytorch/module/base.py, initialize_ub) as NeMo's recipes set them
+// (tp_comm_overlap.cpp has their SMs):
 //   ring_exchange  the forward all-gather of QKV's and fc1's input (qkv_fprop, fc1_fprop) beside
 //                  those GEMMs, and going backward the gather of the output projection's and
 //                  fc2's output gradient (proj_dgrad, fc2_dgrad) beside their dgrad: tp chunks,
@@ -24,7 +25,7 @@
 #include "core/layout.h"
 #include "core/placement.h"
 #include "core/schedule.h"
-#include "simulator/execution_options.h"
+#include "core/training.h"
 #include "simulator/parts_compute.h"
 
 namespace shardplan {
@@ -32,7 +33,7 @@ namespace shardplan {
 // Whether `a` is overlapped so: a dense layer's tensor-parallel all-gather or reduce-scatter
 // (sequence parallelism with tp > 1; not the embedding's, the head's or an MoE layer's) within the
 // innermost level of the cluster (`span`), under a framework that overlaps them.
-bool tp_overlapped(const ExecutionOptions& x, const Action& a, const GroupSpan& span);
+bool tp_overlapped(const Training& t, const Action& a, const GroupSpan& span);
 
 // The time `a` (tp_overlapped) adds to its rank's path when its `comm_s` runs beside its GEMMs
 // (`parts`' linears; no weight gradient beside it under a split backward, which defers them), of

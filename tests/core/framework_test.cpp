@@ -66,6 +66,8 @@ TEST_CASE("framework JSON is read field by field", "[framework]") {
   CHECK_FALSE(run_by(t, f).overlap_grad_reduce);
   CHECK(t.overlap_param_gather);
   CHECK_FALSE(run_by(t, f).overlap_param_gather);
+  CHECK_FALSE(t.tp_comm_overlap);
+  CHECK(run_by(t, f).tp_comm_overlap);
   CHECK(f.layer_split == LayerSplit::cost_balanced);
   CHECK(f.mha_kv_copied);
   CHECK(f.param_grads_held);

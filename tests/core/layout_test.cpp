@@ -184,6 +184,25 @@ TEST_CASE("Megatron-LM flags: full recompute, FSDP2 and the dtype as an exported
   CHECK_THAT(selective.reason, Contains("found selective"));
 }
 
+TEST_CASE("Megatron-LM flags: FP8 by its recipe, the overlaps accepted", "[layout]") {
+  const Model m = load_model("llama2-70b");
+  CHECK(parse_megatron_flags({"--fp8-format", "hybrid"}, m).fp8 == Fp8Recipe::delayed);
+  CHECK(parse_megatron_flags({"--fp8-format=hybrid", "--fp8-recipe=tensorwise"}, m).fp8 ==
+        Fp8Recipe::current);
+  CHECK(parse_megatron_flags({"--fp8-format", "e4m3", "--fp8-recipe", "mxfp8"}, m).fp8 ==
+        Fp8Recipe::mxfp8);
+  CHECK_FALSE(parse_megatron_flags({"--tp-comm-overlap", "--overlap-grad-reduce"}, m).fp8);
+  const InputError alone = thrown_input_error([&] {
+    parse_megatron_flags({"--fp8-recipe", "delayed"}, m);
+  });
+  CHECK(alone.file == "--fp8-recipe");
+  CHECK(alone.field == "layout.fp8");
+  CHECK_THAT(thrown_input_error([&] {
+               parse_megatron_flags({"--fp8-format", "hybrid", "--fp8-recipe", "blockwise"}, m);
+             }).reason,
+             Contains("\"blockwise\" is not modelled"));
+}
+
 TEST_CASE("Megatron-LM flags: errors name the flag and the field", "[layout]") {
   const Model m = load_model("llama2-70b");
   const InputError unknown = thrown_input_error([&] {

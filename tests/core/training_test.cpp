@@ -37,6 +37,7 @@ TEST_CASE("training JSON: every key, and back", "[training]") {
                             {"optimizer", "sgd"},
                             {"overlap_grad_reduce", false},
                             {"overlap_param_gather", false},
+                            {"tp_comm_overlap", true},
                             {"grad_bucket_elements", 13107200},
                             {"zero1_whole_all_reduce", true},
                             {"layer_split", "cost_balanced"},
@@ -51,6 +52,7 @@ TEST_CASE("training JSON: every key, and back", "[training]") {
   CHECK(t.optimizer == Optimizer::sgd);
   CHECK_FALSE(t.overlap_grad_reduce);
   CHECK_FALSE(t.overlap_param_gather);
+  CHECK(t.tp_comm_overlap);
   CHECK(t.grad_bucket_elements == 13107200);
   CHECK(t.zero1_whole_all_reduce);
   CHECK(t.layer_split == LayerSplit::cost_balanced);

@@ -45,7 +45,18 @@ TEST_CASE("Megatron-LM flags as Megatron spells them", "[planner][export]") {
             "--context-parallel-size", "2", "--sequence-parallel",
             "--num-layers-per-virtual-pipeline-stage", "8",  // 32 / (2 · 2)
             "--recompute-granularity", "selective", "--micro-batch-size", "1",
-            "--global-batch-size", "64", "--use-distributed-optimizer", "--bf16"});
+            "--global-batch-size", "64", "--use-distributed-optimizer",
+            // the overlaps it was priced with (Training's defaults, as a framework sets them)
+            "--overlap-grad-reduce", "--overlap-param-gather", "--bf16"});
+  // Megatron-Core's profile overlaps the sequence-parallel collectives, and trains in FP8 here.
+  Plan fp8 = p;
+  fp8.training.tp_comm_overlap = true;
+  fp8.training.fp8 = Fp8Recipe::current;
+  const std::vector<std::string> flags = megatron_flags(fp8);
+  CHECK(std::find(flags.begin(), flags.end(), "--tp-comm-overlap") != flags.end());
+  CHECK(std::vector<std::string>(flags.end() - 4, flags.end()) ==
+        std::vector<std::string>{"--fp8-format", "hybrid", "--fp8-recipe", "tensorwise"});
+  CHECK(parse_megatron_flags(flags, fp8.model).fp8 == Fp8Recipe::current);
   const Plan full = plan_of("llama3-8b", 1, 16, 4096, "tp=8,recompute=full");
   CHECK(megatron_flags(full) ==
         std::vector<std::string>{"--tensor-model-parallel-size", "8",

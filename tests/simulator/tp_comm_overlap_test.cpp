@@ -34,7 +34,7 @@ Action tp_collective(Collective op, Pass pass, Part part = Part::mlp) {
 
 TEST_CASE("tp overlap: only a layer's tensor-parallel gathers and reduce-scatters, in NVLink",
           "[tp_overlap]") {
-  ExecutionOptions x;
+  Training x;
   const GroupSpan nvlink{.group = Group::tp, .size = 8, .level = 0, .nodes = 1};
   const Action gather = tp_collective(Collective::all_gather, Pass::forward);
   CHECK_FALSE(tp_overlapped(x, gather, nvlink));
@@ -89,10 +89,10 @@ TEST_CASE("tp overlap: a step between the one that runs its collectives whole an
   const Training t = test::training(16, 8192);
   Layout l = test::layout(8, 16, 8, 1);
   l.sequence_parallel = true;
-  ExecutionOptions x;
-  const Estimate whole = estimate(m, c, t, l, x);
-  x.tp_comm_overlap = true;
-  const Estimate overlapped = estimate(m, c, t, l, x);
+  Training overlapping = t;
+  overlapping.tp_comm_overlap = true;
+  const Estimate whole = estimate(m, c, t, l);
+  const Estimate overlapped = estimate(m, c, overlapping, l);
   CHECK(overlapped.step_time_s < whole.step_time_s);
   CHECK(overlapped.time.microbatch_comm_s < whole.time.microbatch_comm_s / 2);
   CHECK(overlapped.step_time_s > overlapped.time.compute_s);
