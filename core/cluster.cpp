@@ -285,6 +285,10 @@ void validate_level_span(const Cluster& c, size_t i, const std::string& file) {
 
 }  // namespace
 
+bool fp8_gemms_tn_only(const Device& d) {
+  return d.arch != GpuArch::blackwell;
+}
+
 double Device::peak_tflops(Dtype d) const {
   return peak_slot(*this, d);
 }

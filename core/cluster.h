@@ -51,6 +51,11 @@ inline constexpr EnumNames<GpuArch, 5> kGpuArchNames{{{GpuArch::none, "none"},
                                                       {GpuArch::hopper, "hopper"},
                                                       {GpuArch::blackwell, "blackwell"}}};
 
+struct Device;
+// Whether the device's FP8 tensor-core GEMMs take only the TN layout: every architecture before
+// Blackwell (core/dtype.h: fp8_copies_bytes).
+bool fp8_gemms_tn_only(const Device& d);
+
 struct Device {
   std::string name;              // "H100-SXM5-80GB"
   GpuArch arch = GpuArch::none;  // absent in a cluster file: none

@@ -29,12 +29,17 @@ constexpr int64_t dtype_bytes(Dtype d) {
 //            Blackwell's tensor cores only).
 enum class Fp8Recipe { none, delayed, current, mxfp8 };
 
-// Bytes one FP8 quantization writes per element: the row-wise copy one GEMM reads and the
-// column-wise (transposed) copy the other GEMM of its pair reads (Hopper's FP8 tensor-core GEMMs
-// take only the TN layout: TE's fp8_cast_transpose), each one byte; MXFP8 adds a 1-byte E8M0 scale
-// per 32 elements to each (OCP Microscaling Formats v1.0 §5.2).
-constexpr double fp8_copies_bytes(Fp8Recipe r) {
-  return r == Fp8Recipe::none ? 0 : r == Fp8Recipe::mxfp8 ? 2 + 2.0 / 32 : 2;
+// Bytes one FP8 quantization writes per element: the row-wise copy one GEMM reads, and, where the
+// other GEMM of its pair needs it, a column-wise (transposed) copy, one byte each. Hopper's FP8
+// tensor-core GEMMs take only the TN layout (`tn_only`: TE's fp8_cast_transpose writes both);
+// Blackwell's take any layout, so a per-tensor scale serves both GEMMs from one copy
+// (TE's is_non_tn_fp8_gemm_supported, compute capability 10.0 on). MXFP8's column-wise copy has its
+// own scales along the other axis, so it always writes both, each with a 1-byte E8M0 scale per 32
+// elements (OCP Microscaling Formats v1.0 §5.2).
+constexpr double fp8_copies_bytes(Fp8Recipe r, bool tn_only) {
+  if (r == Fp8Recipe::none) return 0;
+  if (r == Fp8Recipe::mxfp8) return 2 + 2.0 / 32;
+  return tn_only ? 2 : 1;
 }
 
 inline constexpr EnumNames<Fp8Recipe, 4> kFp8RecipeNames{{{Fp8Recipe::none, "none"},

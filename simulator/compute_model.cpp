@@ -152,7 +152,7 @@ GradAdd grad_add(GradAccumulation mode, const Training& t, const Layout& l) {
 // transformer_engine/pytorch/module/linear.py): each of its three GEMMs (forward, dgrad, wgrad) at
 // the FP8 rate with 1-byte operands, once each operand is quantized — the input going forward, the
 // output's gradient going backward, the weight once a step. A quantization reads its bf16 tensor
-// and writes its two FP8 copies (core/dtype.h: fp8_copies_bytes). Current scaling first reads the
+// and writes its FP8 copies (core/dtype.h: fp8_copies_bytes). Current scaling first reads the
 // tensor once more for its amax (TE's Float8CurrentScalingQuantizer: compute_amax, then the cast);
 // delayed scaling records the amax inside the cast (TE's DelayedScaling). The norms before QKV and
 // fc1 write their output in FP8 themselves in TE's LayerNormLinear; that fusion is not priced
@@ -179,7 +179,7 @@ std::optional<Fp8Linears> fp8_linears(const Training& t, const Layout& l, const 
       .weight_casts = fp8_weights_cached(t, l, x) ? 1.0 / as_double(l.num_microbatches) : 1.0};
   if (t.fp8 == Fp8Recipe::none) return std::nullopt;
   const bool amax_pass = t.fp8 == Fp8Recipe::current;
-  f.cast_bytes = (amax_pass ? 2 : 1) * e + fp8_copies_bytes(t.fp8);
+  f.cast_bytes = (amax_pass ? 2 : 1) * e + fp8_copies_bytes(t.fp8, r.fp8_tn_only);
   f.cast_launches = amax_pass ? 2 : 1;
   f.rates = fp8_gemm_rates(r);
   return f;

@@ -67,6 +67,7 @@ DeviceRates device_rates(const Device& d, Dtype dtype, const Profile* profile) {
   return DeviceRates{
       .matmul_flops_per_s = peak * eff.matmul,
       .fp8_matmul_flops_per_s = d.peak_tflops_fp8 * 1e12 * eff.sustained_clock * eff.matmul_fp8,
+      .fp8_tn_only = fp8_gemms_tn_only(d),
       .attention_forward_flops_per_s = peak * eff.attention_forward,
       .attention_backward_flops_per_s = peak * eff.attention_backward,
       .flash2_forward_flops_per_s = peak * eff.flash2_forward,

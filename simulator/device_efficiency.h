@@ -31,6 +31,7 @@ inline constexpr double kGemmTileFixedK = 111;
 struct DeviceRates {
   double matmul_flops_per_s = 0;
   double fp8_matmul_flops_per_s = 0;         // FP8 GEMMs (Device::peak_tflops_fp8); 0: none
+  bool fp8_tn_only = true;  // FP8 GEMMs take only the TN layout (core/cluster.h fp8_gemms_tn_only)
   double attention_forward_flops_per_s = 0;  // the device's best fused attention
   double attention_backward_flops_per_s = 0;
   double flash2_forward_flops_per_s = 0;  // FlashAttention-2

@@ -104,8 +104,9 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
   // step (norms, router, embedding and head stay in the compute dtype).
   if (fp8_weights_cached(t, l, x)) {
     const ParamShard p = param_shard(m, l, s);
-    r.state.fp8_weights = static_cast<int64_t>(
-        static_cast<double>(p.attention + p.mlp + p.experts) * fp8_copies_bytes(t.fp8));
+    r.state.fp8_weights =
+        static_cast<int64_t>(static_cast<double>(p.attention + p.mlp + p.experts) *
+                             fp8_copies_bytes(t.fp8, fp8_gemms_tn_only(d)));
   }
 
   const RankShape shape = rank_shape(t, l);

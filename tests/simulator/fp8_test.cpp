@@ -101,6 +101,9 @@ TEST_CASE("FP8 memory: the weights' copies, and the linears' inputs kept in one 
   CHECK(copies() == 0);
   t.fp8 = Fp8Recipe::delayed;
   CHECK(copies() == 2 * (p.attention + p.mlp));
+  // Blackwell's FP8 GEMMs take any layout: one copy serves both of a pair (but not MXFP8's).
+  const Device b200 = test::preset_cluster("dgx-b200", 1).device;
+  CHECK(rank_memory(m, t, l, s, b200, x).state.fp8_weights == p.attention + p.mlp);
   t.fp8 = Fp8Recipe::mxfp8;
   CHECK(copies() ==
         static_cast<int64_t>(static_cast<double>(p.attention + p.mlp) * (2 + 2.0 / 32)));
