@@ -4,6 +4,7 @@
 
 #include <cassert>
 
+#include "core/placement.h"
 #include "core/stage_split.h"
 
 namespace shardplan {
@@ -126,9 +127,13 @@ std::vector<std::string> megatron_flags(const Plan& p) {
   // none of them unless asked.
   if (t.overlap_grad_reduce && int64_t{l.dp} * l.cp > 1 && l.zero <= 1)
     flags.emplace_back("--overlap-grad-reduce");
-  if (t.overlap_param_gather && l.dp * l.cp > 1 && l.zero == 1)
+  // Megatron-LM overlaps the parameter gather only beside the gradient reduction.
+  if (t.overlap_param_gather && t.overlap_grad_reduce && l.dp * l.cp > 1 && l.zero == 1)
     flags.emplace_back("--overlap-param-gather");
-  if (t.tp_comm_overlap && l.sequence_parallel && l.tp > 1) flags.emplace_back("--tp-comm-overlap");
+  // Userbuffers within one NVLink domain, as priced (simulator/tp_comm_overlap.h).
+  if (t.tp_comm_overlap && l.sequence_parallel && l.tp > 1 &&
+      group_span(p.cluster, l, 0, Group::tp).level == 0)
+    flags.emplace_back("--tp-comm-overlap");
   if (p.training.dtype == Dtype::bf16) flags.emplace_back("--bf16");
   if (p.training.dtype == Dtype::fp16) flags.emplace_back("--fp16");
   // Transformer Engine's FP8 linears: E4M3 forward and E5M2 gradients ("hybrid", Micikevicius et

@@ -105,8 +105,8 @@ struct EstimateCache::State {
   // the enumeration's inner loops over ZeRO stages, splits and schedules reuse one.
   struct Parts {
     // tp, cp, ep, micro_batch, sequence_parallel, recompute, grad_accumulation_reads' shard
-    // ranks, parts_microbatches
-    std::array<int, 8> key{};
+    // ranks, parts_microbatches, fp8_weights_cached
+    std::array<int, 9> key{};
     std::shared_ptr<const PartsCompute> parts;
   };
   Recent<Parts, kLayouts> parts;
@@ -215,14 +215,15 @@ const std::shared_ptr<const PartsCompute>& cached_parts(EstimateCache& cache, co
                                                         const ExecutionOptions& x) {
   using Parts = EstimateCache::State::Parts;
   const GradAccumulationReads accumulation = grad_accumulation_reads(x.grad_accumulation, t, l);
-  const std::array<int, 8> key{l.tp,
+  const std::array<int, 9> key{l.tp,
                                l.cp,
                                l.ep,
                                l.micro_batch,
                                l.sequence_parallel ? 1 : 0,
                                static_cast<int>(l.recompute),
                                accumulation.shard_ranks,
-                               parts_microbatches(t, l, x)};
+                               parts_microbatches(t, l, x),
+                               fp8_weights_cached(t, l, x) ? 1 : 0};
   return cache.state()
       .parts
       .find_or_add([&](const Parts& p) { return p.key == key; },

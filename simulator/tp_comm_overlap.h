@@ -30,9 +30,10 @@
 
 namespace shardplan {
 
-// Whether `a` is overlapped so: a dense layer's tensor-parallel all-gather or reduce-scatter
-// (sequence parallelism with tp > 1; not the embedding's, the head's or an MoE layer's) within the
-// innermost level of the cluster (`span`), under a framework that overlaps them.
+// Whether `a` is overlapped so: a layer's tensor-parallel all-gather or reduce-scatter around its
+// attention or dense MLP (sequence parallelism with tp > 1; not the embedding's, the head's, the
+// router's or the experts') within the innermost level of the cluster (`span`), under a training
+// whose framework overlaps them.
 bool tp_overlapped(const Training& t, const Action& a, const GroupSpan& span);
 
 // The time `a` (tp_overlapped) adds to its rank's path when its `comm_s` runs beside its GEMMs

@@ -45,12 +45,15 @@ Predicted predict_measured(const Measurement& measured, std::unique_ptr<Profile>
   }
   Predicted out;
   out.profile = std::move(profile);
-  ExecutionOptions x =
-      measured.backend == Backend::cpu
-          ? cpu_executor_options()
-          : execution_options(load_framework(framework.empty() ? kExecutorFramework : framework));
+  const bool cpu = measured.backend == Backend::cpu;
+  const Framework f = load_framework(cpu || framework.empty() ? kExecutorFramework : framework);
+  ExecutionOptions x = cpu ? cpu_executor_options() : execution_options(f);
   x.profile = out.profile.get();
-  out.simulation = simulate_plan(p.model, cluster, p.training, p.layout, x, false);
+  // The program ran as the plan's training says; whether its tensor-parallel collectives hid
+  // behind their GEMMs is how the framework that ran it runs them (shardplan's executor: not).
+  Training t = p.training;
+  t.tp_comm_overlap = f.tp_comm_overlap;
+  out.simulation = simulate_plan(p.model, cluster, t, p.layout, x, false);
   require_finished(out.simulation.result);
   const OpTable ops = op_table(p, device_rates(cluster.device, p.training.dtype, x.profile), x);
   for (const Program& program : measured.programs)

@@ -236,17 +236,22 @@ TEST_CASE("a cache gives every layout the estimate it gets alone", "[estimate][c
                 l.schedule = schedule;
                 l.stages = split;
                 const Training t = test::training(64, 4096);
-                // Megatron-Core's fused gradient accumulation, and PyTorch's AccumulateGrad,
-                // whose cost reads the ZeRO stage and the micro-batches (its own cache keys).
+                // Megatron-Core's fused gradient accumulation with its userbuffers overlap, and
+                // PyTorch's AccumulateGrad in FP8 with cached weights, whose costs read the ZeRO
+                // stage and the micro-batches (their own cache keys).
                 for (const bool autograd : {false, true}) {
                   const GradAccumulation a =
                       autograd ? GradAccumulation::autograd : GradAccumulation::fused;
                   ExecutionOptions x;
                   x.grad_accumulation = a;
+                  x.fp8_weight_cache = autograd;
+                  Training tt = t;
+                  tt.tp_comm_overlap = !autograd;
+                  if (autograd) tt.fp8 = Fp8Recipe::delayed;
                   EstimateCache& cache = caches[autograd ? 1 : 0];
                   INFO(name << " " << to_string(l) << " " << enum_name(a, kGradAccumulationNames));
-                  const Estimate alone = estimate(m, c, t, l, x);
-                  const Estimate shared = estimate(m, c, t, l, x, &cache);
+                  const Estimate alone = estimate(m, c, tt, l, x);
+                  const Estimate shared = estimate(m, c, tt, l, x, &cache);
                   CHECK(shared.step_time_s == alone.step_time_s);
                   CHECK(shared.exposed_comm_s == alone.exposed_comm_s);
                   CHECK(shared.memory().peak_bytes() == alone.memory().peak_bytes());
