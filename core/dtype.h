@@ -46,5 +46,10 @@ inline constexpr EnumNames<Fp8Recipe, 4> kFp8RecipeNames{{{Fp8Recipe::none, "non
                                                           {Fp8Recipe::delayed, "delayed"},
                                                           {Fp8Recipe::current, "current"},
                                                           {Fp8Recipe::mxfp8, "mxfp8"}}};
+// Megatron-LM's names for them (--fp8-recipe; "tensorwise" is current scaling).
+inline constexpr EnumNames<Fp8Recipe, 3> kMegatronFp8RecipeNames{
+    {{Fp8Recipe::delayed, "delayed"},
+     {Fp8Recipe::current, "tensorwise"},
+     {Fp8Recipe::mxfp8, "mxfp8"}}};
 
 }  // namespace shardplan

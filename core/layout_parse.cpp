@@ -308,13 +308,10 @@ void apply_flag(const Flag& f, std::string_view value, const Origin& at, LayoutS
       assign(extras.fp8_format, std::string(value), at);
       return;
     case FlagAction::fp8_recipe: {
-      const std::optional<Fp8Recipe> r = value == "tensorwise" ? std::optional(Fp8Recipe::current)
-                                         : value == "delayed"  ? std::optional(Fp8Recipe::delayed)
-                                         : value == "mxfp8"    ? std::optional(Fp8Recipe::mxfp8)
-                                                               : std::nullopt;
+      const std::optional<Fp8Recipe> r = enum_from_name(value, kMegatronFp8RecipeNames);
       if (!r)
         at.fail(fmt::format("\"{}\" is not modelled", value),
-                "one of: delayed | tensorwise | mxfp8");
+                "one of: " + enum_choices(kMegatronFp8RecipeNames));
       assign(extras.fp8_recipe, std::string(value), at);
       assign(spec.fp8, *r, at);
       return;

@@ -76,13 +76,7 @@ void validate_training(const Training& t, const std::string& file) {
     throw InputError(file, "grad_bucket_elements",
                      fmt::format("must be between 0 (Megatron-LM's size) and {}, found {}",
                                  kMaxBucketElements, t.grad_bucket_elements));
-  if (t.fp8 != Fp8Recipe::none && dtype_bytes(t.dtype) != 2)
-    throw InputError(
-        file, "fp8",
-        fmt::format("{} runs the linear layers in FP8 inside 16-bit training, and "
-                    "dtype is {}",
-                    enum_name(t.fp8, kFp8RecipeNames), enum_name(t.dtype, kDtypeNames)),
-        "set dtype to bf16, or fp8 to none");
+  check_fp8_dtype(t, file, "fp8");
   if (!(std::isfinite(t.tokens_to_train) && t.tokens_to_train >= 0))
     throw InputError(file, "tokens_to_train",
                      fmt::format("must be a finite number >= 0, found {}", t.tokens_to_train));
@@ -90,6 +84,15 @@ void validate_training(const Training& t, const std::string& file) {
     throw InputError(
         file, "price_per_device_hour",
         fmt::format("must be a finite number >= 0, found {}", t.price_per_device_hour));
+}
+
+void check_fp8_dtype(const Training& t, const std::string& file, const std::string& field) {
+  if (t.fp8 == Fp8Recipe::none || dtype_bytes(t.dtype) == 2) return;
+  throw InputError(file, field,
+                   fmt::format("{} runs the linear layers in FP8 inside 16-bit training, and "
+                               "dtype is {}",
+                               enum_name(t.fp8, kFp8RecipeNames), enum_name(t.dtype, kDtypeNames)),
+                   "set dtype to bf16, or fp8 to none");
 }
 
 Training with_compute_dtype(Training t, Dtype d) {

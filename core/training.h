@@ -73,5 +73,8 @@ Training with_compute_dtype(Training t, Dtype d);
 Training training_from_json(const nlohmann::json& j, const std::string& file);
 nlohmann::json training_to_json(const Training& t);
 void validate_training(const Training& t, const std::string& file);
+// FP8 linears (Training::fp8) run inside 16-bit training: an InputError naming `file` and `field`
+// otherwise. validate_training checks it; so does pricing, for a dtype or recipe set after.
+void check_fp8_dtype(const Training& t, const std::string& file, const std::string& field);
 
 }  // namespace shardplan

@@ -137,13 +137,10 @@ std::vector<std::string> megatron_flags(const Plan& p) {
   if (p.training.dtype == Dtype::bf16) flags.emplace_back("--bf16");
   if (p.training.dtype == Dtype::fp16) flags.emplace_back("--fp16");
   // Transformer Engine's FP8 linears: E4M3 forward and E5M2 gradients ("hybrid", Micikevicius et
-  // al. 2022), and the recipe by Megatron-LM's name for it (--fp8-recipe: delayed, tensorwise for
-  // current scaling, mxfp8).
+  // al. 2022), and the recipe by Megatron-LM's name for it.
   if (p.training.fp8 != Fp8Recipe::none) {
     flags.insert(flags.end(), {"--fp8-format", "hybrid", "--fp8-recipe"});
-    flags.emplace_back(p.training.fp8 == Fp8Recipe::current
-                           ? "tensorwise"
-                           : enum_name(p.training.fp8, kFp8RecipeNames));
+    flags.emplace_back(enum_name(p.training.fp8, kMegatronFp8RecipeNames));
   }
   return flags;
 }

@@ -7,6 +7,13 @@ namespace {
 constexpr int64_t kMaskBytes = 1;         // dropout masks are stored as bytes (Korthikanti §4.1)
 constexpr int64_t kSoftmaxStatBytes = 4;  // flash attention's fp32 log-sum-exp per head and query
 
+// Bytes an element of a linear layer's input (or output gradient) is kept in for its weight
+// gradient: Transformer Engine's FP8 linears keep the quantized copy the wgrad GEMM reads, one
+// byte (MXFP8's scales, 1/32 of that, left out).
+int64_t linear_kept_bytes(int64_t e, Fp8Recipe fp8) {
+  return fp8 == Fp8Recipe::none ? e : 1;
+}
+
 // The attention block (Korthikanti §4.1 "Attention block", 11sbh + 5as²b for GPT without TP).
 void attention_tensors(LayerTensors& out, const Model& m, int64_t e, int64_t li, const RankShape& r,
                        Recompute recompute, const ExecutionOptions& x) {
@@ -64,9 +71,7 @@ LayerTensors layer_activation_tensors(const Model& m, Dtype dtype, const RankSha
                                       bool moe_layer, Recompute recompute,
                                       const ExecutionOptions& x, Fp8Recipe fp8) {
   const int64_t e = dtype_bytes(dtype);
-  // Transformer Engine's FP8 linears keep their inputs for the weight gradient as the quantized
-  // copy the wgrad GEMM reads, one byte an element (MXFP8's scales, 1/32 of that, left out).
-  const int64_t li = fp8 == Fp8Recipe::none ? e : 1;
+  const int64_t li = linear_kept_bytes(e, fp8);
   LayerTensors out;
   // Full recomputation keeps only the layer's input (Korthikanti Table 2: 2sbh, split over tp
   // under sequence parallelism since the checkpointed input is the sequence-parallel shard).
@@ -102,7 +107,7 @@ LayerTensors layer_backward_buffers(const Model& m, Dtype dtype, const RankShape
 LayerTensors layer_weight_grad_tensors(const Model& m, Dtype dtype, const RankShape& r,
                                        bool moe_layer, Fp8Recipe fp8) {
   const int64_t e = dtype_bytes(dtype), t = r.tokens(), h = m.hidden;
-  const int64_t li = fp8 == Fp8Recipe::none ? e : 1;  // a linear's X and dY, quantized
+  const int64_t li = linear_kept_bytes(e, fp8);  // a linear's X and dY
   const int64_t q = shard_size(m.num_heads, r.tp) * m.head_dim;
   const int64_t kv = shard_size(m.num_kv_heads, r.tp) * m.head_dim;
   LayerTensors out;

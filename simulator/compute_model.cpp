@@ -1,9 +1,9 @@
 #include "simulator/compute_model.h"
 
 #include <algorithm>
-#include <optional>
 
 #include "core/placement.h"
+#include "simulator/fp8_linears.h"
 #include "simulator/parts_compute.h"
 #include "simulator/rank_shape.h"
 
@@ -146,43 +146,6 @@ GradAdd grad_add(GradAccumulation mode, const Training& t, const Layout& l) {
   const double dense = reads.shard_ranks > 1 ? 1.0 / reads.shard_ranks : 1.0;
   const double experts = reads.shard_ranks > 0 ? 1.0 / group_size(l, Group::expert_dp) : 1.0;
   return {added * dense, added * experts, as_double(e + 2 * g)};
-}
-
-// How Transformer Engine runs a linear layer in FP8 (Training::fp8; NVIDIA Transformer Engine,
-// transformer_engine/pytorch/module/linear.py): each of its three GEMMs (forward, dgrad, wgrad) at
-// the FP8 rate with 1-byte operands, once each operand is quantized — the input going forward, the
-// output's gradient going backward, the weight once a step. A quantization reads its bf16 tensor
-// and writes its FP8 copies (core/dtype.h: fp8_copies_bytes). Current scaling first reads the
-// tensor once more for its amax (TE's Float8CurrentScalingQuantizer: compute_amax, then the cast);
-// delayed scaling records the amax inside the cast (TE's DelayedScaling). The norms before QKV and
-// fc1 write their output in FP8 themselves in TE's LayerNormLinear; that fusion is not priced
-// apart (the transposed copy is still a pass of its own). The weights' copies are kept from the
-// step's first micro-batch on: Megatron-Core passes is_first_microbatch to TE, which caches them
-// (megatron/core/extensions/transformer_engine.py, TELinear.forward). In the compute dtype stay
-// the router (TopKRouter is no TE module), the attention core (Megatron-Core's
-// fp8_dot_product_attention is off by default) and the LM head (output_layer is a
-// tensor_parallel.ColumnParallelLinear).
-struct Fp8Linears {
-  DeviceRates rates;         // fp8_gemm_rates
-  double cast_bytes = 0;     // per element quantized
-  double cast_launches = 0;  // per quantization
-  // The weights' quantizations per micro-batch: 1 / micro-batches where fp8_weights_cached,
-  // else 1.
-  double weight_casts = 0;
-};
-
-std::optional<Fp8Linears> fp8_linears(const Training& t, const Layout& l, const DeviceRates& r,
-                                      const ExecutionOptions& x) {
-  const double e = as_double(dtype_bytes(t.dtype));
-  Fp8Linears f{
-      .rates = {},
-      .weight_casts = fp8_weights_cached(t, l, x) ? 1.0 / as_double(l.num_microbatches) : 1.0};
-  if (t.fp8 == Fp8Recipe::none) return std::nullopt;
-  const bool amax_pass = t.fp8 == Fp8Recipe::current;
-  f.cast_bytes = (amax_pass ? 2 : 1) * e + fp8_copies_bytes(t.fp8, r.fp8_tn_only);
-  f.cast_launches = amax_pass ? 2 : 1;
-  f.rates = fp8_gemm_rates(r);
-  return f;
 }
 
 // Whose gradients a GEMM's B operand has: none (attention's K and V), the dense weights', or the
@@ -489,10 +452,6 @@ GradAccumulationReads grad_accumulation_reads(GradAccumulation mode, const Train
           .microbatches = assigns_first ? l.num_microbatches : 0};
 }
 
-bool fp8_weights_cached(const Training& t, const Layout& l, const ExecutionOptions& x) {
-  return t.fp8 != Fp8Recipe::none && x.fp8_weight_cache && l.zero < 3;
-}
-
 int parts_microbatches(const Training& t, const Layout& l, const ExecutionOptions& x) {
   if (fp8_weights_cached(t, l, x)) return l.num_microbatches;
   return grad_accumulation_reads(x.grad_accumulation, t, l).microbatches;
@@ -586,57 +545,6 @@ double optimizer_step_bytes(const Training& t, int64_t elements) {
 double optimizer_step_time_s(const DeviceRates& r, const Training& t, int64_t elements) {
   return kernel_time_s(r, MemoryKernel::optimizer_step, as_double(elements),
                        optimizer_step_bytes(t, elements));
-}
-
-namespace {
-
-// QKᵀ and the product with V over the full s×s scores: 2·s²·(a·d) each.
-double attention_core_flops(const Model& m, double s) {
-  return 4 * s * s * as_double(int64_t{m.num_heads} * m.head_dim);
-}
-
-// Forward matmul FLOPs of one layer for one sequence of s tokens, attention over the full s×s.
-double layer_forward_flops(const Model& m, double s, bool moe) {
-  const double h = as_double(m.hidden);
-  const double q = as_double(int64_t{m.num_heads} * m.head_dim);
-  const double kv = as_double(int64_t{m.num_kv_heads} * m.head_dim);
-  const double mlp_widths = m.activation == Activation::swiglu ? 3 : 2;  // up (+gate) and down
-  const double projections = 2 * s * h * (q + 2 * kv) + 2 * s * q * h;
-  const double mlp =
-      moe ? 2 * s * h * as_double(m.moe.num_experts) +
-                m.moe.top_k * 2 * s * h * mlp_widths * as_double(m.moe.expert_ffn_hidden)
-          : 2 * s * h * mlp_widths * as_double(m.ffn_hidden);
-  return projections + attention_core_flops(m, s) + mlp;
-}
-
-// Forward matmul FLOPs of every layer of the model for one sequence.
-double layers_forward_flops(const Model& m, double s) {
-  const int moe_layers = m.num_moe_layers();
-  return (m.num_layers - moe_layers) * layer_forward_flops(m, s, false) +
-         moe_layers * layer_forward_flops(m, s, true);
-}
-
-}  // namespace
-
-double model_flops_per_step(const Model& m, int64_t global_batch, int64_t seq_len) {
-  const double s = as_double(seq_len);
-  const double layers = layers_forward_flops(m, s);
-  const double head = 2 * s * as_double(m.hidden) * as_double(m.vocab);
-  return 3 * as_double(global_batch) * (layers + head);  // forward + backward (2× forward)
-}
-
-double recompute_flops_per_step(const Model& m, int64_t global_batch, int64_t seq_len,
-                                Recompute r) {
-  const double s = as_double(seq_len);
-  switch (r) {
-    case Recompute::none:
-      return 0;
-    case Recompute::selective:
-      return as_double(global_batch) * m.num_layers * attention_core_flops(m, s);
-    case Recompute::full:
-      return as_double(global_batch) * layers_forward_flops(m, s);
-  }
-  return 0;
 }
 
 }  // namespace shardplan

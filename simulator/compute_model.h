@@ -2,7 +2,7 @@
 // of the stage (forward; backward = dgrad + wgrad = 2× forward, Narayanan et al. 2021 §5.1;
 // the re-forward that recomputation adds), the memory-bound kernels between them (norms,
 // activations, softmax, dropout, residual adds, RoPE, embedding, cross entropy) timed by the bytes
-// they move, and the optimizer step. Also the model and hardware FLOPs of a step for MFU and HFU.
+// they move, and the optimizer step.
 #pragma once
 
 #include <array>
@@ -82,12 +82,6 @@ struct GradAccumulationReads {
 GradAccumulationReads grad_accumulation_reads(GradAccumulation mode, const Training& t,
                                               const Layout& l);
 
-// Whether Transformer Engine keeps its FP8 weight copies over a step's micro-batches: FP8
-// training, a framework that caches them (ExecutionOptions::fp8_weight_cache), below ZeRO-3 (whose
-// units are cast as they are gathered). Then the weights are quantized once a step and the copies
-// are held (the fp8_weights memory item); else at every micro-batch, into buffers freed after it.
-bool fp8_weights_cached(const Training& t, const Layout& l, const ExecutionOptions& x);
-
 // The step's micro-batches, where a micro-batch's compute depends on them (0 where it does not),
 // for the caches keyed without them: AccumulateGrad assigns the first one's gradient
 // (grad_accumulation_reads), cached FP8 weights are quantized once a step (fp8_weights_cached).
@@ -106,18 +100,5 @@ double optimizer_step_bytes(const Training& t, int64_t elements);
 // The optimizer step over `elements` parameters: those bytes at the memory rate, or at the
 // profile's measured optimizer_step rate.
 double optimizer_step_time_s(const DeviceRates& r, const Training& t, int64_t elements);
-
-// Model FLOPs of one step, Narayanan et al. 2021 eq. 3 without recomputation (Korthikanti et al.
-// 2022 §6: 72·B·s·l·h²·(1 + s/6h + V/12lh) for GPT), generalised term by term to GQA, SwiGLU and
-// MoE (top_k experts per token, plus the router): 3 × the forward matmul FLOPs of every layer and
-// the head, attention counted over the full s×s scores.
-double model_flops_per_step(const Model& m, int64_t global_batch, int64_t seq_len);
-
-// The FLOPs recomputation adds to a step in the same convention (full: every layer's forward
-// again, 96 instead of 72 in eq. 3; selective: the attention core QKᵀ and the product with V, as
-// Megatron-LM re-runs it, where the unfused path the CPU executor runs re-forwards QKᵀ alone,
-// compute_model.cpp).
-// Model + recompute FLOPs are the hardware FLOPs of HFU (Chowdhery et al. 2022, Appendix B).
-double recompute_flops_per_step(const Model& m, int64_t global_batch, int64_t seq_len, Recompute r);
 
 }  // namespace shardplan

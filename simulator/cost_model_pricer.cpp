@@ -96,8 +96,7 @@ double CostModelPricer::duration_s(const Program& p, const Action& a) const {
           group_action_cost(cluster_, rates_, collective_options_, a, span, layout_.zero).time_s();
       // Overlapped with its GEMMs it costs what they leave exposed (simulator/tp_comm_overlap.h).
       return tp_overlapped(training_, a, span)
-                 ? tp_overlapped_s(a, s, parts_, splits_backward(layout_.schedule), layout_.tp,
-                                   cluster_.device.efficiency.sm_count)
+                 ? tp_overlapped_s(a, s, parts_, layout_, cluster_.device.efficiency.sm_count)
                  : s;
     }
     case ActionKind::optimizer_step:

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "simulator/allocator_replay.h"
+#include "simulator/model_flops.h"
 #include "simulator/pipeline_model.h"
 #include "simulator/stage_timing.h"
 

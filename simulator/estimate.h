@@ -26,6 +26,7 @@
 #include "simulator/compute_model.h"
 #include "simulator/execution_options.h"
 #include "simulator/memory_model.h"
+#include "simulator/model_flops.h"
 
 namespace shardplan {
 

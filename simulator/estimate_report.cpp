@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/human_format.h"
+#include "simulator/model_flops.h"
 
 namespace shardplan {
 

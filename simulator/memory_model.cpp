@@ -8,6 +8,7 @@
 #include "simulator/activation_memory.h"
 #include "simulator/comm_volume.h"
 #include "simulator/compute_model.h"
+#include "simulator/fp8_linears.h"
 #include "simulator/pipeline_model.h"
 #include "simulator/rank_shape.h"
 

@@ -33,7 +33,7 @@ struct ModelStateBytes {
   int64_t master_weights = 0;     // fp32 copy, only under mixed precision
   int64_t optimizer_moments = 0;  // Adam: fp32 first and second moments
   // Transformer Engine's FP8 copies of the linear layers' weights, made at a step's first
-  // micro-batch and kept where fp8_weights_cached (compute_model.h): fp8_copies_bytes each. Set by
+  // micro-batch and kept where fp8_weights_cached (fp8_linears.h): fp8_copies_bytes each. Set by
   // rank_memory (stage_model_state_bytes leaves it 0).
   int64_t fp8_weights = 0;
 

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/schedule_fold.h"
 #include "simulator/cost_model_pricer.h"
+#include "simulator/model_flops.h"
 
 namespace shardplan {
 

@@ -100,9 +100,8 @@ PricedComm price_comm(const StageContext& ctx, const Action& a, int64_t rank, Sp
   }
   // Overlapped with its GEMMs it costs what they leave exposed, their loss to its SMs included.
   if (tp_overlapped(ctx.t, a, p.span)) {
-    p.cost.collective.time_s =
-        tp_overlapped_s(a, p.cost.collective.time_s, *ctx.parts, splits_backward(ctx.l.schedule),
-                        ctx.l.tp, ctx.c.device.efficiency.sm_count);
+    p.cost.collective.time_s = tp_overlapped_s(a, p.cost.collective.time_s, *ctx.parts, ctx.l,
+                                               ctx.c.device.efficiency.sm_count);
     return p;
   }
   // The share follows the action's stream, which the call's price leaves out.

@@ -11,6 +11,7 @@
 #include "core/schedule.h"
 #include "core/schedule_fold.h"
 #include "simulator/action_cost.h"
+#include "simulator/fp8_linears.h"
 #include "simulator/interference.h"
 #include "simulator/pipeline_model.h"
 
@@ -245,12 +246,7 @@ void check_dtype(const Cluster& c, Dtype dtype) {
 void check_fp8(const Cluster& c, const Training& t, const ExecutionOptions& x) {
   if (t.fp8 == Fp8Recipe::none) return;
   const std::string recipe(enum_name(t.fp8, kFp8RecipeNames));
-  // validate_training says the same where the training is validated whole.
-  if (dtype_bytes(t.dtype) != 2)
-    throw InputError("training", "training.fp8",
-                     "is " + recipe + ": FP8 linears run inside 16-bit training, and dtype is " +
-                         std::string(enum_name(t.dtype, kDtypeNames)),
-                     "set dtype to bf16, or fp8 to none");
+  check_fp8_dtype(t, "training", "training.fp8");
   if (!(c.device.peak_tflops_fp8 > 0))
     throw InputError(
         c.name, "device.peak_tflops.fp8",

@@ -59,11 +59,11 @@ bool tp_overlapped(const Training& t, const Action& a, const GroupSpan& span) {
          (a.parts & kLayerLinearParts) != 0 && a.layer_end > a.layer_begin && span.level == 0;
 }
 
-double tp_overlapped_s(const Action& a, double comm_s, const PartsCompute& parts,
-                       bool split_backward, int tp, int sm_count) {
+double tp_overlapped_s(const Action& a, double comm_s, const PartsCompute& parts, const Layout& l,
+                       int sm_count) {
   const Part part = part_of(a);
   const PartLinears& own = parts.linears_of(part);
-  const Overlap o{tp, sm_count};
+  const Overlap o{l.tp, sm_count};
   const bool gather = a.op == Collective::all_gather;
   const bool attention = part != Part::mlp;
   if (a.pass != Pass::backward)  // forward, or full recomputation's re-forward
@@ -71,7 +71,7 @@ double tp_overlapped_s(const Action& a, double comm_s, const PartsCompute& parts
                ? o.ring(comm_s, own.first.forward_s)
                : o.pipeline(comm_s, own.last.forward_s, attention ? kProjFpropSms : kFc2FpropSms);
   if (!gather)
-    return o.bulk(comm_s, split_backward ? 0 : own.first.wgrad_s,
+    return o.bulk(comm_s, splits_backward(l.schedule) ? 0 : own.first.wgrad_s,
                   attention ? kQkvWgradSms : kFc1WgradSms);
   // The output projection's gradient gather also carries QKV's saved input, which QKV's dgrad
   // covers; the MLP's carries fc1's, beside fc1's dgrad.

@@ -37,14 +37,14 @@ namespace shardplan {
 bool tp_overlapped(const Training& t, const Action& a, const GroupSpan& span);
 
 // The time `a` (tp_overlapped) adds to its rank's path when its `comm_s` runs beside its GEMMs
-// (`parts`' linears; no weight gradient beside it under a split backward, which defers them), of
-// tp ranks on a device of `sm_count` SMs: with cover G, a ring exchange exposes
+// (`parts`' linears; no weight gradient beside it under `l`'s split backward, which defers them),
+// of l.tp ranks on a device of `sm_count` SMs: with cover G, a ring exchange exposes
 // max(0, comm − G·(tp−1)/tp) (the GEMM's first chunk is the rank's own), a pipeline of n chunks
 // max(comm/n, comm − G·(n−1)/n) (the last chunk follows the GEMM) plus the GEMM slowed to the SMs
 // left to it, bulk max(0, comm − G); plus, for ring and bulk, the hidden time × the SMs the
 // communication takes ÷ sm_count. The backward's gather carries the output gradient (ring) and
 // the saved input (bulk), half each.
-double tp_overlapped_s(const Action& a, double comm_s, const PartsCompute& parts,
-                       bool split_backward, int tp, int sm_count);
+double tp_overlapped_s(const Action& a, double comm_s, const PartsCompute& parts, const Layout& l,
+                       int sm_count);
 
 }  // namespace shardplan

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "simulator/execution_options.h"
+#include "simulator/model_flops.h"
 #include "simulator/parts_compute.h"
 #include "simulator_fixtures.h"
 

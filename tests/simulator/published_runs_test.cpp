@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "simulator/estimate.h"
+#include "simulator/model_flops.h"
 #include "simulator_fixtures.h"
 
 using namespace shardplan;
