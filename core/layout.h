@@ -21,20 +21,21 @@
 namespace shardplan {
 
 enum class Recompute { none, selective, full };
-enum class Schedule { gpipe, one_f_one_b, interleaved, zb_h1 };
+enum class Schedule { gpipe, one_f_one_b, interleaved, zb_h1, zb_h2 };
 
 inline constexpr EnumNames<Recompute, 3> kRecomputeNames{
     {{Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}}};
-inline constexpr EnumNames<Schedule, 4> kScheduleNames{{{Schedule::gpipe, "gpipe"},
+inline constexpr EnumNames<Schedule, 5> kScheduleNames{{{Schedule::gpipe, "gpipe"},
                                                         {Schedule::one_f_one_b, "1f1b"},
                                                         {Schedule::interleaved, "interleaved"},
-                                                        {Schedule::zb_h1, "zb-h1"}}};
+                                                        {Schedule::zb_h1, "zb-h1"},
+                                                        {Schedule::zb_h2, "zb-h2"}}};
 
 // Whether a schedule splits each layer's backward into B, the input gradient that the previous
 // stage waits for, and W, the weight gradient it runs later to fill the bubble (Qi et al., ICLR
 // 2024, "Zero Bubble Pipeline Parallelism" §2).
 constexpr bool splits_backward(Schedule s) {
-  return s == Schedule::zb_h1;
+  return s == Schedule::zb_h1 || s == Schedule::zb_h2;
 }
 
 // The schedule of a layout that names none, and what "1f1b" means with virtual stages:

@@ -251,6 +251,11 @@ struct PipelineStep {
 //                 zero-bubble-pipeline-parallelism runs it under DeepSpeed). Every stage holds at
 //                 most pp micro-batches, 1F1B's first stage's peak; with equal F, B and W times
 //                 the bubble is (pp − 1)(F + B − W), a third of 1F1B's (pp − 1)(F + B + W).
+//   zb-h2       : 2(pp − pp_rank) − 1 warm-up forwards, 2·pp_rank pairs of a B and a forward
+//                 whose W wait, a steady state of B, W, F, a cool-down of B, W, and the W left
+//                 (Qi et al. 2024 §3.1 and Figure 3's ZB-H2). Every stage holds at most
+//                 2·pp − 1 micro-batches; with equal F, B and W the bubble is the fill alone,
+//                 (pp − 1)·F.
 // Throws InputError for interleaved when num_microbatches is not a multiple of pp.
 std::vector<PipelineStep> pipeline_order(const Layout& l, int pp_rank);
 

@@ -1,5 +1,5 @@
 // Pipeline orderings: which forward, backward or weight-gradient pass each pipeline rank runs next
-// under GPipe, 1F1B, interleaved 1F1B and ZB-H1, and which layers each virtual stage holds.
+// under GPipe, 1F1B, interleaved 1F1B, ZB-H1 and ZB-H2, and which layers each virtual stage holds.
 #include <algorithm>
 #include <cassert>
 #include <numeric>
@@ -53,6 +53,25 @@ std::vector<PipelineStep> zb_h1_order(int pp, int m, int pp_rank) {
   return order;
 }
 
+// Qi et al. 2024 §3.1's ZB-H2 as its Figure 3 draws it: 2(pp − pp_rank) − 1 warm-up forwards,
+// which fill the wait for the first B; 2·pp_rank pairs of a B and an F whose W wait, so that
+// every stage has run 2·pp − 1 forwards before its first W; B, W, F while forwards remain; B, W;
+// the W still waiting, the tail of the parallelogram.
+std::vector<PipelineStep> zb_h2_order(int pp, int m, int pp_rank) {
+  std::vector<PipelineStep> order;
+  int f = 0, b = 0, w = 0;
+  const auto next = [&](Pass pass) {
+    int& done = pass == F ? f : pass == B ? b : w;
+    order.push_back({pass, done++, 0});
+  };
+  for (int i = 0; i < 2 * (pp - pp_rank) - 1 && f < m; ++i) next(F);
+  for (int i = 0; i < 2 * pp_rank && f < m; ++i) next(B), next(F);
+  while (f < m) next(B), next(W), next(F);
+  while (b < m) next(B), next(W);
+  while (w < m) next(W);
+  return order;
+}
+
 // Narayanan et al. 2021 §2.2.2 as megatron/core/pipeline_parallel/schedules.py
 // (forward_backward_pipelining_with_interleaving) runs it: the k-th forward (backward) on a rank
 // belongs to chunk (k mod pp·v) / pp (reversed for backwards) and micro-batch
@@ -96,6 +115,7 @@ std::vector<PipelineStep> pipeline_order(const Layout& l, int pp_rank) {
   // Interleaving one chunk per rank is 1F1B.
   if (l.schedule == Schedule::gpipe) return gpipe_order(l.num_microbatches);
   if (l.schedule == Schedule::zb_h1) return zb_h1_order(l.pp, l.num_microbatches, pp_rank);
+  if (l.schedule == Schedule::zb_h2) return zb_h2_order(l.pp, l.num_microbatches, pp_rank);
   return one_f_one_b_order(l.pp, l.num_microbatches, pp_rank);
 }
 

@@ -193,7 +193,7 @@ class Enumerator {
                                                         : *fixed_.schedule};
     if (l.vpp > 1) return {Schedule::interleaved};
     if (l.pp == 1) return {Schedule::one_f_one_b};
-    return {Schedule::one_f_one_b, Schedule::gpipe, Schedule::zb_h1};
+    return {Schedule::one_f_one_b, Schedule::gpipe, Schedule::zb_h1, Schedule::zb_h2};
   }
 
   // The shape's least demanding layout: ZeRO 0, the smallest micro-batch, no recompute, no sp,

@@ -16,9 +16,12 @@ std::optional<std::string> megatron_unsupported(const Layout& l) {
     return "Megatron-LM has no GPipe schedule (pp > 1 runs 1F1B, or interleaved 1F1B with virtual "
            "stages)";
   if (splits_backward(l.schedule))
-    return "Megatron-LM has no zero-bubble schedule; sail-sg/zero-bubble-pipeline-parallelism's "
-           "fork of it runs one (--enable-zero-bubble --zero-bubble-max-pending-backward " +
-           std::to_string(l.pp) + " for ZB-H1's memory)";
+    return fmt::format(
+        "Megatron-LM has no zero-bubble schedule; sail-sg/zero-bubble-pipeline-parallelism's fork "
+        "of it runs one (--enable-zero-bubble --zero-bubble-max-pending-backward {} for {}'s "
+        "memory)",
+        l.schedule == Schedule::zb_h2 ? 2 * l.pp : l.pp,
+        l.schedule == Schedule::zb_h2 ? "ZB-H2" : "ZB-H1");
   // The distributed optimizer shards optimizer states and master weights over dp (ZeRO-1,
   // docs/source/api-guide/dist_optimizer.md); --use-torch-fsdp2 shards everything (ZeRO-3).
   if (l.zero == 2)
@@ -42,7 +45,7 @@ std::optional<std::string> deepspeed_unsupported(const Layout& l) {
     return "DeepSpeed's pipeline engine runs its 1F1B-like schedule, not GPipe";
   if (splits_backward(l.schedule))
     return "DeepSpeed's pipeline engine has no zero-bubble schedule (sail-sg's "
-           "ZeroBubbleH1Pipeline is a schedule outside it)";
+           "ZeroBubbleH1Pipeline is a schedule outside it, and ZB-H2 has none)";
   if (l.cp > 1)
     return "DeepSpeed has no ring context parallelism (Ulysses splits heads, not the sequence)";
   // PipelineModule splits by its partition_method (deepspeed/runtime/pipe/module.py), which takes

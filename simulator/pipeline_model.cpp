@@ -20,12 +20,20 @@ int64_t inflight_chunk_microbatches(const Layout& l, int stage) {
   if (l.schedule == Schedule::interleaved)
     return std::min<int64_t>(2 * (l.pp - stage - 1) + int64_t{l.vpp - 1} * l.pp + 1, m * l.vpp);
   if (l.schedule == Schedule::zb_h1) return std::min<int64_t>(l.pp, m);
+  if (l.schedule == Schedule::zb_h2) return std::min<int64_t>(2 * int64_t{l.pp} - 1, m);
   return std::min<int64_t>(l.pp - stage, m);
 }
 
 std::array<HeldMicrobatches, 2> split_backward_peaks(const Layout& l, int stage) {
   assert(stage >= 0 && stage < l.pp);
   const int64_t m = l.num_microbatches;
+  if (l.schedule == Schedule::zb_h2) {
+    // The last pair's F holds the warm-up's micro-batches whole and the pairs' waiting; the B
+    // after it turns one more into waiting (there is always one: the pairs' B trail their F).
+    const int64_t warmup = std::min<int64_t>(2 * (l.pp - stage) - 1, m);
+    const int64_t pairs = std::min<int64_t>(2 * int64_t{stage}, m - warmup);
+    return {{{warmup, pairs}, {warmup - 1, pairs + 1}}};
+  }
   const int64_t warmup = std::min<int64_t>(l.pp - stage - 1, m);
   const int64_t pairs = std::min<int64_t>(stage, m - warmup);  // F-B pairs whose W wait
   if (m > warmup + pairs) return {{{warmup + 1, pairs}, {warmup, pairs + 1}}};
@@ -44,15 +52,21 @@ double pipeline_time_s(const Layout& l, std::span<const double> stage_time_s,
   }
   assert(split.forward_s.size() == stage_time_s.size() &&
          split.weight_grad_s.size() == stage_time_s.size());
-  // The share of the pp − 1 W that each stage postpones which a micro-batch is there to give.
-  const double postponed =
-      l.pp > 1 ? static_cast<double>(std::min(l.num_microbatches, l.pp) - 1) / (l.pp - 1) : 0;
+  // The share of the pp − 1 W that each stage postpones which a micro-batch is there to give;
+  // under ZB-H2 the share of its pp − 1 further warm-up forwards, which fill with two W each.
+  const double span = l.pp > 1 ? l.pp - 1 : 1;
+  const double postponed = (std::min(l.num_microbatches, l.pp) - 1) / span;
+  const double doubled = l.schedule == Schedule::zb_h2
+                             ? std::clamp((l.num_microbatches - l.pp) / span, 0.0, 1.0)
+                             : 0.0;
   double others = 0;
   for (size_t i = 0; i < stage_time_s.size(); ++i) {
     if (stage_time_s.begin() + static_cast<std::ptrdiff_t>(i) == slowest) continue;
     const double f = split.forward_s[i], w = split.weight_grad_s[i];
     const double f_b = stage_time_s[i] - w, b = f_b - f;
-    others += f_b - postponed * std::max(0.0, std::min({w, f, b}));
+    const double one = std::max(0.0, std::min({w, f, b}));
+    const double two = std::max(0.0, std::min({2 * w, 2 * f, b}));
+    others += f_b - postponed * one - doubled * (two - one);
   }
   return chunks * *slowest + others;
 }

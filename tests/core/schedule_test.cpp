@@ -86,6 +86,19 @@ TEST_CASE("ZB-H1: 1F1B's warm-up, stage F-B pairs whose W wait, then F-B-W, B-W,
                                             F(4), B(4), W(1), F(5), B(5), W(2), W(3), W(4), W(5)});
 }
 
+TEST_CASE("ZB-H2: 2(pp − stage) − 1 warm-up forwards, B-F pairs whose W wait, B-W-F, B-W, W",
+          "[schedule]") {
+  // Qi et al. 2024 Figure 3 (bottom), pp=4, m=8: the first stage runs F1–F7, B1 W1 F8, then B W;
+  // the last F1 B1 … F7 B7, W1 F8 B8, then W2–W8 (one-based there).
+  const Layout l = layout(1, 1, 4, 8, Schedule::zb_h2);
+  CHECK(pipeline_order(l, 0) == std::vector{F(0), F(1), F(2), F(3), F(4), F(5), F(6), B(0),
+                                            W(0), F(7), B(1), W(1), B(2), W(2), B(3), W(3),
+                                            B(4), W(4), B(5), W(5), B(6), W(6), B(7), W(7)});
+  CHECK(pipeline_order(l, 3) == std::vector{F(0), B(0), F(1), B(1), F(2), B(2), F(3), B(3),
+                                            F(4), B(4), F(5), B(5), F(6), B(6), W(0), F(7),
+                                            B(7), W(1), W(2), W(3), W(4), W(5), W(6), W(7)});
+}
+
 TEST_CASE("interleaving needs a multiple of pp micro-batches", "[schedule]") {
   const InputError e = testing::thrown_input_error(
       [] { pipeline_order(layout(1, 1, 4, 6, Schedule::interleaved, 2), 0); });
@@ -94,10 +107,11 @@ TEST_CASE("interleaving needs a multiple of pp micro-batches", "[schedule]") {
 }
 
 TEST_CASE(
-    "every pass runs once, after the one before it, 1F1B keeps pp − stage in flight, ZB-H1 pp",
+    "every pass runs once, after the one before it, 1F1B keeps pp − stage in flight, ZB-H1 pp, "
+    "ZB-H2 2pp − 1",
     "[schedule]") {
-  for (Schedule s :
-       {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zb_h1})
+  for (Schedule s : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zb_h1,
+                     Schedule::zb_h2})
     for (int pp : {1, 2, 4, 8})
       for (int m : {1, 3, 8, 16}) {
         const int vpp = s == Schedule::interleaved ? 2 : 1;
@@ -122,6 +136,7 @@ TEST_CASE(
           if (s == Schedule::one_f_one_b) CHECK(peak == std::min(pp - stage, m));
           if (s == Schedule::gpipe) CHECK(peak == m);
           if (s == Schedule::zb_h1) CHECK(peak == std::min(pp, m));
+          if (s == Schedule::zb_h2) CHECK(peak == std::min(2 * pp - 1, m));
         }
       }
 }

@@ -221,9 +221,9 @@ TEST_CASE("a cache gives every layout the estimate it gets alone", "[estimate][c
              pp == 4 ? std::vector<std::vector<int>>{{}, {8, 8, 9, 7}, {7, 8, 8, 9}}
                      : std::vector<std::vector<int>>{{}})
           for (Schedule schedule :
-               pp == 1
-                   ? std::vector<Schedule>{Schedule::one_f_one_b}
-                   : std::vector<Schedule>{Schedule::one_f_one_b, Schedule::gpipe, Schedule::zb_h1})
+               pp == 1 ? std::vector<Schedule>{Schedule::one_f_one_b}
+                       : std::vector<Schedule>{Schedule::one_f_one_b, Schedule::gpipe,
+                                               Schedule::zb_h1, Schedule::zb_h2})
             for (int zero : {0, 1, 2, 3})
               for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
                 // A split backward runs with ZeRO-0/1 and without full recomputation.
@@ -260,9 +260,9 @@ TEST_CASE("a cache gives every layout the estimate it gets alone", "[estimate][c
                 }
               }
   }
-  // Per model, sp and accumulation: pp 1 (12), pp 2 (1F1B and GPipe 12 each, ZB-H1 4), pp 4
-  // (three splits).
-  CHECK(checked == 2 * 2 * 2 * (12 + 28 + 3 * 28));
+  // Per model, sp and accumulation: pp 1 (12), pp 2 (1F1B and GPipe 12 each, ZB-H1 and ZB-H2 4
+  // each), pp 4 (three splits).
+  CHECK(checked == 2 * 2 * 2 * (12 + 32 + 3 * 32));
 }
 
 TEST_CASE("compute slowed by the communication it hides: NCCL's SMs while it runs",

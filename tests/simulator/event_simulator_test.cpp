@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/layout.h"
 #include "core/presets.h"
+#include "simulator/pipeline_model.h"
 #include "simulator/plan_simulation.h"
 #include "simulator/uniform_pricer.h"
 #include "tests/core/layout_fixtures.h"
@@ -125,6 +126,53 @@ TEST_CASE("ZB-H1 with equal F, B and W and free communication: bubble (p−1)(F 
         CHECK(k.peak_activation_chunks == std::min(pp, m));
       }
     }
+}
+
+// UniformPricer with W a given multiple of the forward (UniformPricer's W equals F).
+struct WeightGradPricer : UniformPricer {
+  double weight_grad_factor = 1;
+  double duration_s(const Program& p, const Action& a) const override {
+    const double s = UniformPricer::duration_s(p, a);
+    return a.kind == ActionKind::compute && a.pass == Pass::weight_grad ? s * weight_grad_factor
+                                                                        : s;
+  }
+};
+
+TEST_CASE("ZB-H1 and ZB-H2 against their closed form for unequal F B and W: ZB-H2 fills only",
+          "[event]") {
+  // pipeline_model.h: each stage but the slowest adds F + B − min(W, F, B) under ZB-H1 and, once
+  // m ≥ 2p − 1, F + B − min(2W, 2F, B) under ZB-H2, ZB-H1's at m ≤ p and linearly between. With
+  // F = B = W ZB-H2's bubble is (p − 1)·F, the fill; it holds up to 2p − 1 micro-batches.
+  for (const auto& [b, w] : {std::pair{1.0, 1.0},
+                             {2.0, 1.0},
+                             {2.0, 0.5},
+                             {1.0, 0.3},
+                             {3.0, 2.0},
+                             {4.0, 1.2},
+                             {0.5, 2.0},
+                             {1.0, 3.0}})
+    for (int pp : {2, 4, 8})
+      for (int m : {pp, pp + 2, 2 * pp - 1, 4 * pp})
+        for (Schedule s : {Schedule::zb_h1, Schedule::zb_h2}) {
+          WeightGradPricer pricer;
+          pricer.backward_factor = 1 + b;
+          pricer.weight_grad_factor = w;
+          pricer.chunk_activation_bytes = 1000;
+          const Layout l = layout(1, 1, pp, m, s);
+          const SimResult r = run(small_gpt(), l, pricer);
+          REQUIRE(r.ok());
+          INFO(enum_name(s, kScheduleNames)
+               << " pp=" << pp << " m=" << m << " B=" << b << " W=" << w);
+          const double f_s = 16.0 / pp;  // F of 16/pp layers
+          const std::vector<double> stage(size_t(pp), f_s * (1 + b + w)), f(size_t(pp), f_s),
+              wg(size_t(pp), f_s * w);
+          CHECK(r.step_time_s == Approx(pipeline_time_s(l, stage, {f, wg})));
+          if (s == Schedule::zb_h2 && b == 1.0 && w == 1.0 && m >= 2 * pp - 1)
+            CHECK(r.step_time_s == Approx(3 * m * f_s + (pp - 1) * f_s));
+          for (int k = 0; k < pp; ++k)
+            CHECK(r.ranks[size_t(k)].peak_activation_chunks ==
+                  std::min(s == Schedule::zb_h2 ? 2 * pp - 1 : pp, m));
+        }
 }
 
 TEST_CASE("interleaving v chunks divides the 1F1B bubble by v", "[event]") {

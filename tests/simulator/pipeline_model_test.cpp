@@ -1,7 +1,10 @@
 #include "simulator/pipeline_model.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <vector>
+
+#include "core/schedule.h"
 
 using namespace shardplan;
 
@@ -69,4 +72,39 @@ TEST_CASE("ZB-H1's peaks: micro-batches held whole and waiting for their W", "[p
   CHECK(peaks(3)[1].waiting_weight_grad == 2);
   CHECK(peaks(0)[0].whole == 2);
   CHECK(peaks(0)[0].waiting_weight_grad == 0);
+}
+
+TEST_CASE("ZB-H1's and ZB-H2's peaks are the worst moments of their orders", "[pipeline]") {
+  // Walk core/schedule.h's order counting micro-batches held whole (F run, B not) and waiting for
+  // their W (B run): whatever a micro-batch of each costs (whole ≥ waiting, W's inputs being part
+  // of what B reads), the worst moment is one of the two split_backward_peaks gives.
+  for (Schedule s : {Schedule::zb_h1, Schedule::zb_h2})
+    for (int pp : {1, 2, 4, 8})
+      for (int m : {1, 2, 3, 5, 8, 15, 16, 32}) {
+        Layout l;
+        l.pp = pp;
+        l.num_microbatches = m;
+        l.schedule = s;
+        for (int stage = 0; stage < pp; ++stage) {
+          const auto peaks = split_backward_peaks(l, stage);
+          INFO("pp=" << pp << " m=" << m << " stage=" << stage << " " << int(s));
+          CHECK(peaks[0].whole + peaks[0].waiting_weight_grad ==
+                inflight_chunk_microbatches(l, stage));
+          for (double waiting : {0.0, 0.2, 0.5, 1.0}) {
+            const auto bytes = [&](int64_t whole, int64_t waits) {
+              return double(whole) + waiting * double(waits);
+            };
+            double worst = 0;
+            int64_t whole = 0, waits = 0;
+            for (const PipelineStep& p : pipeline_order(l, stage)) {
+              if (p.pass == Pass::forward) ++whole;
+              if (p.pass == Pass::backward) --whole, ++waits;
+              if (p.pass == Pass::weight_grad) --waits;
+              worst = std::max(worst, bytes(whole, waits));
+            }
+            CHECK(worst == Approx(std::max(bytes(peaks[0].whole, peaks[0].waiting_weight_grad),
+                                           bytes(peaks[1].whole, peaks[1].waiting_weight_grad))));
+          }
+        }
+      }
 }

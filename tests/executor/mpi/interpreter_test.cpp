@@ -136,16 +136,17 @@ TEST_CASE("interpreter: ZeRO 1, 2 and 3 over dp2 (padded pieces too), and with t
   check_zero_stages(tp);
 }
 
-TEST_CASE("interpreter: pp2 under ZB-H1, its weight gradients after the backward",
+TEST_CASE("interpreter: pp2 under ZB-H1 and ZB-H2, their weight gradients after the backward",
           "[interpreter]") {
   if (world_size() != 2) return;
-  for (const Recompute r : {Recompute::none, Recompute::selective}) {
-    INFO(enum_name(r, kRecomputeNames));
-    Layout l = layout(1, 1, 2);
-    l.schedule = Schedule::zb_h1;
-    l.recompute = r;
-    check_layout(l);
-  }
+  for (const Schedule s : {Schedule::zb_h1, Schedule::zb_h2})
+    for (const Recompute r : {Recompute::none, Recompute::selective}) {
+      INFO(enum_name(s, kScheduleNames) << " " << enum_name(r, kRecomputeNames));
+      Layout l = layout(1, 1, 2);
+      l.schedule = s;
+      l.recompute = r;
+      check_layout(l);
+    }
 }
 
 TEST_CASE("interpreter: every recompute mode (tp2·sp, pp2, dp2 with ZeRO-3)", "[interpreter]") {
@@ -214,12 +215,17 @@ TEST_CASE("interpreter: ZeRO-3 over dp2·pp2 (interleaved too), dp2·tp2 with se
   check_layout(dp_tp);
 }
 
-TEST_CASE("interpreter: ZB-H1 over pp4, dp2·pp2 under ZeRO-1, tp2·pp2 with sequence parallelism",
-          "[world4]") {
+TEST_CASE(
+    "interpreter: ZB-H1 and ZB-H2 over pp4, dp2·pp2 under ZeRO-1, tp2·pp2 with sequence "
+    "parallelism",
+    "[world4]") {
   if (world_size() != 4) return;
-  Layout pp = layout(1, 1, 4);
-  pp.schedule = Schedule::zb_h1;
-  check_layout(pp);
+  for (const Schedule s : {Schedule::zb_h1, Schedule::zb_h2}) {
+    INFO(enum_name(s, kScheduleNames));
+    Layout pp = layout(1, 1, 4);
+    pp.schedule = s;
+    check_layout(pp);
+  }
   Layout dp_pp = layout(2, 1, 2);
   dp_pp.schedule = Schedule::zb_h1;
   dp_pp.zero = 1;
