@@ -115,7 +115,8 @@ std::string format_top(const SearchResult& r, bool wide) {
   }
   if (!r.top.empty() && r.top.front().estimate.mfu_above_published()) {
     const std::string caution = mfu_caution(r.top.front().estimate);
-    out += "\n" + paragraph(std::string_view(caution).substr(0, caution.size() - 1), wide, 11);
+    out += '\n';
+    out += paragraph(std::string_view(caution).substr(0, caution.size() - 1), wide, 11);
   }
   return out;
 }

@@ -93,7 +93,9 @@ std::string nemo_refusal(const std::string& system, const std::optional<std::str
     return "no cluster description of the system in topologies/";
   if (!precision) return "precision not stated";
   if (!recipe_of(*precision)) return "NVFP4 compute not modelled";
-  if (!described) return "model dimensions not in the set (MoE models are not described)";
+  if (!described)
+    return "model dimensions not in the set (MoE models are not described), nor a model preset of "
+           "its name";
   if (!model) return "vocabulary size not in the set, and no model preset has these dimensions";
   if (!throughput) return "throughput published as model TFLOP/s only";
   return "";
@@ -109,11 +111,16 @@ FidelityRow nemo_row(ObjectReader& r, NemoContext& c) {
   std::optional<std::string> key;
   for (const auto& [k, dims] : c.models.items())
     if (dims.is_object() && model_key(k) == model_key(name)) key = k;
-  const std::optional<Model> preset =
+  // The MoE models the set does not describe are priced where a preset is the model by name
+  // ("Qwen3_30B_a3B" is qwen3-30b-a3b), from its Hugging Face config.
+  std::optional<Model> preset =
       key ? preset_with_dims(ObjectReader(c.models.at(*key), c.file, "models." + *key), *key)
           : std::nullopt;
+  if (!key)
+    for (const Model& m : preset_models())
+      if (m.name == model_key(name)) preset = m;
   const std::optional<int> tokens_per_s = optional_int(r, "tokens_per_s_per_gpu");
-  row.refused = nemo_refusal(system, precision, preset, key.has_value(), tokens_per_s.has_value());
+  row.refused = nemo_refusal(system, precision, preset, key || preset, tokens_per_s.has_value());
   const int gpus = int_field(r, "gpus");
   const int64_t gbs = r.positive_integer("gbs");
   row.group = fmt::format("{} on {} GPUs, gbs {}", name, gpus, gbs);

@@ -25,6 +25,7 @@ std::vector<std::pair<std::string, std::string>> row_slices(const FidelityRow& r
                                  : m <= 16 ? "5-16"
                                            : ">16"},
       {"nodes", std::to_string(row.cluster.nodes)},
+      {"model", row.model.is_moe() ? "MoE" : "dense"},
   };
 }
 

@@ -101,8 +101,9 @@ TEST_CASE("ultrascale: every row accounted, the first 1B row", "[readers]") {
 
 TEST_CASE("nemo: every row accounted, the dense rows on described systems priced in FP8",
           "[readers]") {
-  // 281 refused: MoE, NVFP4, unstated precision, GB300/B300, TFLOP/s-only tables, no vocabulary.
-  CHECK(check_every_row_accounted("nemo_performance") == 281);
+  // 259 refused: MoE models without a preset, NVFP4, unstated precision, GB300/B300, TFLOP/s-only
+  // tables, no vocabulary, expert parallelism folded over tp.
+  CHECK(check_every_row_accounted("nemo_performance") == 259);
   const FidelitySet s = read("nemo_performance");
   // GPT3-5B: no preset has its dimensions, so its vocabulary is unknown.
   CHECK(s.rows.at(0).refused ==
@@ -128,6 +129,15 @@ TEST_CASE("nemo: every row accounted, the dense rows on described systems priced
   REQUIRE(llama405.layout.stages.size() == 64);
   CHECK(llama405.layout.stages.front() == 1);
   CHECK(llama405.layout.stages.back() == 1);
+  // Qwen3_30B_a3B, MXFP8 on a GB200's 8 GPUs: no dimensions in the set, the preset of its name.
+  const FidelityRow& qwen = s.rows.at(36);
+  CHECK(qwen.refused.empty());
+  CHECK(qwen.model.name == "qwen3-30b-a3b");
+  CHECK(qwen.model.moe.num_experts == 128);
+  CHECK(qwen.layout.ep == 8);
+  CHECK(qwen.training.fp8 == Fp8Recipe::mxfp8);
+  // DeepSeek-V3 (on GB200): its multi-head latent attention has no preset.
+  CHECK_THAT(s.rows.at(30).refused, Catch::Matchers::Contains("nor a model preset of its name"));
   CHECK(s.rows.at(270).training.fp8 == Fp8Recipe::current);  // FP8-CS
   CHECK(s.rows.at(271).training.fp8 == Fp8Recipe::mxfp8);    // FP8-MX on B200
 }
