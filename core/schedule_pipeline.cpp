@@ -1,6 +1,7 @@
 // Pipeline orderings: which forward, backward or weight-gradient pass each pipeline rank runs next
 // under GPipe, 1F1B, interleaved 1F1B, ZB-H1 and ZB-H2, and which layers each virtual stage holds.
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <numeric>
 #include <string>
@@ -34,42 +35,45 @@ std::vector<PipelineStep> one_f_one_b_order(int pp, int m, int pp_rank) {
   return order;
 }
 
-// Qi et al. 2024 §3.1's ZB-H1 as sail-sg/zero-bubble-pipeline-parallelism's ZeroBubbleH1Pipeline
-// orders it: 1F1B's warm-up; pp_rank F, B pairs whose W wait, which lets the stages after this one
-// start their B sooner; F, B, W while forwards remain; B, W; the W still waiting. Micro-batches
-// run F, B and W in their own order.
-std::vector<PipelineStep> zb_h1_order(int pp, int m, int pp_rank) {
+// The zero-bubble orders' shape: `warmup` forwards, `pairs` pairs of passes whose W wait, the
+// steady three while forwards remain, then B, W and the W still waiting. Micro-batches run F, B
+// and W in their own order.
+struct ZeroBubblePhases {
+  int warmup, pairs;
+  std::array<Pass, 2> pair;
+  std::array<Pass, 3> steady;
+};
+
+std::vector<PipelineStep> zero_bubble_order(int m, const ZeroBubblePhases& z) {
   std::vector<PipelineStep> order;
   int f = 0, b = 0, w = 0;
   const auto next = [&](Pass pass) {
     int& done = pass == F ? f : pass == B ? b : w;
     order.push_back({pass, done++, 0});
   };
-  for (int i = 0; i < pp - pp_rank - 1 && f < m; ++i) next(F);
-  for (int i = 0; i < pp_rank && f < m; ++i) next(F), next(B);
-  while (f < m) next(F), next(B), next(W);
+  for (int i = 0; i < z.warmup && f < m; ++i) next(F);
+  for (int i = 0; i < z.pairs && f < m; ++i)
+    for (Pass p : z.pair) next(p);
+  while (f < m)
+    for (Pass p : z.steady) next(p);
   while (b < m) next(B), next(W);
   while (w < m) next(W);
   return order;
 }
 
+// Qi et al. 2024 §3.1's ZB-H1 as sail-sg/zero-bubble-pipeline-parallelism's ZeroBubbleH1Pipeline
+// orders it: 1F1B's warm-up; pp_rank F, B pairs whose W wait, which lets the stages after this one
+// start their B sooner; F, B, W while forwards remain.
+std::vector<PipelineStep> zb_h1_order(int pp, int m, int pp_rank) {
+  return zero_bubble_order(m, {pp - pp_rank - 1, pp_rank, {F, B}, {F, B, W}});
+}
+
 // Qi et al. 2024 §3.1's ZB-H2 as its Figure 3 draws it: 2(pp − pp_rank) − 1 warm-up forwards,
 // which fill the wait for the first B; 2·pp_rank pairs of a B and an F whose W wait, so that
-// every stage has run 2·pp − 1 forwards before its first W; B, W, F while forwards remain; B, W;
-// the W still waiting, the tail of the parallelogram.
+// every stage has run 2·pp − 1 forwards before its first W; B, W, F while forwards remain; the W
+// left are the tail of the parallelogram.
 std::vector<PipelineStep> zb_h2_order(int pp, int m, int pp_rank) {
-  std::vector<PipelineStep> order;
-  int f = 0, b = 0, w = 0;
-  const auto next = [&](Pass pass) {
-    int& done = pass == F ? f : pass == B ? b : w;
-    order.push_back({pass, done++, 0});
-  };
-  for (int i = 0; i < 2 * (pp - pp_rank) - 1 && f < m; ++i) next(F);
-  for (int i = 0; i < 2 * pp_rank && f < m; ++i) next(B), next(F);
-  while (f < m) next(B), next(W), next(F);
-  while (b < m) next(B), next(W);
-  while (w < m) next(W);
-  return order;
+  return zero_bubble_order(m, {2 * (pp - pp_rank) - 1, 2 * pp_rank, {B, F}, {B, W, F}});
 }
 
 // Narayanan et al. 2021 §2.2.2 as megatron/core/pipeline_parallel/schedules.py
