@@ -116,7 +116,7 @@ Broken check_framework_split(const Layout& l, const Model& m, const std::string&
 // Megatron-LM (arguments.py, schedules.py): layers split over pp·vpp model chunks, evenly unless
 // the layout gives each chunk's layers (check_split); virtual stages only with pp > 1 and the
 // interleaved schedule, which needs num_microbatches to be a multiple of pp; a split backward
-// (ZB-H1) with ZeRO-0/1 and without full recomputation.
+// (ZB-H1, ZB-H2) with ZeRO-0/1 and without full recomputation.
 Broken check_pipeline(const Layout& l, const Model& m, const Training& t,
                       const std::string& source) {
   if (l.vpp > 1 && l.pp == 1)

@@ -275,7 +275,10 @@ class Replay {
 }  // namespace
 
 int replayed_microbatches(const Layout& l) {
-  int needed = l.schedule == Schedule::gpipe ? l.num_microbatches : l.pp + 1;
+  // ZB-H2 runs 2pp − 1 forwards before its first W (core/schedule.h), the others at most pp.
+  int needed = l.schedule == Schedule::gpipe   ? l.num_microbatches
+               : l.schedule == Schedule::zb_h2 ? 2 * l.pp
+                                               : l.pp + 1;
   if (l.schedule == Schedule::interleaved) needed = (needed + l.pp - 1) / l.pp * l.pp;
   return std::min(l.num_microbatches, needed);
 }

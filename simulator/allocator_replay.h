@@ -40,7 +40,8 @@ struct AllocatorPeaks {
 // Micro-batches past those the schedule's warm-up and one steady forward-backward pair need are
 // left out: the steady state repeats the same requests and reserves nothing more.
 // The micro-batches a replay runs of each step: the warm-up and one steady forward-backward pair
-// (interleaved schedules need a multiple of pp; GPipe holds them all), at most the layout's.
+// (pp + 1; ZB-H2's longer warm-up 2pp; interleaved schedules need a multiple of pp; GPipe holds
+// them all), at most the layout's.
 int replayed_microbatches(const Layout& l);
 
 AllocatorPeaks replay_allocations(const Model& m, const Training& t, const Layout& l,

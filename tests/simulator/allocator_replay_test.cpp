@@ -43,6 +43,22 @@ TEST_CASE("the replay holds the memory model's peak, and reserves more than it h
   }
 }
 
+TEST_CASE("the zero-bubble schedules' replay reaches their peak: ZB-H2's 2pp − 1 micro-batches",
+          "[memory][allocator]") {
+  // Replaying fewer micro-batches than the warm-up holds would price the cache on a step that
+  // never reaches the schedule's peak.
+  for (const Schedule s : {Schedule::zb_h1, Schedule::zb_h2}) {
+    Layout l = test::layout(8, 16, 1, 4, 1, 1);  // dp 2, m 8: more than ZB-H2's 7 in flight
+    l.schedule = s;
+    for (int stage = 0; stage < l.pp; ++stage) {
+      const auto [r, peaks] = replay(l, stage, {});
+      INFO(enum_name(s, kScheduleNames) << " stage " << stage);
+      CHECK(peaks.allocated >= r.peak_bytes());
+      CHECK(static_cast<double>(peaks.allocated) <= 1.05 * static_cast<double>(r.peak_bytes()));
+    }
+  }
+}
+
 TEST_CASE("a loss larger than any block the layers freed grows the reserve",
           "[memory][allocator]") {
   // pp = 2: the last stage runs its loss over 128k-entry logits (0.5 GiB blocks per micro-batch
