@@ -242,12 +242,17 @@ std::string why_slower(const Estimate& loser, const Estimate& winner) {
   std::vector<StepPart> parts = parts_of(loser, winner);
   std::stable_sort(parts.begin(), parts.end(),
                    [](const StepPart& a, const StepPart& b) { return a.delta_s > b.delta_s; });
-  for (size_t i = 0; i < 2 && parts[i].delta_s > 0.1 * delta; ++i) {
-    s += fmt::format("{} {} {}", i == 0 ? ":" : ";", parts[i].name,
-                     signed_seconds(parts[i].delta_s));
-    const std::string detail = parts[i].detail();
-    if (!detail.empty()) s += " (" + detail + ")";
-  }
+  const auto part_text = [](const StepPart& p) {
+    std::string t = p.name + " " + signed_seconds(p.delta_s);
+    const std::string detail = p.detail();
+    return detail.empty() ? t : t + " (" + detail + ")";
+  };
+  for (size_t i = 0; i < 2 && parts[i].delta_s > 0.1 * delta; ++i)
+    s += (i == 0 ? ": " : "; ") + part_text(parts[i]);
+  // What the loser wins back, where it is large enough to explain why the sum of the losses above
+  // exceeds the difference (a smaller bubble bought with a smaller micro-batch).
+  if (const StepPart& gain = parts.back(); gain.delta_s < -0.1 * delta)
+    s += "; it gains back " + part_text(gain);
   return s;
 }
 

@@ -61,6 +61,22 @@ TEST_CASE("tp over two nodes loses on its all-reduce over InfiniBand", "[planner
                       fmt::format(" of the {:.1f} GB/s it gets on nvlink", fast.cost.busbw_GBps)));
 }
 
+TEST_CASE("what the loser wins back is named: a smaller bubble bought with smaller micro-batches",
+          "[planner][explain]") {
+  // 16 micro-batches of 1 over pp=4 leave less bubble than 4 of 4, but recomputing every layer
+  // costs more than the bubble saves.
+  const Priced small = priced("llama3-8b", 2, "tp=4,pp=4,mbs=1,recompute=full");
+  const Priced large = priced("llama3-8b", 2, "tp=4,pp=4,mbs=4");
+  const Estimate &lo = small.estimate, &wi = large.estimate;
+  REQUIRE(lo.step_time_s > wi.step_time_s);
+  REQUIRE(wi.time.bubble_s - lo.time.bubble_s > 0.1 * (lo.step_time_s - wi.step_time_s));
+  CHECK_THAT(why_slower(lo, wi),
+             Catch::EndsWith(fmt::format(
+                 "; it gains back pipeline bubble -{} ({} of the pipeline against {})",
+                 format_seconds(wi.time.bubble_s - lo.time.bubble_s),
+                 format_percent(lo.bubble_fraction), format_percent(wi.bubble_fraction))));
+}
+
 TEST_CASE("equal step times are a tie, or a difference in memory", "[planner][explain]") {
   const Estimate e = priced("llama3-8b", 1, "tp=2,zero=1").estimate;
   CHECK_THAT(why_slower(e, e),
