@@ -259,6 +259,20 @@ struct PipelineStep {
 // Throws InputError for interleaved when num_microbatches is not a multiple of pp.
 std::vector<PipelineStep> pipeline_order(const Layout& l, int pp_rank);
 
+// The phases of a zero-bubble order (zb-h1, zb-h2) on pipeline rank `pp_rank`, before clamping to
+// the micro-batches there are: `warmup` forwards, `pairs` pairs of passes whose W wait, then the
+// `steady` three while forwards remain (pipeline_order runs them).
+struct ZeroBubblePhases {
+  int warmup = 0, pairs = 0;
+  std::array<Pass, 2> pair{};
+  std::array<Pass, 3> steady{};
+};
+ZeroBubblePhases zero_bubble_phases(const Layout& l, int pp_rank);
+
+// The forwards a zero-bubble rank runs before its first W, with enough micro-batches: the most it
+// holds (pp under ZB-H1 on every rank, 2pp − 1 under ZB-H2).
+int forwards_before_first_weight_grad(const ZeroBubblePhases& z);
+
 // Virtual stage of a model chunk (Megatron's interleaved assignment) and its layer range, as the
 // layout splits the layers (core/stage_split.h; L/(pp·vpp) each when even).
 int virtual_stage(const Layout& l, int pp_rank, int chunk);

@@ -1,7 +1,6 @@
 // Pipeline orderings: which forward, backward or weight-gradient pass each pipeline rank runs next
 // under GPipe, 1F1B, interleaved 1F1B, ZB-H1 and ZB-H2, and which layers each virtual stage holds.
 #include <algorithm>
-#include <array>
 #include <cassert>
 #include <numeric>
 #include <string>
@@ -35,15 +34,9 @@ std::vector<PipelineStep> one_f_one_b_order(int pp, int m, int pp_rank) {
   return order;
 }
 
-// The zero-bubble orders' shape: `warmup` forwards, `pairs` pairs of passes whose W wait, the
-// steady three while forwards remain, then B, W and the W still waiting. Micro-batches run F, B
-// and W in their own order.
-struct ZeroBubblePhases {
-  int warmup, pairs;
-  std::array<Pass, 2> pair;
-  std::array<Pass, 3> steady;
-};
-
+// The zero-bubble order of zero_bubble_phases: the warm-up, the pairs, the steady three while
+// forwards remain, then B, W and the W still waiting. Micro-batches run F, B and W in their own
+// order.
 std::vector<PipelineStep> zero_bubble_order(int m, const ZeroBubblePhases& z) {
   std::vector<PipelineStep> order;
   int f = 0, b = 0, w = 0;
@@ -59,21 +52,6 @@ std::vector<PipelineStep> zero_bubble_order(int m, const ZeroBubblePhases& z) {
   while (b < m) next(B), next(W);
   while (w < m) next(W);
   return order;
-}
-
-// Qi et al. 2024 §3.1's ZB-H1 as sail-sg/zero-bubble-pipeline-parallelism's ZeroBubbleH1Pipeline
-// orders it: 1F1B's warm-up; pp_rank F, B pairs whose W wait, which lets the stages after this one
-// start their B sooner; F, B, W while forwards remain.
-std::vector<PipelineStep> zb_h1_order(int pp, int m, int pp_rank) {
-  return zero_bubble_order(m, {pp - pp_rank - 1, pp_rank, {F, B}, {F, B, W}});
-}
-
-// Qi et al. 2024 §3.1's ZB-H2 as its Figure 3 draws it: 2(pp − pp_rank) − 1 warm-up forwards,
-// which fill the wait for the first B; 2·pp_rank pairs of a B and an F whose W wait, so that
-// every stage has run 2·pp − 1 forwards before its first W; B, W, F while forwards remain; the W
-// left are the tail of the parallelogram.
-std::vector<PipelineStep> zb_h2_order(int pp, int m, int pp_rank) {
-  return zero_bubble_order(m, {2 * (pp - pp_rank) - 1, 2 * pp_rank, {B, F}, {B, W, F}});
 }
 
 // Narayanan et al. 2021 §2.2.2 as megatron/core/pipeline_parallel/schedules.py
@@ -102,6 +80,23 @@ std::vector<PipelineStep> interleaved_order(int pp, int v, int m, int pp_rank) {
 
 }  // namespace
 
+// Qi et al. 2024 §3.1. ZB-H1 as sail-sg/zero-bubble-pipeline-parallelism's ZeroBubbleH1Pipeline
+// orders it: 1F1B's warm-up; pp_rank F, B pairs whose W wait, which lets the stages after this one
+// start their B sooner; F, B, W while forwards remain. ZB-H2 as its Figure 3 draws it:
+// 2(pp − pp_rank) − 1 warm-up forwards, which fill the wait for the first B; 2·pp_rank pairs of a
+// B and an F whose W wait; B, W, F while forwards remain; the W left are the tail of the
+// parallelogram.
+ZeroBubblePhases zero_bubble_phases(const Layout& l, int pp_rank) {
+  assert(splits_backward(l.schedule) && pp_rank >= 0 && pp_rank < l.pp);
+  if (l.schedule == Schedule::zb_h2)
+    return {2 * (l.pp - pp_rank) - 1, 2 * pp_rank, {B, F}, {B, W, F}};
+  return {l.pp - pp_rank - 1, pp_rank, {F, B}, {F, B, W}};
+}
+
+int forwards_before_first_weight_grad(const ZeroBubblePhases& z) {
+  return z.warmup + z.pairs + (z.steady.front() == F ? 1 : 0);
+}
+
 std::vector<PipelineStep> pipeline_order(const Layout& l, int pp_rank) {
   assert(pp_rank >= 0 && pp_rank < l.pp);
   if (l.schedule == Schedule::interleaved && l.vpp > 1) {
@@ -118,8 +113,8 @@ std::vector<PipelineStep> pipeline_order(const Layout& l, int pp_rank) {
                      "set schedule=interleaved or vpp=1");
   // Interleaving one chunk per rank is 1F1B.
   if (l.schedule == Schedule::gpipe) return gpipe_order(l.num_microbatches);
-  if (l.schedule == Schedule::zb_h1) return zb_h1_order(l.pp, l.num_microbatches, pp_rank);
-  if (l.schedule == Schedule::zb_h2) return zb_h2_order(l.pp, l.num_microbatches, pp_rank);
+  if (splits_backward(l.schedule))
+    return zero_bubble_order(l.num_microbatches, zero_bubble_phases(l, pp_rank));
   return one_f_one_b_order(l.pp, l.num_microbatches, pp_rank);
 }
 

@@ -275,10 +275,11 @@ class Replay {
 }  // namespace
 
 int replayed_microbatches(const Layout& l) {
-  // ZB-H2 runs 2pp − 1 forwards before its first W (core/schedule.h), the others at most pp.
-  int needed = l.schedule == Schedule::gpipe   ? l.num_microbatches
-               : l.schedule == Schedule::zb_h2 ? 2 * l.pp
-                                               : l.pp + 1;
+  // A zero-bubble first stage runs the most forwards before its first W (core/schedule.h).
+  int needed = l.schedule == Schedule::gpipe ? l.num_microbatches
+               : splits_backward(l.schedule)
+                   ? forwards_before_first_weight_grad(zero_bubble_phases(l, 0)) + 1
+                   : l.pp + 1;
   if (l.schedule == Schedule::interleaved) needed = (needed + l.pp - 1) / l.pp * l.pp;
   return std::min(l.num_microbatches, needed);
 }

@@ -4,6 +4,8 @@
 #include <cassert>
 #include <numeric>
 
+#include "core/schedule.h"
+
 namespace shardplan {
 
 bool runs_all_forwards_first(const Layout& l) {
@@ -19,23 +21,22 @@ int64_t inflight_chunk_microbatches(const Layout& l, int stage) {
   if (runs_all_forwards_first(l)) return m * l.vpp;
   if (l.schedule == Schedule::interleaved)
     return std::min<int64_t>(2 * (l.pp - stage - 1) + int64_t{l.vpp - 1} * l.pp + 1, m * l.vpp);
-  if (l.schedule == Schedule::zb_h1) return std::min<int64_t>(l.pp, m);
-  if (l.schedule == Schedule::zb_h2) return std::min<int64_t>(2 * int64_t{l.pp} - 1, m);
+  if (splits_backward(l.schedule))
+    return std::min<int64_t>(forwards_before_first_weight_grad(zero_bubble_phases(l, stage)), m);
   return std::min<int64_t>(l.pp - stage, m);
 }
 
 std::array<HeldMicrobatches, 2> split_backward_peaks(const Layout& l, int stage) {
   assert(stage >= 0 && stage < l.pp);
   const int64_t m = l.num_microbatches;
-  if (l.schedule == Schedule::zb_h2) {
-    // The last pair's F holds the warm-up's micro-batches whole and the pairs' waiting; the B
-    // after it turns one more into waiting (there is always one: the pairs' B trail their F).
-    const int64_t warmup = std::min<int64_t>(2 * (l.pp - stage) - 1, m);
-    const int64_t pairs = std::min<int64_t>(2 * int64_t{stage}, m - warmup);
-    return {{{warmup, pairs}, {warmup - 1, pairs + 1}}};
-  }
-  const int64_t warmup = std::min<int64_t>(l.pp - stage - 1, m);
-  const int64_t pairs = std::min<int64_t>(stage, m - warmup);  // F-B pairs whose W wait
+  const ZeroBubblePhases z = zero_bubble_phases(l, stage);
+  const int64_t warmup = std::min<int64_t>(z.warmup, m);
+  const int64_t pairs = std::min<int64_t>(z.pairs, m - warmup);  // pairs whose W wait
+  // B-F pairs (ZB-H2): the last pair's F holds the warm-up's micro-batches whole and the pairs'
+  // waiting; the B after it turns one more into waiting (there is always one: the pairs' B trail
+  // their F).
+  if (z.pair.front() == Pass::backward) return {{{warmup, pairs}, {warmup - 1, pairs + 1}}};
+  // F-B pairs (ZB-H1): the steady state's first F, and the B after it.
   if (m > warmup + pairs) return {{{warmup + 1, pairs}, {warmup, pairs + 1}}};
   if (pairs > 0) return {{{warmup + 1, pairs - 1}, {warmup, pairs}}};
   return {{{warmup, 0}, {warmup, 0}}};
