@@ -1,6 +1,6 @@
-// The step simulation: pipeline bubbles against Narayanan et al. 2021, activation memory against
-// the p − stage rule, overlap and stalls computed by hand, deadlock freedom over many layouts,
-// deadlock reports, and the 1,024-rank speed benchmark.
+// The step simulation: overlap and stalls computed by hand, the activations' timeline, deadlock
+// reports, the critical path and the 1,024-rank speed benchmark (the pipeline schedules' bubbles
+// are in pipeline_schedule_sim_test.cpp).
 #include "simulator/event_simulator.h"
 
 #include <algorithm>
@@ -11,7 +11,6 @@
 #include "core/error.h"
 #include "core/layout.h"
 #include "core/presets.h"
-#include "simulator/pipeline_model.h"
 #include "simulator/plan_simulation.h"
 #include "simulator/uniform_pricer.h"
 #include "tests/core/layout_fixtures.h"
@@ -85,144 +84,6 @@ StepPrograms two_ranks(std::vector<Action> rank0, std::vector<Action> rank1) {
 }
 
 }  // namespace
-
-TEST_CASE("1F1B with uniform stages and free communication: bubble (p−1)/(m+p−1)", "[event]") {
-  // Narayanan et al. 2021 §2.2.1: the bubble is (p − 1) of (m + p − 1) forward-backward slots.
-  const UniformPricer pricer;
-  for (Schedule s : {Schedule::one_f_one_b, Schedule::gpipe})
-    for (int pp : {2, 4, 8})
-      for (int m : {1, 3, 8, 32}) {
-        const SimResult r = run(small_gpt(), layout(1, 1, pp, m, s), pricer);
-        REQUIRE(r.ok());
-        const double slot_s = 3.0 * 16 / pp;  // forward + backward of 16/pp layers
-        CHECK(r.step_time_s == Approx((m + pp - 1) * slot_s));
-        for (const RankStats& rank : r.ranks) {
-          CHECK(rank.busy_s == Approx(m * slot_s));
-          CHECK(rank.idle_s / r.step_time_s == Approx(double(pp - 1) / (m + pp - 1)));
-          CHECK(rank.bubble_s == Approx(rank.idle_s));
-          CHECK(rank.exposed_comm_s == 0);
-        }
-      }
-}
-
-TEST_CASE("ZB-H1 with equal F, B and W and free communication: bubble (p−1)(F + B − W)",
-          "[event]") {
-  // Qi et al. 2024 §3.1 (DeepSeek-V3's Table 2 writes it (p−1)(F + B − 2W) with B the whole
-  // backward, B + W here): a third of 1F1B's (p−1)(F + B + W). Each activation is kept from F to W:
-  // pp micro-batches at most on every stage, 1F1B's first stage's peak.
-  UniformPricer pricer;
-  pricer.chunk_activation_bytes = 1000;
-  for (int pp : {2, 4, 8})
-    for (int m : {1, 3, 8, 32}) {
-      INFO("pp=" << pp << " m=" << m);
-      const SimResult r = run(small_gpt(), layout(1, 1, pp, m, Schedule::zb_h1), pricer);
-      REQUIRE(r.ok());
-      const double pass_s = 16.0 / pp;  // F, B or W of 16/pp layers
-      // With fewer micro-batches than stages, too few W are left to fill the wait for the B.
-      if (m >= pp) CHECK(r.step_time_s == Approx(3 * m * pass_s + (pp - 1) * pass_s));
-      for (int stage = 0; stage < pp; ++stage) {
-        const RankStats& k = r.ranks[size_t(stage)];
-        CHECK(k.busy_s == Approx(3 * m * pass_s));
-        CHECK(k.peak_activation_chunks == std::min(pp, m));
-      }
-    }
-}
-
-// UniformPricer with W a given multiple of the forward (UniformPricer's W equals F).
-struct WeightGradPricer : UniformPricer {
-  double weight_grad_factor = 1;
-  double duration_s(const Program& p, const Action& a) const override {
-    const double s = UniformPricer::duration_s(p, a);
-    return a.kind == ActionKind::compute && a.pass == Pass::weight_grad ? s * weight_grad_factor
-                                                                        : s;
-  }
-};
-
-TEST_CASE("ZB-H1 and ZB-H2 against their closed form for unequal F B and W: ZB-H2 fills only",
-          "[event]") {
-  // pipeline_model.h: each stage but the slowest adds F + B − min(W, F, B) under ZB-H1 and, once
-  // m ≥ 2p − 1, F + B − min(2W, 2F, B) under ZB-H2, ZB-H1's at m ≤ p and linearly between. With
-  // F = B = W ZB-H2's bubble is (p − 1)·F, the fill; it holds up to 2p − 1 micro-batches.
-  for (const auto& [b, w] : {std::pair{1.0, 1.0},
-                             {2.0, 1.0},
-                             {2.0, 0.5},
-                             {1.0, 0.3},
-                             {3.0, 2.0},
-                             {4.0, 1.2},
-                             {0.5, 2.0},
-                             {1.0, 3.0}})
-    for (int pp : {2, 4, 8})
-      for (int m : {pp, pp + 2, 2 * pp - 1, 4 * pp})
-        for (Schedule s : {Schedule::zb_h1, Schedule::zb_h2}) {
-          WeightGradPricer pricer;
-          pricer.backward_factor = 1 + b;
-          pricer.weight_grad_factor = w;
-          pricer.chunk_activation_bytes = 1000;
-          const Layout l = layout(1, 1, pp, m, s);
-          const SimResult r = run(small_gpt(), l, pricer);
-          REQUIRE(r.ok());
-          INFO(enum_name(s, kScheduleNames)
-               << " pp=" << pp << " m=" << m << " B=" << b << " W=" << w);
-          const double f_s = 16.0 / pp;  // F of 16/pp layers
-          const std::vector<double> stage(size_t(pp), f_s * (1 + b + w)), f(size_t(pp), f_s),
-              wg(size_t(pp), f_s * w);
-          CHECK(r.step_time_s == Approx(pipeline_time_s(l, stage, {f, wg})));
-          if (s == Schedule::zb_h2 && b == 1.0 && w == 1.0 && m >= 2 * pp - 1)
-            CHECK(r.step_time_s == Approx(3 * m * f_s + (pp - 1) * f_s));
-          for (int k = 0; k < pp; ++k)
-            CHECK(r.ranks[size_t(k)].peak_activation_chunks ==
-                  std::min(s == Schedule::zb_h2 ? 2 * pp - 1 : pp, m));
-        }
-}
-
-TEST_CASE("interleaving v chunks divides the 1F1B bubble by v", "[event]") {
-  // Narayanan et al. 2021 §2.2.2: bubble time (p − 1)(t_f + t_b)/v.
-  const UniformPricer pricer;
-  for (int pp : {2, 4, 8})
-    for (int v : {2, 4}) {
-      if (pp * v > 16) continue;
-      for (int m : {pp, 2 * pp, 4 * pp}) {
-        const SimResult plain = run(small_gpt(), layout(1, 1, pp, m), pricer);
-        const SimResult inter =
-            run(small_gpt(), layout(1, 1, pp, m, Schedule::interleaved, v), pricer);
-        REQUIRE(inter.ok());
-        INFO("pp=" << pp << " v=" << v << " m=" << m);
-        for (size_t stage = 0; stage < size_t(pp); ++stage) {
-          CHECK(inter.ranks[stage].busy_s == Approx(plain.ranks[stage].busy_s));
-          CHECK(inter.ranks[stage].idle_s * v == Approx(plain.ranks[stage].idle_s));
-        }
-      }
-    }
-}
-
-TEST_CASE("in-flight activations: p − stage under 1F1B, m under GPipe", "[event]") {
-  UniformPricer pricer;
-  pricer.chunk_activation_bytes = 1000;
-  for (int pp : {2, 4, 8})
-    for (int m : {1, 3, 16}) {
-      const SimResult f = run(small_gpt(), layout(1, 1, pp, m), pricer);
-      const SimResult g = run(small_gpt(), layout(1, 1, pp, m, Schedule::gpipe), pricer);
-      for (int stage = 0; stage < pp; ++stage) {
-        CHECK(f.ranks[stage].peak_activation_chunks == std::min(pp - stage, m));
-        CHECK(f.ranks[stage].peak_activation_bytes == 1000 * std::min(pp - stage, m));
-        CHECK(g.ranks[stage].peak_activation_chunks == m);
-      }
-    }
-  // Interleaved (Megatron-LM): the warm-up of 2(p − r − 1) + (v − 1)p chunks plus the one in
-  // flight, all m·v when m == p.
-  for (int pp : {2, 4})
-    for (int m : {pp, 2 * pp, 4 * pp}) {
-      const int v = 2;
-      const SimResult r = run(small_gpt(), layout(1, 1, pp, m, Schedule::interleaved, v), pricer);
-      for (int stage = 0; stage < pp; ++stage) {
-        const int warmup = m == pp ? m * v : 2 * (pp - stage - 1) + (v - 1) * pp;
-        CHECK(r.ranks[stage].peak_activation_chunks == std::min(warmup + 1, m * v));
-      }
-      // Korthikanti et al. 2022 §4.2.3: the first stage of the interleaved schedule stores the
-      // activations of L(1 + (p − 1)/(p·v)) layers, here pv + p − 1 chunks of L/(pv) layers.
-      if (m > pp) CHECK(r.ranks[0].peak_activation_chunks == pp * v + pp - 1);
-    }
-}
 
 TEST_CASE("the activations' timeline: one chunk more or less a change, the peak's moment and pass",
           "[event]") {
@@ -429,48 +290,6 @@ TEST_CASE("the critical path adds up to the step time", "[event]") {
   double by_stream = 0;
   for (double s : r.critical_path_s) by_stream += s;
   CHECK(by_stream == Approx(r.step_time_s));
-}
-
-namespace {
-
-// Every layout of the sweep runs to the end with every rank simulated, and symmetry changes
-// nothing but the cost.
-template <class MicroBatches>
-void check_no_deadlock(Schedule s, int vpp, MicroBatches micro_batches) {
-  UniformPricer pricer;
-  pricer.comm_s = 0.125;
-  int layouts = 0;
-  for (const Layout& l : test::sweep_layouts(s, vpp, micro_batches)) {
-    const Model m = l.ep > 1 ? test::small_moe() : small_gpt();
-    if (m.num_layers % (l.pp * l.vpp) != 0) continue;
-    INFO(to_string(l));
-    const SimResult full = run(m, l, pricer, false);
-    REQUIRE(full.ok());
-    REQUIRE(full.ranks.size() == size_t(l.world()));
-    const SimResult sym = run(m, l, pricer, true);
-    REQUIRE(sym.ok());
-    CHECK(sym.step_time_s == Approx(full.step_time_s).epsilon(1e-12));
-    ++layouts;
-  }
-  CHECK(layouts > 50);
-}
-
-}  // namespace
-
-TEST_CASE("no deadlock up to 64 ranks: GPipe", "[event][property]") {
-  check_no_deadlock(Schedule::gpipe, 1, [](int pp) { return std::vector{1, pp + 1}; });
-}
-
-TEST_CASE("no deadlock up to 64 ranks: 1F1B", "[event][property]") {
-  check_no_deadlock(Schedule::one_f_one_b, 1, [](int pp) { return std::vector{1, pp + 1}; });
-}
-
-TEST_CASE("no deadlock up to 64 ranks: interleaved 1F1B", "[event][property]") {
-  check_no_deadlock(Schedule::interleaved, 2, [](int pp) { return std::vector{pp, 2 * pp}; });
-}
-
-TEST_CASE("no deadlock up to 64 ranks: interleaved 1F1B with 4 chunks", "[event][property]") {
-  check_no_deadlock(Schedule::interleaved, 4, [](int pp) { return std::vector{2 * pp}; });
 }
 
 TEST_CASE("benchmark: one step of 1,024 ranks with 64 micro-batches", "[.][benchmark]") {
