@@ -21,21 +21,30 @@
 namespace shardplan {
 
 enum class Recompute { none, selective, full };
-enum class Schedule { gpipe, one_f_one_b, interleaved, zb_h1, zb_h2 };
+enum class Schedule { gpipe, one_f_one_b, interleaved, zb_h1, zb_h2, zb_v };
 
 inline constexpr EnumNames<Recompute, 3> kRecomputeNames{
     {{Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}}};
-inline constexpr EnumNames<Schedule, 5> kScheduleNames{{{Schedule::gpipe, "gpipe"},
+inline constexpr EnumNames<Schedule, 6> kScheduleNames{{{Schedule::gpipe, "gpipe"},
                                                         {Schedule::one_f_one_b, "1f1b"},
                                                         {Schedule::interleaved, "interleaved"},
                                                         {Schedule::zb_h1, "zb-h1"},
-                                                        {Schedule::zb_h2, "zb-h2"}}};
+                                                        {Schedule::zb_h2, "zb-h2"},
+                                                        {Schedule::zb_v, "zb-v"}}};
 
 // Whether a schedule splits each layer's backward into B, the input gradient that the previous
 // stage waits for, and W, the weight gradient it runs later to fill the bubble (Qi et al., ICLR
 // 2024, "Zero Bubble Pipeline Parallelism" §2).
 constexpr bool splits_backward(Schedule s) {
-  return s == Schedule::zb_h1 || s == Schedule::zb_h2;
+  return s == Schedule::zb_h1 || s == Schedule::zb_h2 || s == Schedule::zb_v;
+}
+
+// Whether a schedule places a rank's two model chunks in a V (Qi et al. 2024 §4, ZB-V): chunk 0 of
+// pipeline rank r is virtual stage r, chunk 1 virtual stage 2pp − 1 − r, so that the first and the
+// last stage are both on rank 0 and the hand-off between the halves is local on rank pp − 1.
+// Every other schedule with vpp chunks places chunk c of rank r at virtual stage c·pp + r.
+constexpr bool v_placement(Schedule s) {
+  return s == Schedule::zb_v;
 }
 
 // The schedule of a layout that names none, and what "1f1b" means with virtual stages:
@@ -60,7 +69,7 @@ struct Layout {
   int num_microbatches = 1;  // per pipeline per step = global_batch / (micro_batch * dp)
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;
-  int vpp = 1;  // model chunks per pipeline rank (virtual pipeline stages)
+  int vpp = 1;  // model chunks per pipeline rank (virtual pipeline stages); 2 under zb-v
   Schedule schedule = Schedule::one_f_one_b;
   std::string rank_order = std::string(kDefaultRankOrder);
   // Layers of each virtual stage (pp·vpp entries, core/stage_split.h); empty: the even split.

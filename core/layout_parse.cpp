@@ -122,7 +122,7 @@ constexpr Setting kSettings[] = {
     {"sp", "sequence_parallel", set_sequence_parallel},
     {"vpp", "", set_positive<&LayoutSpec::vpp>},
     {"recompute", "", set_enum<Recompute, 3, kRecomputeNames, &LayoutSpec::recompute>},
-    {"schedule", "", set_enum<Schedule, 5, kScheduleNames, &LayoutSpec::schedule>},
+    {"schedule", "", set_enum<Schedule, 6, kScheduleNames, &LayoutSpec::schedule>},
     {"order", "rank_order", set_rank_order},
     {"stages", "", set_stages},
 };

@@ -142,7 +142,12 @@ Broken check_pipeline(const Layout& l, const Model& m, const Training& t,
                     : "give each virtual stage's layers: stages=" + split_string(balanced));
   }
   const bool interleaved = l.schedule == Schedule::interleaved;
-  if (l.vpp > 1 && !interleaved)
+  if (v_placement(l.schedule) && l.vpp != 2)
+    return rule(source, "layout.vpp",
+                fmt::format("schedule={} places two chunks per rank in a V, found vpp={}",
+                            enum_name(l.schedule, kScheduleNames), l.vpp),
+                "set vpp=2 or leave vpp out");
+  if (l.vpp > 1 && !interleaved && !v_placement(l.schedule))
     return rule(source, "layout.schedule",
                 fmt::format("vpp={} needs schedule=interleaved, found {}", l.vpp,
                             enum_name(l.schedule, kScheduleNames)));
@@ -236,7 +241,7 @@ Layout resolve_layout(const LayoutSpec& spec, const Model& model, const Cluster&
   l.ep = spec.ep.value_or(1);
   l.zero = spec.zero.value_or(0);
   l.micro_batch = spec.micro_batch.value_or(1);
-  l.vpp = spec.vpp.value_or(1);
+  l.vpp = spec.vpp.value_or(spec.schedule && v_placement(*spec.schedule) ? 2 : 1);
   l.dp = spec.dp.value_or(1);
   l.num_microbatches = spec.num_microbatches.value_or(1);
   l.recompute = spec.recompute.value_or(Recompute::none);

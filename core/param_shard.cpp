@@ -31,7 +31,7 @@ void add_chunk(StageLayers& s, const Model& m, LayerRange layers) {
 }
 
 StageLayers no_layers(const Layout& l, int stage) {
-  return {.stage = stage, .first = stage == 0, .last = stage == l.pp - 1};
+  return {.stage = stage, .first = stage == 0, .last = stage == last_stage_rank(l)};
 }
 
 }  // namespace
@@ -39,7 +39,6 @@ StageLayers no_layers(const Layout& l, int stage) {
 StageLayers stage_layers(const Model& m, const Layout& l, int stage) {
   assert(stage >= 0 && stage < l.pp);
   StageLayers s = no_layers(l, stage);
-  // The stage's chunks: virtual stages stage, stage + pp, ...
   for (int chunk = 0; chunk < l.vpp; ++chunk)
     add_chunk(s, m, virtual_stage_layers(m, l, virtual_stage(l, stage, chunk)));
   return s;
@@ -54,7 +53,7 @@ std::vector<StageLayers> every_stage_layers(const Model& m, const Layout& l) {
     const LayerRange layers = l.stages.empty()
                                   ? virtual_stage_layers(m, l, vs)
                                   : LayerRange{begin, begin + l.stages[static_cast<size_t>(vs)]};
-    add_chunk(out[static_cast<size_t>(vs % l.pp)], m, layers);  // chunk vs runs on rank vs mod pp
+    add_chunk(out[static_cast<size_t>(stage_slot(l, vs).pp_rank)], m, layers);
     begin = layers.end;
   }
   return out;

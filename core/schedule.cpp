@@ -6,6 +6,7 @@
 #include <cassert>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "core/schedule_detail.h"
@@ -32,6 +33,9 @@ struct PassEmitter {
   // backward, which receives nothing, starts from the loss, whose all-reduces end that forward on
   // the tp stream.
   std::map<std::pair<int, int>, uint32_t> loss_end;
+  // The last action of a pass whose next stage is on this rank (v_placement's turn at rank pp − 1),
+  // by (micro-batch, that stage, pass): the pass there starts from it, with nothing sent.
+  std::map<std::tuple<int, int, Pass>, uint32_t> handed_off;
   std::vector<int> weight_grads_done = std::vector<int>(chunks.size(), 0);  // per chunk
   uint32_t latest_compute = sd::kNone;
   // Per chunk: whether its layers have W actions (split backward), so that its gradients are
@@ -51,7 +55,8 @@ struct PassEmitter {
                    .pass = pass,
                    .micro_batch = s.micro_batch,
                    .chunk = s.chunk,
-                   .peer = p.groups[static_cast<size_t>(Group::pp)][peer_stage % l.pp],
+                   .peer = p.groups[static_cast<size_t>(Group::pp)]
+                                   [static_cast<size_t>(stage_slot(l, peer_stage).pp_rank)],
                    .tag = tag,
                    .bytes = p2p_bytes};
     return sd::emit(p, a, {dep});
@@ -68,12 +73,18 @@ struct PassEmitter {
     const bool deferred = !forward && defers[static_cast<size_t>(c.chunk)];
     const int from = forward ? vs - 1 : vs + 1;
     const int to = forward ? vs + 1 : vs - 1;
+    const auto here = [&](int stage) { return stage_slot(l, stage).pp_rank == p.coord.pp; };
     uint32_t prev = sd::kNone;
-    if (from >= 0 && from <= last_stage)
+    if (from >= 0 && from <= last_stage && here(from)) {
+      auto handed = handed_off.extract({s.micro_batch, vs, pass});
+      assert(handed);  // the order runs the stage before it first
+      prev = handed.mapped();
+    } else if (from >= 0 && from <= last_stage) {
       prev = p2p(ActionKind::recv, pass, s, from, message_tag(l, s.micro_batch, from, pass),
                  sd::kNone);
-    else if (!forward)
+    } else if (!forward) {
       prev = loss_end.at({s.micro_batch, c.chunk});
+    }
     const bool last_backward =
         !forward && ++dp.backwards_done[c.chunk] == l.num_microbatches && !deferred;
     uint32_t last_compute = sd::kNone;
@@ -103,7 +114,9 @@ struct PassEmitter {
     if (!forward && last_compute != sd::kNone)
       p.actions[last_compute].flags |= deferred ? kKeepsWeightGradInputs : kFreesActivations;
     if (forward && vs == last_stage) loss_end[{s.micro_batch, c.chunk}] = prev;
-    if (to >= 0 && to <= last_stage)
+    if (to >= 0 && to <= last_stage && here(to))
+      handed_off[{s.micro_batch, to, pass}] = prev;
+    else if (to >= 0 && to <= last_stage)
       p2p(ActionKind::send, pass, s, to, message_tag(l, s.micro_batch, vs, pass), prev);
   }
 
@@ -213,7 +226,7 @@ Program build_program(const Model& m, const Training& t, const Layout& l, int64_
       per_microbatch += 2 + u.forward.size() + u.backward.size() + u.weight_grad.size();
   p.actions.reserve(per_microbatch * static_cast<size_t>(l.num_microbatches) + 4 * (l.vpp + 1));
   p.deps.reserve(p.actions.capacity());
-  PassEmitter emitter{p, l, dp, chunks, sd::p2p_bytes(m, t, l), {}, {}};
+  PassEmitter emitter{p, l, dp, chunks, sd::p2p_bytes(m, t, l), {}, {}, {}};
   for (const PipelineStep& s : pipeline_order(l, p.coord.pp)) emitter.pass(s);
   sd::emit_step_end(p, dp, m, l, chunks);
   return p;

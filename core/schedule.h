@@ -164,7 +164,7 @@ struct Action {
   PartSet parts = 0;
   uint8_t flags = 0;
   int32_t micro_batch = -1;
-  int32_t chunk = -1;  // model chunk on this rank; its virtual stage is chunk·pp + pp rank
+  int32_t chunk = -1;  // model chunk on this rank; its virtual stage is virtual_stage's
   int32_t layer_begin = 0;
   int32_t layer_end = 0;
   uint32_t deps_begin = 0;  // explicit dependencies: Program::deps[deps_begin, +deps_count)
@@ -256,8 +256,20 @@ struct PipelineStep {
 //                 (Qi et al. 2024 §3.1 and Figure 3's ZB-H2). Every stage holds at most
 //                 2·pp − 1 micro-batches; with equal F, B and W the bubble is the fill alone,
 //                 (pp − 1)·F.
+//   zb-v        : the two chunks of a rank placed in a V (v_placement), F, B and W ordered as
+//                 sail-sg's zbv.py builds them: all ranks stepped together with equal passes, each
+//                 taking what is ready in the order B, chunk 1's F, chunk 0's F, W, and starting a
+//                 micro-batch only while its chunks in flight, with a place kept for chunk 1 of
+//                 each one started, stay within 2pp (1F1B's first stage's pp micro-batches; Qi et
+//                 al. 2024 §4). With equal F, B and W of a chunk the bubble is the fill, (pp − 1)
+//                 chunk passes, up to pp = 4, and below ZB-H1's (pp − 1)(F + B − W) beyond.
 // Throws InputError for interleaved when num_microbatches is not a multiple of pp.
 std::vector<PipelineStep> pipeline_order(const Layout& l, int pp_rank);
+
+// zb-v's orders of every pipeline rank for pp ranks and m micro-batches, built once for all of
+// them (the planner and the memory model ask for each rank's of the same few (pp, m) over and
+// over) and kept per thread, the last few: valid until the thread's next call.
+const std::vector<std::vector<PipelineStep>>& zero_bubble_v_orders(int pp, int m);
 
 // The phases of a zero-bubble order (zb-h1, zb-h2) on pipeline rank `pp_rank`, before clamping to
 // the micro-batches there are: `warmup` forwards, `pairs` pairs of passes whose W wait, then the
@@ -273,9 +285,19 @@ ZeroBubblePhases zero_bubble_phases(const Layout& l, int pp_rank);
 // holds (pp under ZB-H1 on every rank, 2pp − 1 under ZB-H2).
 int forwards_before_first_weight_grad(const ZeroBubblePhases& z);
 
-// Virtual stage of a model chunk (Megatron's interleaved assignment) and its layer range, as the
-// layout splits the layers (core/stage_split.h; L/(pp·vpp) each when even).
+// Virtual stage of a model chunk (Megatron's interleaved assignment, chunk·pp + pp_rank, or the V
+// of v_placement) and its layer range, as the layout splits the layers (core/stage_split.h;
+// L/(pp·vpp) each when even); stage_slot is virtual_stage's inverse: the pipeline rank and chunk
+// holding a virtual stage.
 int virtual_stage(const Layout& l, int pp_rank, int chunk);
+struct StageSlot {
+  int pp_rank = 0, chunk = 0;
+  bool operator==(const StageSlot&) const = default;
+};
+StageSlot stage_slot(const Layout& l, int vs);
+// The pipeline rank holding the last virtual stage (the head and the loss): pp − 1, or 0 under
+// v_placement.
+int last_stage_rank(const Layout& l);
 struct LayerRange {
   int begin = 0, end = 0;
 };

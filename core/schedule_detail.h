@@ -84,9 +84,10 @@ struct DataParallel {
 };
 
 // Whether pipeline rank `pp_rank` sums the tied word embedding's gradients with the other end of
-// the pipeline (first and last stage, pp > 1).
-constexpr bool holds_embedding_pair(const Model& m, const Layout& l, int pp_rank) {
-  return m.tied_embeddings && l.pp > 1 && (pp_rank == 0 || pp_rank == l.pp - 1);
+// the pipeline (first and last stage on two ranks: pp > 1 and not v_placement).
+inline bool holds_embedding_pair(const Model& m, const Layout& l, int pp_rank) {
+  const int last = last_stage_rank(l);
+  return m.tied_embeddings && last != 0 && (pp_rank == 0 || pp_rank == last);
 }
 
 DataParallel plan_data_parallel(const Training& t, const Layout& l,

@@ -122,12 +122,16 @@ void add_passes(Folder& f, const Model& m, const Training& t, const Layout& l, i
   const int last_stage = l.pp * l.vpp - 1;
   const sd::UnitKinds kinds = sd::unit_kinds(m, t, l, true);
   const int64_t p2p = sd::p2p_bytes(m, t, l);
-  RankCoord next = coord, previous = coord;
-  next.pp = (coord.pp + 1) % l.pp;
-  previous.pp = (coord.pp + l.pp - 1) % l.pp;
-  const int64_t next_rank = rank_of(l, next), previous_rank = rank_of(l, previous);
+  // The rank holding virtual stage `stage`, or −1 when it is this one (nothing is sent).
+  const auto holder = [&](int stage) -> int64_t {
+    RankCoord c = coord;
+    c.pp = stage_slot(l, stage).pp_rank;
+    return c.pp == coord.pp ? -1 : rank_of(l, c);
+  };
   for (const auto& [c, times] : chunk_shapes(m, l, coord.pp)) {
     const int vs = virtual_stage(l, coord.pp, c);
+    const int64_t previous_rank = vs > 0 ? holder(vs - 1) : -1;
+    const int64_t next_rank = vs < last_stage ? holder(vs + 1) : -1;
     const LayerRange layers = virtual_stage_layers(m, l, vs);
     const int64_t moe = moe_layers(m, layers), dense = layers.end - layers.begin - moe;
     const auto message = [&, c = c, times = times](ActionKind kind, Pass pass, int64_t peer) {
@@ -140,18 +144,18 @@ void add_passes(Folder& f, const Model& m, const Training& t, const Layout& l, i
                    .bytes = p2p},
             times, 0);
     };
-    if (vs > 0) message(ActionKind::recv, Pass::forward, previous_rank);
+    if (previous_rank >= 0) message(ActionKind::recv, Pass::forward, previous_rank);
     if (vs == 0) f.add_steps(kinds.embedding.forward, times);
     f.add_steps(kinds.dense.forward, times * dense);
     f.add_steps(kinds.moe.forward, times * moe);
     if (vs == last_stage) f.add_steps(kinds.head.forward, times);
-    if (vs < last_stage) message(ActionKind::send, Pass::forward, next_rank);
-    if (vs < last_stage) message(ActionKind::recv, Pass::backward, next_rank);
+    if (next_rank >= 0) message(ActionKind::send, Pass::forward, next_rank);
+    if (next_rank >= 0) message(ActionKind::recv, Pass::backward, next_rank);
     if (vs == last_stage) f.add_steps(kinds.head.backward, times);
     f.add_steps(kinds.moe.backward, times * moe);
     f.add_steps(kinds.dense.backward, times * dense);
     if (vs == 0) f.add_steps(kinds.embedding.backward, times);
-    if (vs > 0) message(ActionKind::send, Pass::backward, previous_rank);
+    if (previous_rank >= 0) message(ActionKind::send, Pass::backward, previous_rank);
     f.add_steps(kinds.moe.weight_grad, times * moe);
     f.add_steps(kinds.dense.weight_grad, times * dense);
   }

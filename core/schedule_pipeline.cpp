@@ -1,8 +1,14 @@
 // Pipeline orderings: which forward, backward or weight-gradient pass each pipeline rank runs next
-// under GPipe, 1F1B, interleaved 1F1B, ZB-H1 and ZB-H2, and which layers each virtual stage holds.
+// under GPipe, 1F1B, interleaved 1F1B, ZB-H1, ZB-H2 and ZB-V, and which layers each virtual stage
+// holds and where.
 #include <algorithm>
+#include <array>
 #include <cassert>
+#include <deque>
+#include <limits>
+#include <map>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "core/error.h"
@@ -78,7 +84,88 @@ std::vector<PipelineStep> interleaved_order(int pp, int v, int m, int pp_rank) {
   return order;
 }
 
+// ZB-V (Qi et al. 2024 §4) on V-placed chunks (v_placement), ordered as sail-sg/zero-bubble-
+// pipeline-parallelism's zbv.py builds its schedule: every rank's passes laid out together in
+// steps of one pass each (F, B and W of a chunk taken as equal, communication as free), each rank
+// taking what is ready in the order B, chunk 1's F, chunk 0's F, W. A rank starts a micro-batch
+// (chunk 0's F) only while its activations, with a place kept for chunk 1's F of every
+// micro-batch it has started, stay within 2pp chunks: 1F1B's first stage's pp micro-batches, the
+// memory the paper gives ZB-V. Chunk 1's F then always has room, B and W need none, so the order
+// never waits on itself; W, last, fill what would be bubbles.
+std::vector<std::vector<PipelineStep>> build_zero_bubble_v_orders(int pp, int m) {
+  const int stages = 2 * pp;
+  constexpr int kNotYet = std::numeric_limits<int>::max();
+  // Step at which each (virtual stage, micro-batch)'s F or B ended; visible from the next step.
+  std::vector<int> f_end(static_cast<size_t>(stages) * m, kNotYet), b_end = f_end;
+  const auto at = [&](std::vector<int>& v, int vs, int mb) -> int& {
+    return v[static_cast<size_t>(vs) * m + static_cast<size_t>(mb)];
+  };
+  struct Rank {
+    std::array<int, 2> forwards{}, backwards{};  // per chunk, micro-batches run
+    int held = 0;                                // chunks run forward whose W has not run
+    int reserved = 0;  // micro-batches started whose chunk 1 has not run forward
+    std::deque<std::pair<int, int>> weight_grads;  // (chunk, micro-batch) waiting, oldest first
+  };
+  std::vector<Rank> ranks(static_cast<size_t>(pp));
+  std::vector<std::vector<PipelineStep>> orders(static_cast<size_t>(pp));
+  const int64_t total = 6 * int64_t{pp} * m;
+  for (int64_t placed = 0, step = 0; placed < total; ++step) {
+    std::vector<std::pair<int, PipelineStep>> chosen;
+    for (int r = 0; r < pp; ++r) {
+      Rank& k = ranks[static_cast<size_t>(r)];
+      const std::array<int, 2> vs = {r, stages - 1 - r};
+      const auto ended = [&](std::vector<int>& v, int s, int mb) { return at(v, s, mb) < step; };
+      const auto backward_ready = [&](int c) {
+        const int mb = k.backwards[c];
+        return mb < m && ended(f_end, vs[c], mb) &&
+               (vs[c] == stages - 1 || ended(b_end, vs[c] + 1, mb));
+      };
+      std::optional<PipelineStep> pick;
+      for (int c : {1, 0})
+        if (backward_ready(c) && (!pick || k.backwards[c] < pick->micro_batch))
+          pick = PipelineStep{B, k.backwards[c], c};
+      if (!pick && k.forwards[1] < k.forwards[0] && ended(f_end, vs[1] - 1, k.forwards[1]))
+        pick = PipelineStep{F, k.forwards[1], 1};
+      if (!pick && k.forwards[0] < m && (r == 0 || ended(f_end, r - 1, k.forwards[0])) &&
+          k.held + 2 + k.reserved <= stages)
+        pick = PipelineStep{F, k.forwards[0], 0};
+      if (!pick && !k.weight_grads.empty())
+        pick = PipelineStep{W, k.weight_grads.front().second, k.weight_grads.front().first};
+      if (pick) chosen.emplace_back(r, *pick);
+    }
+    assert(!chosen.empty());
+    for (const auto& [r, s] : chosen) {
+      Rank& k = ranks[static_cast<size_t>(r)];
+      const int vs = s.chunk == 0 ? r : stages - 1 - r;
+      if (s.pass == F) {
+        ++k.forwards[s.chunk], ++k.held;
+        k.reserved += s.chunk == 0 ? 1 : -1;
+        at(f_end, vs, s.micro_batch) = static_cast<int>(step);
+      } else if (s.pass == B) {
+        ++k.backwards[s.chunk];
+        k.weight_grads.emplace_back(s.chunk, s.micro_batch);
+        at(b_end, vs, s.micro_batch) = static_cast<int>(step);
+      } else {
+        k.weight_grads.pop_front();
+        --k.held;
+      }
+      orders[static_cast<size_t>(r)].push_back(s);
+      ++placed;
+    }
+  }
+  return orders;
+}
+
 }  // namespace
+
+const std::vector<std::vector<PipelineStep>>& zero_bubble_v_orders(int pp, int m) {
+  constexpr size_t kKept = 8;
+  thread_local std::map<std::pair<int, int>, std::vector<std::vector<PipelineStep>>> kept;
+  const auto found = kept.find({pp, m});
+  if (found != kept.end()) return found->second;
+  if (kept.size() >= kKept) kept.clear();
+  return kept.emplace(std::pair{pp, m}, build_zero_bubble_v_orders(pp, m)).first->second;
+}
 
 // Qi et al. 2024 §3.1. ZB-H1 as sail-sg/zero-bubble-pipeline-parallelism's ZeroBubbleH1Pipeline
 // orders it: 1F1B's warm-up; pp_rank F, B pairs whose W wait, which lets the stages after this one
@@ -107,6 +194,8 @@ std::vector<PipelineStep> pipeline_order(const Layout& l, int pp_rank) {
                        "choose a global batch giving a multiple of pp micro-batches");
     return interleaved_order(l.pp, l.vpp, l.num_microbatches, pp_rank);
   }
+  if (v_placement(l.schedule))
+    return zero_bubble_v_orders(l.pp, l.num_microbatches)[static_cast<size_t>(pp_rank)];
   if (l.vpp > 1)
     throw InputError("layout", "layout.vpp",
                      "vpp=" + std::to_string(l.vpp) + " needs the interleaved schedule",
@@ -119,7 +208,19 @@ std::vector<PipelineStep> pipeline_order(const Layout& l, int pp_rank) {
 }
 
 int virtual_stage(const Layout& l, int pp_rank, int chunk) {
+  if (v_placement(l.schedule)) return chunk == 0 ? pp_rank : 2 * l.pp - 1 - pp_rank;
   return chunk * l.pp + pp_rank;
+}
+
+int last_stage_rank(const Layout& l) {
+  return stage_slot(l, l.pp * l.vpp - 1).pp_rank;
+}
+
+StageSlot stage_slot(const Layout& l, int vs) {
+  assert(vs >= 0 && vs < l.pp * l.vpp);
+  if (v_placement(l.schedule))
+    return vs < l.pp ? StageSlot{vs, 0} : StageSlot{2 * l.pp - 1 - vs, 1};
+  return {vs % l.pp, vs / l.pp};
 }
 
 LayerRange virtual_stage_layers(const Model& m, const Layout& l, int vs) {

@@ -230,6 +230,24 @@ void RankState<T>::p2p(size_t i) {
 }
 
 template <class T>
+void RankState<T>::take_handed_off(const Action& a, MicroBatch<T>& mb) {
+  const bool forward = a.pass == Pass::forward;
+  if (!(forward || a.pass == Pass::backward) || !(forward ? mb.x : mb.grad).empty()) return;
+  const int from = virtual_stage(l, program.coord.pp, a.chunk) + (forward ? -1 : 1);
+  if (from < 0 || from >= l.pp * l.vpp) return;
+  const StageSlot slot = stage_slot(l, from);
+  if (slot.pp_rank != program.coord.pp) return;
+  const auto it = live.find({a.micro_batch, slot.chunk});
+  assert(it != live.end());
+  if (forward) {
+    mb.x = std::move(it->second.x);
+  } else {
+    mb.grad = std::move(it->second.grad);
+    live.erase(it);
+  }
+}
+
+template <class T>
 void RankState<T>::unit_pass(size_t first, size_t last) {
   const Action& a = program.actions[first];
   const bool forward = a.pass == Pass::forward;
@@ -276,6 +294,7 @@ void RankState<T>::run_unit(const Action& a, const FlatView<const T>& w, const F
     return;
   }
   MicroBatch<T>& mb = micro_batch(a);
+  take_handed_off(a, mb);
   const bool forward = a.pass == Pass::forward;
   switch (unit_of(a)) {
     case UnitKind::embedding: {

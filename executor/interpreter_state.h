@@ -145,6 +145,10 @@ struct RankState final : InterpreterState {
 
   // The send or recv at program index i.
   void p2p(size_t i);
+  // A pass whose previous stage (the next, going backward) ran on this rank, v_placement's turn at
+  // rank pp − 1, starts from what that stage left, as it would from a recv: its input goes forward,
+  // its input's gradient backward (which ends that stage's micro-batch).
+  void take_handed_off(const Action& a, MicroBatch<T>& mb);
 
   // One unit's pass of a micro-batch: actions [first, last) of the program. Its weights are the
   // full flat buffer, or under ZeRO-3 the unit's gathered parameters (freed when the pass ends);

@@ -153,6 +153,7 @@ class Enumerator {
   // layers: core/stage_split.h).
   std::vector<int> virtual_stages(const Layout& l) const {
     if (fixed_.vpp) return {*fixed_.vpp};
+    if (fixed_.schedule && v_placement(*fixed_.schedule)) return {2};
     if (training_.layer_split == LayerSplit::cost_balanced) return {1};  // it runs no interleaving
     if (l.pp == 1 || l.pp > model_.num_layers) return {1};
     return divisors(model_.num_layers / l.pp);
@@ -191,6 +192,7 @@ class Enumerator {
     if (fixed_.schedule)
       return {*fixed_.schedule == Schedule::one_f_one_b ? implied_schedule(l.vpp)
                                                         : *fixed_.schedule};
+    if (l.vpp == 2) return {Schedule::interleaved, Schedule::zb_v};
     if (l.vpp > 1) return {Schedule::interleaved};
     if (l.pp == 1) return {Schedule::one_f_one_b};
     return {Schedule::one_f_one_b, Schedule::gpipe, Schedule::zb_h1, Schedule::zb_h2};

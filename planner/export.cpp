@@ -15,6 +15,9 @@ std::optional<std::string> megatron_unsupported(const Layout& l) {
   if (l.schedule == Schedule::gpipe)
     return "Megatron-LM has no GPipe schedule (pp > 1 runs 1F1B, or interleaved 1F1B with virtual "
            "stages)";
+  if (v_placement(l.schedule))
+    return "Megatron-LM has no zero-bubble schedule; sail-sg/zero-bubble-pipeline-parallelism's "
+           "fork of it runs ZB-V (--zero-bubble-v-schedule, its README's quick settings)";
   if (splits_backward(l.schedule))
     return fmt::format(
         "Megatron-LM has no zero-bubble schedule; sail-sg/zero-bubble-pipeline-parallelism's fork "

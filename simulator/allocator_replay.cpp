@@ -272,11 +272,22 @@ class Replay {
       std::vector<std::vector<Handle>>(static_cast<size_t>(l_.num_microbatches * l_.vpp));
 };
 
+// ZB-V's first stage starts the most micro-batches before its first W: its order, walked.
+int v_forwards_before_first_weight_grad(const Layout& l) {
+  int started = 0;
+  for (const PipelineStep& p : pipeline_order(l, 0)) {
+    if (p.pass == Pass::weight_grad) break;
+    if (p.pass == Pass::forward && p.chunk == 0) ++started;
+  }
+  return started;
+}
+
 }  // namespace
 
 int replayed_microbatches(const Layout& l) {
   // A zero-bubble first stage runs the most forwards before its first W (core/schedule.h).
   int needed = l.schedule == Schedule::gpipe ? l.num_microbatches
+               : v_placement(l.schedule)     ? v_forwards_before_first_weight_grad(l) + 1
                : splits_backward(l.schedule)
                    ? forwards_before_first_weight_grad(zero_bubble_phases(l, 0)) + 1
                    : l.pp + 1;

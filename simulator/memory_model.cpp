@@ -125,7 +125,7 @@ RankMemory rank_memory_of(const Model& m, const Training& t, const Layout& l, co
     for (const HeldMicrobatches& h : split_backward_peaks(l, s.stage))
       r.layer_activations_bytes =
           std::max(r.layer_activations_bytes,
-                   h.whole * stage_layers_bytes + h.waiting_weight_grad * waiting);
+                   (h.whole * stage_layers_bytes + h.waiting_weight_grad * waiting) / l.vpp);
   }
   if (s.first) r.embedding_activations_bytes = chunks * layer.input / l.vpp;
   if (l.recompute != Recompute::none) {
@@ -295,8 +295,12 @@ const std::vector<StageState>& StageStateCache::stages(const Model& m, const Tra
   select_shape(l);
   // Latest first: the enumeration runs the ZeRO stages of one split in a row.
   for (auto e = entries_.rbegin(); e != entries_.rend(); ++e)
-    if (e->vpp == l.vpp && e->zero == l.zero && e->split == l.stages) return e->stages;
-  return entries_.emplace_back(Entry{l.vpp, l.zero, l.stages, stage_states(m, t, l)}).stages;
+    if (e->vpp == l.vpp && e->zero == l.zero && e->v_placed == v_placement(l.schedule) &&
+        e->split == l.stages)
+      return e->stages;
+  return entries_
+      .emplace_back(Entry{l.vpp, l.zero, v_placement(l.schedule), l.stages, stage_states(m, t, l)})
+      .stages;
 }
 
 std::array<MemoryItem, 21> memory_items(const RankMemory& r) {

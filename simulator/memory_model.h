@@ -187,6 +187,7 @@ class StageStateCache {
 
   struct Entry {
     int vpp = 1, zero = 0;
+    bool v_placed = false;   // v_placement: which rank holds which virtual stage
     std::vector<int> split;  // Layout::stages: the layers of each virtual stage
     std::vector<StageState> stages;
   };

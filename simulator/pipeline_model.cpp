@@ -3,10 +3,43 @@
 #include <algorithm>
 #include <cassert>
 #include <numeric>
+#include <ranges>
+#include <vector>
 
 #include "core/schedule.h"
 
 namespace shardplan {
+
+namespace {
+
+// A rank's moments along its order (every F, counted with the micro-batch it starts, and every
+// B, after which its chunk holds only what W reads), those no other moment holds as many of both
+// at: the moments that can make the peak for any sizes of a whole chunk and a waiting one.
+std::vector<HeldMicrobatches> order_moments(const std::vector<PipelineStep>& order) {
+  std::vector<HeldMicrobatches> moments;
+  HeldMicrobatches held;
+  for (const PipelineStep& s : order) {
+    if (s.pass == Pass::weight_grad) {
+      --held.waiting_weight_grad;
+      continue;
+    }
+    if (s.pass == Pass::forward) {
+      ++held.whole;
+    } else {
+      --held.whole;
+      ++held.waiting_weight_grad;
+    }
+    const auto covers = [](const HeldMicrobatches& a, const HeldMicrobatches& b) {
+      return a.whole >= b.whole && a.waiting_weight_grad >= b.waiting_weight_grad;
+    };
+    if (std::ranges::any_of(moments, [&](const auto& m) { return covers(m, held); })) continue;
+    std::erase_if(moments, [&](const auto& m) { return covers(held, m); });
+    moments.push_back(held);
+  }
+  return moments;
+}
+
+}  // namespace
 
 bool runs_all_forwards_first(const Layout& l) {
   // megatron/core/pipeline_parallel/schedules.py: all_warmup_microbatches when
@@ -21,13 +54,31 @@ int64_t inflight_chunk_microbatches(const Layout& l, int stage) {
   if (runs_all_forwards_first(l)) return m * l.vpp;
   if (l.schedule == Schedule::interleaved)
     return std::min<int64_t>(2 * (l.pp - stage - 1) + int64_t{l.vpp - 1} * l.pp + 1, m * l.vpp);
+  if (v_placement(l.schedule)) {
+    int64_t most = 0;
+    for (const HeldMicrobatches& h : split_backward_peaks(l, stage))
+      most = std::max(most, h.whole + h.waiting_weight_grad);
+    return most;
+  }
   if (splits_backward(l.schedule))
     return std::min<int64_t>(forwards_before_first_weight_grad(zero_bubble_phases(l, stage)), m);
   return std::min<int64_t>(l.pp - stage, m);
 }
 
-std::array<HeldMicrobatches, 2> split_backward_peaks(const Layout& l, int stage) {
+std::vector<HeldMicrobatches> split_backward_peaks(const Layout& l, int stage) {
   assert(stage >= 0 && stage < l.pp);
+  if (v_placement(l.schedule)) {
+    // Per rank, of the last (pp, m) asked: the memory model asks each stage's of every layout.
+    thread_local std::pair<int, int> key{-1, -1};
+    thread_local std::vector<std::vector<HeldMicrobatches>> moments;
+    if (key != std::pair{l.pp, l.num_microbatches}) {
+      moments.clear();
+      for (const auto& order : zero_bubble_v_orders(l.pp, l.num_microbatches))
+        moments.push_back(order_moments(order));
+      key = {l.pp, l.num_microbatches};
+    }
+    return moments[static_cast<size_t>(stage)];
+  }
   const int64_t m = l.num_microbatches;
   const ZeroBubblePhases z = zero_bubble_phases(l, stage);
   const int64_t warmup = std::min<int64_t>(z.warmup, m);
@@ -35,12 +86,65 @@ std::array<HeldMicrobatches, 2> split_backward_peaks(const Layout& l, int stage)
   // B-F pairs (ZB-H2): the last pair's F holds the warm-up's micro-batches whole and the pairs'
   // waiting; the B after it turns one more into waiting (there is always one: the pairs' B trail
   // their F).
-  if (z.pair.front() == Pass::backward) return {{{warmup, pairs}, {warmup - 1, pairs + 1}}};
+  if (z.pair.front() == Pass::backward) return {{warmup, pairs}, {warmup - 1, pairs + 1}};
   // F-B pairs (ZB-H1): the steady state's first F, and the B after it.
-  if (m > warmup + pairs) return {{{warmup + 1, pairs}, {warmup, pairs + 1}}};
-  if (pairs > 0) return {{{warmup + 1, pairs - 1}, {warmup, pairs}}};
-  return {{{warmup, 0}, {warmup, 0}}};
+  if (m > warmup + pairs) return {{warmup + 1, pairs}, {warmup, pairs + 1}};
+  if (pairs > 0) return {{warmup + 1, pairs - 1}, {warmup, pairs}};
+  return {{warmup, 0}};
 }
+
+namespace {
+
+// ZB-V has no closed form: its order (core/schedule.h) is walked with each rank's F, B and W of a
+// chunk half of the stage's, communication free, every pass starting when its rank is free and its
+// input is there (F after the previous stage's F, B after the next stage's B).
+double v_order_time_s(const Layout& l, std::span<const double> stage_time_s,
+                      const SplitPasses& split) {
+  const int pp = l.pp, stages = 2 * pp, m = l.num_microbatches;
+  const std::vector<std::vector<PipelineStep>>& orders = zero_bubble_v_orders(pp, m);
+  constexpr double kNotYet = -1;
+  std::vector<double> f_end(static_cast<size_t>(stages) * m, kNotYet), b_end = f_end;
+  const auto at = [&](std::vector<double>& v, int vs, int mb) -> double& {
+    return v[static_cast<size_t>(vs) * m + static_cast<size_t>(mb)];
+  };
+  std::vector<size_t> next(static_cast<size_t>(pp), 0);
+  std::vector<double> free_s(static_cast<size_t>(pp), 0);
+  double end_s = 0;
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int r = 0; r < pp; ++r) {
+      const auto& order = orders[static_cast<size_t>(r)];
+      const size_t i = static_cast<size_t>(r);
+      const double f = split.forward_s[i] / 2, w = split.weight_grad_s[i] / 2;
+      const double b = stage_time_s[i] / 2 - f - w;
+      for (; next[i] < order.size(); ++next[i]) {
+        const PipelineStep& s = order[next[i]];
+        const int vs = virtual_stage(l, r, s.chunk);
+        double ready = free_s[i];
+        if (s.pass == Pass::forward && vs > 0) {
+          if (at(f_end, vs - 1, s.micro_batch) == kNotYet) break;
+          ready = std::max(ready, at(f_end, vs - 1, s.micro_batch));
+        }
+        if (s.pass == Pass::backward && vs < stages - 1) {
+          if (at(b_end, vs + 1, s.micro_batch) == kNotYet) break;
+          ready = std::max(ready, at(b_end, vs + 1, s.micro_batch));
+        }
+        const double took = s.pass == Pass::forward ? f : s.pass == Pass::backward ? b : w;
+        free_s[i] = ready + took;
+        if (s.pass == Pass::forward) at(f_end, vs, s.micro_batch) = free_s[i];
+        if (s.pass == Pass::backward) at(b_end, vs, s.micro_batch) = free_s[i];
+        moved = true;
+      }
+      end_s = std::max(end_s, free_s[i]);
+    }
+  }
+  assert(std::ranges::all_of(std::views::iota(0, pp), [&](int r) {
+    return next[static_cast<size_t>(r)] == orders[static_cast<size_t>(r)].size();
+  }));
+  return end_s;
+}
+
+}  // namespace
 
 double pipeline_time_s(const Layout& l, std::span<const double> stage_time_s,
                        const SplitPasses& split) {
@@ -53,6 +157,7 @@ double pipeline_time_s(const Layout& l, std::span<const double> stage_time_s,
   }
   assert(split.forward_s.size() == stage_time_s.size() &&
          split.weight_grad_s.size() == stage_time_s.size());
+  if (v_placement(l.schedule)) return v_order_time_s(l, stage_time_s, split);
   // The share of the pp − 1 W that each stage postpones which a micro-batch is there to give;
   // under ZB-H2 the share of its pp − 1 further warm-up forwards, which fill with two W each.
   const double span = l.pp > 1 ? l.pp - 1 : 1;

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "core/layout.h"
 
@@ -23,18 +24,20 @@ namespace shardplan {
 //     peak of 1F1B's first stage, p·M_B, on all of them); those past their B hold only what their
 //     W reads (split_backward_peaks below).
 //   ZB-H2: min(2p − 1, m) on every stage, the same way (Qi et al. 2024 §3.1: (2p − 1)·M_B).
+//   ZB-V: the most chunks its order (core/schedule.h) holds at once, at most 2p: p micro-batches
+//     of the stage, 1F1B's first stage's (Qi et al. 2024 §4).
 int64_t inflight_chunk_microbatches(const Layout& l, int stage);
 
-// ZB-H1 and ZB-H2: the two moments that can make stage `stage`'s peak, as micro-batches held whole
-// (run forward, their B not yet) and micro-batches waiting for their W (B run: only W's inputs
-// left): the steady state's first forward and the B after it (or, with too few micro-batches for a
-// steady state, the last F-B pair's), core/schedule.h's order counted; under ZB-H2 the last
-// B-F pair's forward and the B after it. Their sum is
-// inflight_chunk_microbatches at the first moment.
+// Under a split backward, the moments that can make stage `stage`'s peak, as chunks held whole
+// (run forward, their B not yet) and chunks waiting for their W (B run: only W's inputs left),
+// core/schedule.h's order counted. ZB-H1: the steady state's first forward and the B after it
+// (or, with too few micro-batches for a steady state, the last F-B pair's); ZB-H2: the last B-F
+// pair's forward and the B after it; the first's sum is inflight_chunk_microbatches. ZB-V: every
+// moment of its order that no other holds as many of both at.
 struct HeldMicrobatches {
   int64_t whole = 0, waiting_weight_grad = 0;
 };
-std::array<HeldMicrobatches, 2> split_backward_peaks(const Layout& l, int stage);
+std::vector<HeldMicrobatches> split_backward_peaks(const Layout& l, int stage);
 
 // Whether every forward runs before any backward: GPipe, and Megatron-LM's interleaved schedule
 // when num_microbatches == pp. The last stage then holds all m micro-batches' head inputs and
@@ -52,6 +55,8 @@ bool runs_all_forwards_first(const Layout& l);
 // for. For equal stages and m ≥ p the bubble is (p − 1)(F + B − min(W, F, B)), Qi et al. 2024
 // §3.1's (p − 1)(F + B − W) when the three are equal; the event simulator of the order
 // (core/schedule.h) gives exactly this for every F, B, W, and for m < p a bubble at most this.
+// ZB-V's order has no closed form: it is walked with each chunk's F, B and W half the stage's and
+// communication free.
 // ZB-H2's further pp − 1 warm-up forwards let two W stand in where ZB-H1 had one: each stage but
 // the slowest adds F_i + B_i − min(2W_i, 2F_i, B_i) once m ≥ 2p − 1, ZB-H1's term at m ≤ p and
 // linearly between, as the event simulator gives it. With F = B = W that is (p − 1)·F, the

@@ -78,7 +78,7 @@ GroupSpan comm_span(const StageContext& ctx, const Action& a, int64_t rank, Span
   if (a.kind == ActionKind::grad_reduce && a.group == Group::pp) {
     RankCoord first = rank_coord(ctx.l, rank), last = first;
     first.pp = 0;
-    last.pp = ctx.l.pp - 1;
+    last.pp = last_stage_rank(ctx.l);
     return pipeline_pair_span(ctx.c, ctx.l, rank_of(ctx.l, first), rank_of(ctx.l, last));
   }
   return spans(a.group);

@@ -31,6 +31,12 @@ bool stages_placed_alike(const Cluster& c, const Layout& l) {
   return true;
 }
 
+// Under v_placement rank pp − 1 hands its chunks' activations and gradients over locally: it sends
+// and receives half as many pipeline messages as a rank with the same layers elsewhere.
+bool turns_locally(const Layout& l, size_t stage) {
+  return v_placement(l.schedule) && stage + 1 == static_cast<size_t>(l.pp);
+}
+
 bool same_layers(const StageLayers& a, const StageLayers& b) {
   return a.dense_layers == b.dense_layers && a.moe_layers == b.moe_layers && a.first == b.first &&
          a.last == b.last;
@@ -301,7 +307,8 @@ StageTimings StageTimer::all_stages(const std::function<bool(const StageTimings&
     if (stage == 0 || timing.step_extra_s() > out.most_step_work.step_extra_s())
       out.most_step_work = timing;
     for (size_t same = stage; same < n; ++same)
-      if (same == stage || (alike_ && !timed[same] && same_layers(layers[same], layers[stage]))) {
+      if (same == stage || (alike_ && !timed[same] && same_layers(layers[same], layers[stage]) &&
+                            turns_locally(ctx_.l, same) == turns_locally(ctx_.l, stage))) {
         out.microbatch_s[same] = timing.microbatch_s();
         out.forward_s[same] = timing.compute.forward.time_s();
         out.weight_grad_s[same] = timing.compute.weight_grad.time_s();
@@ -315,8 +322,14 @@ StageTimings StageTimer::all_stages(const std::function<bool(const StageTimings&
 }
 
 double critical_path_s(const Layout& l, const StageTimings& timings) {
-  return pipeline_time_s(l, timings.microbatch_s, timings.split()) +
-         timings.most_step_work.step_extra_s();
+  // ZB-V's order is walked (pipeline_model.h), in O(pp·m): while stages are still untimed (their
+  // time 0), the slowest rank's m micro-batches bound it from below instead.
+  const double pipeline_s =
+      !timings.complete && v_placement(l.schedule)
+          ? l.num_microbatches *
+                *std::max_element(timings.microbatch_s.begin(), timings.microbatch_s.end())
+          : pipeline_time_s(l, timings.microbatch_s, timings.split());
+  return pipeline_s + timings.most_step_work.step_extra_s();
 }
 
 StageContext make_stage_context(const Model& m, const Cluster& c, const Training& t,

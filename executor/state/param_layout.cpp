@@ -156,8 +156,8 @@ RankShard rank_shard(const Model& m, const Layout& l, const RankCoord& c) {
     const LayerRange r = virtual_stage_layers(m, l, virtual_stage(l, c.pp, chunk));
     for (int layer = r.begin; layer < r.end; ++layer) s.layers.push_back(layer);
   }
-  s.embedding = c.pp == 0;
-  s.head = c.pp == l.pp - 1;
+  s.embedding = c.pp == stage_slot(l, 0).pp_rank;
+  s.head = c.pp == last_stage_rank(l);
   return s;
 }
 

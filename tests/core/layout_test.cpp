@@ -83,7 +83,7 @@ TEST_CASE("compact string: errors name the source, the field and the value", "[l
   CHECK_THAT(recompute.reason, Contains("\"partial\""));
   CHECK(recompute.hint == "one of: none | selective | full");
   CHECK(thrown_input_error([] { parse_layout_string("schedule=zb"); }).hint ==
-        "one of: gpipe | 1f1b | interleaved | zb-h1 | zb-h2");
+        "one of: gpipe | 1f1b | interleaved | zb-h1 | zb-h2 | zb-v");
 
   const InputError no_value = thrown_input_error([] { parse_layout_string("tp=8,pp4"); });
   CHECK(no_value.file == "--layout");
@@ -392,7 +392,7 @@ TEST_CASE("layout JSON: round trip, every key required, unknown keys refused", "
   nlohmann::json bad = j;
   bad["schedule"] = "zero-bubble";
   CHECK(thrown_input_error([&] { layout_from_json(bad, "plan.json"); }).hint ==
-        "one of: gpipe | 1f1b | interleaved | zb-h1 | zb-h2");
+        "one of: gpipe | 1f1b | interleaved | zb-h1 | zb-h2 | zb-v");
 }
 
 }  // namespace

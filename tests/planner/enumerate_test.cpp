@@ -62,7 +62,7 @@ TEST_CASE("every layout of gpt-tiny on one 8-GPU node, each once and each valid"
     CHECK_NOTHROW(validate_layout(l, c.model, c.cluster, c.training, "test"));
     if (l.tp == 1) CHECK_FALSE(l.sequence_parallel);
     if (l.pp == 1) CHECK((l.vpp == 1 && l.schedule == Schedule::one_f_one_b));
-    CHECK((l.schedule == Schedule::interleaved) == (l.vpp > 1));
+    CHECK((l.schedule == Schedule::interleaved || l.schedule == Schedule::zb_v) == (l.vpp > 1));
     CHECK(seen.insert(to_string(l)).second);
   }
   // Plain data parallelism is among them, with every ZeRO stage and micro-batch size.
