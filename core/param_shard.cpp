@@ -110,9 +110,10 @@ ParamShard first_stage_params(const Model& m, const Layout& l) {
 ParamShard last_stage_params(const Model& m, const Layout& l) {
   ParamShard p;
   p.norms = norm_params(m);  // the final norm, replicated
-  // An untied head lives on the last stage; a tied one too when pp > 1, as a copy whose gradient
-  // is all-reduced with the first stage's embedding (Megatron-LM's embedding group).
-  if (!m.tied_embeddings || l.pp > 1) p.head = word_embedding_shard(m, l.tp);
+  // An untied head lives on the last stage; a tied one too when the first stage is on another
+  // rank, as a copy whose gradient is all-reduced with the first stage's embedding (Megatron-LM's
+  // embedding group). Under v_placement both are on rank 0, which shares the one embedding.
+  if (!m.tied_embeddings || last_stage_rank(l) != 0) p.head = word_embedding_shard(m, l.tp);
   return p;
 }
 

@@ -261,8 +261,9 @@ struct PipelineStep {
 //                 taking what is ready in the order B, chunk 1's F, chunk 0's F, W, and starting a
 //                 micro-batch only while its chunks in flight, with a place kept for chunk 1 of
 //                 each one started, stay within 2pp (1F1B's first stage's pp micro-batches; Qi et
-//                 al. 2024 §4). With equal F, B and W of a chunk the bubble is the fill, (pp − 1)
-//                 chunk passes, up to pp = 4, and below ZB-H1's (pp − 1)(F + B − W) beyond.
+//                 al. 2024 §4). With equal F, B and W of a chunk the bubble is, in chunk passes,
+//                 ZB-H1's 2(pp − 1) at pp = 2, the fill alone (pp − 1) at pp = 4, 11 against
+//                 ZB-H1's 14 at pp = 8.
 // Throws InputError for interleaved when num_microbatches is not a multiple of pp.
 std::vector<PipelineStep> pipeline_order(const Layout& l, int pp_rank);
 

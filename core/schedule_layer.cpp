@@ -243,7 +243,8 @@ Unit head_unit(const Model& m, const Layout& l, const LayerComm& comm, bool step
   u.layer_begin = u.layer_end = m.num_layers;
   u.parts = part_bit(Part::head_norm) | part_bit(Part::head);
   u.params = last_stage_params(m, l);
-  if (m.tied_embeddings && l.pp == 1) u.borrowed_params = word_embedding_shard(m, l.tp);
+  if (m.tied_embeddings && last_stage_rank(l) == 0)
+    u.borrowed_params = word_embedding_shard(m, l.tp);
   if (steps) end_passes(u, Part::head, comm);
   return u;
 }

@@ -26,7 +26,7 @@ std::vector<int64_t> zero_unit_params(const Model& m, const Training& t, const L
                                       int stage) {
   const bool fsdp = l.zero >= 3;
   // core/schedule_layer.cpp's build_chunk: the head borrows the word embedding it is tied to.
-  const bool head_borrows = fsdp && m.tied_embeddings && l.pp == 1;
+  const bool head_borrows = fsdp && m.tied_embeddings && last_stage_rank(l) == 0;
   std::vector<int64_t> out;
   for (int chunk = 0; chunk < l.vpp; ++chunk) {
     const int vs = virtual_stage(l, stage, chunk);

@@ -220,6 +220,7 @@ void RankState<T>::p2p(size_t i) {
     check_message(program, i, into.bytes());
     rt->p2p().recv(into.data(), into.bytes(), a.peer, a.tag, a.pass);
   } else {
+    take_handed_off(a, mb);  // a chunk without layers sends on what it was handed
     Buffer<T> out = std::move(forward ? mb.x : mb.grad);
     assert(out.size() == n);
     check_message(program, i, out.bytes());

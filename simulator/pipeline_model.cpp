@@ -115,8 +115,13 @@ double v_order_time_s(const Layout& l, std::span<const double> stage_time_s,
     for (int r = 0; r < pp; ++r) {
       const auto& order = orders[static_cast<size_t>(r)];
       const size_t i = static_cast<size_t>(r);
-      const double f = split.forward_s[i] / 2, w = split.weight_grad_s[i] / 2;
-      const double b = stage_time_s[i] / 2 - f - w;
+      double f = split.forward_s[i] / 2, w = split.weight_grad_s[i] / 2;
+      double b = stage_time_s[i] / 2 - f - w;
+      if (!split.backward_s.empty() && split.backward_s[i] / 2 + f > 0) {
+        const double comm = b - split.backward_s[i] / 2, share = f / (f + split.backward_s[i] / 2);
+        f += share * comm;
+        b -= share * comm;
+      }
       for (; next[i] < order.size(); ++next[i]) {
         const PipelineStep& s = order[next[i]];
         const int vs = virtual_stage(l, r, s.chunk);

@@ -296,6 +296,7 @@ StageTimings StageTimer::all_stages(const std::function<bool(const StageTimings&
                    std::vector<double>(n, 0.0),
                    std::vector<double>(n, 0.0),
                    std::vector<double>(n, 0.0),
+                   std::vector<double>(n, 0.0),
                    false};
   const std::vector<StageLayers> layers = every_stage_layers(ctx_.m, ctx_.l);
   std::vector<bool> timed(n, false);
@@ -311,6 +312,7 @@ StageTimings StageTimer::all_stages(const std::function<bool(const StageTimings&
                             turns_locally(ctx_.l, same) == turns_locally(ctx_.l, stage))) {
         out.microbatch_s[same] = timing.microbatch_s();
         out.forward_s[same] = timing.compute.forward.time_s();
+        out.backward_s[same] = timing.compute.backward.time_s();
         out.weight_grad_s[same] = timing.compute.weight_grad.time_s();
         timed[same] = true;
         --left;

@@ -26,9 +26,9 @@ StageContext make_stage_context(const Model& m, const Cluster& c, const Training
 struct StageTimings {
   StageTiming most_step_work;
   std::vector<double> microbatch_s;
-  // The forward's and (split backward) the W actions' compute inside microbatch_s.
-  std::vector<double> forward_s, weight_grad_s;
-  SplitPasses split() const { return {forward_s, weight_grad_s}; }
+  // The forward's, the backward's and (split backward) the W actions' compute inside microbatch_s.
+  std::vector<double> forward_s, backward_s, weight_grad_s;
+  SplitPasses split() const { return {forward_s, weight_grad_s, backward_s}; }
   bool complete = true;  // every stage timed; otherwise those not timed count as taking no time
 };
 

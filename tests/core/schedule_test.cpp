@@ -108,14 +108,15 @@ TEST_CASE("interleaving needs a multiple of pp micro-batches", "[schedule]") {
 
 TEST_CASE(
     "every pass runs once, after the one before it, 1F1B keeps pp − stage in flight, ZB-H1 pp, "
-    "ZB-H2 2pp − 1",
+    "ZB-H2 2pp − 1, ZB-V 2pp chunks",
     "[schedule]") {
   for (Schedule s : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zb_h1,
-                     Schedule::zb_h2})
+                     Schedule::zb_h2, Schedule::zb_v})
     for (int pp : {1, 2, 4, 8})
       for (int m : {1, 3, 8, 16}) {
-        const int vpp = s == Schedule::interleaved ? 2 : 1;
+        const int vpp = s == Schedule::interleaved || v_placement(s) ? 2 : 1;
         if (s == Schedule::interleaved && m % pp != 0) continue;
+        if (v_placement(s) && pp == 1) continue;
         const Layout l = layout(1, 1, pp, m, s, vpp);
         const bool split = splits_backward(s);
         for (int stage = 0; stage < pp; ++stage) {
@@ -137,8 +138,40 @@ TEST_CASE(
           if (s == Schedule::gpipe) CHECK(peak == m);
           if (s == Schedule::zb_h1) CHECK(peak == std::min(pp, m));
           if (s == Schedule::zb_h2) CHECK(peak == std::min(2 * pp - 1, m));
+          if (s == Schedule::zb_v) CHECK(peak <= 2 * pp);
         }
       }
+}
+
+TEST_CASE("ZB-V places a rank's chunks in a V: the first and last stage on rank 0", "[schedule]") {
+  // Qi et al. 2024 §4: chunk 0 of rank r is stage r, chunk 1 stage 2pp − 1 − r; interleaving puts
+  // chunk c at c·pp + r.
+  for (int pp : {2, 4, 8}) {
+    const Layout v = layout(1, 1, pp, 8, Schedule::zb_v, 2);
+    const Layout interleaved = layout(1, 1, pp, 8, Schedule::interleaved, 2);
+    for (int r = 0; r < pp; ++r) {
+      CHECK(virtual_stage(v, r, 0) == r);
+      CHECK(virtual_stage(v, r, 1) == 2 * pp - 1 - r);
+      CHECK(virtual_stage(interleaved, r, 1) == pp + r);
+      for (const Layout& l : {v, interleaved})
+        for (int c : {0, 1}) CHECK(stage_slot(l, virtual_stage(l, r, c)) == StageSlot{r, c});
+    }
+    CHECK(last_stage_rank(v) == 0);
+    CHECK(last_stage_rank(interleaved) == pp - 1);
+  }
+  // Rank pp − 1 hands its chunk 0's output to its chunk 1 with nothing sent, and rank 0 holds both
+  // ends: two sends and two receives a micro-batch on each, four on the ranks between; no rank sums
+  // a tied embedding with another.
+  const Model m = small_gpt();
+  const Layout l = layout(1, 1, 4, 8, Schedule::zb_v, 2);
+  for (int r = 0; r < 4; ++r) {
+    const Program p = build_program(m, small_training(), l, r);
+    const int messages = count(p, [](const Action& a) {
+      return a.kind == ActionKind::send || a.kind == ActionKind::recv;
+    });
+    CHECK(messages == 8 * (r == 0 || r == 3 ? 4 : 8));
+    CHECK(p.embedding_group.empty());
+  }
 }
 
 TEST_CASE("tensor parallelism: two all-reduces per layer each way, b·s·h each", "[schedule]") {

@@ -43,13 +43,16 @@ TEST_CASE("the replay holds the memory model's peak, and reserves more than it h
   }
 }
 
-TEST_CASE("the zero-bubble schedules' replay reaches their peak: ZB-H2's 2pp − 1 micro-batches",
-          "[memory][allocator]") {
+TEST_CASE(
+    "the zero-bubble schedules' replay reaches their peak: ZB-H2's 2pp − 1 micro-batches, ZB-V's "
+    "2pp chunks",
+    "[memory][allocator]") {
   // Replaying fewer micro-batches than the warm-up holds would price the cache on a step that
   // never reaches the schedule's peak.
-  for (const Schedule s : {Schedule::zb_h1, Schedule::zb_h2}) {
+  for (const Schedule s : {Schedule::zb_h1, Schedule::zb_h2, Schedule::zb_v}) {
     Layout l = test::layout(8, 16, 1, 4, 1, 1);  // dp 2, m 8: more than ZB-H2's 7 in flight
     l.schedule = s;
+    l.vpp = v_placement(s) ? 2 : 1;
     for (int stage = 0; stage < l.pp; ++stage) {
       const auto [r, peaks] = replay(l, stage, {});
       INFO(enum_name(s, kScheduleNames) << " stage " << stage);

@@ -149,6 +149,27 @@ TEST_CASE("interpreter: pp2 under ZB-H1 and ZB-H2, their weight gradients after 
     }
 }
 
+TEST_CASE("interpreter: pp2 under ZB-V, its two chunks in a V handed over on rank 1, even or not",
+          "[interpreter]") {
+  if (world_size() != 2) return;
+  for (const Recompute r : {Recompute::none, Recompute::selective}) {
+    INFO(enum_name(r, kRecomputeNames));
+    Layout l = layout(1, 1, 2);
+    l.schedule = Schedule::zb_v;
+    l.vpp = 2;
+    l.recompute = r;
+    check_layout(l);
+    // Rank 0 holds the embedding with two layers and the head alone; rank 1 one layer each side.
+    l.stages = {2, 1, 1, 0};
+    check_layout(l);
+  }
+  Layout v = layout(1, 1, 2);
+  v.schedule = Schedule::zb_v;
+  v.vpp = 2;
+  test::check_state_round_trip(v, layout(1, 2, 1));
+  test::check_state_round_trip(layout(1, 1, 2), v);
+}
+
 TEST_CASE("interpreter: every recompute mode (tp2·sp, pp2, dp2 with ZeRO-3)", "[interpreter]") {
   if (world_size() != 2) return;
   for (const Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
@@ -217,7 +238,7 @@ TEST_CASE("interpreter: ZeRO-3 over dp2·pp2 (interleaved too), dp2·tp2 with se
 
 TEST_CASE(
     "interpreter: ZB-H1 and ZB-H2 over pp4, dp2·pp2 under ZeRO-1, tp2·pp2 with sequence "
-    "parallelism",
+    "parallelism, ZB-V over pp4 and dp2·pp2",
     "[world4]") {
   if (world_size() != 4) return;
   for (const Schedule s : {Schedule::zb_h1, Schedule::zb_h2}) {
@@ -229,6 +250,16 @@ TEST_CASE(
   Layout dp_pp = layout(2, 1, 2);
   dp_pp.schedule = Schedule::zb_h1;
   dp_pp.zero = 1;
+  check_layout(dp_pp);
+  // ZB-V over pp4: 8 virtual stages of gpt-tiny's 4 layers, rank 0 holding the first and the
+  // last, and over dp2·pp2 under ZeRO-1.
+  Layout v = layout(1, 1, 4);
+  v.schedule = Schedule::zb_v;
+  v.vpp = 2;
+  v.stages = {1, 0, 1, 0, 0, 1, 0, 1};
+  check_layout(v);
+  dp_pp.schedule = Schedule::zb_v;
+  dp_pp.vpp = 2;
   check_layout(dp_pp);
   Layout tp_pp = layout(1, 2, 2);
   tp_pp.schedule = Schedule::zb_h1;
