@@ -210,7 +210,7 @@ std::string split_sentence(const Layout& l, const Estimate& e) {
       layers += l.stages[static_cast<size_t>(virtual_stage(l, stage, chunk))];
     return fmt::format("stage {} ({} layers{}{})", stage, layers,
                        stage == 0 ? " and the embedding" : "",
-                       stage == l.pp - 1 ? " and the head and loss" : "");
+                       stage == last_stage_rank(l) ? " and the head and loss" : "");
   };
   const auto at = [&](int stage) { return format_seconds(t[static_cast<size_t>(stage)]); };
   return fmt::format(
