@@ -15,17 +15,15 @@
 #include "simulator/uniform_pricer.h"
 #include "tests/core/layout_fixtures.h"
 #include "tests/core/schedule_fixtures.h"
+#include "tests/simulator/small_step.h"
 
 namespace shardplan {
 namespace {
 
 using test::layout;
+using test::simulate_small;
 using test::small_gpt;
 using test::small_training;
-
-SimResult run(const Model& m, const Layout& l, const ActionPricer& pricer, bool symmetric = true) {
-  return simulate(build_step(m, small_training(), l, symmetric), pricer);
-}
 
 // Hand-built programs: every action lasts `params` seconds.
 struct ParamsPricer : ActionPricer {
@@ -92,7 +90,7 @@ TEST_CASE("the activations' timeline: one chunk more or less a change, the peak'
   for (int pp : {2, 4})
     for (int m : {pp, 3 * pp})
       for (Schedule schedule : {Schedule::one_f_one_b, Schedule::gpipe}) {
-        const SimResult r = run(small_gpt(), layout(1, 1, pp, m, schedule), pricer);
+        const SimResult r = simulate_small(small_gpt(), layout(1, 1, pp, m, schedule), pricer);
         INFO("pp=" << pp << " m=" << m << " " << enum_name(schedule, kScheduleNames));
         for (int stage = 0; stage < pp; ++stage) {
           const RankStats& k = r.ranks[size_t(stage)];
@@ -282,7 +280,7 @@ TEST_CASE("the critical path adds up to the step time", "[event]") {
   pricer.comm_s = 0.25;
   Layout l = layout(2, 2, 4, 8, Schedule::interleaved, 2);
   l.zero = 1;
-  const SimResult r = run(small_gpt(), l, pricer);
+  const SimResult r = simulate_small(small_gpt(), l, pricer);
   REQUIRE(r.ok());
   double total = 0;
   for (const CriticalAction& c : r.critical_path) total += c.on_path_s;

@@ -11,19 +11,13 @@
 #include "simulator/uniform_pricer.h"
 #include "tests/core/layout_fixtures.h"
 #include "tests/core/schedule_fixtures.h"
+#include "tests/simulator/small_step.h"
 
 namespace shardplan {
-namespace {
 
 using test::layout;
+using test::simulate_small;
 using test::small_gpt;
-using test::small_training;
-
-SimResult run(const Model& m, const Layout& l, const ActionPricer& pricer, bool symmetric = true) {
-  return simulate(build_step(m, small_training(), l, symmetric), pricer);
-}
-
-}  // namespace
 
 TEST_CASE("1F1B with uniform stages and free communication: bubble (p−1)/(m+p−1)", "[event]") {
   // Narayanan et al. 2021 §2.2.1: the bubble is (p − 1) of (m + p − 1) forward-backward slots.
@@ -31,7 +25,7 @@ TEST_CASE("1F1B with uniform stages and free communication: bubble (p−1)/(m+p�
   for (Schedule s : {Schedule::one_f_one_b, Schedule::gpipe})
     for (int pp : {2, 4, 8})
       for (int m : {1, 3, 8, 32}) {
-        const SimResult r = run(small_gpt(), layout(1, 1, pp, m, s), pricer);
+        const SimResult r = simulate_small(small_gpt(), layout(1, 1, pp, m, s), pricer);
         REQUIRE(r.ok());
         const double slot_s = 3.0 * 16 / pp;  // forward + backward of 16/pp layers
         CHECK(r.step_time_s == Approx((m + pp - 1) * slot_s));
@@ -54,7 +48,7 @@ TEST_CASE("ZB-H1 with equal F, B and W and free communication: bubble (p−1)(F 
   for (int pp : {2, 4, 8})
     for (int m : {1, 3, 8, 32}) {
       INFO("pp=" << pp << " m=" << m);
-      const SimResult r = run(small_gpt(), layout(1, 1, pp, m, Schedule::zb_h1), pricer);
+      const SimResult r = simulate_small(small_gpt(), layout(1, 1, pp, m, Schedule::zb_h1), pricer);
       REQUIRE(r.ok());
       const double pass_s = 16.0 / pp;  // F, B or W of 16/pp layers
       // With fewer micro-batches than stages, too few W are left to fill the wait for the B.
@@ -98,7 +92,7 @@ TEST_CASE("ZB-H1, ZB-H2 and ZB-V against their pipeline model for unequal F B an
           pricer.weight_grad_factor = w;
           pricer.chunk_activation_bytes = 1000;
           const Layout l = layout(1, 1, pp, m, s, v_placement(s) ? 2 : 1);
-          const SimResult r = run(small_gpt(), l, pricer);
+          const SimResult r = simulate_small(small_gpt(), l, pricer);
           REQUIRE(r.ok());
           INFO(enum_name(s, kScheduleNames)
                << " pp=" << pp << " m=" << m << " B=" << b << " W=" << w);
@@ -129,8 +123,10 @@ TEST_CASE("ZB-V with equal F, B and W: 1F1B's memory, a bubble below ZB-H1's fro
   for (const auto& [pp, bubble] : {std::pair{2, 2}, {4, 3}, {8, 11}})
     for (int m : {2 * pp, 4 * pp}) {
       INFO("pp=" << pp << " m=" << m);
-      const SimResult v = run(small_gpt(), layout(1, 1, pp, m, Schedule::zb_v, 2), pricer);
-      const SimResult h1 = run(small_gpt(), layout(1, 1, pp, m, Schedule::zb_h1), pricer);
+      const SimResult v =
+          simulate_small(small_gpt(), layout(1, 1, pp, m, Schedule::zb_v, 2), pricer);
+      const SimResult h1 =
+          simulate_small(small_gpt(), layout(1, 1, pp, m, Schedule::zb_h1), pricer);
       REQUIRE(v.ok());
       const double chunk_s = 8.0 / pp;  // F, B or W of a chunk's 16/(2pp) layers
       CHECK(v.step_time_s == Approx((6 * m + bubble) * chunk_s));
@@ -147,9 +143,9 @@ TEST_CASE("interleaving v chunks divides the 1F1B bubble by v", "[event]") {
     for (int v : {2, 4}) {
       if (pp * v > 16) continue;
       for (int m : {pp, 2 * pp, 4 * pp}) {
-        const SimResult plain = run(small_gpt(), layout(1, 1, pp, m), pricer);
+        const SimResult plain = simulate_small(small_gpt(), layout(1, 1, pp, m), pricer);
         const SimResult inter =
-            run(small_gpt(), layout(1, 1, pp, m, Schedule::interleaved, v), pricer);
+            simulate_small(small_gpt(), layout(1, 1, pp, m, Schedule::interleaved, v), pricer);
         REQUIRE(inter.ok());
         INFO("pp=" << pp << " v=" << v << " m=" << m);
         for (size_t stage = 0; stage < size_t(pp); ++stage) {
@@ -165,8 +161,8 @@ TEST_CASE("in-flight activations: p − stage under 1F1B, m under GPipe", "[even
   pricer.chunk_activation_bytes = 1000;
   for (int pp : {2, 4, 8})
     for (int m : {1, 3, 16}) {
-      const SimResult f = run(small_gpt(), layout(1, 1, pp, m), pricer);
-      const SimResult g = run(small_gpt(), layout(1, 1, pp, m, Schedule::gpipe), pricer);
+      const SimResult f = simulate_small(small_gpt(), layout(1, 1, pp, m), pricer);
+      const SimResult g = simulate_small(small_gpt(), layout(1, 1, pp, m, Schedule::gpipe), pricer);
       for (int stage = 0; stage < pp; ++stage) {
         CHECK(f.ranks[stage].peak_activation_chunks == std::min(pp - stage, m));
         CHECK(f.ranks[stage].peak_activation_bytes == 1000 * std::min(pp - stage, m));
@@ -178,7 +174,8 @@ TEST_CASE("in-flight activations: p − stage under 1F1B, m under GPipe", "[even
   for (int pp : {2, 4})
     for (int m : {pp, 2 * pp, 4 * pp}) {
       const int v = 2;
-      const SimResult r = run(small_gpt(), layout(1, 1, pp, m, Schedule::interleaved, v), pricer);
+      const SimResult r =
+          simulate_small(small_gpt(), layout(1, 1, pp, m, Schedule::interleaved, v), pricer);
       for (int stage = 0; stage < pp; ++stage) {
         const int warmup = m == pp ? m * v : 2 * (pp - stage - 1) + (v - 1) * pp;
         CHECK(r.ranks[stage].peak_activation_chunks == std::min(warmup + 1, m * v));
@@ -204,10 +201,10 @@ void check_no_deadlock(Schedule s, int vpp, MicroBatches micro_batches) {
     // A split backward runs with ZeRO-0/1 and without full recomputation (validate_layout).
     if (splits_backward(s) && (l.zero > 1 || l.recompute == Recompute::full)) continue;
     INFO(to_string(l));
-    const SimResult full = run(m, l, pricer, false);
+    const SimResult full = simulate_small(m, l, pricer, false);
     REQUIRE(full.ok());
     REQUIRE(full.ranks.size() == size_t(l.world()));
-    const SimResult sym = run(m, l, pricer, true);
+    const SimResult sym = simulate_small(m, l, pricer, true);
     REQUIRE(sym.ok());
     CHECK(sym.step_time_s == Approx(full.step_time_s).epsilon(1e-12));
     ++layouts;
