@@ -6,8 +6,26 @@
 #include <map>
 
 #include "core/enum_names.h"
+#include "core/placement.h"
 
 namespace shardplan {
+
+namespace {
+
+// Where a row's pipeline messages go: none (pp = 1), only within nodes, or between nodes for some
+// pair of neighbouring stages (their first ranks' nodes, the rank order placing them).
+std::string pipeline_span(const FidelityRow& row) {
+  const Layout& l = row.layout;
+  if (l.pp == 1) return "none";
+  const int64_t per_node = row.cluster.devices_per_node;
+  for (RankCoord a, b; b.pp + 1 < l.pp; a.pp = b.pp) {
+    ++b.pp;
+    if (rank_of(l, a) / per_node != rank_of(l, b) / per_node) return "across nodes";
+  }
+  return "within a node";
+}
+
+}  // namespace
 
 std::vector<std::pair<std::string, std::string>> row_slices(const FidelityRow& row) {
   const Layout& l = row.layout;
@@ -20,6 +38,7 @@ std::vector<std::pair<std::string, std::string>> row_slices(const FidelityRow& r
       {"tp",
        l.tp == 1 ? "1" : (l.tp <= row.cluster.devices_per_node ? "within a node" : "across nodes")},
       {"pp depth", l.pp == 1 ? "1" : (l.pp <= 4 ? "2-4" : ">4")},
+      {"pipeline messages", pipeline_span(row)},
       {"micro-batches per step", m == 1    ? "1"
                                  : m <= 4  ? "2-4"
                                  : m <= 16 ? "5-16"
