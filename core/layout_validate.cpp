@@ -119,6 +119,18 @@ Broken check_framework_split(const Layout& l, const Model& m, const std::string&
 // (ZB-H1, ZB-H2) with ZeRO-0/1 and without full recomputation.
 Broken check_pipeline(const Layout& l, const Model& m, const Training& t,
                       const std::string& source) {
+  if (v_placement(l.schedule)) {
+    const std::string_view schedule = enum_name(l.schedule, kScheduleNames);
+    if (l.pp == 1)
+      return rule(source, "layout.pp",
+                  fmt::format("schedule={} places two chunks on each of pp > 1 ranks, found pp=1",
+                              schedule));
+    if (l.vpp != 2)
+      return rule(source, "layout.vpp",
+                  fmt::format("schedule={} places two chunks per rank in a V, found vpp={}",
+                              schedule, l.vpp),
+                  "set vpp=2 or leave vpp out");
+  }
   if (l.vpp > 1 && l.pp == 1)
     return rule(source, "layout.vpp", fmt::format("vpp={} needs pp > 1, found pp=1", l.vpp));
   const int64_t chunks = int64_t{l.pp} * l.vpp;
@@ -142,11 +154,6 @@ Broken check_pipeline(const Layout& l, const Model& m, const Training& t,
                     : "give each virtual stage's layers: stages=" + split_string(balanced));
   }
   const bool interleaved = l.schedule == Schedule::interleaved;
-  if (v_placement(l.schedule) && l.vpp != 2)
-    return rule(source, "layout.vpp",
-                fmt::format("schedule={} places two chunks per rank in a V, found vpp={}",
-                            enum_name(l.schedule, kScheduleNames), l.vpp),
-                "set vpp=2 or leave vpp out");
   if (l.vpp > 1 && !interleaved && !v_placement(l.schedule))
     return rule(source, "layout.schedule",
                 fmt::format("vpp={} needs schedule=interleaved, found {}", l.vpp,

@@ -6,6 +6,7 @@
 #include <cassert>
 #include <limits>
 #include <map>
+#include <stdexcept>
 #include <tuple>
 #include <utility>
 
@@ -77,7 +78,11 @@ struct PassEmitter {
     uint32_t prev = sd::kNone;
     if (from >= 0 && from <= last_stage && here(from)) {
       auto handed = handed_off.extract({s.micro_batch, vs, pass});
-      assert(handed);  // the order runs the stage before it first
+      if (!handed)  // the order runs the stage before it first
+        throw std::logic_error(
+            "schedule: " +
+            action_name(Action{.pass = pass, .micro_batch = s.micro_batch, .chunk = c.chunk}) +
+            " runs before the pass that hands it its input");
       prev = handed.mapped();
     } else if (from >= 0 && from <= last_stage) {
       prev = p2p(ActionKind::recv, pass, s, from, message_tag(l, s.micro_batch, from, pass),

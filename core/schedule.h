@@ -267,10 +267,16 @@ struct PipelineStep {
 // Throws InputError for interleaved when num_microbatches is not a multiple of pp.
 std::vector<PipelineStep> pipeline_order(const Layout& l, int pp_rank);
 
-// zb-v's orders of every pipeline rank for pp ranks and m micro-batches, built once for all of
-// them (the planner and the memory model ask for each rank's of the same few (pp, m) over and
-// over) and kept per thread, the last few: valid until the thread's next call.
-const std::vector<std::vector<PipelineStep>>& zero_bubble_v_orders(int pp, int m);
+// zb-v's orders of every pipeline rank for pp ranks and m micro-batches, and every pass as
+// (rank, position in its order) in the order the steps placed them, in which each pass comes
+// after every pass it waits for. Built once for all ranks (the planner and the memory model ask
+// for each rank's of the same few (pp, m) over and over) and kept per thread, the last few: valid
+// until the thread's next call.
+struct ZeroBubbleVOrders {
+  std::vector<std::vector<PipelineStep>> ranks;
+  std::vector<std::pair<int, int>> placed;
+};
+const ZeroBubbleVOrders& zero_bubble_v_orders(int pp, int m);
 
 // The phases of a zero-bubble order (zb-h1, zb-h2) on pipeline rank `pp_rank`, before clamping to
 // the micro-batches there are: `warmup` forwards, `pairs` pairs of passes whose W wait, then the

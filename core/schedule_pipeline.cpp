@@ -9,6 +9,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "core/error.h"
@@ -92,7 +93,7 @@ std::vector<PipelineStep> interleaved_order(int pp, int v, int m, int pp_rank) {
 // micro-batch it has started, stay within 2pp chunks: 1F1B's first stage's pp micro-batches, the
 // memory the paper gives ZB-V. Chunk 1's F then always has room, B and W need none, so the order
 // never waits on itself; W, last, fill what would be bubbles.
-std::vector<std::vector<PipelineStep>> build_zero_bubble_v_orders(int pp, int m) {
+ZeroBubbleVOrders build_zero_bubble_v_orders(int pp, int m) {
   const int stages = 2 * pp;
   constexpr int kNotYet = std::numeric_limits<int>::max();
   // Step at which each (virtual stage, micro-batch)'s F or B ended; visible from the next step.
@@ -107,8 +108,9 @@ std::vector<std::vector<PipelineStep>> build_zero_bubble_v_orders(int pp, int m)
     std::deque<std::pair<int, int>> weight_grads;  // (chunk, micro-batch) waiting, oldest first
   };
   std::vector<Rank> ranks(static_cast<size_t>(pp));
-  std::vector<std::vector<PipelineStep>> orders(static_cast<size_t>(pp));
+  ZeroBubbleVOrders orders{std::vector<std::vector<PipelineStep>>(static_cast<size_t>(pp)), {}};
   const int64_t total = 6 * int64_t{pp} * m;
+  orders.placed.reserve(static_cast<size_t>(total));
   for (int64_t placed = 0, step = 0; placed < total; ++step) {
     std::vector<std::pair<int, PipelineStep>> chosen;
     for (int r = 0; r < pp; ++r) {
@@ -133,7 +135,8 @@ std::vector<std::vector<PipelineStep>> build_zero_bubble_v_orders(int pp, int m)
         pick = PipelineStep{W, k.weight_grads.front().second, k.weight_grads.front().first};
       if (pick) chosen.emplace_back(r, *pick);
     }
-    assert(!chosen.empty());
+    if (chosen.empty())  // every rank waiting on another: the rules above never allow it
+      throw std::logic_error("zb-v order: no rank can run a pass at step " + std::to_string(step));
     for (const auto& [r, s] : chosen) {
       Rank& k = ranks[static_cast<size_t>(r)];
       const int vs = s.chunk == 0 ? r : stages - 1 - r;
@@ -149,7 +152,9 @@ std::vector<std::vector<PipelineStep>> build_zero_bubble_v_orders(int pp, int m)
         k.weight_grads.pop_front();
         --k.held;
       }
-      orders[static_cast<size_t>(r)].push_back(s);
+      auto& order = orders.ranks[static_cast<size_t>(r)];
+      orders.placed.emplace_back(r, static_cast<int>(order.size()));
+      order.push_back(s);
       ++placed;
     }
   }
@@ -158,9 +163,9 @@ std::vector<std::vector<PipelineStep>> build_zero_bubble_v_orders(int pp, int m)
 
 }  // namespace
 
-const std::vector<std::vector<PipelineStep>>& zero_bubble_v_orders(int pp, int m) {
-  constexpr size_t kKept = 8;
-  thread_local std::map<std::pair<int, int>, std::vector<std::vector<PipelineStep>>> kept;
+const ZeroBubbleVOrders& zero_bubble_v_orders(int pp, int m) {
+  constexpr size_t kKept = 32;  // a shape's micro-batch sizes and a few shapes' more
+  thread_local std::map<std::pair<int, int>, ZeroBubbleVOrders> kept;
   const auto found = kept.find({pp, m});
   if (found != kept.end()) return found->second;
   if (kept.size() >= kKept) kept.clear();
@@ -174,7 +179,7 @@ const std::vector<std::vector<PipelineStep>>& zero_bubble_v_orders(int pp, int m
 // B and an F whose W wait; B, W, F while forwards remain; the W left are the tail of the
 // parallelogram.
 ZeroBubblePhases zero_bubble_phases(const Layout& l, int pp_rank) {
-  assert(splits_backward(l.schedule) && pp_rank >= 0 && pp_rank < l.pp);
+  assert(splits_backward(l.schedule) && !v_placement(l.schedule) && pp_rank >= 0 && pp_rank < l.pp);
   if (l.schedule == Schedule::zb_h2)
     return {2 * (l.pp - pp_rank) - 1, 2 * pp_rank, {B, F}, {B, W, F}};
   return {l.pp - pp_rank - 1, pp_rank, {F, B}, {F, B, W}};
@@ -194,8 +199,14 @@ std::vector<PipelineStep> pipeline_order(const Layout& l, int pp_rank) {
                        "choose a global batch giving a multiple of pp micro-batches");
     return interleaved_order(l.pp, l.vpp, l.num_microbatches, pp_rank);
   }
-  if (v_placement(l.schedule))
-    return zero_bubble_v_orders(l.pp, l.num_microbatches)[static_cast<size_t>(pp_rank)];
+  if (v_placement(l.schedule)) {
+    if (l.vpp != 2)
+      throw InputError(
+          "layout", "layout.vpp",
+          "schedule=zb-v places two chunks per rank in a V, found vpp=" + std::to_string(l.vpp),
+          "set vpp=2");
+    return zero_bubble_v_orders(l.pp, l.num_microbatches).ranks[static_cast<size_t>(pp_rank)];
+  }
   if (l.vpp > 1)
     throw InputError("layout", "layout.vpp",
                      "vpp=" + std::to_string(l.vpp) + " needs the interleaved schedule",

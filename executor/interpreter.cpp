@@ -239,7 +239,9 @@ void RankState<T>::take_handed_off(const Action& a, MicroBatch<T>& mb) {
   const StageSlot slot = stage_slot(l, from);
   if (slot.pp_rank != program.coord.pp) return;
   const auto it = live.find({a.micro_batch, slot.chunk});
-  assert(it != live.end());
+  if (it == live.end())
+    throw std::logic_error("interpreter: " + action_name(a) +
+                           " starts before the pass on this rank that hands it its input");
   if (forward) {
     mb.x = std::move(it->second.x);
   } else {

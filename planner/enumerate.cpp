@@ -156,7 +156,12 @@ class Enumerator {
     if (fixed_.schedule && v_placement(*fixed_.schedule)) return {2};
     if (training_.layer_split == LayerSplit::cost_balanced) return {1};  // it runs no interleaving
     if (l.pp == 1 || l.pp > model_.num_layers) return {1};
-    return divisors(model_.num_layers / l.pp);
+    // ZB-V's two chunks a rank whether the layers divide evenly over them or not.
+    std::vector<int> vpps = divisors(model_.num_layers / l.pp);
+    if (!fixed_.schedule && 2 * l.pp <= model_.num_layers &&
+        std::ranges::find(vpps, 2) == vpps.end())
+      vpps.insert(vpps.begin() + 1, 2);
+    return vpps;
   }
 
   // The layers per virtual stage: the fixed split (in canonical form where it is whole, else as
@@ -192,7 +197,11 @@ class Enumerator {
     if (fixed_.schedule)
       return {*fixed_.schedule == Schedule::one_f_one_b ? implied_schedule(l.vpp)
                                                         : *fixed_.schedule};
-    if (l.vpp == 2) return {Schedule::interleaved, Schedule::zb_v};
+    // Interleaving where its chunks divide the layers (virtual_stages), ZB-V at vpp = 2 always.
+    if (l.vpp == 2)
+      return (model_.num_layers / l.pp) % 2 == 0
+                 ? std::vector{Schedule::interleaved, Schedule::zb_v}
+                 : std::vector{Schedule::zb_v};
     if (l.vpp > 1) return {Schedule::interleaved};
     if (l.pp == 1) return {Schedule::one_f_one_b};
     return {Schedule::one_f_one_b, Schedule::gpipe, Schedule::zb_h1, Schedule::zb_h2};

@@ -51,9 +51,10 @@ class Replay {
     // (the parameters, and the optimizer's per-parameter moments), one flat buffer for the
     // gradients and the master copy (Megatron-LM's and nanotron's contiguous buffers).
     end_share_ = p.total() > 0 ? static_cast<double>(ends) / static_cast<double>(p.total()) : 0;
-    for (int i = 0; i < l_.vpp; ++i) layers_per_chunk_.push_back(0);
-    for (int layer = 0; layer < s.layers(); ++layer)
-      ++layers_per_chunk_[static_cast<size_t>(layer % l_.vpp)];
+    for (int c = 0; c < l_.vpp; ++c) {
+      const LayerRange chunk = virtual_stage_layers(m, l, virtual_stage(l, s.stage, c));
+      layers_per_chunk_.push_back(chunk.end - chunk.begin);
+    }
     const LayerTensors dense =
         layer_activation_tensors(m, t.dtype, shape_, false, l.recompute, x, t.fp8);
     const LayerTensors moe =

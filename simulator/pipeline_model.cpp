@@ -1,9 +1,10 @@
 #include "simulator/pipeline_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
+#include <map>
 #include <numeric>
-#include <ranges>
 #include <vector>
 
 #include "core/schedule.h"
@@ -68,16 +69,19 @@ int64_t inflight_chunk_microbatches(const Layout& l, int stage) {
 std::vector<HeldMicrobatches> split_backward_peaks(const Layout& l, int stage) {
   assert(stage >= 0 && stage < l.pp);
   if (v_placement(l.schedule)) {
-    // Per rank, of the last (pp, m) asked: the memory model asks each stage's of every layout.
-    thread_local std::pair<int, int> key{-1, -1};
-    thread_local std::vector<std::vector<HeldMicrobatches>> moments;
-    if (key != std::pair{l.pp, l.num_microbatches}) {
-      moments.clear();
-      for (const auto& order : zero_bubble_v_orders(l.pp, l.num_microbatches))
+    // Per rank, of the last few (pp, m) asked, per thread: the memory model asks each stage's of
+    // every layout, the planner's inner loops over a few micro-batch sizes.
+    constexpr size_t kKept = 32;
+    thread_local std::map<std::pair<int, int>, std::vector<std::vector<HeldMicrobatches>>> kept;
+    auto found = kept.find({l.pp, l.num_microbatches});
+    if (found == kept.end()) {
+      if (kept.size() >= kKept) kept.clear();
+      std::vector<std::vector<HeldMicrobatches>> moments;
+      for (const auto& order : zero_bubble_v_orders(l.pp, l.num_microbatches).ranks)
         moments.push_back(order_moments(order));
-      key = {l.pp, l.num_microbatches};
+      found = kept.emplace(std::pair{l.pp, l.num_microbatches}, std::move(moments)).first;
     }
-    return moments[static_cast<size_t>(stage)];
+    return found->second[static_cast<size_t>(stage)];
   }
   const int64_t m = l.num_microbatches;
   const ZeroBubblePhases z = zero_bubble_phases(l, stage);
@@ -101,52 +105,42 @@ namespace {
 double v_order_time_s(const Layout& l, std::span<const double> stage_time_s,
                       const SplitPasses& split) {
   const int pp = l.pp, stages = 2 * pp, m = l.num_microbatches;
-  const std::vector<std::vector<PipelineStep>>& orders = zero_bubble_v_orders(pp, m);
-  constexpr double kNotYet = -1;
-  std::vector<double> f_end(static_cast<size_t>(stages) * m, kNotYet), b_end = f_end;
+  // Each rank's F, B and W of a chunk: half the stage's, its communication shared between F and
+  // B by their compute.
+  std::vector<std::array<double, 3>> chunk_s(static_cast<size_t>(pp));
+  for (size_t i = 0; i < chunk_s.size(); ++i) {
+    double f = split.forward_s[i] / 2, w = split.weight_grad_s[i] / 2;
+    double b = stage_time_s[i] / 2 - f - w;
+    if (!split.backward_s.empty() && split.backward_s[i] / 2 + f > 0) {
+      const double comm = b - split.backward_s[i] / 2, share = f / (f + split.backward_s[i] / 2);
+      f += share * comm;
+      b -= share * comm;
+    }
+    chunk_s[i] = {f, b, w};
+  }
+  // In the order the steps placed them every pass finds the passes it waits for done.
+  const ZeroBubbleVOrders& orders = zero_bubble_v_orders(pp, m);
+  std::vector<double> f_end(static_cast<size_t>(stages) * m, 0), b_end = f_end;
   const auto at = [&](std::vector<double>& v, int vs, int mb) -> double& {
     return v[static_cast<size_t>(vs) * m + static_cast<size_t>(mb)];
   };
-  std::vector<size_t> next(static_cast<size_t>(pp), 0);
   std::vector<double> free_s(static_cast<size_t>(pp), 0);
-  double end_s = 0;
-  for (bool moved = true; moved;) {
-    moved = false;
-    for (int r = 0; r < pp; ++r) {
-      const auto& order = orders[static_cast<size_t>(r)];
-      const size_t i = static_cast<size_t>(r);
-      double f = split.forward_s[i] / 2, w = split.weight_grad_s[i] / 2;
-      double b = stage_time_s[i] / 2 - f - w;
-      if (!split.backward_s.empty() && split.backward_s[i] / 2 + f > 0) {
-        const double comm = b - split.backward_s[i] / 2, share = f / (f + split.backward_s[i] / 2);
-        f += share * comm;
-        b -= share * comm;
-      }
-      for (; next[i] < order.size(); ++next[i]) {
-        const PipelineStep& s = order[next[i]];
-        const int vs = virtual_stage(l, r, s.chunk);
-        double ready = free_s[i];
-        if (s.pass == Pass::forward && vs > 0) {
-          if (at(f_end, vs - 1, s.micro_batch) == kNotYet) break;
-          ready = std::max(ready, at(f_end, vs - 1, s.micro_batch));
-        }
-        if (s.pass == Pass::backward && vs < stages - 1) {
-          if (at(b_end, vs + 1, s.micro_batch) == kNotYet) break;
-          ready = std::max(ready, at(b_end, vs + 1, s.micro_batch));
-        }
-        const double took = s.pass == Pass::forward ? f : s.pass == Pass::backward ? b : w;
-        free_s[i] = ready + took;
-        if (s.pass == Pass::forward) at(f_end, vs, s.micro_batch) = free_s[i];
-        if (s.pass == Pass::backward) at(b_end, vs, s.micro_batch) = free_s[i];
-        moved = true;
-      }
-      end_s = std::max(end_s, free_s[i]);
+  for (const auto& [r, position] : orders.placed) {
+    const PipelineStep& s = orders.ranks[static_cast<size_t>(r)][static_cast<size_t>(position)];
+    const int vs = s.chunk == 0 ? r : stages - 1 - r;
+    double& free = free_s[static_cast<size_t>(r)];
+    const auto& [f, b, w] = chunk_s[static_cast<size_t>(r)];
+    if (s.pass == Pass::forward) {
+      if (vs > 0) free = std::max(free, at(f_end, vs - 1, s.micro_batch));
+      at(f_end, vs, s.micro_batch) = free += f;
+    } else if (s.pass == Pass::backward) {
+      if (vs < stages - 1) free = std::max(free, at(b_end, vs + 1, s.micro_batch));
+      at(b_end, vs, s.micro_batch) = free += b;
+    } else {
+      free += w;
     }
   }
-  assert(std::ranges::all_of(std::views::iota(0, pp), [&](int r) {
-    return next[static_cast<size_t>(r)] == orders[static_cast<size_t>(r)].size();
-  }));
-  return end_s;
+  return *std::max_element(free_s.begin(), free_s.end());
 }
 
 }  // namespace

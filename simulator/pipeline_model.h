@@ -64,8 +64,8 @@ bool runs_all_forwards_first(const Layout& l);
 // from its first pass, where one step's time counts from the first stage's.
 struct SplitPasses {
   std::span<const double> forward_s, weight_grad_s;
-  // ZB-V: each stage's B compute (the rest of its time, its communication, is shared between F
-  // and B by their compute).
+  // ZB-V: each stage's B compute, recomputation included (the rest of its time, its
+  // communication, is shared between F and B by their compute).
   std::span<const double> backward_s = {};
 };
 double pipeline_time_s(const Layout& l, std::span<const double> stage_time_s,

@@ -312,7 +312,8 @@ StageTimings StageTimer::all_stages(const std::function<bool(const StageTimings&
                             turns_locally(ctx_.l, same) == turns_locally(ctx_.l, stage))) {
         out.microbatch_s[same] = timing.microbatch_s();
         out.forward_s[same] = timing.compute.forward.time_s();
-        out.backward_s[same] = timing.compute.backward.time_s();
+        // Selective recomputation runs inside the backward (B).
+        out.backward_s[same] = timing.compute.backward.time_s() + timing.compute.recompute.time_s();
         out.weight_grad_s[same] = timing.compute.weight_grad.time_s();
         timed[same] = true;
         --left;
@@ -324,15 +325,23 @@ StageTimings StageTimer::all_stages(const std::function<bool(const StageTimings&
 }
 
 double critical_path_s(const Layout& l, const StageTimings& timings) {
-  // ZB-V's order is walked (pipeline_model.h), in O(pp·m): while stages are still untimed (their
-  // time 0), the slowest rank's m micro-batches bound it from below instead.
-  const double pipeline_s =
-      !timings.complete && v_placement(l.schedule)
-          ? l.num_microbatches *
-                *std::max_element(timings.microbatch_s.begin(), timings.microbatch_s.end())
-          : pipeline_time_s(l, timings.microbatch_s, timings.split());
-  return pipeline_s + timings.most_step_work.step_extra_s();
+  return pipeline_time_s(l, timings.microbatch_s, timings.split()) +
+         timings.most_step_work.step_extra_s();
 }
+
+namespace {
+
+// critical_path_s, or below it: ZB-V's order is walked (pipeline_model.h) in O(pp·m), so while
+// stages are still untimed (their time 0) its bound is the slowest rank's m micro-batches (each
+// rank runs all of their passes).
+double critical_path_bound_s(const Layout& l, const StageTimings& timings) {
+  if (timings.complete || !v_placement(l.schedule)) return critical_path_s(l, timings);
+  return l.num_microbatches *
+             *std::max_element(timings.microbatch_s.begin(), timings.microbatch_s.end()) +
+         timings.most_step_work.step_extra_s();
+}
+
+}  // namespace
 
 StageContext make_stage_context(const Model& m, const Cluster& c, const Training& t,
                                 const Layout& l, const ExecutionOptions& x, EstimateCache* cache) {
@@ -378,9 +387,9 @@ double step_time_lower_bound(const Model& m, const Cluster& c, const Training& t
   const StageContext ctx = make_stage_context(m, c, t, l, x, cache);
   const StageTimings timings =
       StageTimer(ctx, cache, Priced::passes).all_stages([&](const StageTimings& so_far) {
-        return enough && enough(critical_path_s(l, so_far));
+        return enough && enough(critical_path_bound_s(l, so_far));
       });
-  const double bound = critical_path_s(l, timings);
+  const double bound = critical_path_bound_s(l, timings);
   if (known)
     *known = {any_zero, bound, timings.complete};
   else if (cache)

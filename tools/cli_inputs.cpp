@@ -146,14 +146,26 @@ Plan resolve_plan(const InputOptions& o, const std::string& framework) {
         merge(spec, layout_from_deepspeed(read_json_file(o.deepspeed_config), o.deepspeed_config));
     source = o.deepspeed_config;
   }
+  bool megatron_split = false;
   if (!o.megatron.empty()) {
-    spec = merge(spec, parse_megatron_flags(split_words(o.megatron), in.model));
+    const LayoutSpec flags = parse_megatron_flags(split_words(o.megatron), in.model);
+    megatron_split = flags.stages.has_value();
+    spec = merge(spec, flags);
     source = "--megatron";
   }
   if (!o.layout.empty()) {
-    spec = merge(spec, parse_layout_string(o.layout, "--layout"));
+    const LayoutSpec given = parse_layout_string(o.layout, "--layout");
+    megatron_split = megatron_split && !given.stages;
+    spec = merge(spec, given);
     source = "--layout";
   }
+  // Megatron-LM's split flags count layers per pipeline rank in its interleaved placement.
+  if (megatron_split && spec.schedule && v_placement(*spec.schedule))
+    throw InputError("--megatron", "layout.stages",
+                     "Megatron-LM's layer-split flags place chunks as its interleaved schedule "
+                     "does, not in the V of schedule=" +
+                         std::string(enum_name(*spec.schedule, kScheduleNames)),
+                     "give each virtual stage's layers with stages= instead");
   if (o.gbs && spec.global_batch && *spec.global_batch != *o.gbs)
     throw InputError(source, "layout.global_batch",
                      fmt::format("is {} but --gbs is {}", *spec.global_batch, *o.gbs),

@@ -181,3 +181,19 @@ TEST_CASE("shapes split over threads give the candidates of one thread, in the s
     }
   }
 }
+
+TEST_CASE("ZB-V's two chunks a rank are searched where the layers do not divide over them",
+          "[planner][enumerate]") {
+  // 6 layers over pp = 2: three a rank, which interleaving divides into 3 chunks only, ZB-V into
+  // its 2 unevenly.
+  PlannerCase c = planner_case("gpt-tiny", 1, 16, 64, "pp=2");
+  c.model.num_layers = 6;
+  const Candidates cand = c.enumerate();
+  int v = 0;
+  for (const Layout& l : cand.layouts) {
+    if (l.vpp == 2) CHECK(l.schedule == Schedule::zb_v);
+    if (l.vpp == 3) CHECK(l.schedule == Schedule::interleaved);
+    v += l.schedule == Schedule::zb_v ? 1 : 0;
+  }
+  CHECK(v > 0);
+}
