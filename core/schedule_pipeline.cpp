@@ -93,6 +93,11 @@ std::vector<PipelineStep> interleaved_order(int pp, int v, int m, int pp_rank) {
 // micro-batch it has started, stay within 2pp chunks: 1F1B's first stage's pp micro-batches, the
 // memory the paper gives ZB-V. Chunk 1's F then always has room, B and W need none, so the order
 // never waits on itself; W, last, fill what would be bubbles.
+// The virtual stage of chunk `chunk` of pipeline rank `pp_rank` placed in a V (v_placement).
+constexpr int v_stage(int pp, int pp_rank, int chunk) {
+  return chunk == 0 ? pp_rank : 2 * pp - 1 - pp_rank;
+}
+
 ZeroBubbleVOrders build_zero_bubble_v_orders(int pp, int m) {
   const int stages = 2 * pp;
   constexpr int kNotYet = std::numeric_limits<int>::max();
@@ -115,7 +120,7 @@ ZeroBubbleVOrders build_zero_bubble_v_orders(int pp, int m) {
     std::vector<std::pair<int, PipelineStep>> chosen;
     for (int r = 0; r < pp; ++r) {
       Rank& k = ranks[static_cast<size_t>(r)];
-      const std::array<int, 2> vs = {r, stages - 1 - r};
+      const std::array<int, 2> vs = {v_stage(pp, r, 0), v_stage(pp, r, 1)};
       const auto ended = [&](std::vector<int>& v, int s, int mb) { return at(v, s, mb) < step; };
       const auto backward_ready = [&](int c) {
         const int mb = k.backwards[c];
@@ -139,7 +144,7 @@ ZeroBubbleVOrders build_zero_bubble_v_orders(int pp, int m) {
       throw std::logic_error("zb-v order: no rank can run a pass at step " + std::to_string(step));
     for (const auto& [r, s] : chosen) {
       Rank& k = ranks[static_cast<size_t>(r)];
-      const int vs = s.chunk == 0 ? r : stages - 1 - r;
+      const int vs = v_stage(pp, r, s.chunk);
       if (s.pass == F) {
         ++k.forwards[s.chunk], ++k.held;
         k.reserved += s.chunk == 0 ? 1 : -1;
@@ -219,7 +224,7 @@ std::vector<PipelineStep> pipeline_order(const Layout& l, int pp_rank) {
 }
 
 int virtual_stage(const Layout& l, int pp_rank, int chunk) {
-  if (v_placement(l.schedule)) return chunk == 0 ? pp_rank : 2 * l.pp - 1 - pp_rank;
+  if (v_placement(l.schedule)) return v_stage(l.pp, pp_rank, chunk);
   return chunk * l.pp + pp_rank;
 }
 

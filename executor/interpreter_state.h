@@ -1,7 +1,9 @@
 // The interpreter's per-rank state (interpreter.h's RankInterpreter holds it as an
-// InterpreterState), shared by its two source files: interpreter.cpp (the step's actions in program
-// order, the layers' passes, pipeline messages, action timings) and interpreter_data_parallel.cpp
-// (gradient reductions, ZeRO gathers and shards, the optimizer step, the full state in and out).
+// InterpreterState), shared by its three source files: interpreter.cpp (the step's actions in
+// program order, the layers' passes, action timings), interpreter_pipeline.cpp (micro-batches and
+// their tokens, pipeline messages, the hand-off between two stages on one rank) and
+// interpreter_data_parallel.cpp (gradient reductions, ZeRO gathers and shards, the optimizer step,
+// the full state in and out).
 // Not a contract: only those include it. RankState<T> is written once for the storage type T of
 // weights, activations and gradients: float, or bf16 under mixed precision, where Adam keeps the
 // fp32 master weights (adam.h) and the loss is computed in fp32 (lm_head.h).
@@ -137,6 +139,8 @@ struct RankState final : InterpreterState {
   void begin_actions(size_t first, size_t last);
   void end_actions(size_t first, size_t last);
 
+  // The state of the action's micro-batch chunk: made with its tokens when first met, with what a
+  // stage on this rank handed it (take_handed_off).
   MicroBatch<T>& micro_batch(const Action& a);
 
   // The micro-batch's sequences, the same on every cp rank of a dp rank; under context parallelism
@@ -147,7 +151,8 @@ struct RankState final : InterpreterState {
   void p2p(size_t i);
   // A pass whose previous stage (the next, going backward) ran on this rank, v_placement's turn at
   // rank pp − 1, starts from what that stage left, as it would from a recv: its input goes forward,
-  // its input's gradient backward (which ends that stage's micro-batch).
+  // its input's gradient backward (which ends that stage's micro-batch). micro_batch calls it, so
+  // that a chunk's first unit and, for a chunk without layers, its send find it there.
   void take_handed_off(const Action& a, MicroBatch<T>& mb);
 
   // One unit's pass of a micro-batch: actions [first, last) of the program. Its weights are the

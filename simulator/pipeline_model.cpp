@@ -127,7 +127,7 @@ double v_order_time_s(const Layout& l, std::span<const double> stage_time_s,
   std::vector<double> free_s(static_cast<size_t>(pp), 0);
   for (const auto& [r, position] : orders.placed) {
     const PipelineStep& s = orders.ranks[static_cast<size_t>(r)][static_cast<size_t>(position)];
-    const int vs = s.chunk == 0 ? r : stages - 1 - r;
+    const int vs = virtual_stage(l, r, s.chunk);
     double& free = free_s[static_cast<size_t>(r)];
     const auto& [f, b, w] = chunk_s[static_cast<size_t>(r)];
     if (s.pass == Pass::forward) {
